@@ -1,0 +1,55 @@
+# herald — the two commands are `make run` and `make test` (see README.md).
+#
+# With DATABASE_URL unset, every target that needs a database starts the
+# project-local cluster (tests/devdb.sh: initdb into .devdb/, 127.0.0.1, a free port)
+# and uses it; with DATABASE_URL set, that database is used as it is.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/.bin
+TERN_VERSION := v2.4.2
+# Resolve the database once per recipe: the given DATABASE_URL, or the local cluster.
+DB := export DATABASE_URL="$${DATABASE_URL:-$$(tests/devdb.sh up)}" && [ -n "$$DATABASE_URL" ]
+
+.PHONY: run test build migrate vet db db-stop db-destroy psql
+
+## run: start the database (if needed), install herald into it, and say how to use it
+run: build
+	@$(DB) && $(BIN)/herald migrate && \
+	echo && echo "herald is installed in $$DATABASE_URL" && \
+	echo "Enqueue a notification and watch it in the queue:" && \
+	echo "  psql \"$$DATABASE_URL\" -c \"SELECT herald.enqueue('email', 'ana@example.com', '{\\\"subject\\\": \\\"Hi\\\", \\\"text\\\": \\\"Hello Ana\\\"}')\"" && \
+	echo "  psql \"$$DATABASE_URL\" -c 'SELECT * FROM herald.queue_stats'" && \
+	echo "(the delivery runner, herald run, is not built yet: claim, complete and fail by hand as README.md shows)"
+
+## test: vet, format check, and every test against a real PostgreSQL
+test: $(BIN)/tern
+	@$(DB) && export HERALD_TERN=$(BIN)/tern && \
+	unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './.devdb/*')) && \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi && \
+	$(GO) vet ./... && \
+	$(GO) test -count=1 -timeout 30m ./...
+
+## build: the herald binary in .bin/
+build:
+	$(GO) build -o $(BIN)/herald ./cmd/herald
+
+## migrate: install or upgrade herald in DATABASE_URL (or the local cluster)
+migrate: build
+	@$(DB) && $(BIN)/herald migrate
+
+## psql: a psql session on DATABASE_URL (or the local cluster)
+psql:
+	@$(DB) && psql "$$DATABASE_URL"
+
+## db / db-stop / db-destroy: the project-local cluster by hand
+db:
+	@tests/devdb.sh up
+db-stop:
+	@tests/devdb.sh stop
+db-destroy:
+	@tests/devdb.sh destroy
+
+# The tern CLI, for the test that installs herald the way a DBA without our binary does.
+$(BIN)/tern:
+	GOBIN=$(BIN) $(GO) install github.com/jackc/tern/v2@$(TERN_VERSION)

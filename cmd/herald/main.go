@@ -1,0 +1,72 @@
+// Command herald is the herald toolkit's one binary: it installs the SQL
+// (`herald migrate`) and, in later releases, runs the delivery worker.
+//
+// Configuration comes from flags and the environment; the database from DATABASE_URL
+// or the standard PG* variables (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD…).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK       = 0
+	exitFailure  = 1 // the command ran and failed (database error, migration error)
+	exitUsage    = 2 // bad flags or arguments
+	exitDatabase = 3 // the database could not be reached
+)
+
+// command is one herald subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"migrate", "install or upgrade herald's schema, functions and triggers", runMigrate},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: herald COMMAND [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The database is DATABASE_URL, or the PG* environment variables when it is unset.")
+	fmt.Fprintln(w, "Run 'herald COMMAND -h' for a command's flags.")
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "herald: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}

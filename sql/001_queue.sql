@@ -1,0 +1,1 @@
+schema/001_queue.sql

@@ -1,0 +1,27 @@
+-- herald._check_arrays(fields, lengths, required) — validate the parallel arrays of a
+-- batch call (complete, fail, extend_lease): the first `required` arrays must not be
+-- NULL, and every non-NULL array must have the length of the first. Raises HR012 with
+-- the offending argument in COLUMN. Locks: none.
+CREATE OR REPLACE FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  i integer;
+BEGIN
+  FOR i IN 1 .. cardinality(fields) LOOP
+    IF lengths[i] IS NULL THEN
+      IF i <= required THEN
+        PERFORM herald._reject('HR012', fields[i], 'must not be NULL');
+      END IF;
+    ELSIF lengths[i] <> lengths[1] THEN
+      PERFORM herald._reject('HR012', fields[i],
+        format('has %s elements but %s has %s', lengths[i], fields[1], lengths[1]));
+    END IF;
+  END LOOP;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald._check_arrays(text[], integer[], integer) FROM PUBLIC;

@@ -1,0 +1,63 @@
+-- herald.complete(ids, lease_tokens, provider_message_ids, now) — mark delivered
+-- messages 'sent'; returns how many rows changed.
+--
+-- Only rows still 'processing' under the same lease_token change. A row whose lease
+-- expired and was reaped (or re-claimed by another worker) has another token or
+-- status and is left alone: the count is then lower than the number of ids, which
+-- the caller should log as a possible duplicate delivery. Repeating a call is
+-- harmless (the second one changes nothing).
+-- provider_message_ids (optional, same length) is stored as the delivery receipt.
+-- Index: the primary key. Locks: row locks on the changed rows.
+-- Errors: HR012 ids/lease_tokens (NULL) or an array whose length differs from ids.
+-- The single-id overload returns true when the row changed.
+-- SECURITY DEFINER for herald_worker.
+CREATE OR REPLACE FUNCTION herald.complete(
+  ids bigint[],
+  lease_tokens bigint[],
+  provider_message_ids text[] DEFAULT NULL,
+  now timestamptz DEFAULT now()
+) RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  changed integer;
+BEGIN
+  PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
+    ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
+
+  UPDATE herald.messages m
+  SET status = 'sent',
+      finished_at = complete.now,
+      provider_message_id = u.provider_message_id,
+      lease_token = NULL,
+      lease_expires_at = NULL
+  FROM unnest(ids, lease_tokens, provider_message_ids) AS u(id, lease_token, provider_message_id)
+  WHERE m.id = u.id
+    AND m.status = 'processing'
+    AND m.lease_token = u.lease_token;
+  GET DIAGNOSTICS changed = ROW_COUNT;
+  RETURN changed;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION herald.complete(
+  id bigint,
+  lease_token bigint,
+  provider_message_id text DEFAULT NULL,
+  now timestamptz DEFAULT now()
+) RETURNS boolean
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT herald.complete(ARRAY[id], ARRAY[lease_token], ARRAY[provider_message_id], now) = 1
+$$;
+
+REVOKE ALL ON FUNCTION herald.complete(bigint[], bigint[], text[], timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald.complete(bigint, bigint, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.complete(bigint[], bigint[], text[], timestamptz) TO herald_worker, herald_admin;
+GRANT EXECUTE ON FUNCTION herald.complete(bigint, bigint, text, timestamptz) TO herald_worker, herald_admin;

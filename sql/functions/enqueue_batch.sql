@@ -1,0 +1,79 @@
+-- herald.enqueue_batch(messages jsonb) — store many notifications at once, all or
+-- nothing; returns their ids in input order.
+--
+-- `messages` is a JSON array (1 to 10,000 elements) of objects with the fields of
+-- herald.enqueue: channel, recipient, payload (required), run_at (ISO 8601 string),
+-- priority, idempotency_key, ordering_key, max_attempts (integers / strings),
+-- metadata (object). null is the same as an absent field.
+-- Errors name the first bad element: COLUMN = 'messages[<index>].<field>' (index from
+-- 0), with the SQLSTATEs of herald._enqueue, plus
+--   HR011 messages                not an array, empty, or over 10,000 elements
+--   HR011 messages[i]             an element that is not an object
+--   HR011 messages[i].<field>     an unknown field, or a field of the wrong JSON type
+--                                 (a run_at that is not a timestamp is HR005,
+--                                 a non-integer priority HR006, max_attempts HR007)
+-- One INSERT for the whole batch (statement triggers fire once).
+-- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages.
+CREATE OR REPLACE FUNCTION herald.enqueue_batch(messages jsonb, now timestamptz DEFAULT now())
+RETURNS bigint[]
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  n integer;
+  item jsonb;
+  p text;
+  k text;
+  v_channels text[];
+  v_recipients text[];
+  v_payloads jsonb[];
+  v_run_ats timestamptz[];
+  v_priorities integer[];
+  v_idem text[];
+  v_order text[];
+  v_max integer[];
+  v_meta jsonb[];
+  i integer;
+BEGIN
+  IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
+    PERFORM herald._reject('HR011', 'messages', 'must be a JSON array of message objects');
+  END IF;
+  n := jsonb_array_length(messages);
+  IF n = 0 OR n > 10000 THEN
+    PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
+  END IF;
+
+  FOR i IN 1 .. n LOOP
+    item := messages -> (i - 1);
+    p := format('messages[%s]', i - 1);
+    IF jsonb_typeof(item) <> 'object' THEN
+      PERFORM herald._reject('HR011', p, 'must be a JSON object');
+    END IF;
+    FOR k IN SELECT jsonb_object_keys(item) LOOP
+      IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
+                   'ordering_key', 'max_attempts', 'metadata') THEN
+        PERFORM herald._reject('HR011', p || '.' || k, 'is not a message field',
+          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
+      END IF;
+    END LOOP;
+
+    v_channels[i] := herald._json_text(item, 'channel', p, 'HR011');
+    v_recipients[i] := herald._json_text(item, 'recipient', p, 'HR011');
+    v_payloads[i] := nullif(item -> 'payload', 'null');
+    v_meta[i] := nullif(item -> 'metadata', 'null');
+    v_idem[i] := herald._json_text(item, 'idempotency_key', p, 'HR011');
+    v_order[i] := herald._json_text(item, 'ordering_key', p, 'HR011');
+    v_run_ats[i] := herald._json_timestamptz(item, 'run_at', p, 'HR005');
+    v_priorities[i] := herald._json_integer(item, 'priority', p, 'HR006');
+    v_max[i] := herald._json_integer(item, 'max_attempts', p, 'HR007');
+  END LOOP;
+
+  RETURN herald._enqueue(v_channels, v_recipients, v_payloads, v_run_ats, v_priorities,
+                         v_idem, v_order, v_max, v_meta, true, now);
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.enqueue_batch(jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.enqueue_batch(jsonb, timestamptz) TO herald_producer, herald_admin;

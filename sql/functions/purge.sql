@@ -1,0 +1,29 @@
+-- herald.purge(older_than, now) — delete finished messages (sent, dead, cancelled)
+-- whose finished_at is more than `older_than` ago; returns how many were deleted.
+-- Retention: run it from cron / pg_cron, e.g. herald.purge('30 days').
+-- Index: messages_finished_idx (finished_at) WHERE status IN (sent, dead, cancelled).
+-- Locks: the deleted rows. Errors: HR012 older_than (NULL or negative).
+-- Admin only (herald_admin).
+CREATE OR REPLACE FUNCTION herald.purge(older_than interval, now timestamptz DEFAULT now())
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  deleted bigint;
+BEGIN
+  IF older_than IS NULL OR older_than < interval '0' THEN
+    PERFORM herald._reject('HR012', 'older_than', 'must be a non-negative interval');
+  END IF;
+  DELETE FROM herald.messages m
+  WHERE m.status IN ('sent', 'dead', 'cancelled')
+    AND m.finished_at < purge.now - purge.older_than;
+  GET DIAGNOSTICS deleted = ROW_COUNT;
+  RETURN deleted;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.purge(interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.purge(interval, timestamptz) TO herald_admin;

@@ -1,0 +1,53 @@
+-- herald.reap_stale(now) — take back messages whose lease expired (the worker crashed
+-- or lost its connection); returns how many.
+--
+-- Each expired row goes back to 'queued' (run_at = now, so it is retried at once; the
+-- attempt it used counts) or to 'dead' when attempts >= max_attempts. Its
+-- lease_token is cleared, so the old worker's late complete/fail changes nothing.
+-- The failure is recorded as class transient, error 'lease expired'.
+-- Rows locked by a concurrent complete/fail are skipped (SKIP LOCKED) and seen, if
+-- still expired, by the next call. At most 10,000 rows per call; call it again while
+-- it returns 10,000.
+-- Safe to run from many workers at once; the runner runs it from one at a time.
+-- Index: messages_lease_expiry_idx (lease_expires_at) WHERE status = 'processing'.
+-- Locks: row locks on the reaped rows. SECURITY DEFINER for herald_worker.
+CREATE OR REPLACE FUNCTION herald.reap_stale(now timestamptz DEFAULT now())
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  changed integer;
+BEGIN
+  WITH expired AS (
+    SELECT e.id
+    FROM herald.messages e
+    WHERE e.status = 'processing'
+      AND e.lease_expires_at < reap_stale.now
+    ORDER BY e.lease_expires_at
+    LIMIT 10000
+    FOR UPDATE SKIP LOCKED
+  )
+  UPDATE herald.messages m
+  SET status = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'queued' END,
+      run_at = CASE WHEN m.attempts >= m.max_attempts THEN m.run_at ELSE reap_stale.now END,
+      finished_at = CASE WHEN m.attempts >= m.max_attempts THEN reap_stale.now END,
+      lease_token = NULL,
+      lease_expires_at = NULL,
+      last_error = 'lease expired',
+      last_error_class = 'transient',
+      errors = (CASE WHEN jsonb_array_length(m.errors) >= 20 THEN m.errors - 0 ELSE m.errors END)
+               || jsonb_build_array(jsonb_build_object(
+                    'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
+                    'error', 'lease expired', 'worker', m.leased_by))
+  FROM expired
+  WHERE m.id = expired.id;
+  GET DIAGNOSTICS changed = ROW_COUNT;
+  RETURN changed;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.reap_stale(timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.reap_stale(timestamptz) TO herald_worker, herald_admin;

@@ -1,0 +1,32 @@
+-- 002_code.sql — install herald's functions, views and triggers (release 1).
+--
+-- Each line pulls in one file of sql/functions or sql/triggers as a tern template, in
+-- dependency order (SQL-language functions and views are checked when created, so
+-- what they call comes first). The same list is what `herald migrate
+-- --reinstall-code` re-applies. Every file is plain SQL (CREATE OR REPLACE), so a DBA
+-- can also apply one directly: psql -f sql/functions/claim_batch.sql.
+--
+-- A later release that changes functions adds a new NNN_code.sql with its own list;
+-- this one stays as it is.
+{{ template "functions/_reject.sql" . }}
+{{ template "functions/_nonempty_string.sql" . }}
+{{ template "functions/_backoff.sql" . }}
+{{ template "functions/_check_arrays.sql" . }}
+{{ template "functions/_json_text.sql" . }}
+{{ template "functions/_json_integer.sql" . }}
+{{ template "functions/_json_timestamptz.sql" . }}
+{{ template "functions/_enqueue.sql" . }}
+{{ template "functions/enqueue.sql" . }}
+{{ template "functions/enqueue_batch.sql" . }}
+{{ template "functions/claim_batch.sql" . }}
+{{ template "functions/complete.sql" . }}
+{{ template "functions/fail.sql" . }}
+{{ template "functions/extend_lease.sql" . }}
+{{ template "functions/reap_stale.sql" . }}
+{{ template "functions/cancel.sql" . }}
+{{ template "functions/redrive.sql" . }}
+{{ template "functions/purge.sql" . }}
+{{ template "functions/status.sql" . }}
+{{ template "functions/queue_stats.sql" . }}
+{{ template "functions/dead_letters.sql" . }}
+{{ template "triggers/messages_notify_queue.sql" . }}
