@@ -17,7 +17,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.SetOutput(stderr)
 	target := fs.Int("target", 0, "migrate to this version instead of the latest (forward only)")
 	reinstall := fs.Bool("reinstall-code", false, "after migrating, re-apply all functions, views and triggers (CREATE OR REPLACE)")
-	status := fs.Bool("status", false, "print the current and latest version and change nothing")
+	status := fs.Bool("status", false, "only print the current and latest version (migrates nothing; creates the empty version table if missing)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald migrate [--target N] [--reinstall-code] [--status]")
 		fmt.Fprintln(stderr, "\nBrings the database (DATABASE_URL or PG*) to the latest herald schema. Idempotent.")

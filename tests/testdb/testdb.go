@@ -127,10 +127,15 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	return Pool(t, New(t))
 }
 
-// Pool opens a pool on url, closed when the test ends.
+// Pool opens a pool of up to 32 connections on url, closed when the test ends.
 func Pool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), url)
+	conf, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	conf.MaxConns = 32 // concurrency tests hold several connections at once
+	pool, err := pgxpool.NewWithConfig(context.Background(), conf)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}

@@ -1,0 +1,208 @@
+package tests
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// claim_batch hands out only ready rows, in (priority, run_at, id) order, at most
+// batch_size, with a fresh lease token per call.
+func TestClaimBatch(t *testing.T) {
+	ctx, pool := setup(t)
+	enq := func(prio int, runAt time.Time) int64 {
+		return scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}',
+			run_at => $1, priority => $2, now => $3)`, runAt, prio, t0)
+	}
+	late := enq(0, t0.Add(-time.Minute))
+	normal := enq(0, t0)
+	urgent := enq(-10, t0)
+	lowEarly := enq(5, t0.Add(-time.Hour))
+	future := enq(-50, t0.Add(time.Minute))
+
+	first := claim(t, pool, 2, t0)
+	if got, want := ids(first), []int64{urgent, late}; !slices.Equal(got, want) {
+		t.Fatalf("first claim %v, want %v", got, want)
+	}
+	second := claim(t, pool, 10, t0)
+	if got, want := ids(second), []int64{normal, lowEarly}; !slices.Equal(got, want) {
+		t.Fatalf("second claim %v, want %v (the future message must wait)", got, want)
+	}
+	if first[0].Token == second[0].Token {
+		t.Fatal("two claims got the same lease token")
+	}
+	for _, c := range append(first, second...) {
+		if c.Attempt != 1 || !c.Expires.Equal(t0.Add(30*time.Second)) || c.Token != first[0].Token && c.Token != second[0].Token {
+			t.Fatalf("claimed row %+v", c)
+		}
+	}
+	if n := len(claim(t, pool, 10, t0)); n != 0 {
+		t.Fatalf("claimed %d rows from an empty queue", n)
+	}
+	later := claim(t, pool, 10, t0.Add(time.Minute))
+	if len(later) != 1 || later[0].ID != future {
+		t.Fatalf("scheduled message not claimed when due: %v", ids(later))
+	}
+	var status, by string
+	if err := pool.QueryRow(ctx, `SELECT status, leased_by FROM herald.messages WHERE id = $1`, future).Scan(&status, &by); err != nil ||
+		status != "processing" || by != "test-worker" {
+		t.Fatalf("claimed row: %s %s %v", status, by, err)
+	}
+}
+
+// Channel filter, paused channels, and a NULL lease taking the channel's lease.
+func TestClaimChannels(t *testing.T) {
+	ctx, pool := setup(t)
+	mail := enqueueEmail(t, pool, "a@example.com")
+	sms := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"hi"}', now => $1)`, t0)
+	mustExec(t, pool, `UPDATE herald.channels SET paused = true WHERE name = 'email'`)
+	mustExec(t, pool, `UPDATE herald.channels SET lease = '2 minutes' WHERE name = 'sms'`)
+
+	var id int64
+	var exp time.Time
+	err := pool.QueryRow(ctx, `SELECT id, lease_expires_at FROM herald.claim_batch('w', 10, NULL, NULL, $1)`, t0).Scan(&id, &exp)
+	if err != nil || id != sms || !exp.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("claim with email paused: id %d (sms %d) expires %v, %v", id, sms, exp, err)
+	}
+	mustExec(t, pool, `UPDATE herald.channels SET paused = false WHERE name = 'email'`)
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.claim_batch('w', 10, '1 minute', ARRAY['sms'], $1)`, t0); n != 0 {
+		t.Fatalf("sms-only claim took %d rows", n)
+	}
+	if got := scalar[int64](t, pool, `SELECT id FROM herald.claim_batch('w', 10, '1 minute', ARRAY['email'], $1)`, t0); got != mail {
+		t.Fatalf("email claim got %d", got)
+	}
+}
+
+// Bad arguments to claim_batch: HR012 with the argument named.
+func TestClaimRejectsBadArguments(t *testing.T) {
+	ctx, pool := setup(t)
+	for _, c := range []struct{ sql, field string }{
+		{`SELECT * FROM herald.claim_batch('', 10)`, "worker"},
+		{`SELECT * FROM herald.claim_batch(NULL, 10)`, "worker"},
+		{`SELECT * FROM herald.claim_batch('w', 0)`, "batch_size"},
+		{`SELECT * FROM herald.claim_batch('w', 10001)`, "batch_size"},
+		{`SELECT * FROM herald.claim_batch('w', 10, '0 seconds')`, "lease"},
+		{`SELECT * FROM herald.claim_batch('w', 10, '2 days')`, "lease"},
+	} {
+		_, err := pool.Exec(ctx, c.sql)
+		wantPgError(t, err, "HR012", c.field)
+	}
+}
+
+// Messages sharing an ordering key go out one at a time, in id order; a later one
+// waits while an earlier one is queued (even scheduled) or processing, and goes once
+// the earlier one is sent, dead or cancelled.
+func TestClaimOrderingKey(t *testing.T) {
+	_, pool := setup(t)
+	enq := func(key string, runAt time.Time) int64 {
+		return scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}',
+			ordering_key => $1, run_at => $2, now => $3)`, key, runAt, t0)
+	}
+	a1, a2, a3 := enq("A", t0), enq("A", t0), enq("A", t0)
+	b1 := enq("B", t0.Add(time.Hour)) // scheduled: blocks b2 until it is done
+	b2 := enq("B", t0)
+
+	got := claim(t, pool, 10, t0)
+	if !slices.Equal(ids(got), []int64{a1}) {
+		t.Fatalf("first claim %v, want only %d", ids(got), a1)
+	}
+	// a1 fails transiently: back to queued (at a later run_at) and a2 still waits.
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'timeout', 'transient', NULL, $3)`, a1, got[0].Token, t0)
+	if n := len(claim(t, pool, 10, t0)); n != 0 {
+		t.Fatalf("claimed %d rows while a1 waits for its retry", n)
+	}
+	again := claim(t, pool, 10, t0.Add(time.Hour)) // a1 retried; b1 is due as well
+	if !slices.Equal(ids(again), []int64{b1, a1}) && !slices.Equal(ids(again), []int64{a1, b1}) {
+		t.Fatalf("claim at +1h %v, want a1 %d and b1 %d", ids(again), a1, b1)
+	}
+	for _, c := range again {
+		mustExec(t, pool, `SELECT herald.complete($1::bigint, $2::bigint, NULL, $3)`, c.ID, c.Token, t0.Add(time.Hour))
+	}
+	next := claim(t, pool, 10, t0.Add(time.Hour))
+	if !slices.Equal(ids(next), []int64{a2, b2}) && !slices.Equal(ids(next), []int64{b2, a2}) {
+		t.Fatalf("after a1 and b1 were sent: %v, want a2 %d and b2 %d", ids(next), a2, b2)
+	}
+	// a2 dies: a3 may go.
+	for _, c := range next {
+		if c.ID == a2 {
+			mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'bad address', 'permanent', NULL, $3)`, c.ID, c.Token, t0.Add(time.Hour))
+		}
+	}
+	if got := ids(claim(t, pool, 10, t0.Add(time.Hour))); !slices.Equal(got, []int64{a3}) {
+		t.Fatalf("after a2 died: %v, want a3 %d", got, a3)
+	}
+}
+
+// The ordering key also releases on cancel.
+func TestClaimOrderingKeyAfterCancel(t *testing.T) {
+	_, pool := setup(t)
+	first := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', ordering_key => 'k', run_at => $1, now => $2)`, t0.Add(time.Hour), t0)
+	second := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', ordering_key => 'k', now => $1)`, t0)
+	if n := len(claim(t, pool, 10, t0)); n != 0 {
+		t.Fatal("second message claimed while the first is scheduled")
+	}
+	if !scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, first, t0) {
+		t.Fatal("cancel of a queued message returned false")
+	}
+	if got := ids(claim(t, pool, 10, t0)); !slices.Equal(got, []int64{second}) {
+		t.Fatalf("after cancel: %v", got)
+	}
+}
+
+// The claim query is served by messages_claim_idx, not a sequential scan, on a table
+// of 100,000 finished and 1,000 queued rows. The plan of the statement inside the
+// function is read with auto_explain, sent to the client as NOTICEs.
+func TestClaimUsesPartialIndex(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, ordering_key)
+		SELECT 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'sent', 5, $1, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END
+		FROM generate_series(1, 100000) g`, t0)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, ordering_key)
+		SELECT 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'queued', 5, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END
+		FROM generate_series(1, 1000) g`, t0)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+
+	conf := pool.Config().ConnConfig.Copy()
+	var notices []string
+	conf.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range []string{
+		`LOAD 'auto_explain'`,
+		`SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`,
+		`SET auto_explain.log_level = notice`,
+	} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 100, '30 seconds', NULL, $1)`, t0).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 100 {
+		t.Fatalf("claimed %d, want 100", n)
+	}
+	var plan string
+	for _, m := range notices {
+		if strings.Contains(m, "FOR UPDATE SKIP LOCKED") {
+			plan = m
+		}
+	}
+	if plan == "" {
+		t.Fatalf("no plan for the claim statement among %d notices", len(notices))
+	}
+	if !strings.Contains(plan, "messages_claim_idx") || strings.Contains(plan, "Seq Scan on messages") {
+		t.Fatalf("claim plan does not use messages_claim_idx only:\n%s", plan)
+	}
+	t.Logf("claim plan:\n%s", plan)
+}

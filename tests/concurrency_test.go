@@ -1,0 +1,114 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// 10,000 messages drained by 2, 4 and 8 concurrent claimers on separate connections:
+// every message is claimed exactly once and ends sent; none is missed.
+func TestConcurrentClaimersDrainExactlyOnce(t *testing.T) {
+	t.Parallel()
+	for _, workers := range []int{2, 4, 8} {
+		t.Run(fmt.Sprintf("%d claimers", workers), func(t *testing.T) {
+			ctx, pool := setup(t)
+			const total = 10000
+			for b := 0; b < total/1000; b++ {
+				mustExec(t, pool, `SELECT herald.enqueue_batch(
+					(SELECT jsonb_agg(jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com',
+					        'payload', '{"subject":"s","text":"t"}'::jsonb))
+					 FROM generate_series(1, 1000) g))`)
+			}
+			seen := drain(t, ctx, pool, workers)
+			if len(seen) != total {
+				t.Fatalf("claimed %d distinct messages, want %d", len(seen), total)
+			}
+			for id, n := range seen {
+				if n != 1 {
+					t.Fatalf("message %d claimed %d times", id, n)
+				}
+			}
+			var sent, attempts1 int64
+			if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE attempts = 1)
+				FROM herald.messages`).Scan(&sent, &attempts1); err != nil || sent != total || attempts1 != total {
+				t.Fatalf("sent %d, attempts=1 %d, want %d (%v)", sent, attempts1, total, err)
+			}
+		})
+	}
+}
+
+// drain runs `workers` claimers, each on its own connection, looping
+// claim_batch → complete until a claim comes back empty; it returns how many times
+// each id was claimed.
+func drain(t *testing.T, ctx context.Context, pool *pgxpool.Pool, workers int) map[int64]int {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		seen = map[int64]int{}
+		wg   sync.WaitGroup
+		errs = make(chan error, workers)
+	)
+	start := make(chan struct{})
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := pool.Acquire(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Release()
+			<-start
+			name := fmt.Sprintf("claimer-%d", w)
+			for {
+				rows, err := conn.Query(ctx, `SELECT id, lease_token FROM herald.claim_batch($1, 50)`, name)
+				if err != nil {
+					errs <- err
+					return
+				}
+				var batchIDs, tokens []int64
+				for rows.Next() {
+					var id, tok int64
+					if err := rows.Scan(&id, &tok); err != nil {
+						errs <- err
+						return
+					}
+					batchIDs, tokens = append(batchIDs, id), append(tokens, tok)
+				}
+				if err := rows.Err(); err != nil {
+					errs <- err
+					return
+				}
+				if len(batchIDs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, id := range batchIDs {
+					seen[id]++
+				}
+				mu.Unlock()
+				var n int
+				if err := conn.QueryRow(ctx, `SELECT herald.complete($1::bigint[], $2::bigint[])`, batchIDs, tokens).Scan(&n); err != nil {
+					errs <- err
+					return
+				}
+				if n != len(batchIDs) {
+					errs <- fmt.Errorf("%s: complete changed %d of %d", name, n, len(batchIDs))
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return seen
+}

@@ -1,0 +1,237 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Every validation error of herald.enqueue: the documented SQLSTATE, the field in
+// COLUMN, and nothing stored.
+func TestEnqueueRejectsBadInput(t *testing.T) {
+	ctx, pool := setup(t)
+	email := `{"subject":"Hi","text":"Hello"}`
+	big := fmt.Sprintf(`{"subject":"Hi","text":"%s"}`, strings.Repeat("x", 70000))
+	bigMeta := fmt.Sprintf(`{"k":"%s"}`, strings.Repeat("x", 9000))
+	cases := []struct {
+		name, channel, recipient, payload string
+		opts                              string // extra named arguments
+		args                              []any  // for $4…
+		code, field                       string
+	}{
+		{"unknown channel", "fax", "ana@example.com", email, "", nil, "HR001", "channel"},
+		{"null channel", "", "ana@example.com", email, "", nil, "HR001", "channel"},
+		{"empty recipient", "email", "", email, "", nil, "HR002", "recipient"},
+		{"not an e-mail", "email", "ana.example.com", email, "", nil, "HR002", "recipient"},
+		{"double dot e-mail", "email", "ana..b@example.com", email, "", nil, "HR002", "recipient"},
+		{"e-mail with space", "email", "ana b@example.com", email, "", nil, "HR002", "recipient"},
+		{"not E.164", "sms", "4155550100", `{"text":"hi"}`, "", nil, "HR002", "recipient"},
+		{"E.164 leading zero", "sms", "+04155550100", `{"text":"hi"}`, "", nil, "HR002", "recipient"},
+		{"E.164 too short", "sms", "+1", `{"text":"hi"}`, "", nil, "HR002", "recipient"},
+		{"payload not object", "email", "ana@example.com", `["Hi"]`, "", nil, "HR003", "payload"},
+		{"e-mail without subject", "email", "ana@example.com", `{"text":"Hello"}`, "", nil, "HR003", "payload"},
+		{"e-mail without body", "email", "ana@example.com", `{"subject":"Hi"}`, "", nil, "HR003", "payload"},
+		{"e-mail with empty text", "email", "ana@example.com", `{"subject":"Hi","text":""}`, "", nil, "HR003", "payload"},
+		{"sms without text", "sms", "+14155550100", `{"subject":"hi"}`, "", nil, "HR003", "payload"},
+		{"sms text not a string", "sms", "+14155550100", `{"text":5}`, "", nil, "HR003", "payload"},
+		{"payload too large", "email", "ana@example.com", big, "", nil, "HR004", "payload"},
+		{"run_at far future", "email", "ana@example.com", email, "run_at => $4", []any{t0.AddDate(2, 0, 0)}, "HR005", "run_at"},
+		{"run_at far past", "email", "ana@example.com", email, "run_at => $4", []any{t0.AddDate(-2, 0, 0)}, "HR005", "run_at"},
+		{"priority too high", "email", "ana@example.com", email, "priority => 101", nil, "HR006", "priority"},
+		{"priority too low", "email", "ana@example.com", email, "priority => -101", nil, "HR006", "priority"},
+		{"max_attempts zero", "email", "ana@example.com", email, "max_attempts => 0", nil, "HR007", "max_attempts"},
+		{"max_attempts too many", "email", "ana@example.com", email, "max_attempts => 101", nil, "HR007", "max_attempts"},
+		{"metadata not object", "email", "ana@example.com", email, `metadata => '[1]'`, nil, "HR008", "metadata"},
+		{"metadata too large", "email", "ana@example.com", email, "metadata => $4", []any{bigMeta}, "HR008", "metadata"},
+		{"empty idempotency key", "email", "ana@example.com", email, "idempotency_key => ''", nil, "HR009", "idempotency_key"},
+		{"long idempotency key", "email", "ana@example.com", email, "idempotency_key => $4", []any{strings.Repeat("k", 256)}, "HR009", "idempotency_key"},
+		{"empty ordering key", "email", "ana@example.com", email, "ordering_key => ''", nil, "HR010", "ordering_key"},
+		{"long ordering key", "email", "ana@example.com", email, "ordering_key => $4", []any{strings.Repeat("k", 256)}, "HR010", "ordering_key"},
+	}
+	for _, c := range cases {
+		opts := ", now => $4"
+		if c.opts != "" {
+			opts = ", " + c.opts + fmt.Sprintf(", now => $%d", 4+len(c.args))
+		}
+		sql := fmt.Sprintf(`SELECT herald.enqueue(nullif($1, ''), $2, $3::jsonb%s)`, opts)
+		args := append([]any{c.channel, c.recipient, c.payload}, c.args...)
+		args = append(args, t0)
+		var id int64
+		err := pool.QueryRow(ctx, sql, args...).Scan(&id)
+		t.Run(c.name, func(t *testing.T) {
+			e := wantPgError(t, err, c.code, c.field)
+			if !strings.HasPrefix(e.Message, c.field+": ") {
+				t.Errorf("message %q does not start with the field", e.Message)
+			}
+		})
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("rejected enqueues stored %d rows", n)
+	}
+}
+
+// A valid enqueue stores the row with the channel's defaults.
+func TestEnqueueStoresMessage(t *testing.T) {
+	ctx, pool := setup(t)
+	id := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"hi"}',
+		priority => -3, ordering_key => 'acct-1', metadata => '{"tenant":"t1"}', now => $1)`, t0)
+	var (
+		status, channel, recipient, key string
+		prio, attempts, maxAttempts     int32
+		runAt, createdAt                time.Time
+		meta                            map[string]any
+	)
+	err := pool.QueryRow(ctx, `SELECT status, channel, recipient, ordering_key, priority, attempts, max_attempts,
+		run_at, created_at, metadata FROM herald.messages WHERE id = $1`, id).
+		Scan(&status, &channel, &recipient, &key, &prio, &attempts, &maxAttempts, &runAt, &createdAt, &meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != "queued" || channel != "sms" || recipient != "+14155550100" || key != "acct-1" ||
+		prio != -3 || attempts != 0 || maxAttempts != 5 || !runAt.Equal(t0) || !createdAt.Equal(t0) || meta["tenant"] != "t1" {
+		t.Fatalf("stored row: %v %v %v %v %v %v %v %v %v %v", status, channel, recipient, key, prio, attempts, maxAttempts, runAt, createdAt, meta)
+	}
+	// Scheduled, and an explicit max_attempts.
+	id2 := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","html":"<p>x</p>"}',
+		run_at => $1, max_attempts => 2, now => $2)`, t0.Add(time.Hour), t0)
+	if id2 <= id {
+		t.Fatalf("ids not increasing: %d then %d", id, id2)
+	}
+	if got := scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, id2); !got.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("run_at = %v", got)
+	}
+}
+
+// enqueue_batch: ids in input order, all or nothing, errors name index and field.
+func TestEnqueueBatch(t *testing.T) {
+	ctx, pool := setup(t)
+	batch := `[
+	  {"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"}},
+	  {"channel":"sms","recipient":"+14155550100","payload":{"text":"t"},"priority":"2","max_attempts":3,
+	   "run_at":"2030-01-01T12:05:00Z","metadata":{"a":1},"ordering_key":"k","idempotency_key":"i-1"},
+	  {"channel":"email","recipient":"b@example.com","payload":{"subject":"s","body":"t"},"priority":null}
+	]`
+	var got []int64
+	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, batch, t0).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !slices.IsSorted(got) {
+		t.Fatalf("ids %v", got)
+	}
+	if r := scalar[string](t, pool, `SELECT recipient FROM herald.messages WHERE id = $1`, got[2]); r != "b@example.com" {
+		t.Fatalf("third id holds %s", r)
+	}
+	var prio, maxA int32
+	var runAt time.Time
+	if err := pool.QueryRow(ctx, `SELECT priority, max_attempts, run_at FROM herald.messages WHERE id = $1`, got[1]).
+		Scan(&prio, &maxA, &runAt); err != nil || prio != 2 || maxA != 3 || !runAt.Equal(t0.Add(5*time.Minute)) {
+		t.Fatalf("second row: %v %v %v %v", prio, maxA, runAt, err)
+	}
+
+	bad := []struct{ name, batch, code, field string }{
+		{"not an array", `{"channel":"email"}`, "HR011", "messages"},
+		{"empty", `[]`, "HR011", "messages"},
+		{"element not object", `[1]`, "HR011", "messages[0]"},
+		{"unknown field", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"colour":"red"}]`, "HR011", "messages[0].colour"},
+		{"channel not a string", `[{"channel":5,"recipient":"a@example.com","payload":{}}]`, "HR011", "messages[0].channel"},
+		{"run_at not a time", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"soon"}]`, "HR005", "messages[0].run_at"},
+		{"priority not an integer", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"priority":1.5}]`, "HR006", "messages[0].priority"},
+		{"max_attempts not an integer", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"max_attempts":"x"}]`, "HR007", "messages[0].max_attempts"},
+		{"second item bad", `[{"channel":"email","recipient":"ok@example.com","payload":{"subject":"s","text":"t"}},
+		                      {"channel":"email","recipient":"nope","payload":{"subject":"s","text":"t"}}]`, "HR002", "messages[1].recipient"},
+		{"third item unknown channel", `[{"channel":"email","recipient":"ok@example.com","payload":{"subject":"s","text":"t"}},
+		                      {"channel":"email","recipient":"ok2@example.com","payload":{"subject":"s","text":"t"}},
+		                      {"channel":"pigeon","recipient":"x","payload":{}}]`, "HR001", "messages[2].channel"},
+	}
+	before := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`)
+	for _, b := range bad {
+		_, err := pool.Exec(ctx, `SELECT herald.enqueue_batch($1, $2)`, b.batch, t0)
+		t.Run(b.name, func(t *testing.T) { wantPgError(t, err, b.code, b.field) })
+	}
+	tooMany := "[" + strings.TrimSuffix(strings.Repeat(`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"}},`, 10001), ",") + "]"
+	_, err := pool.Exec(ctx, `SELECT herald.enqueue_batch($1, $2)`, tooMany, t0)
+	wantPgError(t, err, "HR011", "messages")
+	if after := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); after != before {
+		t.Fatalf("rejected batches stored %d rows", after-before)
+	}
+}
+
+// A repeated idempotency key returns the first id and stores nothing new, within
+// one batch and across calls.
+func TestEnqueueIdempotency(t *testing.T) {
+	ctx, pool := setup(t)
+	first := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'order-1', now => $1)`, t0)
+	again := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"other","text":"t"}', idempotency_key => 'order-1', now => $1)`, t0)
+	if again != first {
+		t.Fatalf("repeat got id %d, first was %d", again, first)
+	}
+	var got []int64
+	err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, `[
+	  {"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"order-2"},
+	  {"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"}},
+	  {"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"order-2"},
+	  {"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"order-1"}]`, t0).Scan(&got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != got[2] || got[3] != first || got[1] == got[0] {
+		t.Fatalf("batch ids %v (first %d)", got, first)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 3 {
+		t.Fatalf("%d rows stored, want 3", n)
+	}
+	if r := scalar[string](t, pool, `SELECT recipient FROM herald.messages WHERE id = $1`, first); r != "a@example.com" {
+		t.Fatalf("the repeat overwrote the first message: %s", r)
+	}
+}
+
+// 8 connections enqueue the same key at the same moment: one row, one id for all.
+func TestEnqueueIdempotencyConcurrent(t *testing.T) {
+	ctx, pool := setup(t)
+	const n = 8
+	conns := make([]*pgx.Conn, n)
+	for i := range conns {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		conns[i] = c.Conn()
+	}
+	for round := 0; round < 5; round++ {
+		key := fmt.Sprintf("same-key-%d", round)
+		start := make(chan struct{})
+		got := make([]int64, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs[i] = conns[i].QueryRow(ctx, `SELECT herald.enqueue('email', 'a@example.com',
+					'{"subject":"s","text":"t"}', idempotency_key => $1)`, key).Scan(&got[i])
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i := range got {
+			if errs[i] != nil {
+				t.Fatalf("connection %d: %v", i, errs[i])
+			}
+			if got[i] != got[0] {
+				t.Fatalf("round %d: ids differ: %v", round, got)
+			}
+		}
+		if c := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE idempotency_key = $1`, key); c != 1 {
+			t.Fatalf("round %d: %d rows for one key", round, c)
+		}
+	}
+	_ = context.Background()
+}

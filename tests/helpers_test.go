@@ -1,0 +1,103 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/tests/testdb"
+)
+
+// t0 is the fixed clock passed as `now` to every time-dependent function.
+var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// setup gives the test its own migrated database.
+func setup(t *testing.T) (context.Context, *pgxpool.Pool) {
+	t.Helper()
+	t.Parallel()
+	return context.Background(), testdb.NewPool(t)
+}
+
+// wantPgError fails unless err is a PostgreSQL error with the given SQLSTATE and,
+// when field is not empty, the given COLUMN field.
+func wantPgError(t *testing.T, err error, code, field string) *pgconn.PgError {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		t.Fatalf("want SQLSTATE %s (field %q), got %v", code, field, err)
+	}
+	if pgErr.Code != code || (field != "" && pgErr.ColumnName != field) {
+		t.Fatalf("want SQLSTATE %s field %q, got %s field %q: %s", code, field, pgErr.Code, pgErr.ColumnName, pgErr.Message)
+	}
+	return pgErr
+}
+
+// scalar runs a query that returns one value.
+func scalar[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...any) T {
+	t.Helper()
+	var v T
+	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+// mustExec runs a statement and fails the test on error.
+func mustExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// enqueueEmail stores a valid e-mail at t0 and returns its id.
+func enqueueEmail(t *testing.T, pool *pgxpool.Pool, to string) int64 {
+	t.Helper()
+	return scalar[int64](t, pool,
+		`SELECT herald.enqueue('email', $1, '{"subject":"Hi","text":"Hello"}', now => $2)`, to, t0)
+}
+
+// claimed is one row of herald.claim_batch.
+type claimed struct {
+	ID      int64
+	Channel string
+	Attempt int32
+	Token   int64
+	Expires time.Time
+}
+
+// claim calls herald.claim_batch at `now` and returns the rows in the order given.
+func claim(t *testing.T, pool *pgxpool.Pool, n int, now time.Time) []claimed {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		`SELECT id, channel, attempt, lease_token, lease_expires_at
+		   FROM herald.claim_batch('test-worker', $1, '30 seconds', NULL, $2)`, n, now)
+	if err != nil {
+		t.Fatalf("claim_batch: %v", err)
+	}
+	defer rows.Close()
+	var out []claimed
+	for rows.Next() {
+		var c claimed
+		if err := rows.Scan(&c.ID, &c.Channel, &c.Attempt, &c.Token, &c.Expires); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("claim_batch: %v", err)
+	}
+	return out
+}
+
+func ids(cs []claimed) []int64 {
+	out := make([]int64, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
+}

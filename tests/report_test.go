@@ -1,0 +1,336 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// complete marks processing rows sent under the right token only; a stale token
+// changes nothing and the count says so.
+func TestCompleteFencing(t *testing.T) {
+	ctx, pool := setup(t)
+	a := enqueueEmail(t, pool, "a@example.com")
+	b := enqueueEmail(t, pool, "b@example.com")
+	c := claim(t, pool, 10, t0)
+	tok := c[0].Token
+
+	// The lease expires and the reaper takes both back; a new claim re-leases them.
+	if n := scalar[int32](t, pool, `SELECT herald.reap_stale($1)`, t0.Add(time.Minute)); n != 2 {
+		t.Fatalf("reaped %d, want 2", n)
+	}
+	re := claim(t, pool, 10, t0.Add(time.Minute))
+	if len(re) != 2 || re[0].Token == tok || re[0].Attempt != 2 {
+		t.Fatalf("re-claim %+v", re)
+	}
+	// The first owner's late reports change nothing.
+	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[], NULL, $3)`, []int64{a, b}, []int64{tok, tok}, t0); n != 0 {
+		t.Fatalf("stale complete changed %d rows", n)
+	}
+	if n := scalar[int32](t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], $3, $4, NULL, $5)`,
+		[]int64{a, b}, []int64{tok, tok}, []string{"x", "x"}, []string{"permanent", "permanent"}, t0); n != 0 {
+		t.Fatalf("stale fail changed %d rows", n)
+	}
+	if n := scalar[int32](t, pool, `SELECT herald.extend_lease($1::bigint[], $2::bigint[], '1 minute', $3)`, []int64{a, b}, []int64{tok, tok}, t0); n != 0 {
+		t.Fatalf("stale extend_lease changed %d rows", n)
+	}
+	// The new owner completes one with a provider id; a mixed batch counts only its own.
+	n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[], $3, $4)`,
+		[]int64{a, b}, []int64{re[0].Token, tok}, []string{"prov-1", "prov-2"}, t0.Add(time.Minute))
+	if n != 1 {
+		t.Fatalf("mixed complete changed %d rows, want 1", n)
+	}
+	var status, prov string
+	var fin time.Time
+	if err := pool.QueryRow(ctx, `SELECT status, provider_message_id, finished_at FROM herald.messages WHERE id = $1`, a).Scan(&status, &prov, &fin); err != nil ||
+		status != "sent" || prov != "prov-1" || !fin.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("completed row: %s %s %v %v", status, prov, fin, err)
+	}
+	// Completing twice is harmless; the single-id form says false.
+	if scalar[bool](t, pool, `SELECT herald.complete($1::bigint, $2::bigint)`, a, re[0].Token) {
+		t.Fatal("second complete reported a change")
+	}
+	if !scalar[bool](t, pool, `SELECT herald.complete($1::bigint, $2::bigint, 'prov-b')`, b, re[1].Token) {
+		t.Fatal("single-id complete with the right token reported no change")
+	}
+}
+
+// fail: transient retries after the channel's backoff (exponential, jittered,
+// capped) or at retry_at; rate_limited waits for retry_at and gives the attempt
+// back; permanent and exhausted attempts go dead; the history is kept.
+func TestFailDecisions(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET backoff_base = '10 seconds', backoff_max = '25 seconds' WHERE name = 'email'`)
+	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', max_attempts => 4, now => $1)`, t0)
+
+	now := t0
+	runAt := func() time.Time {
+		return scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, id)
+	}
+	failOnce := func(class string, retryAt any) {
+		t.Helper()
+		c := claim(t, pool, 1, now)
+		if len(c) != 1 {
+			t.Fatalf("nothing to claim at %v", now)
+		}
+		if !scalar[bool](t, pool, `SELECT herald.fail($1::bigint, $2::bigint, $3, $4, $5, $6)`, id, c[0].Token, class+" error", class, retryAt, now) {
+			t.Fatalf("fail(%s) changed nothing", class)
+		}
+	}
+	// attempt 1, transient: backoff in [5s, 10s]
+	failOnce("transient", nil)
+	if d := runAt().Sub(now); d < 5*time.Second || d > 10*time.Second {
+		t.Fatalf("first backoff %v, want 5s..10s", d)
+	}
+	// attempt 2, transient: [10s, 20s]
+	now = runAt()
+	failOnce("transient", nil)
+	if d := runAt().Sub(now); d < 10*time.Second || d > 20*time.Second {
+		t.Fatalf("second backoff %v, want 10s..20s", d)
+	}
+	// attempt 3, transient with an explicit retry_at (a provider's "try again later")
+	now = runAt()
+	failOnce("transient", now.Add(7*time.Minute))
+	if got := runAt(); !got.Equal(now.Add(7 * time.Minute)) {
+		t.Fatalf("retry_at not honoured: %v", got)
+	}
+	// rate_limited at attempt 4 of 4: waits for retry_at and is not dead-lettered
+	now = runAt()
+	failOnce("rate_limited", now.Add(time.Hour))
+	var status, class string
+	var attempts int32
+	if err := pool.QueryRow(ctx, `SELECT status, attempts, last_error_class FROM herald.messages WHERE id = $1`, id).Scan(&status, &attempts, &class); err != nil ||
+		status != "queued" || attempts != 3 || class != "rate_limited" || !runAt().Equal(now.Add(time.Hour)) {
+		t.Fatalf("after rate_limited: %s attempts %d class %s run_at %v %v", status, attempts, class, runAt(), err)
+	}
+	// attempt 4 of 4, transient: backoff capped at 25s would apply, but attempts are exhausted -> dead
+	now = runAt()
+	failOnce("transient", nil)
+	if s := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, id); s != "dead" {
+		t.Fatalf("attempts exhausted: status %s, want dead", s)
+	}
+	var hist []map[string]any
+	if err := pool.QueryRow(ctx, `SELECT errors FROM herald.messages WHERE id = $1`, id).Scan(&hist); err != nil {
+		t.Fatal(err)
+	}
+	classes := []string{"transient", "transient", "transient", "rate_limited", "transient"}
+	if len(hist) != len(classes) {
+		t.Fatalf("error history %v", hist)
+	}
+	for i, h := range hist {
+		if h["class"] != classes[i] || h["worker"] != "test-worker" || h["error"] != classes[i]+" error" {
+			t.Fatalf("history[%d] = %v", i, h)
+		}
+	}
+	// It shows in dead_letters with its error.
+	var dlErr string
+	if err := pool.QueryRow(ctx, `SELECT last_error FROM herald.dead_letters WHERE id = $1`, id).Scan(&dlErr); err != nil || dlErr != "transient error" {
+		t.Fatalf("dead_letters: %q %v", dlErr, err)
+	}
+}
+
+// The backoff is capped by the channel's backoff_max.
+func TestFailBackoffCap(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET backoff_base = '10 seconds', backoff_max = '15 seconds' WHERE name = 'email'`)
+	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', max_attempts => 10, now => $1)`, t0)
+	mustExec(t, pool, `UPDATE herald.messages SET attempts = 6 WHERE id = $1`, id) // next is attempt 7: 10s*2^6 uncapped
+	c := claim(t, pool, 1, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'x', 'transient', NULL, $3)`, id, c[0].Token, t0)
+	d := scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, id).Sub(t0)
+	if d < 7500*time.Millisecond || d > 15*time.Second {
+		t.Fatalf("capped backoff %v, want 7.5s..15s", d)
+	}
+	// A retry_at in the past counts as now.
+	c = claim(t, pool, 1, t0.Add(time.Minute))
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'x', 'transient', $3, $4)`, id, c[0].Token, t0, t0.Add(time.Minute))
+	if got := scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, id); !got.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("past retry_at gave run_at %v", got)
+	}
+}
+
+// A permanent failure goes dead at once, whatever the attempts left.
+func TestFailPermanent(t *testing.T) {
+	_, pool := setup(t)
+	id := enqueueEmail(t, pool, "gone@example.com")
+	c := claim(t, pool, 1, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], ARRAY['550 no such user'], ARRAY['permanent'], NULL, $3)`,
+		[]int64{id}, []int64{c[0].Token}, t0)
+	var status, class string
+	var fin time.Time
+	if err := pool.QueryRow(context.Background(), `SELECT status, last_error_class, finished_at FROM herald.messages WHERE id = $1`, id).
+		Scan(&status, &class, &fin); err != nil || status != "dead" || class != "permanent" || !fin.Equal(t0) {
+		t.Fatalf("after permanent failure: %s %s %v %v", status, class, fin, err)
+	}
+}
+
+// Bad arguments to complete, fail, extend_lease and purge: HR012 naming the argument.
+func TestReportRejectsBadArguments(t *testing.T) {
+	ctx, pool := setup(t)
+	for _, c := range []struct{ sql, field string }{
+		{`SELECT herald.complete(ARRAY[1,2]::bigint[], ARRAY[1]::bigint[])`, "lease_tokens"},
+		{`SELECT herald.complete(NULL::bigint[], ARRAY[1]::bigint[])`, "ids"},
+		{`SELECT herald.complete(ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['a','b'])`, "provider_message_ids"},
+		{`SELECT herald.fail(ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['e'], ARRAY['sometimes'])`, "error_classes"},
+		{`SELECT herald.fail(ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['e'], ARRAY[NULL]::text[])`, "error_classes"},
+		{`SELECT herald.fail(ARRAY[1]::bigint[], ARRAY[1]::bigint[], NULL, ARRAY['transient'])`, "errors"},
+		{`SELECT herald.fail(ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['e'], ARRAY['transient'], ARRAY[now(), now()])`, "retry_at"},
+		{`SELECT herald.fail(1::bigint, 1::bigint, 'e', 'fatal')`, "error_classes"},
+		{`SELECT herald.extend_lease(ARRAY[1]::bigint[], ARRAY[1]::bigint[], NULL)`, "lease"},
+		{`SELECT herald.extend_lease(ARRAY[1]::bigint[], ARRAY[1]::bigint[], '0 seconds')`, "lease"},
+		{`SELECT herald.extend_lease(ARRAY[1]::bigint[], ARRAY[]::bigint[], '1 minute')`, "lease_tokens"},
+		{`SELECT herald.purge('-1 day')`, "older_than"},
+		{`SELECT herald.purge(NULL)`, "older_than"},
+	} {
+		_, err := pool.Exec(ctx, c.sql)
+		wantPgError(t, err, "HR012", c.field)
+	}
+}
+
+// extend_lease pushes the expiry of held messages so the reaper leaves them alone.
+func TestExtendLease(t *testing.T) {
+	_, pool := setup(t)
+	id := enqueueEmail(t, pool, "a@example.com")
+	c := claim(t, pool, 1, t0) // expires t0+30s
+	if n := scalar[int32](t, pool, `SELECT herald.extend_lease($1::bigint[], $2::bigint[], '2 minutes', $3)`,
+		[]int64{id}, []int64{c[0].Token}, t0.Add(20*time.Second)); n != 1 {
+		t.Fatalf("extend_lease changed %d", n)
+	}
+	if n := scalar[int32](t, pool, `SELECT herald.reap_stale($1)`, t0.Add(time.Minute)); n != 0 {
+		t.Fatalf("reaped %d extended messages", n)
+	}
+	if !scalar[bool](t, pool, `SELECT herald.complete($1::bigint, $2::bigint)`, id, c[0].Token) {
+		t.Fatal("complete after extend failed")
+	}
+}
+
+// reap_stale: expired leases go back to queued (the attempt counts) or dead when
+// attempts are exhausted; unexpired leases stay.
+func TestReapStale(t *testing.T) {
+	ctx, pool := setup(t)
+	once := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', max_attempts => 1, now => $1)`, t0)
+	twice := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}', max_attempts => 2, now => $1)`, t0)
+	claim(t, pool, 10, t0) // both expire at t0+30s
+	fresh := enqueueEmail(t, pool, "c@example.com")
+	mustExec(t, pool, `SELECT * FROM herald.claim_batch('w2', 10, '5 minutes', NULL, $1)`, t0) // expires t0+5m
+
+	if n := scalar[int32](t, pool, `SELECT herald.reap_stale($1)`, t0.Add(29*time.Second)); n != 0 {
+		t.Fatalf("reaped %d before expiry", n)
+	}
+	if n := scalar[int32](t, pool, `SELECT herald.reap_stale($1)`, t0.Add(time.Minute)); n != 2 {
+		t.Fatalf("reaped %d, want 2", n)
+	}
+	want := map[int64]string{once: "dead", twice: "queued", fresh: "processing"}
+	for id, st := range want {
+		var status, lastErr string
+		var attempts int32
+		if err := pool.QueryRow(ctx, `SELECT status, attempts, coalesce(last_error, '') FROM herald.messages WHERE id = $1`, id).
+			Scan(&status, &attempts, &lastErr); err != nil || status != st || attempts != 1 {
+			t.Fatalf("message %d: %s attempts %d, want %s attempts 1 (%v)", id, status, attempts, st, err)
+		}
+		if id != fresh && lastErr != "lease expired" {
+			t.Fatalf("message %d: last_error %q", id, lastErr)
+		}
+	}
+	if n := scalar[int32](t, pool, `SELECT herald.reap_stale($1)`, t0.Add(time.Minute)); n != 0 {
+		t.Fatalf("second reap took %d", n)
+	}
+}
+
+// cancel only queued messages; redrive dead ones; purge finished ones by age.
+func TestCancelRedrivePurge(t *testing.T) {
+	ctx, pool := setup(t)
+	queued := enqueueEmail(t, pool, "q@example.com")
+	if !scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, queued, t0) {
+		t.Fatal("cancel of queued returned false")
+	}
+	if scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, queued, t0) {
+		t.Fatal("second cancel returned true")
+	}
+	if scalar[bool](t, pool, `SELECT herald.cancel(424242)`) {
+		t.Fatal("cancel of an unknown id returned true")
+	}
+	busy := enqueueEmail(t, pool, "p@example.com")
+	c := claim(t, pool, 1, t0)
+	if scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, busy, t0) {
+		t.Fatal("cancel of a processing message returned true")
+	}
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'no', 'permanent', NULL, $3)`, busy, c[0].Token, t0)
+
+	if n := scalar[int32](t, pool, `SELECT herald.redrive($1, $2)`, []int64{busy, queued, 999}, t0.Add(time.Hour)); n != 1 {
+		t.Fatalf("redrive changed %d, want 1 (only the dead one)", n)
+	}
+	var status string
+	var attempts int32
+	var fin *time.Time
+	if err := pool.QueryRow(ctx, `SELECT status, attempts, finished_at FROM herald.messages WHERE id = $1`, busy).Scan(&status, &attempts, &fin); err != nil ||
+		status != "queued" || attempts != 0 || fin != nil {
+		t.Fatalf("redriven: %s %d %v %v", status, attempts, fin, err)
+	}
+	c = claim(t, pool, 1, t0.Add(time.Hour))
+	mustExec(t, pool, `SELECT herald.complete($1::bigint, $2::bigint, NULL, $3)`, busy, c[0].Token, t0.Add(2*time.Hour))
+	pending := enqueueEmail(t, pool, "later@example.com")
+
+	// cancelled at t0, sent at t0+2h; purge at t0+3h of what finished over 90 minutes ago.
+	if n := scalar[int64](t, pool, `SELECT herald.purge('90 minutes', $1)`, t0.Add(3*time.Hour)); n != 1 {
+		t.Fatalf("purge deleted %d, want 1", n)
+	}
+	var left []int64
+	rows, _ := pool.Query(ctx, `SELECT id FROM herald.messages ORDER BY id`)
+	for rows.Next() {
+		var id int64
+		_ = rows.Scan(&id)
+		left = append(left, id)
+	}
+	if len(left) != 2 || left[0] != busy || left[1] != pending {
+		t.Fatalf("left after purge: %v", left)
+	}
+}
+
+// herald.status tells what happened; queue_stats counts per channel and status.
+func TestStatusAndQueueStats(t *testing.T) {
+	ctx, pool := setup(t)
+	id := enqueueEmail(t, pool, "a@example.com")
+	c := claim(t, pool, 1, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'timeout', 'transient', NULL, $3)`, id, c[0].Token, t0)
+	// queue_stats reads the real clock: one e-mail ready now, one SMS scheduled.
+	mustExec(t, pool, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}')`)
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}', run_at => now() + interval '1 hour')`)
+
+	var (
+		channel, status, lastErr, class string
+		attempts, maxAttempts           int32
+		created                         time.Time
+		finished                        *time.Time
+	)
+	err := pool.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, created_at, finished_at, last_error, last_error_class
+		FROM herald.status($1)`, id).Scan(&channel, &status, &attempts, &maxAttempts, &created, &finished, &lastErr, &class)
+	if err != nil || channel != "email" || status != "queued" || attempts != 1 || maxAttempts != 5 || !created.Equal(t0) ||
+		finished != nil || lastErr != "timeout" || class != "transient" {
+		t.Fatalf("status: %s %s %d/%d %v %v %s %s %v", channel, status, attempts, maxAttempts, created, finished, lastErr, class, err)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.status(987654)`); n != 0 {
+		t.Fatalf("status of an unknown id gave %d rows", n)
+	}
+
+	stats := map[string][2]int64{}
+	rows, err := pool.Query(ctx, `SELECT channel || '/' || status, count, ready FROM herald.queue_stats`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		var n, ready int64
+		if err := rows.Scan(&k, &n, &ready); err != nil {
+			t.Fatal(err)
+		}
+		stats[k] = [2]int64{n, ready}
+	}
+	// Both e-mails are queued: the failed one waits for its backoff (in 2030), the
+	// other is ready; the scheduled SMS is not ready.
+	if stats["email/queued"] != [2]int64{2, 1} || stats["sms/queued"] != [2]int64{1, 0} || len(stats) != 2 {
+		b, _ := json.Marshal(stats)
+		t.Fatalf("queue_stats %s", b)
+	}
+}
