@@ -235,3 +235,21 @@ func TestEnqueueIdempotencyConcurrent(t *testing.T) {
 	}
 	_ = context.Background()
 }
+
+// Under REPEATABLE READ, a key inserted by a transaction that committed after the
+// snapshot was taken cannot be answered with its id: 40001, retry.
+func TestEnqueueIdempotencySerializationFailure(t *testing.T) {
+	ctx, pool := setup(t)
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT count(*) FROM herald.channels`); err != nil { // takes the snapshot
+		t.Fatal(err)
+	}
+	enqueue := `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'rr-key')`
+	mustExec(t, pool, enqueue) // another connection, committed after the snapshot
+	_, err = tx.Exec(ctx, enqueue)
+	wantPgError(t, err, "40001", "")
+}
