@@ -24,10 +24,11 @@ func asRole(t *testing.T, ctx context.Context, conn *pgx.Conn, role string, sql 
 }
 
 // Producers may only enqueue and read status; workers only claim and report;
-// neither touches the tables. Admins do everything.
+// consumers only read the log; none touches the queue tables. Admins do everything.
 func TestRolePrivileges(t *testing.T) {
 	ctx, pool := setup(t)
 	id := enqueueEmail(t, pool, "a@example.com")
+	mustExec(t, pool, `SELECT herald.create_consumer_group('receipts', 2)`)
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,15 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT count(*) FROM herald.messages`,
 			`SELECT * FROM herald.dead_letters`,
 			`UPDATE herald.channels SET paused = false`,
+			`SELECT herald.log_truncate(1)`,
+		},
+		"herald_consumer": {
+			`SELECT herald.create_consumer_group('audit', 2)`,
+			`SELECT * FROM herald.log_read('receipts', 1)`,
+			`SELECT herald.log_ack('receipts', 1, 0)`,
+			`SELECT herald.log_sequence()`,
+			`SELECT * FROM herald.consumer_lag`,
+			`SELECT count(*) FROM herald.log`,
 		},
 	}
 	denied := map[string][]string{
@@ -68,7 +78,9 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.complete(ARRAY[1]::bigint[], ARRAY[1]::bigint[])`,
 			`SELECT herald.cancel(1)`,
 			`SELECT * FROM herald.queue_stats`,
-			`SELECT herald._enqueue(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, now())`,
+			`SELECT herald._validate('email', 'a@example.com', '{}', NULL, NULL, NULL, NULL, NULL, NULL, now(), '')`,
+			`SELECT herald.create_consumer_group('g')`,
+			`SELECT * FROM herald.log_read('g', 0)`,
 		},
 		"herald_worker": {
 			`SELECT count(*) FROM herald.messages`,
@@ -77,6 +89,14 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.redrive(ARRAY[1]::bigint[])`,
 			`SELECT herald.purge('30 days')`,
 			`SELECT * FROM herald.dead_letters`,
+			`SELECT * FROM herald.log_read('g', 0)`,
+		},
+		"herald_consumer": {
+			`SELECT count(*) FROM herald.messages`,
+			`SELECT herald.enqueue('email', 'p@example.com', '{"subject":"s","text":"t"}')`,
+			`SELECT * FROM herald.claim_batch('w', 10)`,
+			`SELECT herald.log_truncate(1)`,
+			`DELETE FROM herald.log`,
 		},
 	}
 	for role, stmts := range allowed {

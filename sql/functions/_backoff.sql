@@ -8,7 +8,6 @@ CREATE OR REPLACE FUNCTION herald._backoff(attempt integer, base interval, cap i
 RETURNS interval
 LANGUAGE sql
 VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT d * (0.5 + random() * 0.5)
   FROM (SELECT least(cap, base * power(2, least(greatest(attempt, 1) - 1, 30))) AS d) AS s

@@ -6,7 +6,6 @@ CREATE OR REPLACE FUNCTION herald._check_arrays(fields text[], lengths integer[]
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   i integer;

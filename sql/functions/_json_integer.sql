@@ -6,7 +6,6 @@ CREATE OR REPLACE FUNCTION herald._json_integer(item jsonb, key text, prefix tex
 RETURNS integer
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v jsonb := item -> key;

@@ -5,7 +5,6 @@ CREATE OR REPLACE FUNCTION herald._json_text(item jsonb, key text, prefix text, 
 RETURNS text
 LANGUAGE plpgsql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v jsonb := item -> key;

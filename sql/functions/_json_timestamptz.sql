@@ -7,7 +7,6 @@ CREATE OR REPLACE FUNCTION herald._json_timestamptz(item jsonb, key text, prefix
 RETURNS timestamptz
 LANGUAGE plpgsql
 STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   v jsonb := item -> key;

@@ -15,7 +15,6 @@ CREATE OR REPLACE FUNCTION herald._reject(
   hint text DEFAULT NULL
 ) RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   -- RAISE refuses NULL options, so the optional DETAIL and HINT need their own branches.

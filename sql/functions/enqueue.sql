@@ -1,15 +1,20 @@
 -- herald.enqueue(channel, recipient, payload, …) — store one notification; returns its id.
 --
--- The single-message form of herald.enqueue_batch: both are thin wrappers over
--- herald._enqueue, which holds the validation rules and SQLSTATEs (HR001–HR010, the
--- field in the error's COLUMN). Optional arguments:
+-- Validation is herald._validate (SQLSTATEs HR001–HR010, the field in the error's
+-- COLUMN), shared with herald.enqueue_batch; nothing is stored on error. Optional
+-- arguments:
 --   run_at           when to send (NULL = now); future = scheduled
---   priority         -100..100, lower runs first (default 0)
+--   priority         -100..100, lower runs first (NULL or default: 0)
 --   idempotency_key  a repeat returns the first message's id and stores nothing
 --   ordering_key     messages with the same key are delivered one at a time, in id order
 --   max_attempts     1..100 (NULL = the channel's max_attempts)
 --   metadata         a JSON object kept with the message, not sent
 --   now              the clock (tests pass a fixed time)
+-- Idempotency: ON CONFLICT on messages_idempotency_key_idx; a concurrent insert of the
+-- same key makes this call wait for it, then return its id. Under REPEATABLE READ or
+-- SERIALIZABLE the winner may be invisible: 40001 serialization_failure (retry).
+-- A single-row INSERT of its own rather than a call of enqueue_batch: the hot path of
+-- every producer, kept to one statement after validation.
 -- Runs inside the caller's transaction: the message exists once that commits.
 -- SECURITY DEFINER: herald_producer may call it without table privileges.
 -- Locks: ROW EXCLUSIVE on herald.messages.
@@ -25,15 +30,33 @@ CREATE OR REPLACE FUNCTION herald.enqueue(
   metadata jsonb DEFAULT NULL,
   now timestamptz DEFAULT now()
 ) RETURNS bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT (herald._enqueue(
-    ARRAY[channel], ARRAY[recipient], ARRAY[payload], ARRAY[run_at], ARRAY[priority],
-    ARRAY[idempotency_key], ARRAY[ordering_key], ARRAY[max_attempts], ARRAY[metadata],
-    false, now))[1]
+#variable_conflict use_column
+DECLARE
+  ch herald.channels;
+  v_id bigint;
+BEGIN
+  ch := herald._validate(enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.run_at,
+                         enqueue.priority, enqueue.max_attempts, enqueue.metadata,
+                         enqueue.idempotency_key, enqueue.ordering_key, enqueue.now, '');
+  INSERT INTO herald.messages AS m
+    (channel, recipient, payload, metadata, priority, run_at, ordering_key,
+     idempotency_key, max_attempts, created_at)
+  VALUES (enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.metadata,
+          coalesce(enqueue.priority, 0), coalesce(enqueue.run_at, enqueue.now), enqueue.ordering_key,
+          enqueue.idempotency_key, coalesce(enqueue.max_attempts, ch.max_attempts), enqueue.now)
+  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  RETURNING m.id INTO v_id;
+
+  IF v_id IS NULL THEN
+    v_id := herald._idempotent_id(enqueue.idempotency_key);
+  END IF;
+  RETURN v_id;
+END
 $$;
 
 REVOKE ALL ON FUNCTION herald.enqueue(text, text, jsonb, timestamptz, integer, text, text, integer, jsonb, timestamptz) FROM PUBLIC;

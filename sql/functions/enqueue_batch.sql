@@ -6,12 +6,14 @@
 -- priority, idempotency_key, ordering_key, max_attempts (integers / strings),
 -- metadata (object). null is the same as an absent field.
 -- Errors name the first bad element: COLUMN = 'messages[<index>].<field>' (index from
--- 0), with the SQLSTATEs of herald._enqueue, plus
+-- 0), with the SQLSTATEs of herald._validate (HR001–HR010), plus
 --   HR011 messages                not an array, empty, or over 10,000 elements
 --   HR011 messages[i]             an element that is not an object
 --   HR011 messages[i].<field>     an unknown field, or a field of the wrong JSON type
 --                                 (a run_at that is not a timestamp is HR005,
 --                                 a non-integer priority HR006, max_attempts HR007)
+-- Every element is validated before anything is written. Idempotency as in
+-- herald.enqueue; a key repeated within the batch gives the first element's id.
 -- One INSERT for the whole batch (statement triggers fire once).
 -- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages.
 CREATE OR REPLACE FUNCTION herald.enqueue_batch(messages jsonb, now timestamptz DEFAULT now())
@@ -35,6 +37,9 @@ DECLARE
   v_order text[];
   v_max integer[];
   v_meta jsonb[];
+  v_ids bigint[];
+  v_inserted integer;
+  ch herald.channels;
   i integer;
 BEGIN
   IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
@@ -68,10 +73,39 @@ BEGIN
     v_run_ats[i] := herald._json_timestamptz(item, 'run_at', p, 'HR005');
     v_priorities[i] := herald._json_integer(item, 'priority', p, 'HR006');
     v_max[i] := herald._json_integer(item, 'max_attempts', p, 'HR007');
+
+    ch := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
+                           v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
+    v_run_ats[i] := coalesce(v_run_ats[i], now);
+    v_priorities[i] := coalesce(v_priorities[i], 0);
+    v_max[i] := coalesce(v_max[i], ch.max_attempts);
   END LOOP;
 
-  RETURN herald._enqueue(v_channels, v_recipients, v_payloads, v_run_ats, v_priorities,
-                         v_idem, v_order, v_max, v_meta, true, now);
+  -- Ids are taken from the identity sequence first so that the result is in input
+  -- order; they are unique and increasing within the call, not gapless.
+  SELECT array_agg(nextval('herald.messages_id_seq')) INTO v_ids FROM generate_series(1, n);
+
+  INSERT INTO herald.messages AS m
+    (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
+     idempotency_key, max_attempts, created_at)
+  SELECT u.id, u.channel, u.recipient, u.payload, u.metadata, u.priority, u.run_at,
+         u.ordering_key, u.idempotency_key, u.max_attempts, now
+  FROM unnest(v_ids, v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_run_ats,
+              v_order, v_idem, v_max)
+       AS u(id, channel, recipient, payload, metadata, priority, run_at,
+            ordering_key, idempotency_key, max_attempts)
+  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
+  GET DIAGNOSTICS v_inserted = ROW_COUNT;
+
+  IF v_inserted < n THEN
+    -- Some keys existed, or repeated within this call: answer with the first ids.
+    FOR i IN 1 .. n LOOP
+      IF v_idem[i] IS NOT NULL THEN
+        v_ids[i] := herald._idempotent_id(v_idem[i]);
+      END IF;
+    END LOOP;
+  END IF;
+  RETURN v_ids;
 END
 $$;
 

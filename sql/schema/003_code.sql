@@ -1,4 +1,4 @@
--- 002_code.sql — install herald's functions, views and triggers (release 1).
+-- 003_code.sql — install herald's functions, views and triggers (release 1).
 --
 -- Each line pulls in one file of sql/functions or sql/triggers as a tern template, in
 -- dependency order (SQL-language functions and views are checked when created, so
@@ -15,7 +15,10 @@
 {{ template "functions/_json_text.sql" . }}
 {{ template "functions/_json_integer.sql" . }}
 {{ template "functions/_json_timestamptz.sql" . }}
-{{ template "functions/_enqueue.sql" . }}
+{{ template "functions/_validate.sql" . }}
+{{ template "functions/_idempotent_id.sql" . }}
+{{ template "functions/_notify.sql" . }}
+{{ template "functions/_consumer_partition.sql" . }}
 {{ template "functions/enqueue.sql" . }}
 {{ template "functions/enqueue_batch.sql" . }}
 {{ template "functions/claim_batch.sql" . }}
@@ -29,4 +32,14 @@
 {{ template "functions/status.sql" . }}
 {{ template "functions/queue_stats.sql" . }}
 {{ template "functions/dead_letters.sql" . }}
+{{ template "functions/log_sequence.sql" . }}
+{{ template "functions/create_consumer_group.sql" . }}
+{{ template "functions/log_read.sql" . }}
+{{ template "functions/log_ack.sql" . }}
+{{ template "functions/log_dead_letter.sql" . }}
+{{ template "functions/log_truncate.sql" . }}
+{{ template "functions/consumer_lag.sql" . }}
+{{ template "triggers/messages_log_accepted.sql" . }}
+{{ template "triggers/messages_log_terminal.sql" . }}
 {{ template "triggers/messages_notify_queue.sql" . }}
+{{ template "triggers/messages_notify_ready.sql" . }}

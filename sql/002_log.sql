@@ -1,0 +1,1 @@
+schema/002_log.sql

@@ -1,0 +1,1 @@
+schema/003_code.sql

@@ -1,0 +1,51 @@
+-- herald.log_dead_letter("group", partition, "offset", error, now) — set aside one
+-- event the group cannot process: copy it with the error into
+-- herald.consumer_dead_letters and acknowledge it, so the group moves past it.
+-- The event must be the partition's next unacknowledged event (the one log_read gave
+-- first), so nothing else is skipped by mistake. Other groups are not affected.
+-- Returns true. Errors: HR012 error (NULL or empty), HR013 group, HR014 partition,
+-- HR015 offset (not the partition's next event).
+-- Locks: the offset row. SECURITY DEFINER for herald_consumer.
+CREATE OR REPLACE FUNCTION herald.log_dead_letter(
+  "group" text,
+  partition integer,
+  "offset" bigint,
+  error text,
+  now timestamptz DEFAULT now()
+) RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  cp record;
+  ev herald.log;
+BEGIN
+  IF error IS NULL OR error = '' THEN
+    PERFORM herald._reject('HR012', 'error', 'must say why the event is set aside');
+  END IF;
+  cp := herald._consumer_partition("group", partition, false);
+  SELECT l.* INTO ev FROM herald.log l
+  WHERE l."offset" > cp.committed_offset
+    AND (l.key_hash & 2147483647) % cp.partitions = log_dead_letter.partition
+  ORDER BY l."offset"
+  LIMIT 1;
+  IF ev."offset" IS DISTINCT FROM log_dead_letter."offset" THEN
+    PERFORM herald._reject('HR015', 'offset',
+      format('%s is not the next event of partition %s (that is %s)',
+             coalesce(log_dead_letter."offset"::text, 'NULL'), partition, coalesce(ev."offset"::text, 'none')));
+  END IF;
+  INSERT INTO herald.consumer_dead_letters
+    (group_name, partition, "offset", message_id, kind, channel, at, detail, error, dead_at)
+  VALUES ("group", partition, ev."offset", ev.message_id, ev.kind, ev.channel, ev.at, ev.detail,
+          left(error, 2000), log_dead_letter.now);
+  UPDATE herald.consumer_offsets o
+  SET committed_offset = ev."offset", updated_at = log_dead_letter.now
+  WHERE o.group_name = "group" AND o.partition = log_dead_letter.partition;
+  RETURN true;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.log_dead_letter(text, integer, bigint, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.log_dead_letter(text, integer, bigint, text, timestamptz) TO herald_consumer, herald_admin;

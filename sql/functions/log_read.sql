@@ -1,0 +1,62 @@
+-- herald.log_read("group", partition, max) — the next events of one partition of a
+-- consumer group: up to `max` (1..10,000) events after the group's committed offset,
+-- in offset order, none skipped.
+--
+-- It first locks the (group, partition) offset row for the caller's transaction;
+-- when another consumer of the group holds it, it returns no rows at once (SKIP
+-- LOCKED), so consumers that each try every partition spread over them by
+-- themselves and never process one partition together. Hold one transaction from
+-- log_read to log_ack to keep the partition:
+--   BEGIN; SELECT * FROM herald.log_read('receipts', 0);
+--   … apply the events …            (effects in this database: exactly once)
+--   SELECT herald.log_ack('receipts', 0, <last offset>); COMMIT;
+-- A consumer that dies before log_ack reads the same events again (at least once).
+-- Under READ COMMITTED it then sequences pending events (herald.log_sequence,
+-- skipped when another run is in progress), so the log moves on with no other
+-- process; note that the counter row then stays locked until this transaction ends.
+-- Offsets are only ever visible as whole, committed sequencing runs, so the events
+-- returned never lie beyond an offset that could still appear later.
+-- Index: log_pkey ("offset"), from the committed offset on.
+-- Errors: HR012 max, HR013 group, HR014 partition.
+-- SECURITY DEFINER for herald_consumer.
+CREATE OR REPLACE FUNCTION herald.log_read("group" text, partition integer, max integer DEFAULT 100)
+RETURNS TABLE (
+  "offset" bigint,
+  message_id bigint,
+  kind text,
+  channel text,
+  at timestamptz,
+  detail jsonb
+)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  cp record;
+BEGIN
+  IF log_read.max IS NULL OR log_read.max NOT BETWEEN 1 AND 10000 THEN
+    PERFORM herald._reject('HR012', 'max', format('%s is outside 1..10000', coalesce(log_read.max::text, 'NULL')));
+  END IF;
+  cp := herald._consumer_partition(log_read."group", log_read.partition, true);
+  IF cp.committed_offset IS NULL THEN
+    RETURN; -- another consumer of this group holds the partition
+  END IF;
+  IF current_setting('transaction_isolation') = 'read committed' THEN
+    PERFORM herald.log_sequence(10000);
+  END IF;
+
+  RETURN QUERY
+  SELECT l."offset", l.message_id, l.kind, l.channel, l.at, l.detail
+  FROM herald.log l
+  WHERE l."offset" > cp.committed_offset
+    AND (l.key_hash & 2147483647) % cp.partitions = log_read.partition
+  ORDER BY l."offset"
+  LIMIT log_read.max;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.log_read(text, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.log_read(text, integer, integer) TO herald_consumer, herald_admin;
