@@ -127,3 +127,28 @@ func ternMigrate(t *testing.T, url string) {
 		t.Fatalf("tern migrate: %v\n%s", err, out)
 	}
 }
+
+// Every file of sql/functions and sql/triggers is installed by the newest code
+// migration, exactly once: a new file that is not listed would never reach a database.
+func TestCodeMigrationListsEveryFile(t *testing.T) {
+	t.Parallel()
+	root := testdb.RepoRoot()
+	codes, _ := filepath.Glob(filepath.Join(root, "sql", "schema", "*_code.sql"))
+	if len(codes) == 0 {
+		t.Fatal("no code migration")
+	}
+	newest := codes[len(codes)-1]
+	body, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"functions", "triggers"} {
+		files, _ := filepath.Glob(filepath.Join(root, "sql", dir, "*.sql"))
+		for _, f := range files {
+			ref := `{{ template "` + dir + "/" + filepath.Base(f) + `" . }}`
+			if n := strings.Count(string(body), ref); n != 1 {
+				t.Errorf("%s includes %s %d times, want once", filepath.Base(newest), dir+"/"+filepath.Base(f), n)
+			}
+		}
+	}
+}
