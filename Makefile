@@ -11,7 +11,7 @@ TERN_VERSION := v2.4.2
 # Resolve the database once per recipe: the given DATABASE_URL, or the local cluster.
 DB := export DATABASE_URL="$${DATABASE_URL:-$$(tests/devdb.sh up)}" && [ -n "$$DATABASE_URL" ]
 
-.PHONY: run test build migrate vet db db-stop db-destroy psql
+.PHONY: run test bench build migrate vet db db-stop db-destroy psql
 
 ## run: start the database (if needed), install herald into it, and say how to use it
 run: build
@@ -29,6 +29,10 @@ test: $(BIN)/tern
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi && \
 	$(GO) vet ./... && \
 	$(GO) test -count=1 -timeout 30m ./...
+
+## bench: every benchmark scenario, quick (flags: make bench BENCH_FLAGS='-duration 10s')
+bench:
+	@$(DB) && $(GO) run ./bench $(BENCH_FLAGS)
 
 ## build: the herald binary in .bin/
 build:

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	heraldsql "github.com/herald/herald/sql"
+)
+
+// benchDatabase is the database the bench creates afresh on the server.
+const benchDatabase = "herald_bench"
+
+// database is the bench's own database with herald installed, plus the baseline
+// table public.bare: the same columns, defaults, constraints and indexes as
+// herald.messages, and no triggers.
+type database struct {
+	pool *pgxpool.Pool
+	url  string
+}
+
+func prepareDatabase(ctx context.Context, server string) (*database, error) {
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", redact(server), err)
+	}
+	defer admin.Close(ctx)
+	for _, q := range []string{
+		`DROP DATABASE IF EXISTS ` + benchDatabase + ` WITH (FORCE)`,
+		`CREATE DATABASE ` + benchDatabase,
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+	u.Path = "/" + benchDatabase
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	if err := heraldsql.Migrate(ctx, conn, 0); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE public.bare (LIKE herald.messages INCLUDING ALL)`); err != nil {
+		return nil, err
+	}
+	conf, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, err
+	}
+	conf.MaxConns = 64
+	pool, err := pgxpool.NewWithConfig(ctx, conf)
+	if err != nil {
+		return nil, err
+	}
+	return &database{pool: pool, url: u.String()}, nil
+}
+
+func (d *database) close() { d.pool.Close() }
+
+// reset empties the tables the scenarios write, so every phase starts alike.
+func (d *database) reset(ctx context.Context) error {
+	_, err := d.pool.Exec(ctx, `TRUNCATE herald.messages, herald.log_pending, herald.log, public.bare;
+		UPDATE herald.log_counter SET next_offset = 1; CHECKPOINT`)
+	return err
+}
+
+// setTriggers turns herald's triggers on herald.messages on or off.
+func (d *database) setTriggers(ctx context.Context, on bool) error {
+	verb := "DISABLE"
+	if on {
+		verb = "ENABLE"
+	}
+	_, err := d.pool.Exec(ctx, `ALTER TABLE herald.messages `+verb+` TRIGGER USER`)
+	return err
+}
+
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "the database"
+	}
+	return u.Redacted()
+}

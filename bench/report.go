@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// row is one line of the report: a figure measured for herald and for its baseline
+// in the same run.
+type row struct {
+	Figure   string      `json:"figure"`
+	Unit     string      `json:"unit"`
+	Herald   float64     `json:"herald"`
+	Baseline float64     `json:"baseline"`
+	Ratio    float64     `json:"ratio"`
+	Target   float64     `json:"target,omitempty"` // minimum ratio herald must reach; 0 = none
+	Met      *bool       `json:"met,omitempty"`
+	Rounds   [][]float64 `json:"rounds"` // herald's and the baseline's rate per round
+}
+
+// report is everything one run measured.
+type report struct {
+	Machine string    `json:"machine"`
+	Options string    `json:"options"`
+	Started time.Time `json:"started"`
+	Rows    []row     `json:"rows"`
+}
+
+func ratioRow(figure, unit string, herald, baseline result, target float64) row {
+	r := row{Figure: figure, Unit: unit, Herald: herald.median(), Baseline: baseline.median(), Target: target,
+		Rounds: [][]float64{herald.rates, baseline.rates}}
+	if r.Baseline > 0 {
+		r.Ratio = r.Herald / r.Baseline
+	}
+	if target > 0 {
+		met := r.Ratio >= target
+		r.Met = &met
+	}
+	return r
+}
+
+func (rep report) print(w io.Writer) {
+	fmt.Fprintf(w, "\nmachine: %s\noptions: %s\n\n", rep.Machine, rep.Options)
+	fmt.Fprintf(w, "| figure | herald | baseline | ratio | target |\n|---|---|---|---|---|\n")
+	for _, r := range rep.Rows {
+		target := "—"
+		if r.Met != nil {
+			verdict := "met"
+			if !*r.Met {
+				verdict = "NOT met"
+			}
+			target = fmt.Sprintf("≥ %.2f %s", r.Target, verdict)
+		}
+		fmt.Fprintf(w, "| %s | %.0f %s | %.0f %s | %.2f | %s |\n", r.Figure, r.Herald, r.Unit, r.Baseline, r.Unit, r.Ratio, target)
+	}
+}
