@@ -13,14 +13,14 @@ DB := export DATABASE_URL="$${DATABASE_URL:-$$(tests/devdb.sh up)}" && [ -n "$$D
 
 .PHONY: run test bench build migrate vet db db-stop db-destroy psql
 
-## run: start the database (if needed), install herald into it, and say how to use it
+## run: database up, herald installed, and the runner delivering to the sink (stdout)
 run: build
 	@$(DB) && $(BIN)/herald migrate && \
-	echo && echo "herald is installed in $$DATABASE_URL" && \
-	echo "Enqueue a notification and watch it in the queue:" && \
+	echo && echo "herald is installed in $$DATABASE_URL; the runner prints each delivery as a JSON line." && \
+	echo "In another terminal, enqueue a notification:" && \
 	echo "  psql \"$$DATABASE_URL\" -c \"SELECT herald.enqueue('email', 'ana@example.com', '{\\\"subject\\\": \\\"Hi\\\", \\\"text\\\": \\\"Hello Ana\\\"}')\"" && \
-	echo "  psql \"$$DATABASE_URL\" -c 'SELECT * FROM herald.queue_stats'" && \
-	echo "(the delivery runner, herald run, is not built yet: claim, complete and fail by hand as README.md shows)"
+	echo "Metrics and health: http://$${HERALD_HTTP_ADDR:-127.0.0.1:8080}/metrics and /healthz. Ctrl-C stops the runner." && echo && \
+	HERALD_SENDER_EMAIL=$${HERALD_SENDER_EMAIL:-sink:-} HERALD_SENDER_SMS=$${HERALD_SENDER_SMS:-sink:-} exec $(BIN)/herald run
 
 ## test: vet, format check, and every test against a real PostgreSQL
 test: $(BIN)/tern
@@ -28,7 +28,7 @@ test: $(BIN)/tern
 	unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './.devdb/*')) && \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi && \
 	$(GO) vet ./... && \
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 ## bench: every benchmark scenario, quick (flags: make bench BENCH_FLAGS='-duration 10s')
 bench:

@@ -32,6 +32,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "install or upgrade herald's schema, functions and triggers", runMigrate},
+		{"run", "the delivery worker: claim, send, report", runRun},
 	}
 }
 

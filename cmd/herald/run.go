@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/sender"
+)
+
+// env returns the variable's value, or def when it is unset or empty.
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// badEnv reports variables that are set but do not parse, which envInt and
+// envDuration would otherwise replace by their defaults in silence.
+func badEnv() error {
+	for _, name := range []string{"HERALD_BATCH_SIZE", "HERALD_CONCURRENCY"} {
+		if v := os.Getenv(name); v != "" {
+			if _, err := strconv.Atoi(v); err != nil {
+				return fmt.Errorf("%s=%q is not a whole number", name, v)
+			}
+		}
+	}
+	for _, name := range []string{"HERALD_LEASE", "HERALD_POLL_INTERVAL", "HERALD_SHUTDOWN_GRACE", "HERALD_REAP_INTERVAL", "HERALD_STATS_INTERVAL"} {
+		if v := os.Getenv(name); v != "" {
+			if _, err := time.ParseDuration(v); err != nil {
+				return fmt.Errorf("%s=%q is not a duration such as 30s", name, v)
+			}
+		}
+	}
+	return nil
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("herald run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	specs := sendersFromEnv()
+	fs.Var(specs, "sender", "CHANNEL=SPEC, repeatable (env HERALD_SENDER_<CHANNEL>): sink:-, sink:PATH, noop, noop:DURATION")
+	httpAddr := fs.String("http-addr", env("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics and /healthz; off to disable (env HERALD_HTTP_ADDR)")
+	batch := fs.Int("batch-size", envInt("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
+	conc := fs.Int("concurrency", envInt("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
+	lease := fs.Duration("lease", envDuration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
+	poll := fs.Duration("poll-interval", envDuration("HERALD_POLL_INTERVAL", runner.DefaultPollInterval), "claim this often without a notification (env HERALD_POLL_INTERVAL)")
+	grace := fs.Duration("shutdown-grace", envDuration("HERALD_SHUTDOWN_GRACE", runner.DefaultShutdownGrace), "time in-flight sends get after SIGTERM (env HERALD_SHUTDOWN_GRACE)")
+	reap := fs.Duration("reap-interval", envDuration("HERALD_REAP_INTERVAL", runner.DefaultReapInterval), "how often one runner reaps expired leases (env HERALD_REAP_INTERVAL)")
+	stats := fs.Duration("stats-interval", envDuration("HERALD_STATS_INTERVAL", runner.DefaultStatsInterval), "how often queue depth is sampled (env HERALD_STATS_INTERVAL)")
+	worker := fs.String("worker", env("HERALD_WORKER", ""), "name recorded in leased_by (env HERALD_WORKER; default hostname-pid)")
+	logLevel := fs.String("log-level", env("HERALD_LOG_LEVEL", "info"), "debug, info, warn or error (env HERALD_LOG_LEVEL)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: herald run [flags]")
+		fmt.Fprintln(stderr, "\nThe delivery worker: claims messages of the channels that have a sender, sends them, reports results.")
+		fmt.Fprintln(stderr, "Database: DATABASE_URL or PG*. SIGTERM/SIGINT: stop claiming, finish or release in-flight sends, exit 0;")
+		fmt.Fprintln(stderr, "a second signal exits at once. Flags (each with its environment variable):")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if err := badEnv(); err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil || fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if len(specs) == 0 {
+		fmt.Fprintln(stderr, "herald run: no channel has a sender: set HERALD_SENDER_EMAIL=sink:- (or --sender email=sink:-)")
+		return exitUsage
+	}
+	senders := map[string]sender.Sender{}
+	for ch, spec := range specs {
+		s, err := buildSender(spec)
+		if err != nil {
+			fmt.Fprintf(stderr, "herald run: channel %s: %v\n", ch, err)
+			return exitUsage
+		}
+		if c, ok := s.(closer); ok {
+			defer c.Close()
+		}
+		senders[ch] = s
+	}
+
+	// First signal: graceful stop. Second: exit at once.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		logger.Info("signal received: shutting down (a second signal exits at once)")
+		cancel()
+		<-sigs
+		logger.Warn("second signal: exiting at once")
+		os.Exit(exitFailure)
+	}()
+
+	conf, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		fmt.Fprintf(stderr, "herald run: bad database settings: %v\n", err)
+		return exitUsage
+	}
+	conf.MaxConns = 8
+	conf.ConnConfig.RuntimeParams["application_name"] = "herald run"
+	pool, err := pgxpool.NewWithConfig(ctx, conf)
+	if err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitDatabase
+	}
+	defer pool.Close()
+
+	r, err := runner.New(pool, runner.Config{
+		Worker: *worker, Senders: senders, BatchSize: *batch, Concurrency: *conc, Lease: *lease,
+		PollInterval: *poll, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitUsage
+	}
+
+	var srv *http.Server
+	if *httpAddr != "" && *httpAddr != "off" {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "herald run: listening on %s: %v\n", *httpAddr, err)
+			return exitUsage
+		}
+		srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
+	}
+	err = r.Run(ctx)
+	if srv != nil {
+		shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.Shutdown(shutdownCtx)
+		done()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}

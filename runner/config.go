@@ -1,0 +1,113 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/herald/herald/runner/sender"
+)
+
+// Config is how a Runner works. Zero values take the defaults below.
+type Config struct {
+	// Worker names this runner in leased_by (default: hostname-pid).
+	Worker string
+	// Senders maps a channel to its Sender; channels without one are not served.
+	Senders map[string]sender.Sender
+	// BatchSize is the most messages one claim_batch call takes (default 100), and
+	// the most results one complete/fail call reports.
+	BatchSize int
+	// Concurrency is how many sends run at once (default 16). A claim never takes
+	// more messages than there are free send slots.
+	Concurrency int
+	// Lease is the lease asked of claim_batch (default 30s). A send still running
+	// when half of it is left gets it extended.
+	Lease time.Duration
+	// PollInterval is how often the runner claims without a notification (default 1s).
+	PollInterval time.Duration
+	// ShutdownGrace is how long in-flight sends may finish after a stop (default 10s);
+	// what is still unsent then is released (failed as transient, retry now).
+	ShutdownGrace time.Duration
+	// ReapInterval is how often one runner (an advisory lock decides which) calls
+	// herald.reap_stale (default 5s).
+	ReapInterval time.Duration
+	// FlushInterval is the longest a result waits before it is reported (default 5ms).
+	FlushInterval time.Duration
+	// StatsInterval is how often herald.queue_stats is sampled for the queue-depth
+	// metric (default 15s; it scans the messages table).
+	StatsInterval time.Duration
+	// NotifyWindow is how long after a notification the runner claims once more, for
+	// messages whose NOTIFY the database throttled (default 10ms: two of the default
+	// herald.notify_interval_ms, with room).
+	NotifyWindow time.Duration
+	// Logger receives structured logs (default: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Defaults of Config, printed by `herald run --help`.
+const (
+	DefaultBatchSize     = 100
+	DefaultConcurrency   = 16
+	DefaultLease         = 30 * time.Second
+	DefaultPollInterval  = time.Second
+	DefaultShutdownGrace = 10 * time.Second
+	DefaultReapInterval  = 5 * time.Second
+	DefaultFlushInterval = 5 * time.Millisecond
+	DefaultStatsInterval = 15 * time.Second
+	DefaultNotifyWindow  = 10 * time.Millisecond
+)
+
+func (c *Config) setDefaults() error {
+	if c.Worker == "" {
+		host, _ := os.Hostname()
+		c.Worker = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if len(c.Senders) == 0 {
+		return errors.New("runner: no channel has a sender")
+	}
+	set := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	set(&c.Lease, DefaultLease)
+	set(&c.PollInterval, DefaultPollInterval)
+	set(&c.ShutdownGrace, DefaultShutdownGrace)
+	set(&c.ReapInterval, DefaultReapInterval)
+	set(&c.FlushInterval, DefaultFlushInterval)
+	set(&c.StatsInterval, DefaultStatsInterval)
+	set(&c.NotifyWindow, DefaultNotifyWindow)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.BatchSize < 1 || c.BatchSize > 10000:
+		return fmt.Errorf("runner: batch size %d is outside 1..10000", c.BatchSize)
+	case c.Concurrency < 1:
+		return fmt.Errorf("runner: concurrency %d must be at least 1", c.Concurrency)
+	case c.Lease < time.Second || c.Lease > 24*time.Hour:
+		return fmt.Errorf("runner: lease %s is outside 1s..24h", c.Lease)
+	case c.PollInterval < 0 || c.ShutdownGrace < 0 || c.ReapInterval < 0 || c.FlushInterval < 0 || c.StatsInterval < 0:
+		return errors.New("runner: intervals must not be negative")
+	}
+	return nil
+}
+
+// channels returns the served channels, sorted.
+func (c *Config) channels() []string {
+	var out []string
+	for ch := range c.Senders {
+		out = append(out, ch)
+	}
+	sort.Strings(out)
+	return out
+}

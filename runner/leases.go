@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// keepLeases extends the leases of sends that run long: every quarter lease, every
+// flight with less than half its lease left gets herald.extend_lease (one call for
+// all of them). A refused extension means the lease was already lost (the message
+// may be sent by another runner too): counted, and left to the fencing of complete.
+func (r *Runner) keepLeases(ctx context.Context) {
+	t := time.NewTicker(max(r.cfg.Lease/4, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.extendLeases(ctx)
+	}
+}
+
+func (r *Runner) extendLeases(ctx context.Context) {
+	now := time.Now()
+	var ids, tokens []int64
+	r.mu.Lock()
+	for id, f := range r.flights {
+		if f.leaseUntil.Sub(now) < r.cfg.Lease/2 {
+			ids = append(ids, id)
+			tokens = append(tokens, f.msg.LeaseToken)
+		}
+	}
+	r.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	var n int
+	if err := r.pool.QueryRow(ctx, `SELECT herald.extend_lease($1::bigint[], $2::bigint[], $3 * interval '1 microsecond')`, ids, tokens, r.cfg.Lease.Microseconds()).Scan(&n); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("extending leases failed", "err", err, "messages", len(ids))
+		}
+		return
+	}
+	until := now.Add(r.cfg.Lease)
+	r.mu.Lock()
+	for _, id := range ids {
+		if f := r.flights[id]; f != nil {
+			f.leaseUntil = until
+		}
+	}
+	r.mu.Unlock()
+	r.m.leaseExtended.Add(float64(n))
+	if lost := len(ids) - n; lost > 0 {
+		r.m.leaseLost.Add(float64(lost))
+		r.log.Warn("leases already lost while sending: possible duplicate delivery", "lost", lost, "ids", ids)
+	}
+}

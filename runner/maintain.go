@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// reaperLockKey is the advisory lock (pg_try_advisory_xact_lock) that lets one runner
+// at a time call herald.reap_stale.
+const reaperLockKey int64 = 0x6865_7261_6c64_01 // "herald" 1
+
+// maintain runs the periodic work: reap_stale (one runner at a time), log_sequence
+// (so the ordered log moves on when no consumer reads), and the queue-depth sample.
+func (r *Runner) maintain(ctx context.Context) {
+	reap := time.NewTicker(r.cfg.ReapInterval)
+	defer reap.Stop()
+	seq := time.NewTicker(r.cfg.PollInterval)
+	defer seq.Stop()
+	stats := time.NewTicker(r.cfg.StatsInterval)
+	defer stats.Stop()
+	r.sampleStats(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reap.C:
+			r.reap(ctx)
+		case <-seq.C:
+			if _, err := r.pool.Exec(ctx, `SELECT herald.log_sequence()`); err != nil && ctx.Err() == nil {
+				r.log.Warn("log_sequence failed", "err", err)
+			}
+		case <-stats.C:
+			r.sampleStats(ctx)
+		}
+	}
+}
+
+// reap calls herald.reap_stale if this runner gets the reaper lock, until it
+// returns less than a full batch.
+func (r *Runner) reap(ctx context.Context) {
+	tx, err := r.pool.Begin(ctx)
+	if err != nil {
+		return
+	}
+	defer tx.Rollback(context.Background())
+	var mine bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, reaperLockKey).Scan(&mine); err != nil || !mine {
+		return
+	}
+	total := 0
+	for {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT herald.reap_stale()`).Scan(&n); err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("reap_stale failed", "err", err)
+			}
+			return
+		}
+		total += n
+		if n < 10000 {
+			break
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return
+	}
+	if total > 0 {
+		r.m.reaped.Add(float64(total))
+		r.log.Info("reaped expired leases", "messages", total)
+	}
+}
+
+// sampleStats copies herald.queue_stats into the queue-depth gauge.
+func (r *Runner) sampleStats(ctx context.Context) {
+	rows, err := r.pool.Query(ctx, `SELECT channel, status, count FROM herald.queue_stats`)
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	r.m.queueDepth.Reset()
+	for rows.Next() {
+		var ch, st string
+		var n int64
+		if rows.Scan(&ch, &st, &n) == nil {
+			r.m.queueDepth.Set(float64(n), ch, st)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/herald/herald/runner/sender"
+)
+
+// report collects outcomes and writes them back in batches — when a batch is full
+// or FlushInterval after its first outcome — until stop is closed, then reports what
+// is left.
+func (r *Runner) report(stop <-chan struct{}) {
+	var batch []outcome
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func() {
+		if len(batch) > 0 {
+			r.flush(batch)
+			batch = nil
+		}
+	}
+	for {
+		select {
+		case o := <-r.results:
+			if len(batch) == 0 {
+				timer.Reset(r.cfg.FlushInterval)
+			}
+			batch = append(batch, o)
+			if len(batch) >= r.cfg.BatchSize {
+				flush()
+			}
+		case <-timer.C:
+			flush()
+		case <-stop:
+			for {
+				select {
+				case o := <-r.results:
+					batch = append(batch, o)
+				default:
+					flush()
+					return
+				}
+			}
+		}
+	}
+}
+
+// flush reports one batch: complete for deliveries, fail for failures (released
+// as transient, retry now, when the send was cut short by shutdown). A database
+// error is retried with backoff; at shutdown for at most ShutdownGrace, after which
+// the lease expiry returns the messages.
+func (r *Runner) flush(batch []outcome) {
+	var doneIDs, doneTokens []int64
+	var providerIDs []string
+	var failIDs, failTokens []int64
+	var errs, classes []string
+	var retryAt []*time.Time
+	for _, o := range batch {
+		if o.err == nil {
+			doneIDs = append(doneIDs, o.msg.ID)
+			doneTokens = append(doneTokens, o.msg.LeaseToken)
+			providerIDs = append(providerIDs, o.res.ProviderMessageID)
+			continue
+		}
+		f := sender.Classify(o.err)
+		var at *time.Time
+		if !f.RetryAt.IsZero() {
+			t := f.RetryAt
+			at = &t
+		}
+		if r.pastGrace.Load() && f.Class == sender.ClassTransient {
+			now := time.Now()
+			at = &now
+			r.m.released.Inc()
+		}
+		failIDs = append(failIDs, o.msg.ID)
+		failTokens = append(failTokens, o.msg.LeaseToken)
+		errs = append(errs, f.Error())
+		classes = append(classes, string(f.Class))
+		retryAt = append(retryAt, at)
+		r.log.Info("delivery failed", "id", o.msg.ID, "channel", o.msg.Channel, "attempt", o.msg.Attempt,
+			"class", string(f.Class), "err", f.Error())
+	}
+	if len(doneIDs) > 0 {
+		r.retry(len(batch), func() error { return r.complete(doneIDs, doneTokens, providerIDs) })
+	}
+	if len(failIDs) > 0 {
+		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, retryAt) })
+	}
+	for _, o := range batch {
+		if o.err == nil {
+			r.m.sent.Inc(o.msg.Channel)
+		} else {
+			r.m.failed.Inc(o.msg.Channel, string(sender.Classify(o.err).Class))
+		}
+	}
+	r.mu.Lock()
+	for _, o := range batch {
+		delete(r.flights, o.msg.ID)
+	}
+	r.m.inflight.Set(float64(len(r.flights)))
+	r.mu.Unlock()
+}
+
+// retry runs a report until it succeeds; at most ShutdownGrace + Lease, after which
+// the lease expiry returns the messages anyway.
+func (r *Runner) retry(messages int, report func() error) {
+	deadline := time.Now().Add(r.cfg.ShutdownGrace + r.cfg.Lease)
+	b := newBackoff(50*time.Millisecond, 2*time.Second)
+	for {
+		err := report()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.log.Error("giving up reporting results; their leases will expire and they will be sent again",
+				"err", err, "messages", messages)
+			return
+		}
+		r.log.Warn("reporting results failed; retrying", "err", err)
+		time.Sleep(b.next())
+	}
+}
+
+// complete reports deliveries. It changes only rows still held under the same lease
+// token; fewer rows than sent means leases were lost: logged and counted as possible
+// duplicates, not an error.
+func (r *Runner) complete(ids, tokens []int64, providerIDs []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var n int
+	if err := r.pool.QueryRow(ctx, `SELECT herald.complete($1::bigint[], $2::bigint[], $3::text[])`,
+		ids, tokens, providerIDs).Scan(&n); err != nil {
+		return err
+	}
+	if lost := len(ids) - n; lost > 0 {
+		r.m.duplicates.Add(float64(lost))
+		r.log.Warn("completed messages whose lease was lost: possible duplicate delivery", "lost", lost, "ids", ids)
+	}
+	return nil
+}
+
+// fail reports failures (see complete for lost leases); SQL decides what follows.
+func (r *Runner) fail(ids, tokens []int64, errs, classes []string, retryAt []*time.Time) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var n int
+	if err := r.pool.QueryRow(ctx, `SELECT herald.fail($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])`,
+		ids, tokens, errs, classes, retryAt).Scan(&n); err != nil {
+		return err
+	}
+	if lost := len(ids) - n; lost > 0 {
+		r.m.duplicates.Add(float64(lost))
+		r.log.Warn("failed messages whose lease was lost", "lost", lost, "ids", ids)
+	}
+	return nil
+}
+
+// releaseUnreported gives back, at the very end of a shutdown, messages whose sends
+// never returned: fail as transient, retry now.
+func (r *Runner) releaseUnreported() {
+	r.mu.Lock()
+	var ids, tokens []int64
+	var errs, classes []string
+	for id, f := range r.flights {
+		ids = append(ids, id)
+		tokens = append(tokens, f.msg.LeaseToken)
+		errs = append(errs, "released unsent at shutdown")
+		classes = append(classes, string(sender.ClassTransient))
+	}
+	r.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	now := time.Now()
+	retry := make([]*time.Time, len(ids))
+	for i := range retry {
+		retry[i] = &now
+	}
+	if err := r.fail(ids, tokens, errs, classes, retry); err != nil {
+		r.log.Error("could not release unsent messages; their leases will expire", "err", err, "ids", ids)
+		return
+	}
+	r.m.released.Add(float64(len(ids)))
+}

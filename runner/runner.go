@@ -1,0 +1,275 @@
+// Package runner is herald's delivery worker: it waits for work (LISTEN herald_queue,
+// and a poll), claims messages with herald.claim_batch, sends each through the
+// Sender of its channel, and reports the results in batches with herald.complete and
+// herald.fail. It holds no queue rules: retries, backoff and state changes are SQL's.
+//
+// # Safety
+//
+// A claim commits before anything is sent: no transaction is open during a send. A
+// send that outlives half its lease gets the lease extended. Reports carry the lease
+// token, so a runner whose lease was lost changes nothing (the report is counted as a
+// possible duplicate). One runner at a time (a Postgres advisory lock) calls
+// herald.reap_stale, which hands the messages of a crashed runner to the others.
+//
+// # Shutdown
+//
+// When Run's context ends the runner stops claiming, lets in-flight sends finish for
+// Config.ShutdownGrace, reports them, releases what is still unsent (herald.fail,
+// transient, retry now) and returns.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/runner/sender"
+)
+
+// Runner is one delivery worker. Create it with New and start it with Run.
+type Runner struct {
+	cfg      Config
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	m        *instruments
+	channels []string
+
+	wake  chan struct{} // a notification (or reconnect) asks for a claim
+	freed chan struct{} // a send slot was freed
+
+	mu      sync.Mutex
+	flights map[int64]*flight // claimed, not yet reported
+
+	busy       atomic.Int64 // sends running
+	sends      sync.WaitGroup
+	results    chan outcome
+	pastGrace  atomic.Bool
+	listenerUp atomic.Bool
+}
+
+// flight is a claimed message until its result is reported.
+type flight struct {
+	msg        sender.Message
+	leaseUntil time.Time // guarded by Runner.mu
+}
+
+// outcome is the result of one send, waiting to be reported.
+type outcome struct {
+	msg sender.Message
+	res sender.Result
+	err error
+}
+
+// New returns a Runner on pool. The pool should allow at least 4 connections: the
+// listener takes one out of it, and claims, reports and maintenance use the rest.
+func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Runner{
+		cfg:      cfg,
+		pool:     pool,
+		log:      cfg.Logger.With("worker", cfg.Worker),
+		m:        newInstruments(),
+		channels: cfg.channels(),
+		wake:     make(chan struct{}, 1),
+		freed:    make(chan struct{}, 1),
+		flights:  map[int64]*flight{},
+		results:  make(chan outcome, 2*cfg.Concurrency+cfg.BatchSize),
+	}, nil
+}
+
+// Run delivers until ctx ends, then shuts down gracefully (see the package doc).
+// It returns nil after a clean shutdown.
+func (r *Runner) Run(ctx context.Context) error {
+	r.log.Info("runner starting", "channels", r.channels, "batch_size", r.cfg.BatchSize,
+		"concurrency", r.cfg.Concurrency, "lease", r.cfg.Lease.String(), "poll_interval", r.cfg.PollInterval.String())
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+
+	var bg sync.WaitGroup
+	for _, loop := range []func(context.Context){r.listen, r.maintain, r.keepLeases} {
+		bg.Add(1)
+		go func() { defer bg.Done(); loop(ctx) }()
+	}
+	reporterDone := make(chan struct{})
+	stopReporter := make(chan struct{})
+	go func() { defer close(reporterDone); r.report(stopReporter) }()
+
+	r.claimLoop(ctx, sendCtx)
+
+	// Shutdown: no more claims. Let sends finish within the grace period.
+	r.log.Info("runner stopping: finishing in-flight sends", "inflight", r.busy.Load(), "grace", r.cfg.ShutdownGrace.String())
+	if !waitTimeout(&r.sends, r.cfg.ShutdownGrace) {
+		r.pastGrace.Store(true)
+		cancelSends()
+		if !waitTimeout(&r.sends, 2*time.Second) {
+			r.log.Warn("senders ignored cancellation; releasing their messages")
+		}
+	}
+	close(stopReporter)
+	<-reporterDone
+	r.releaseUnreported()
+	bg.Wait()
+	r.log.Info("runner stopped")
+	return nil
+}
+
+// claimLoop claims whenever there is work and a free send slot, until ctx ends.
+func (r *Runner) claimLoop(ctx, sendCtx context.Context) {
+	poll := time.NewTicker(r.cfg.PollInterval)
+	defer poll.Stop()
+	trailing := time.NewTimer(time.Hour)
+	trailing.Stop()
+	backoff := newBackoff(100*time.Millisecond, r.cfg.PollInterval)
+	for {
+		full, err := r.claim(ctx, sendCtx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			r.log.Warn("claim failed", "err", err)
+			sleep(ctx, backoff.next())
+			continue
+		}
+		backoff.reset()
+		if full && r.free() > 0 {
+			continue // a full batch: there is probably more
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+			trailing.Reset(r.cfg.NotifyWindow)
+		case <-trailing.C:
+		case <-poll.C:
+		case <-r.freed:
+			if !full {
+				// A slot freed up, but the last claim found the queue empty.
+				continue
+			}
+		}
+	}
+}
+
+func (r *Runner) free() int { return r.cfg.Concurrency - int(r.busy.Load()) }
+
+// claim takes up to min(batch size, free slots) messages and starts their sends. It
+// reports whether it got as many as it asked for.
+func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
+	n := min(r.cfg.BatchSize, r.free())
+	if n <= 0 {
+		return true, nil
+	}
+	start := time.Now()
+	rows, err := r.pool.Query(ctx, `SELECT id, channel, recipient, payload, metadata, attempt, lease_token, lease_expires_at
+		FROM herald.claim_batch($1, $2, $3 * interval '1 microsecond', $4)`, r.cfg.Worker, n, r.cfg.Lease.Microseconds(), r.channels)
+	if err != nil {
+		return false, err
+	}
+	var msgs []sender.Message
+	for rows.Next() {
+		var m sender.Message
+		if err := rows.Scan(&m.ID, &m.Channel, &m.Recipient, &m.Payload, &m.Metadata, &m.Attempt, &m.LeaseToken, &m.LeaseUntil); err != nil {
+			rows.Close()
+			return false, err
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		// The claim may have committed before the error: those messages come back
+		// through reap_stale when their lease expires.
+		return false, err
+	}
+	r.m.claimSeconds.Observe(time.Since(start).Seconds())
+	for _, m := range msgs {
+		r.m.claimed.Inc(m.Channel)
+		r.start(sendCtx, m)
+	}
+	return len(msgs) == n, nil
+}
+
+// start records the flight and sends the message on its own goroutine.
+func (r *Runner) start(ctx context.Context, m sender.Message) {
+	r.mu.Lock()
+	r.flights[m.ID] = &flight{msg: m, leaseUntil: m.LeaseUntil}
+	r.m.inflight.Set(float64(len(r.flights)))
+	r.mu.Unlock()
+	r.busy.Add(1)
+	r.sends.Add(1)
+	go func() {
+		defer r.sends.Done()
+		start := time.Now()
+		res, err := r.send(ctx, m)
+		r.m.sendSeconds.Observe(time.Since(start).Seconds(), m.Channel)
+		r.results <- outcome{msg: m, res: res, err: err}
+		r.busy.Add(-1)
+		select {
+		case r.freed <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// send calls the channel's sender, turning a panic into a transient failure.
+func (r *Runner) send(ctx context.Context, m sender.Message) (res sender.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = sender.Transient(fmt.Errorf("sender panicked: %v", p))
+		}
+	}()
+	s := r.cfg.Senders[m.Channel]
+	if s == nil {
+		return res, sender.Transient(errors.New("no sender for channel " + m.Channel))
+	}
+	return s.Send(ctx, m)
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// backoff doubles a delay from min up to max.
+type backoff struct{ min, max, cur time.Duration }
+
+func newBackoff(min, max time.Duration) *backoff {
+	if max < min {
+		max = min
+	}
+	return &backoff{min: min, max: max}
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else if b.cur *= 2; b.cur > b.max {
+		b.cur = b.max
+	}
+	return b.cur
+}
+
+func (b *backoff) reset() { b.cur = 0 }

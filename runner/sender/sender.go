@@ -1,0 +1,95 @@
+// Package sender defines what the runner hands a message to: a Sender per channel,
+// the Message it sends, and the Failure it returns so that SQL (herald.fail) can
+// decide between retry, wait and dead-letter.
+//
+// # Failure classes
+//
+// A Sender returns nil on delivery, a *Failure to say how a delivery failed, or any
+// other error, which counts as transient (the network, a timeout, a bug: try again).
+// The class is all the runner passes on: it holds no retry rules itself.
+//
+//	ClassTransient    try again after the channel's backoff (or at RetryAt)
+//	ClassRateLimited  the provider refused for now: try again at RetryAt
+//	ClassPermanent    never going to work (unknown mailbox, invalid number): dead
+package sender
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Class is a failure class, as herald.fail knows them.
+type Class string
+
+// The failure classes of herald.fail.
+const (
+	ClassTransient   Class = "transient"
+	ClassRateLimited Class = "rate_limited"
+	ClassPermanent   Class = "permanent"
+)
+
+// Message is one claimed message, as herald.claim_batch returns it.
+type Message struct {
+	ID         int64           `json:"id"`
+	Channel    string          `json:"channel"`
+	Recipient  string          `json:"recipient"`
+	Payload    json.RawMessage `json:"payload"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	Attempt    int             `json:"attempt"`
+	LeaseToken int64           `json:"-"`
+	LeaseUntil time.Time       `json:"-"`
+}
+
+// Result is what a successful delivery reports back.
+type Result struct {
+	// ProviderMessageID is the provider's own id for the delivery (stored by
+	// herald.complete as the receipt); empty when the provider has none.
+	ProviderMessageID string
+}
+
+// Sender delivers messages of one channel. Send is called from many goroutines at
+// once; it must honour ctx (the runner cancels it at shutdown).
+type Sender interface {
+	Send(ctx context.Context, m Message) (Result, error)
+}
+
+// Failure is a classified delivery failure.
+type Failure struct {
+	Class Class
+	// RetryAt, when not zero, is when to try again (a provider's Retry-After).
+	RetryAt time.Time
+	Err     error
+}
+
+func (f *Failure) Error() string {
+	if f.Err == nil {
+		return string(f.Class)
+	}
+	return fmt.Sprintf("%s: %v", f.Class, f.Err)
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Transient wraps err as a transient failure.
+func Transient(err error) error { return &Failure{Class: ClassTransient, Err: err} }
+
+// Permanent wraps err as a permanent failure.
+func Permanent(err error) error { return &Failure{Class: ClassPermanent, Err: err} }
+
+// RateLimited wraps err as a rate-limited failure to retry at retryAt.
+func RateLimited(err error, retryAt time.Time) error {
+	return &Failure{Class: ClassRateLimited, RetryAt: retryAt, Err: err}
+}
+
+// Classify returns the Failure behind err: the *Failure it wraps, or a transient
+// failure for any other error.
+func Classify(err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return &Failure{Class: ClassTransient, Err: err}
+}

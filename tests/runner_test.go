@@ -1,0 +1,459 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/tests/testdb"
+)
+
+// recorder is a Sender that records every delivery; behave, when set, decides the
+// outcome of each send.
+type recorder struct {
+	mu     sync.Mutex
+	sends  map[int64]int
+	behave func(ctx context.Context, m sender.Message) error
+}
+
+func newRecorder() *recorder { return &recorder{sends: map[int64]int{}} }
+
+func (r *recorder) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
+	if r.behave != nil {
+		if err := r.behave(ctx, m); err != nil {
+			return sender.Result{}, err
+		}
+	}
+	r.mu.Lock()
+	r.sends[m.ID]++
+	r.mu.Unlock()
+	return sender.Result{ProviderMessageID: fmt.Sprintf("rec-%d", m.ID)}, nil
+}
+
+func (r *recorder) counts() map[int64]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[int64]int, len(r.sends))
+	for k, v := range r.sends {
+		out[k] = v
+	}
+	return out
+}
+
+// startRunner runs a Runner on its own pool until the returned stop is called (or
+// the test ends); stop waits for Run to return.
+func startRunner(t *testing.T, url string, cfg runner.Config) (*runner.Runner, func()) {
+	t.Helper()
+	conf, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(context.Background(), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	r, err := runner.New(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("runner did not stop within 30s")
+			}
+			pool.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return r, stop
+}
+
+// eventually polls cond (a database condition, which has no other signal) every
+// 20 ms until it holds, failing after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func countWhere(t *testing.T, pool *pgxpool.Pool, where string, args ...any) int64 {
+	t.Helper()
+	return scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE `+where, args...)
+}
+
+// enqueueNow stores a valid e-mail, ready now (enqueueEmail uses the fixed 2030 clock).
+func enqueueNow(t *testing.T, pool *pgxpool.Pool, to string) int64 {
+	t.Helper()
+	return scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"Hi","text":"Hello"}')`, to)
+}
+
+func enqueueMany(t *testing.T, pool *pgxpool.Pool, n int, channel string) {
+	t.Helper()
+	recipient, payload := `'u' || g || '@example.com'`, `'{"subject":"s","text":"t"}'::jsonb`
+	if channel == "sms" {
+		recipient, payload = `'+1415' || lpad(g::text, 7, '0')`, `'{"text":"t"}'::jsonb`
+	}
+	for done := 0; done < n; done += 1000 {
+		k := min(1000, n-done)
+		mustExec(t, pool, fmt.Sprintf(`SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object(
+			'channel', '%s', 'recipient', %s, 'payload', %s)) FROM generate_series(1, %d) g))`, channel, recipient, payload, k))
+	}
+}
+
+// 1. 10,000 messages, 4 runners at once with a recording sender: each message is
+// sent exactly once and all end sent.
+func TestRunnersDeliverEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	enqueueMany(t, pool, 10000, "email")
+	rec := newRecorder()
+	var runners []*runner.Runner
+	for i := 0; i < 4; i++ {
+		r, _ := startRunner(t, url, runner.Config{Worker: fmt.Sprintf("r%d", i), Senders: map[string]sender.Sender{"email": rec},
+			PollInterval: 200 * time.Millisecond})
+		runners = append(runners, r)
+	}
+	eventually(t, 2*time.Minute, "10,000 messages sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 10000 })
+	counts := rec.counts()
+	if len(counts) != 10000 {
+		t.Fatalf("%d distinct messages sent", len(counts))
+	}
+	for id, n := range counts {
+		if n != 1 {
+			t.Fatalf("message %d sent %d times", id, n)
+		}
+	}
+	if n := countWhere(t, pool, `attempts <> 1 OR provider_message_id <> 'rec-' || id`); n != 0 {
+		t.Fatalf("%d messages with more than one attempt or a wrong receipt", n)
+	}
+	var workers int64
+	workers = scalar[int64](t, pool, `SELECT count(DISTINCT leased_by) FROM herald.messages`)
+	if workers < 2 {
+		t.Fatalf("only %d runner(s) did the work", workers)
+	}
+	// The metrics say so too.
+	rr := httptest.NewRecorder()
+	runners[0].Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`herald_sent_total{channel="email"}`, `herald_send_seconds_bucket{channel="email",le="+Inf"}`,
+		"herald_claim_seconds_count", `herald_listener_connected 1`, "herald_duplicates_total"} {
+		if !strings.Contains(rr.Body.String(), want) {
+			t.Fatalf("/metrics lacks %s:\n%s", want, rr.Body.String())
+		}
+	}
+	rr = httptest.NewRecorder()
+	runners[0].Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/healthz", nil))
+	if rr.Code != 200 || !strings.Contains(rr.Body.String(), `"listener":"connected"`) {
+		t.Fatalf("/healthz %d %s", rr.Code, rr.Body.String())
+	}
+	t.Logf("10,000 messages by 4 runners (%d did work)", workers)
+}
+
+var (
+	heraldBinOnce sync.Once
+	heraldBin     string
+	heraldBinErr  error
+)
+
+// buildHerald builds the herald binary once per test run.
+func buildHerald(t *testing.T) string {
+	t.Helper()
+	heraldBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "herald-bin-")
+		if err != nil {
+			heraldBinErr = err
+			return
+		}
+		heraldBin = filepath.Join(dir, "herald")
+		cmd := exec.Command("go", "build", "-o", heraldBin, "./cmd/herald")
+		cmd.Dir = testdb.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			heraldBinErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if heraldBinErr != nil {
+		t.Fatal(heraldBinErr)
+	}
+	return heraldBin
+}
+
+// runnerProcess starts `herald run` as a separate process.
+func runnerProcess(t *testing.T, url string, env ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(buildHerald(t), "run")
+	cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=" + url, "HERALD_HTTP_ADDR=off"}, env...)...)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	return cmd, &logs
+}
+
+// 2. kill -9 a runner process while it holds claimed messages: after the lease
+// expires the reaper hands them to another runner; none is lost; duplicates are at
+// most what that runner had in flight.
+func TestKilledRunnerMessagesAreRedelivered(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	enqueueMany(t, pool, 50, "email")
+	victim, _ := runnerProcess(t, url, "HERALD_SENDER_EMAIL=noop:1h", "HERALD_LEASE=2s",
+		"HERALD_CONCURRENCY=10", "HERALD_BATCH_SIZE=10", "HERALD_WORKER=victim")
+	eventually(t, 30*time.Second, "the victim to hold 10 messages", func() bool {
+		return countWhere(t, pool, `status = 'processing' AND leased_by = 'victim'`) == 10
+	})
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = victim.Process.Wait()
+	inFlight := countWhere(t, pool, `status = 'processing' AND leased_by = 'victim'`)
+
+	rec := newRecorder()
+	startRunner(t, url, runner.Config{Worker: "rescuer", Senders: map[string]sender.Sender{"email": rec},
+		ReapInterval: 200 * time.Millisecond, PollInterval: 200 * time.Millisecond})
+	eventually(t, time.Minute, "all 50 messages sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 50 })
+	counts := rec.counts()
+	duplicates := 0
+	for _, n := range counts {
+		duplicates += n - 1
+	}
+	if len(counts) != 50 || int64(duplicates) > inFlight {
+		t.Fatalf("sent %d distinct, %d duplicates (in flight at the kill: %d)", len(counts), duplicates, inFlight)
+	}
+	if reaped := countWhere(t, pool, `attempts = 2 AND errors -> 0 ->> 'error' = 'lease expired'`); reaped != inFlight {
+		t.Fatalf("%d messages came back through the reaper, want the %d in flight", reaped, inFlight)
+	}
+	t.Logf("killed runner held %d messages; all 50 delivered; %d duplicate deliveries (the killed runner's noop sender never delivered)", inFlight, duplicates)
+}
+
+// 3. SIGTERM during a run: exit 0 within the grace period, nothing left processing,
+// nothing lost; sends that outlive the grace are released for another runner.
+func TestSigtermShutsDownCleanly(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	enqueueMany(t, pool, 100, "email")
+
+	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_EMAIL=noop:300ms", "HERALD_CONCURRENCY=8", "HERALD_SHUTDOWN_GRACE=5s")
+	eventually(t, 30*time.Second, "some messages sent", func() bool { return countWhere(t, pool, `status = 'sent'`) >= 8 })
+	waitExit(t, cmd, logs, 5*time.Second+3*time.Second)
+	if n := countWhere(t, pool, `status = 'processing'`); n != 0 {
+		t.Fatalf("%d messages left processing", n)
+	}
+	if n := countWhere(t, pool, `status IN ('sent', 'queued')`); n != 100 {
+		t.Fatalf("%d of 100 messages sent or queued", n)
+	}
+	if n := countWhere(t, pool, `status = 'queued' AND attempts > 0`); n != 0 {
+		t.Fatalf("%d messages were released though their sends fit in the grace period", n)
+	}
+
+	// Sends slower than the grace period are released: queued again, ready now.
+	cmd, logs = runnerProcess(t, url, "HERALD_SENDER_EMAIL=noop:1h", "HERALD_CONCURRENCY=4", "HERALD_SHUTDOWN_GRACE=1s", "HERALD_WORKER=slow")
+	eventually(t, 30*time.Second, "4 messages held", func() bool {
+		return countWhere(t, pool, `status = 'processing' AND leased_by = 'slow'`) == 4
+	})
+	waitExit(t, cmd, logs, time.Second+5*time.Second)
+	if n := countWhere(t, pool, `status = 'processing'`); n != 0 {
+		t.Fatalf("%d messages left processing after the grace period", n)
+	}
+	if n := countWhere(t, pool, `status = 'queued' AND leased_by = 'slow' AND last_error_class = 'transient' AND run_at <= now()`); n != 4 {
+		t.Fatalf("%d of the 4 unsent messages were released", n)
+	}
+}
+
+// waitExit sends SIGTERM and expects exit status 0 within limit.
+func waitExit(t *testing.T, cmd *exec.Cmd, logs *strings.Builder, limit time.Duration) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("runner exited with %v; logs:\n%s", err, logs.String())
+		}
+	case <-time.After(limit):
+		t.Fatalf("runner still running %s after SIGTERM; logs:\n%s", limit, logs.String())
+	}
+}
+
+// 4. The listener's backend is killed: the runner reconnects and keeps delivering;
+// a message enqueued afterwards is still sent. The poll interval is an hour, so only
+// the listener can bring messages in.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	rec := newRecorder()
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec}, PollInterval: time.Hour})
+	listenerPID := func() int32 {
+		var pid int32
+		_ = pool.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN herald_queue' AND pid <> pg_backend_pid()`).Scan(&pid)
+		return pid
+	}
+	eventually(t, 10*time.Second, "the listener", func() bool { return listenerPID() != 0 })
+	first := enqueueNow(t, pool, "first@example.com")
+	eventually(t, 10*time.Second, "the first message sent", func() bool { return rec.counts()[first] == 1 })
+
+	old := listenerPID()
+	if !scalar[bool](t, pool, `SELECT pg_terminate_backend($1)`, old) {
+		t.Fatal("pg_terminate_backend failed")
+	}
+	eventually(t, 20*time.Second, "a new listener", func() bool { p := listenerPID(); return p != 0 && p != old })
+	second := enqueueNow(t, pool, "second@example.com")
+	eventually(t, 20*time.Second, "the second message sent", func() bool { return rec.counts()[second] == 1 })
+}
+
+// 5. Postgres restarted under a running runner (a cluster of this test's own): the
+// runner recovers by itself and delivers what was enqueued before and after.
+func TestRunnerSurvivesPostgresRestart(t *testing.T) {
+	t.Parallel()
+	base, err := os.MkdirTemp("", "herald-restart-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	devdb := filepath.Join(testdb.RepoRoot(), "tests", "devdb.sh")
+	cluster := func(cmd string) string {
+		t.Helper()
+		c := exec.Command(devdb, cmd)
+		c.Env = append(os.Environ(), "HERALD_DEVDB_DIR="+filepath.Join(base, "db"))
+		out, err := c.Output()
+		if err != nil {
+			var stderr string
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			t.Fatalf("devdb.sh %s: %v\n%s", cmd, err, stderr)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	url := cluster("up")
+	t.Cleanup(func() { cluster("destroy"); os.RemoveAll(base) })
+	migrateURL(t, url, 0)
+	pool := testdb.Pool(t, url)
+
+	rec := newRecorder()
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec, "sms": rec}, PollInterval: 200 * time.Millisecond})
+	enqueueMany(t, pool, 20, "email")
+	eventually(t, 20*time.Second, "the first 20 sent", func() bool { return len(rec.counts()) == 20 })
+
+	cluster("stop")
+	cluster("start")
+	eventually(t, 30*time.Second, "the database back", func() bool { return pool.Ping(context.Background()) == nil })
+	enqueueMany(t, pool, 20, "sms")
+	eventually(t, 60*time.Second, "all 40 sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 40 })
+	for id, n := range rec.counts() {
+		if n != 1 {
+			t.Fatalf("message %d sent %d times", id, n)
+		}
+	}
+}
+
+// 6. A sender slower than half the lease: the lease is extended, no other runner
+// takes the message, and it is sent once.
+func TestSlowSendGetsItsLeaseExtended(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	slow := newRecorder()
+	slow.behave = func(ctx context.Context, _ sender.Message) error {
+		select {
+		case <-time.After(3 * time.Second): // 1.5 leases
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	fast := newRecorder()
+	id := enqueueNow(t, pool, "slow@example.com")
+	startRunner(t, url, runner.Config{Worker: "slow", Senders: map[string]sender.Sender{"email": slow},
+		Lease: 2 * time.Second, ReapInterval: 100 * time.Millisecond, PollInterval: 100 * time.Millisecond})
+	eventually(t, 10*time.Second, "the slow runner to claim", func() bool {
+		return countWhere(t, pool, `status = 'processing' AND leased_by = 'slow'`) == 1
+	})
+	// A second runner reaps and claims eagerly: it must find nothing to take.
+	startRunner(t, url, runner.Config{Worker: "thief", Senders: map[string]sender.Sender{"email": fast},
+		ReapInterval: 100 * time.Millisecond, PollInterval: 100 * time.Millisecond})
+	eventually(t, 20*time.Second, "the message sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 1 })
+	var attempts int32
+	var errs string
+	if err := pool.QueryRow(context.Background(), `SELECT attempts, errors::text FROM herald.messages WHERE id = $1`, id).Scan(&attempts, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 1 || errs != "[]" || slow.counts()[id] != 1 || len(fast.counts()) != 0 {
+		t.Fatalf("attempts %d, errors %s, slow sends %d, thief sends %d", attempts, errs, slow.counts()[id], len(fast.counts()))
+	}
+}
+
+// 7. A transient failure is retried and a permanent one ends dead: SQL decides from
+// the class the sender reports.
+func TestFailuresAreClassifiedBySQL(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	rec := newRecorder()
+	rec.behave = func(_ context.Context, m sender.Message) error {
+		switch {
+		case m.Recipient == "gone@example.com":
+			return sender.Permanent(fmt.Errorf("550 5.1.1 no such user"))
+		case m.Recipient == "flaky@example.com" && m.Attempt == 1:
+			return &sender.Failure{Class: sender.ClassTransient, RetryAt: time.Now(), Err: fmt.Errorf("421 try later")}
+		}
+		return nil
+	}
+	flaky := enqueueNow(t, pool, "flaky@example.com")
+	gone := enqueueNow(t, pool, "gone@example.com")
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec}, PollInterval: 100 * time.Millisecond})
+	eventually(t, 20*time.Second, "both settled", func() bool {
+		return countWhere(t, pool, `(id = $1 AND status = 'sent') OR (id = $2 AND status = 'dead')`, flaky, gone) == 2
+	})
+	if a := scalar[int32](t, pool, `SELECT attempts FROM herald.messages WHERE id = $1`, flaky); a != 2 {
+		t.Fatalf("flaky message took %d attempts, want 2", a)
+	}
+	var class, lastErr string
+	if err := pool.QueryRow(context.Background(), `SELECT last_error_class, last_error FROM herald.dead_letters WHERE id = $1`, gone).
+		Scan(&class, &lastErr); err != nil || class != "permanent" || !strings.Contains(lastErr, "550 5.1.1") {
+		t.Fatalf("dead letter: %s %q %v", class, lastErr, err)
+	}
+}
