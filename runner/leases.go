@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// keepLeases extends the leases of sends that run long: every quarter lease, every
-// flight with less than half its lease left gets herald.extend_lease (one call for
-// all of them). A refused extension means the lease was already lost (the message
+// keepLeases extends the leases of sends that run long: every sixth of a lease,
+// every flight with less than half its lease left gets herald.extend_lease (one call
+// for all of them), so a lease never gets closer than a third of itself to expiring. A refused extension means the lease was already lost (the message
 // may be sent by another runner too): counted, and left to the fencing of complete.
 func (r *Runner) keepLeases(ctx context.Context) {
-	t := time.NewTicker(max(r.cfg.Lease/4, 100*time.Millisecond))
+	t := time.NewTicker(max(r.cfg.Lease/6, 100*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {

@@ -265,7 +265,12 @@ func TestLogConsumerGroupsExactlyOnce(t *testing.T) {
 	if len(first) != 4 {
 		t.Fatalf("first read %d events", len(first))
 	}
-	crashed.Close(ctx) // the transaction dies with the connection: no ack
+	// The consumer dies: its backend is terminated (pg_terminate_backend with a
+	// timeout waits until it is gone) and the transaction with it: no ack.
+	if !scalar[bool](t, pool, `SELECT pg_terminate_backend($1, 10000)`, crashed.PgConn().PID()) {
+		t.Fatal("could not terminate the consumer's backend")
+	}
+	crashed.Close(ctx)
 	again := readLog(t, pool, "billing", 0, 4)
 	if !slices.Equal(offsets(again), offsets(first)) {
 		t.Fatalf("after the crash the group read %v, want the same %v", offsets(again), offsets(first))

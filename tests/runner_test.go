@@ -399,7 +399,7 @@ func TestSlowSendGetsItsLeaseExtended(t *testing.T) {
 	slow := newRecorder()
 	slow.behave = func(ctx context.Context, _ sender.Message) error {
 		select {
-		case <-time.After(3 * time.Second): // 1.5 leases
+		case <-time.After(4500 * time.Millisecond): // 1.5 leases
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -408,7 +408,7 @@ func TestSlowSendGetsItsLeaseExtended(t *testing.T) {
 	fast := newRecorder()
 	id := enqueueNow(t, pool, "slow@example.com")
 	startRunner(t, url, runner.Config{Worker: "slow", Senders: map[string]sender.Sender{"email": slow},
-		Lease: 2 * time.Second, ReapInterval: 100 * time.Millisecond, PollInterval: 100 * time.Millisecond})
+		Lease: 3 * time.Second, ReapInterval: 100 * time.Millisecond, PollInterval: 100 * time.Millisecond})
 	eventually(t, 10*time.Second, "the slow runner to claim", func() bool {
 		return countWhere(t, pool, `status = 'processing' AND leased_by = 'slow'`) == 1
 	})
