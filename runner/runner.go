@@ -208,6 +208,10 @@ func (r *Runner) start(ctx context.Context, m sender.Message) {
 		start := time.Now()
 		res, err := r.send(ctx, m)
 		r.m.sendSeconds.Observe(time.Since(start).Seconds(), m.Channel)
+		if err == nil {
+			r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
+				"provider_message_id", res.ProviderMessageID, "seconds", time.Since(start).Seconds())
+		}
 		r.results <- outcome{msg: m, res: res, err: err}
 		r.busy.Add(-1)
 		select {
