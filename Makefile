@@ -19,6 +19,8 @@ run: build
 	echo && echo "herald is installed in $$DATABASE_URL; the runner prints each delivery as a JSON line." && \
 	echo "In another terminal, enqueue a notification:" && \
 	echo "  psql \"$$DATABASE_URL\" -c \"SELECT herald.enqueue('email', 'ana@example.com', '{\\\"subject\\\": \\\"Hi\\\", \\\"text\\\": \\\"Hello Ana\\\"}')\"" && \
+	echo "or over HTTP:" && \
+	echo "  curl -s -X POST $${HERALD_HTTP_ADDR:-127.0.0.1:8080}/v1/messages -H 'Content-Type: application/json' -d '{\"channel\": \"sms\", \"recipient\": \"+14155550100\", \"payload\": {\"text\": \"Hello\"}}'" && \
 	echo "Metrics and health: http://$${HERALD_HTTP_ADDR:-127.0.0.1:8080}/metrics and /healthz. Ctrl-C stops the runner." && echo && \
 	HERALD_SENDER_EMAIL=$${HERALD_SENDER_EMAIL:-sink:-} HERALD_SENDER_SMS=$${HERALD_SENDER_SMS:-sink:-} exec $(BIN)/herald run
 

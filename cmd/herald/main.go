@@ -18,7 +18,7 @@ import (
 const (
 	exitOK       = 0
 	exitFailure  = 1 // the command ran and failed (database error, migration error)
-	exitUsage    = 2 // bad flags or arguments
+	exitUsage    = 2 // bad flags, arguments or input
 	exitDatabase = 3 // the database could not be reached
 )
 
@@ -32,7 +32,11 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "install or upgrade herald's schema, functions and triggers", runMigrate},
-		{"run", "the delivery worker: claim, send, report", runRun},
+		{"run", "the delivery worker: claim, send, report (and the HTTP intake)", runRun},
+		{"serve", "the HTTP intake alone", runServe},
+		{"enqueue", "store a notification (flags, or JSON on stdin); prints its id", runEnqueue},
+		{"status", "what happened to one message", runStatus},
+		{"stats", "messages per channel and status", runStats},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -47,5 +48,74 @@ func TestMigrateCommand(t *testing.T) {
 	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
 	if code, _, errOut = run(t, "migrate"); code != exitDatabase || !strings.Contains(errOut, "cannot reach the database") {
 		t.Fatalf("unreachable database: exit %d %q, want %d", code, errOut, exitDatabase)
+	}
+}
+
+// herald enqueue / status / stats: an id printed and the row stored; bad input a
+// non-zero exit with a one-line reason; an unreachable database exit 3.
+func TestEnqueueStatusStatsCommands(t *testing.T) {
+	url := testdb.New(t)
+	t.Setenv("DATABASE_URL", url)
+
+	code, out, errOut := run(t, "enqueue", "--channel", "email", "--recipient", "ana@example.com",
+		"--payload", `{"subject":"Hi","text":"Hello"}`, "--priority", "-3", "--idempotency-key", "cli-1")
+	id := strings.TrimSpace(out)
+	if code != exitOK || id == "" || errOut != "" {
+		t.Fatalf("enqueue: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ = run(t, "enqueue", "--channel", "email", "--recipient", "bo@example.com",
+		"--payload", `{"subject":"Hi","text":"Hello"}`, "--idempotency-key", "cli-1"); code != exitOK || strings.TrimSpace(out) != id {
+		t.Fatalf("idempotent repeat: %d %q, want id %s", code, out, id)
+	}
+
+	stdin = strings.NewReader(`[{"channel":"sms","recipient":"+14155550100","payload":{"text":"a"}},
+		{"channel":"sms","recipient":"+14155550101","payload":{"text":"b"}}]`)
+	defer func() { stdin = os.Stdin }()
+	if code, out, errOut = run(t, "enqueue"); code != exitOK || len(strings.Fields(out)) != 2 {
+		t.Fatalf("enqueue from stdin: %d %q %q", code, out, errOut)
+	}
+
+	for _, bad := range [][]string{
+		{"enqueue", "--channel", "sms", "--recipient", "555-0100", "--payload", `{"text":"x"}`},
+		{"enqueue", "--channel", "email", "--recipient", "a@example.com", "--payload", `{"subject":`},
+		{"enqueue", "--channel", "fax", "--recipient", "a@example.com", "--payload", `{}`},
+	} {
+		code, out, errOut = run(t, bad...)
+		if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q: want exit 2 and one line", bad, code, out, errOut)
+		}
+	}
+	stdin = strings.NewReader(`[{"channel":"sms","recipient":"+14155550100","payload":{"text":"a"}},{"channel":"sms","recipient":"x","payload":{"text":"b"}}]`)
+	if code, _, errOut = run(t, "enqueue"); code != exitUsage || !strings.Contains(errOut, "(message 1)") {
+		t.Fatalf("bad batch on stdin: %d %q", code, errOut)
+	}
+
+	if code, out, _ = run(t, "status", id); code != exitOK || !strings.Contains(out, "queued") || !strings.Contains(out, "email") {
+		t.Fatalf("status: %d %q", code, out)
+	}
+	if code, _, _ = run(t, "status", "999999"); code != exitFailure {
+		t.Fatalf("status of an unknown id: exit %d", code)
+	}
+	if code, _, _ = run(t, "status", "nope"); code != exitUsage {
+		t.Fatalf("status of a bad id: exit %d", code)
+	}
+	if code, out, _ = run(t, "stats"); code != exitOK || !strings.Contains(out, "email") || !strings.Contains(out, "sms") {
+		t.Fatalf("stats: %d %q", code, out)
+	}
+	// Exactly the rows the good calls stored: 1 e-mail and 2 SMS.
+	code, out, _ = run(t, "stats")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "email") || !strings.Contains(lines[2], " 2 ") {
+		t.Fatalf("stats table:\n%s", out)
+	}
+
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	for _, args := range [][]string{
+		{"enqueue", "--channel", "email", "--recipient", "a@example.com", "--payload", `{"subject":"s","text":"t"}`},
+		{"status", "1"}, {"stats"},
+	} {
+		if code, _, errOut = run(t, args...); code != exitDatabase || strings.Count(errOut, "\n") != 1 {
+			t.Fatalf("%v with the database down: exit %d %q", args, code, errOut)
+		}
 	}
 }

@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald/herald/runner"
 	"github.com/herald/herald/runner/sender"
@@ -68,7 +65,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	specs := sendersFromEnv()
 	fs.Var(specs, "sender", "CHANNEL=SPEC, repeatable (env HERALD_SENDER_<CHANNEL>): sink:-, sink:PATH, noop, noop:DURATION")
-	httpAddr := fs.String("http-addr", env("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics and /healthz; off to disable (env HERALD_HTTP_ADDR)")
+	httpAddr := fs.String("http-addr", env("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics, /healthz and the intake; off to disable (env HERALD_HTTP_ADDR)")
 	batch := fs.Int("batch-size", envInt("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
 	conc := fs.Int("concurrency", envInt("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
 	lease := fs.Duration("lease", envDuration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
@@ -78,6 +75,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stats := fs.Duration("stats-interval", envDuration("HERALD_STATS_INTERVAL", runner.DefaultStatsInterval), "how often queue depth is sampled (env HERALD_STATS_INTERVAL)")
 	worker := fs.String("worker", env("HERALD_WORKER", ""), "name recorded in leased_by (env HERALD_WORKER; default hostname-pid)")
 	logLevel := fs.String("log-level", env("HERALD_LOG_LEVEL", "info"), "debug, info, warn or error (env HERALD_LOG_LEVEL)")
+	in := addIntakeFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald run [flags]")
 		fmt.Fprintln(stderr, "\nThe delivery worker: claims messages of the channels that have a sender, sends them, reports results.")
@@ -92,6 +90,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := badEnv(); err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitUsage
+	}
+	intakeOn, err := in.on()
+	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
 	}
@@ -133,17 +136,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		os.Exit(exitFailure)
 	}()
 
-	conf, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
-	if err != nil {
-		fmt.Fprintf(stderr, "herald run: bad database settings: %v\n", err)
-		return exitUsage
-	}
-	conf.MaxConns = 8
-	conf.ConnConfig.RuntimeParams["application_name"] = "herald run"
-	pool, err := pgxpool.NewWithConfig(ctx, conf)
-	if err != nil {
-		fmt.Fprintf(stderr, "herald run: %v\n", err)
-		return exitDatabase
+	pool, code := openPool(ctx, stderr, "herald run")
+	if pool == nil {
+		return code
 	}
 	defer pool.Close()
 
@@ -156,23 +151,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	var srv *http.Server
+	stopHTTP := func() {}
 	if *httpAddr != "" && *httpAddr != "off" {
-		ln, err := net.Listen("tcp", *httpAddr)
-		if err != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", r.Handler())
+		mux.Handle("GET /healthz", r.Handler())
+		if intakeOn {
+			in.register(mux, pool, logger)
+		}
+		if stopHTTP, err = serveHTTP(ctx, *httpAddr, mux, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: listening on %s: %v\n", *httpAddr, err)
 			return exitUsage
 		}
-		srv = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
-		logger.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
 	}
 	err = r.Run(ctx)
-	if srv != nil {
-		shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
-		srv.Shutdown(shutdownCtx)
-		done()
-	}
+	stopHTTP()
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitFailure

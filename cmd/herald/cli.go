@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/herald/herald/runner/intake"
+)
+
+// stdin is where `herald enqueue` reads a JSON document; tests replace it.
+var stdin io.Reader = os.Stdin
+
+// runEnqueue is `herald enqueue`: one message from flags, or a JSON document on
+// stdin (an object, or an array for a batch); prints the id(s).
+func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("herald enqueue", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	channel := fs.String("channel", "", "channel (email, sms, …)")
+	recipient := fs.String("recipient", "", "e-mail address, E.164 number, …")
+	payload := fs.String("payload", "", `payload as a JSON object, e.g. '{"subject":"Hi","text":"Hello"}'`)
+	runAt := fs.String("run-at", "", "when to send (RFC 3339); default now")
+	priority := fs.String("priority", "", "-100..100, lower first; default 0")
+	idem := fs.String("idempotency-key", "", "a repeat returns the first id")
+	orderingKey := fs.String("ordering-key", "", "messages with the same key go one at a time, in order")
+	maxAttempts := fs.String("max-attempts", "", "1..100; default the channel's")
+	metadata := fs.String("metadata", "", "a JSON object kept with the message")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: herald enqueue --channel C --recipient R --payload JSON [flags]")
+		fmt.Fprintln(stderr, "       herald enqueue < message.json      (an object, or an array of objects for a batch)")
+		fmt.Fprintln(stderr, "\nPrints the id. Exit codes: 0 stored, 2 bad input (one line says why), 3 database unreachable.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+
+	var body []byte
+	batch := false
+	if *channel == "" && *recipient == "" && *payload == "" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "herald enqueue: reading stdin: %v\n", err)
+			return exitUsage
+		}
+		body = b
+		for _, c := range b {
+			if c == ' ' || c == '\n' || c == '\t' || c == '\r' {
+				continue
+			}
+			batch = c == '['
+			break
+		}
+	} else {
+		msg := map[string]any{"channel": *channel, "recipient": *recipient}
+		raw := map[string]*string{"payload": payload, "metadata": metadata}
+		for k, v := range raw {
+			if *v == "" {
+				continue
+			}
+			if !json.Valid([]byte(*v)) {
+				fmt.Fprintf(stderr, "herald enqueue: --%s is not JSON\n", k)
+				return exitUsage
+			}
+			msg[k] = json.RawMessage(*v)
+		}
+		for k, v := range map[string]string{"run_at": *runAt, "priority": *priority, "idempotency_key": *idem,
+			"ordering_key": *orderingKey, "max_attempts": *maxAttempts} {
+			if v != "" {
+				msg[k] = v
+			}
+		}
+		body, _ = json.Marshal(msg)
+	}
+
+	pool, code := openPool(ctx, stderr, "herald enqueue")
+	if pool == nil {
+		return code
+	}
+	defer pool.Close()
+	var ids []int64
+	var err error
+	if batch {
+		ids, err = intake.EnqueueBatch(ctx, pool, body, 10000)
+	} else {
+		var id int64
+		id, err = intake.Enqueue(ctx, pool, body, "")
+		ids = []int64{id}
+	}
+	if code := cliError(stderr, "herald enqueue", err); code != exitOK {
+		return code
+	}
+	for _, id := range ids {
+		fmt.Fprintln(stdout, id)
+	}
+	return exitOK
+}
+
+// cliError prints err in one line and returns its exit code (exitOK for nil).
+func cliError(stderr io.Writer, who string, err error) int {
+	var ie *intake.InputError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ie):
+		where := ""
+		if ie.Index != nil {
+			where = fmt.Sprintf(" (message %d)", *ie.Index)
+		}
+		fmt.Fprintf(stderr, "%s: %s%s: %s\n", who, ie.Code, where, ie.Message)
+		return exitUsage
+	case errors.Is(err, intake.ErrNotFound):
+		fmt.Fprintf(stderr, "%s: %v\n", who, err)
+		return exitFailure
+	case intake.Unavailable(err):
+		fmt.Fprintf(stderr, "%s: database unavailable: %s\n", who, strings.Join(strings.Fields(err.Error()), " "))
+		return exitDatabase
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", who, err)
+		return exitFailure
+	}
+}
+
+// runStatus is `herald status ID`.
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: herald status ID\n\nWhat happened to one message. Exit codes: 0 found, 1 unknown id, 2 bad id, 3 database unreachable.")
+		return exitUsage
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || id < 1 {
+		fmt.Fprintf(stderr, "herald status: %q is not a message id\n", args[0])
+		return exitUsage
+	}
+	pool, code := openPool(ctx, stderr, "herald status")
+	if pool == nil {
+		return code
+	}
+	defer pool.Close()
+	s, err := intake.GetStatus(ctx, pool, id)
+	if code := cliError(stderr, "herald status", err); code != exitOK {
+		return code
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	str := func(p *string) string {
+		if p == nil {
+			return "-"
+		}
+		return *p
+	}
+	finished := "-"
+	if s.FinishedAt != nil {
+		finished = s.FinishedAt.Format(time.RFC3339Nano)
+	}
+	fmt.Fprintf(tw, "id\t%d\nchannel\t%s\nstatus\t%s\nattempts\t%d of %d\nrun_at\t%s\ncreated_at\t%s\nfinished_at\t%s\nlast_error\t%s\nlast_error_class\t%s\nprovider_message_id\t%s\n",
+		s.ID, s.Channel, s.Status, s.Attempts, s.MaxAttempts, s.RunAt.Format(time.RFC3339Nano), s.CreatedAt.Format(time.RFC3339Nano),
+		finished, str(s.LastError), str(s.LastErrorClass), str(s.ProviderMessageID))
+	tw.Flush()
+	return exitOK
+}
+
+// runStats is `herald stats`: herald.queue_stats as a table.
+func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) != 0 {
+		fmt.Fprintln(stderr, "usage: herald stats\n\nMessages per channel and status (herald.queue_stats). Exit codes: 0, 3 database unreachable.")
+		return exitUsage
+	}
+	pool, code := openPool(ctx, stderr, "herald stats")
+	if pool == nil {
+		return code
+	}
+	defer pool.Close()
+	rows, err := pool.Query(ctx, `SELECT channel, status, count, ready, coalesce(oldest_age::text, '-') FROM herald.queue_stats ORDER BY channel, status`)
+	if code := cliError(stderr, "herald stats", err); code != exitOK {
+		return code
+	}
+	defer rows.Close()
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANNEL\tSTATUS\tCOUNT\tREADY\tOLDEST AGE")
+	for rows.Next() {
+		var ch, st, age string
+		var n, ready int64
+		if err := rows.Scan(&ch, &st, &n, &ready, &age); err != nil {
+			return cliError(stderr, "herald stats", err)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", ch, st, n, ready, age)
+	}
+	if code := cliError(stderr, "herald stats", rows.Err()); code != exitOK {
+		return code
+	}
+	tw.Flush()
+	return exitOK
+}

@@ -1,0 +1,83 @@
+package intake
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// InputError is bad input, as herald's SQL reported it: a stable code, the field,
+// and for a batch the index of the first bad message.
+type InputError struct {
+	Code    string `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Index   *int   `json:"index,omitempty"`
+	Message string `json:"message"`
+}
+
+func (e *InputError) Error() string { return e.Message }
+
+// codes maps herald's SQLSTATEs (README, "Errors") to the codes of the HTTP API.
+var codes = map[string]string{
+	"HR001": "unknown_channel",
+	"HR002": "invalid_recipient",
+	"HR003": "invalid_payload",
+	"HR004": "payload_too_large",
+	"HR005": "invalid_run_at",
+	"HR006": "invalid_priority",
+	"HR007": "invalid_max_attempts",
+	"HR008": "invalid_metadata",
+	"HR009": "invalid_idempotency_key",
+	"HR010": "invalid_ordering_key",
+	"HR011": "invalid_message",
+	"HR012": "invalid_argument",
+}
+
+// batchField splits enqueue_batch's COLUMN, "messages[3].recipient", into 3 and
+// "recipient". It reads a structured field, never the message text.
+var batchField = regexp.MustCompile(`^messages\[(\d+)\](?:\.(.+))?$`)
+
+// AsInputError returns the InputError behind err when err is one of herald's
+// validation errors (an HRxxx SQLSTATE), and false for anything else.
+func AsInputError(err error) (*InputError, bool) {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) {
+		return nil, false
+	}
+	code, ok := codes[pg.Code]
+	if !ok {
+		return nil, false
+	}
+	ie := &InputError{Code: code, Field: pg.ColumnName, Message: pg.Message}
+	if m := batchField.FindStringSubmatch(pg.ColumnName); m != nil {
+		i, _ := strconv.Atoi(m[1])
+		ie.Index = &i
+		ie.Field = m[2]
+		if ie.Field == "" {
+			ie.Field = "message"
+		}
+	}
+	return ie, true
+}
+
+// Unavailable reports whether err means the database cannot be reached or cannot
+// serve now (connection failures, shutdown, too many connections, a serialization
+// failure to retry): the request may be retried later.
+func Unavailable(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch pg.Code[:2] {
+		case "08", "53", "57", "40":
+			return true
+		}
+		return false
+	}
+	return err != nil
+}
+
+func badJSON(field, format string, args ...any) *InputError {
+	return &InputError{Code: "invalid_json", Field: field, Message: fmt.Sprintf(format, args...)}
+}

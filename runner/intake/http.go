@@ -1,0 +1,186 @@
+// Package intake accepts notifications from services that cannot hold a Postgres
+// connection: an HTTP API (POST /v1/messages, POST /v1/messages/batch,
+// GET /v1/messages/{id}) and the functions the command line shares with it. It
+// validates nothing itself: every message goes through herald.enqueue_batch, and
+// the SQLSTATE and field that SQL raises become a 400 with a code and a field.
+package intake
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config is how the intake answers.
+type Config struct {
+	// Tokens are the accepted bearer tokens; none means the intake is open.
+	Tokens []string
+	// MaxBodyBytes bounds a request body (default 1 MiB); larger gets 413.
+	MaxBodyBytes int64
+	// MaxBatch bounds the messages of one batch request (default 1000).
+	MaxBatch int
+	// Logger receives errors that are not the client's fault (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultMaxBatch     = 1000
+)
+
+type handler struct {
+	pool *pgxpool.Pool
+	cfg  Config
+}
+
+// Register adds the intake's routes to mux.
+func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &handler{pool: pool, cfg: cfg}
+	mux.HandleFunc("POST /v1/messages", h.auth(h.post))
+	mux.HandleFunc("POST /v1/messages/batch", h.auth(h.postBatch))
+	mux.HandleFunc("GET /v1/messages/{id}", h.auth(h.get))
+}
+
+// Handler returns a mux with only the intake's routes.
+func Handler(pool *pgxpool.Pool, cfg Config) http.Handler {
+	mux := http.NewServeMux()
+	Register(mux, pool, cfg)
+	return mux
+}
+
+func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if len(h.cfg.Tokens) > 0 {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			valid := false
+			for _, t := range h.cfg.Tokens {
+				if ok && subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1 {
+					valid = true
+				}
+			}
+			if !valid {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="herald"`)
+				writeError(w, http.StatusUnauthorized, &InputError{Code: "unauthorized", Message: "a valid bearer token is required"})
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+// body reads a JSON request body within the size limit, or answers 415/413/400.
+func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, &InputError{Code: "unsupported_media_type",
+			Message: "the body must be application/json"})
+		return nil, false
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, &InputError{Code: "body_too_large",
+				Message: fmt.Sprintf("the body is over %d bytes", h.cfg.MaxBodyBytes)})
+		} else {
+			writeError(w, http.StatusBadRequest, &InputError{Code: "unreadable_body", Message: "the body could not be read"})
+		}
+		return nil, false
+	}
+	return b, true
+}
+
+func (h *handler) post(w http.ResponseWriter, r *http.Request) {
+	b, ok := h.body(w, r)
+	if !ok {
+		return
+	}
+	id, err := Enqueue(r.Context(), h.pool, b, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "status_url": fmt.Sprintf("/v1/messages/%d", id)})
+}
+
+func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) {
+	b, ok := h.body(w, r)
+	if !ok {
+		return
+	}
+	ids, err := EnqueueBatch(r.Context(), h.pool, b, h.cfg.MaxBatch)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	urls := make([]string, len(ids))
+	for i, id := range ids {
+		urls[i] = fmt.Sprintf("/v1/messages/%d", id)
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids, "status_urls": urls})
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_id", Field: "id", Message: "id: must be a positive integer"})
+		return
+	}
+	s, err := GetStatus(r.Context(), h.pool, id)
+	if errors.Is(err, ErrNotFound) {
+		writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: "id", Message: fmt.Sprintf("no message %d", id)})
+		return
+	}
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// fail answers an error: 400 for bad input, 503 when the database is unavailable,
+// 500 (logged, with no detail) for anything else.
+func (h *handler) fail(w http.ResponseWriter, err error) {
+	var ie *InputError
+	switch {
+	case errors.As(err, &ie):
+		writeError(w, http.StatusBadRequest, ie)
+	case Unavailable(err):
+		h.cfg.Logger.Warn("intake: database unavailable", "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, &InputError{Code: "database_unavailable",
+			Message: "the database is unavailable; retry later"})
+	default:
+		h.cfg.Logger.Error("intake: unexpected error", "err", err)
+		writeError(w, http.StatusInternalServerError, &InputError{Code: "internal", Message: "internal error"})
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, e *InputError) {
+	writeJSON(w, status, map[string]*InputError{"error": e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,239 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/runner/intake"
+	"github.com/herald/herald/tests/testdb"
+)
+
+// intakeServer serves the intake on a real HTTP server over the test's database.
+func intakeServer(t *testing.T, cfg intake.Config) (*httptest.Server, *pgxpool.Pool) {
+	t.Helper()
+	_, pool := setup(t)
+	srv := httptest.NewServer(intake.Handler(pool, cfg))
+	t.Cleanup(srv.Close)
+	return srv, pool
+}
+
+type apiError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Field   string `json:"field"`
+		Index   *int   `json:"index"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// do sends a request and decodes the JSON answer into out (when not nil).
+func do(t *testing.T, method, url, ctype, body string, header map[string]string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %d %q is not JSON: %v", method, url, resp.StatusCode, b, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+const goodEmail = `{"channel":"email","recipient":"ana@example.com","payload":{"subject":"Hi","text":"Hello"}}`
+
+// A valid request gets 202 with the id, the row exists, and its status URL answers.
+func TestIntakeAccepts(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{})
+	var ok struct {
+		ID        int64  `json:"id"`
+		StatusURL string `json:"status_url"`
+	}
+	body := `{"channel":"sms","recipient":"+14155550100","payload":{"text":"hi"},"priority":-5,"ordering_key":"acct-9",
+		"max_attempts":3,"metadata":{"tenant":"t"},"run_at":"` + time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339) + `"}`
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json; charset=utf-8", body, nil, &ok); code != 202 {
+		t.Fatalf("status %d", code)
+	}
+	var prio, maxA int32
+	var key string
+	if err := pool.QueryRow(context.Background(), `SELECT priority, max_attempts, ordering_key FROM herald.messages WHERE id = $1`, ok.ID).
+		Scan(&prio, &maxA, &key); err != nil || prio != -5 || maxA != 3 || key != "acct-9" {
+		t.Fatalf("stored row: %d %d %s %v", prio, maxA, key, err)
+	}
+	if ok.StatusURL != fmt.Sprintf("/v1/messages/%d", ok.ID) {
+		t.Fatalf("status_url %q", ok.StatusURL)
+	}
+	var st intake.Status
+	if code := do(t, "GET", srv.URL+ok.StatusURL, "", "", nil, &st); code != 200 || st.Status != "queued" || st.Channel != "sms" || st.MaxAttempts != 3 {
+		t.Fatalf("GET status: %d %+v", code, st)
+	}
+}
+
+// Every validation error the SQL can raise is a 400 with its code and field, and
+// nothing is stored.
+func TestIntakeRejectsBadMessages(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{})
+	big := strings.Repeat("x", 70000)
+	cases := []struct{ body, code, field string }{
+		{`{"channel":"fax","recipient":"a@example.com","payload":{"subject":"s","text":"t"}}`, "unknown_channel", "channel"},
+		{`{"recipient":"a@example.com","payload":{"subject":"s","text":"t"}}`, "unknown_channel", "channel"},
+		{`{"channel":"email","recipient":"nope","payload":{"subject":"s","text":"t"}}`, "invalid_recipient", "recipient"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"text":"t"}}`, "invalid_payload", "payload"},
+		{`{"channel":"email","recipient":"a@example.com","payload":"hi"}`, "invalid_payload", "payload"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"` + big + `"}}`, "payload_too_large", "payload"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"2099-01-01T00:00:00Z"}`, "invalid_run_at", "run_at"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"tomorrow-ish"}`, "invalid_run_at", "run_at"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"priority":500}`, "invalid_priority", "priority"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"priority":"high"}`, "invalid_priority", "priority"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"max_attempts":0}`, "invalid_max_attempts", "max_attempts"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"metadata":[1]}`, "invalid_metadata", "metadata"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":""}`, "invalid_idempotency_key", "idempotency_key"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"ordering_key":""}`, "invalid_ordering_key", "ordering_key"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"colour":"red"}`, "invalid_message", "colour"},
+		{`{"channel":5,"recipient":"a@example.com","payload":{"subject":"s","text":"t"}}`, "invalid_message", "channel"},
+		{`{"channel":"email"`, "invalid_json", ""},
+		{`[` + goodEmail + `]`, "invalid_json", ""},
+		{`{"channel":"email","recipient":"a\u0000@example.com","payload":{"subject":"s","text":"t"}}`, "invalid_json", ""},
+	}
+	for _, c := range cases {
+		var e apiError
+		code := do(t, "POST", srv.URL+"/v1/messages", "application/json", c.body, nil, &e)
+		if code != 400 || e.Error.Code != c.code || e.Error.Field != c.field || e.Error.Index != nil || e.Error.Message == "" {
+			t.Errorf("%.80s: %d %+v, want 400 %s field %q", c.body, code, e.Error, c.code, c.field)
+		}
+		if strings.Contains(e.Error.Message, "messages[") {
+			t.Errorf("single-message error names a batch position: %q", e.Error.Message)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("%d rows stored by rejected requests", n)
+	}
+}
+
+// The Idempotency-Key header: a repeat gets 202 with the same id; a body key that
+// disagrees with the header is a 400.
+func TestIntakeIdempotencyKey(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{})
+	var a, b struct{ ID int64 }
+	h := map[string]string{"Idempotency-Key": "order-77"}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, h, &a); code != 202 {
+		t.Fatalf("first: %d", code)
+	}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, h, &b); code != 202 || b.ID != a.ID {
+		t.Fatalf("repeat: %d id %d, first %d", code, b.ID, a.ID)
+	}
+	var e apiError
+	body := strings.Replace(goodEmail, `"channel"`, `"idempotency_key":"other","channel"`, 1)
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", body, h, &e); code != 400 || e.Error.Field != "idempotency_key" {
+		t.Fatalf("disagreeing keys: %d %+v", code, e.Error)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+}
+
+// Batches are all or nothing; the error names the index and field of the first bad
+// message; the size is bounded.
+func TestIntakeBatch(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{MaxBatch: 3})
+	var ok struct {
+		IDs        []int64  `json:"ids"`
+		StatusURLs []string `json:"status_urls"`
+	}
+	good := `[` + goodEmail + `,{"channel":"sms","recipient":"+14155550100","payload":{"text":"x"}}]`
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", good, nil, &ok); code != 202 || len(ok.IDs) != 2 || len(ok.StatusURLs) != 2 {
+		t.Fatalf("good batch: %d %+v", code, ok)
+	}
+	var e apiError
+	bad := `[` + goodEmail + `,` + goodEmail + `,{"channel":"sms","recipient":"+1","payload":{"text":"x"}}]`
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", bad, nil, &e); code != 400 ||
+		e.Error.Code != "invalid_recipient" || e.Error.Field != "recipient" || e.Error.Index == nil || *e.Error.Index != 2 {
+		t.Fatalf("bad batch: %d %+v", code, e.Error)
+	}
+	tooMany := `[` + strings.Repeat(goodEmail+`,`, 3) + goodEmail + `]`
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", tooMany, nil, &e); code != 400 || e.Error.Code != "invalid_batch" {
+		t.Fatalf("oversized batch: %d %+v", code, e.Error)
+	}
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", `{"messages":[]}`, nil, &e); code != 400 || e.Error.Code != "invalid_json" {
+		t.Fatalf("object instead of array: %d %+v", code, e.Error)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 2 {
+		t.Fatalf("%d rows, want only the good batch's 2", n)
+	}
+}
+
+// 401 without a valid bearer token, 413 over the body limit, 415 for another
+// content type, 404 for an unknown id, 400 for a bad id, 503 when the database is
+// unreachable — each with a JSON error, never a stack trace.
+func TestIntakeHTTPErrors(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{Tokens: []string{"s3cret", "other"}, MaxBodyBytes: 1024})
+	var e apiError
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}} {
+		if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, h, &e); code != 401 || e.Error.Code != "unauthorized" {
+			t.Fatalf("auth %v: %d %+v", h, code, e.Error)
+		}
+	}
+	auth := map[string]string{"Authorization": "Bearer other"}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, auth, nil); code != 202 {
+		t.Fatalf("valid token: %d", code)
+	}
+	big := strings.Replace(goodEmail, `"Hello"`, `"`+strings.Repeat("x", 2000)+`"`, 1)
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", big, auth, &e); code != 413 || e.Error.Code != "body_too_large" {
+		t.Fatalf("big body: %d %+v", code, e.Error)
+	}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "text/plain", goodEmail, auth, &e); code != 415 {
+		t.Fatalf("text/plain: %d", code)
+	}
+	if code := do(t, "GET", srv.URL+"/v1/messages/424242", "", "", auth, &e); code != 404 || e.Error.Code != "not_found" {
+		t.Fatalf("unknown id: %d %+v", code, e.Error)
+	}
+	if code := do(t, "GET", srv.URL+"/v1/messages/abc", "", "", auth, &e); code != 400 || e.Error.Field != "id" {
+		t.Fatalf("bad id: %d %+v", code, e.Error)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+
+	down, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	dead := httptest.NewServer(intake.Handler(down, intake.Config{}))
+	defer dead.Close()
+	for _, path := range []string{"/v1/messages", "/v1/messages/batch"} {
+		body := goodEmail
+		if strings.HasSuffix(path, "batch") {
+			body = "[" + goodEmail + "]"
+		}
+		if code := do(t, "POST", dead.URL+path, "application/json", body, nil, &e); code != 503 || e.Error.Code != "database_unavailable" {
+			t.Fatalf("%s with the database down: %d %+v", path, code, e.Error)
+		}
+	}
+	if code := do(t, "GET", dead.URL+"/v1/messages/1", "", "", nil, &e); code != 503 {
+		t.Fatalf("GET with the database down: %d", code)
+	}
+	_ = testdb.RepoRoot
+}
