@@ -210,11 +210,18 @@ func buildHerald(t *testing.T) string {
 	return heraldBin
 }
 
-// runnerProcess starts `herald run` as a separate process.
+// runnerProcess starts `herald run` as a separate process, with no HTTP server.
 func runnerProcess(t *testing.T, url string, env ...string) (*exec.Cmd, *strings.Builder) {
 	t.Helper()
-	cmd := exec.Command(buildHerald(t), "run")
-	cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=" + url, "HERALD_HTTP_ADDR=off"}, env...)...)
+	return runnerProcessArgs(t, url, []string{"run"}, append([]string{"HERALD_HTTP_ADDR=off"}, env...)...)
+}
+
+// runnerProcessArgs starts `herald ARGS…` as a separate process on the database at
+// url, with env added to the environment; its output is collected.
+func runnerProcessArgs(t *testing.T, url string, args []string, env ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(buildHerald(t), args...)
+	cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=" + url}, env...)...)
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

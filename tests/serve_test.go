@@ -1,0 +1,81 @@
+package tests
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald/herald/tests/testdb"
+)
+
+// freeAddr returns a loopback address with a port nobody listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitHTTP polls until something answers on addr (the process has no other signal).
+func waitHTTP(t *testing.T, addr string) {
+	t.Helper()
+	eventually(t, 20*time.Second, "the HTTP server on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// `herald serve` is the intake alone: it accepts a message (202), answers /healthz,
+// and exits 0 on SIGTERM. `herald run` with HERALD_INTAKE=off serves no intake.
+func TestServeAndIntakeOff(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+
+	addr := freeAddr(t)
+	cmd, logs := runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS=tok")
+	waitHTTP(t, addr)
+	var ok struct{ ID int64 }
+	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail,
+		map[string]string{"Authorization": "Bearer tok"}, &ok); code != 202 || ok.ID == 0 {
+		t.Fatalf("herald serve: %d %+v", code, ok)
+	}
+	var health map[string]string
+	if code := do(t, "GET", "http://"+addr+"/healthz", "", "", nil, &health); code != 200 || health["database"] != "ok" {
+		t.Fatalf("herald serve /healthz: %d %v", code, health)
+	}
+	waitExit(t, cmd, logs, 10*time.Second)
+	if strings.Contains(logs.String(), "intake is open") {
+		t.Fatal("warned that the intake is open although a token is set")
+	}
+	if n := countWhere(t, pool, `id = $1`, ok.ID); n != 1 {
+		t.Fatal("the accepted message is not stored")
+	}
+
+	addr = freeAddr(t)
+	cmd, logs = runnerProcessArgs(t, url, []string{"run"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_SENDER_EMAIL=noop")
+	waitHTTP(t, addr)
+	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail, nil, nil); code != 404 && code != 405 {
+		t.Fatalf("intake off, POST answered %d", code)
+	}
+	if code := do(t, "GET", "http://"+addr+"/healthz", "", "", nil, nil); code != 200 && code != 503 {
+		t.Fatalf("intake off, /healthz answered %d", code)
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+
+	// With no token configured, the open intake is announced at start.
+	addr = freeAddr(t)
+	cmd, logs = runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr)
+	waitHTTP(t, addr)
+	waitExit(t, cmd, logs, 10*time.Second)
+	if !strings.Contains(logs.String(), "intake is open") {
+		t.Fatalf("no warning about the open intake:\n%s", logs.String())
+	}
+}
