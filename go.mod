@@ -3,9 +3,13 @@ module github.com/herald/herald
 go 1.26.8
 
 require (
+	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
+	github.com/emersion/go-smtp v0.25.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/tern/v2 v2.4.2
 	github.com/peterldowns/pgtestdb v0.1.1
+	github.com/wneessen/go-mail v0.8.1
+	golang.org/x/time v0.16.0
 )
 
 require (

@@ -211,24 +211,42 @@ func buildHerald(t *testing.T) string {
 }
 
 // runnerProcess starts `herald run` as a separate process, with no HTTP server.
-func runnerProcess(t *testing.T, url string, env ...string) (*exec.Cmd, *strings.Builder) {
+func runnerProcess(t *testing.T, url string, env ...string) (*exec.Cmd, *logBuffer) {
 	t.Helper()
 	return runnerProcessArgs(t, url, []string{"run"}, append([]string{"HERALD_HTTP_ADDR=off"}, env...)...)
 }
 
 // runnerProcessArgs starts `herald ARGS…` as a separate process on the database at
 // url, with env added to the environment; its output is collected.
-func runnerProcessArgs(t *testing.T, url string, args []string, env ...string) (*exec.Cmd, *strings.Builder) {
+func runnerProcessArgs(t *testing.T, url string, args []string, env ...string) (*exec.Cmd, *logBuffer) {
 	t.Helper()
 	cmd := exec.Command(buildHerald(t), args...)
 	cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=" + url}, env...)...)
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	return cmd, &logs
+	return cmd, logs
+}
+
+// logBuffer collects a process's output; safe to read while the process writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // 2. kill -9 a runner process while it holds claimed messages: after the lease
@@ -304,7 +322,7 @@ func TestSigtermShutsDownCleanly(t *testing.T) {
 }
 
 // waitExit sends SIGTERM and expects exit status 0 within limit.
-func waitExit(t *testing.T, cmd *exec.Cmd, logs *strings.Builder, limit time.Duration) {
+func waitExit(t *testing.T, cmd *exec.Cmd, logs *logBuffer, limit time.Duration) {
 	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("herald run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	specs := sendersFromEnv()
-	fs.Var(specs, "sender", "CHANNEL=SPEC, repeatable (env HERALD_SENDER_<CHANNEL>): sink:-, sink:PATH, noop, noop:DURATION")
+	fs.Var(specs, "sender", "CHANNEL=SPEC, repeatable (env HERALD_SENDER_<CHANNEL>): sink:-, sink:PATH, noop, noop:DURATION, smtp, sendgrid, twilio, webhook")
 	httpAddr := fs.String("http-addr", env("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics, /healthz and the intake; off to disable (env HERALD_HTTP_ADDR)")
 	batch := fs.Int("batch-size", envInt("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
 	conc := fs.Int("concurrency", envInt("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
@@ -110,7 +110,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	senders := map[string]sender.Sender{}
 	for ch, spec := range specs {
-		s, err := buildSender(spec)
+		s, err := buildSender(ch, spec)
 		if err != nil {
 			fmt.Fprintf(stderr, "herald run: channel %s: %v\n", ch, err)
 			return exitUsage

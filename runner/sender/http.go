@@ -1,0 +1,59 @@
+package sender
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FromHTTP classifies a provider's non-2xx HTTP answer:
+//
+//	429                      rate_limited, retry at Retry-After (seconds or a date), else
+//	                         at a reset header (X-RateLimit-Reset, epoch seconds), else in 1 minute
+//	5xx, 408                 transient (Retry-After honoured when given)
+//	401, 403                 transient: a credentials problem is fixed by an operator, and
+//	                         the messages must not be dead-lettered meanwhile
+//	other 4xx                permanent
+//
+// detail is the provider's error text (kept short in the error).
+func FromHTTP(status int, h http.Header, detail string, now time.Time) error {
+	if len(detail) > 500 {
+		detail = detail[:500] + "…"
+	}
+	err := fmt.Errorf("HTTP %d: %s", status, strings.TrimSpace(detail))
+	retry := retryAfter(h, now)
+	switch {
+	case status == http.StatusTooManyRequests:
+		if retry.IsZero() {
+			retry = now.Add(time.Minute)
+		}
+		return RateLimited(err, retry)
+	case status >= 500 || status == http.StatusRequestTimeout:
+		return &Failure{Class: ClassTransient, RetryAt: retry, Err: err}
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return Transient(err)
+	default:
+		return Permanent(err)
+	}
+}
+
+// retryAfter reads Retry-After (delay in seconds, or an HTTP date) or, failing that,
+// X-RateLimit-Reset (epoch seconds). Zero when neither is usable.
+func retryAfter(h http.Header, now time.Time) time.Time {
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+			return now.Add(time.Duration(secs) * time.Second)
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return t
+		}
+	}
+	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); v != "" {
+		if epoch, err := strconv.ParseInt(v, 10, 64); err == nil && epoch > now.Unix() {
+			return time.Unix(epoch, 0)
+		}
+	}
+	return time.Time{}
+}

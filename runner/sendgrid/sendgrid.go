@@ -1,0 +1,157 @@
+// Package sendgrid delivers e-mail through the SendGrid v3 Mail Send API
+// (POST /v3/mail/send, Bearer API key, JSON). The herald id travels as the custom
+// argument herald_id and in the Message-ID header; the provider id is the answer's
+// X-Message-Id header. Failures are classified by sender.FromHTTP: 429 rate_limited
+// (Retry-After / X-RateLimit-Reset), 5xx transient, 401/403 transient, other 4xx
+// (such as an invalid recipient) permanent.
+package sendgrid
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herald/herald/runner/email"
+	"github.com/herald/herald/runner/sender"
+)
+
+// Config is how to reach SendGrid.
+type Config struct {
+	APIKey   string
+	BaseURL  string        // default https://api.sendgrid.com
+	Timeout  time.Duration // per request, default 10s
+	Defaults email.Defaults
+}
+
+// Sender sends e-mail through SendGrid. It is safe for concurrent use.
+type Sender struct {
+	cfg    Config
+	client *http.Client
+}
+
+// New checks cfg and returns a Sender.
+func New(cfg Config) (*Sender, error) {
+	if cfg.APIKey == "" {
+		return nil, errors.New("sendgrid: no API key")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = "https://api.sendgrid.com"
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	return &Sender{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout}}, nil
+}
+
+type address struct {
+	Email string `json:"email"`
+	Name  string `json:"name,omitempty"`
+}
+
+type content struct {
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+type request struct {
+	Personalizations []personalization `json:"personalizations"`
+	From             address           `json:"from"`
+	ReplyTo          *address          `json:"reply_to,omitempty"`
+	Subject          string            `json:"subject"`
+	Content          []content         `json:"content"`
+	Headers          map[string]string `json:"headers,omitempty"`
+	CustomArgs       map[string]string `json:"custom_args,omitempty"`
+}
+
+type personalization struct {
+	To []address `json:"to"`
+}
+
+func parse(s string) (address, error) {
+	a, err := mail.ParseAddress(s)
+	if err != nil {
+		return address{}, sender.Permanent(fmt.Errorf("address %q: %w", s, err))
+	}
+	return address{Email: a.Address, Name: a.Name}, nil
+}
+
+// Send delivers one message; the provider id is SendGrid's X-Message-Id.
+func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
+	e, err := email.Build(m, s.cfg.Defaults)
+	if err != nil {
+		return sender.Result{}, err
+	}
+	req := request{Subject: e.Subject, Headers: map[string]string{"Message-ID": e.MessageID},
+		CustomArgs: map[string]string{"herald_id": strconv.FormatInt(m.ID, 10)}}
+	to, err := parse(e.To)
+	if err != nil {
+		return sender.Result{}, err
+	}
+	req.Personalizations = []personalization{{To: []address{to}}}
+	if req.From, err = parse(e.From); err != nil {
+		return sender.Result{}, err
+	}
+	if e.ReplyTo != "" {
+		rt, err := parse(e.ReplyTo)
+		if err != nil {
+			return sender.Result{}, err
+		}
+		req.ReplyTo = &rt
+	}
+	if e.Text != "" {
+		req.Content = append(req.Content, content{Type: "text/plain", Value: e.Text})
+	}
+	if e.HTML != "" {
+		req.Content = append(req.Content, content{Type: "text/html", Value: e.HTML})
+	}
+	for k, v := range e.Headers {
+		req.Headers[k] = v
+	}
+	body, _ := json.Marshal(req)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.cfg.BaseURL, "/")+"/v3/mail/send", bytes.NewReader(body))
+	if err != nil {
+		return sender.Result{}, sender.Permanent(err)
+	}
+	hr.Header.Set("Authorization", "Bearer "+s.cfg.APIKey)
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(hr)
+	if err != nil {
+		return sender.Result{}, sender.Transient(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		return sender.Result{}, sender.FromHTTP(resp.StatusCode, resp.Header, errorText(b), time.Now())
+	}
+	return sender.Result{ProviderMessageID: resp.Header.Get("X-Message-Id")}, nil
+}
+
+// errorText condenses SendGrid's {"errors":[{"message","field"}]} into one line.
+func errorText(b []byte) string {
+	var r struct {
+		Errors []struct {
+			Message string  `json:"message"`
+			Field   *string `json:"field"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(b, &r) != nil || len(r.Errors) == 0 {
+		return string(b)
+	}
+	var parts []string
+	for _, e := range r.Errors {
+		if e.Field != nil && *e.Field != "" {
+			parts = append(parts, *e.Field+": "+e.Message)
+		} else {
+			parts = append(parts, e.Message)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,241 @@
+// Package smtpsender delivers e-mail over SMTP with github.com/wneessen/go-mail.
+//
+// STARTTLS is required by default (Config.TLS "starttls"); "tls" is implicit TLS
+// (SMTPS, port 465) and "none" an explicit opt-out for local relays. AUTH PLAIN,
+// LOGIN or CRAM-MD5 when a username is set. Connections are kept in a small pool and
+// reused from one message to the next.
+//
+// # Failure classes
+//
+//	5yz reply                               permanent (550 unknown mailbox…)
+//	530, 534, 535, 538 (authentication)     transient: an operator fixes credentials;
+//	                                        the messages must not die meanwhile
+//	421, 451, 452 saying rate / throttl… /
+//	too many, or with enhanced code 4.7.x   rate_limited, retry in Config.ThrottleWait
+//	other 4yz reply                         transient
+//	no reply (connection, TLS, timeout)     transient
+package smtpsender
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	mail "github.com/wneessen/go-mail"
+	gosmtp "github.com/wneessen/go-mail/smtp"
+
+	"github.com/herald/herald/runner/email"
+	"github.com/herald/herald/runner/sender"
+)
+
+// Config is how to reach the SMTP server.
+type Config struct {
+	Host string
+	Port int // default 587 (starttls, none) or 465 (tls)
+	// TLS is "starttls" (default: required), "tls" (implicit) or "none".
+	TLS string
+	// TLSConfig overrides the TLS settings (a private CA, say); ServerName is set to Host.
+	TLSConfig *tls.Config
+	Username  string
+	Password  string
+	// Auth is "plain" (default with a username), "login" or "cram-md5".
+	Auth string
+	// Timeout bounds connecting and each command (default 10s).
+	Timeout time.Duration
+	// Pool is how many connections are kept open for reuse (default 4).
+	Pool int
+	// ThrottleWait is when to retry after a throttling reply (default 1 minute).
+	ThrottleWait time.Duration
+	Defaults     email.Defaults
+}
+
+// Sender sends e-mail over SMTP. It is safe for concurrent use.
+type Sender struct {
+	cfg    Config
+	client *mail.Client
+	idle   chan *gosmtp.Client
+}
+
+// New checks cfg and returns a Sender; it does not connect yet.
+func New(cfg Config) (*Sender, error) {
+	if cfg.Host == "" {
+		return nil, errors.New("smtp: no host")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Pool <= 0 {
+		cfg.Pool = 4
+	}
+	if cfg.ThrottleWait == 0 {
+		cfg.ThrottleWait = time.Minute
+	}
+	opts := []mail.Option{mail.WithTimeout(cfg.Timeout)}
+	tlsConf := &tls.Config{ServerName: cfg.Host, MinVersion: tls.VersionTLS12}
+	if cfg.TLSConfig != nil {
+		tlsConf = cfg.TLSConfig.Clone()
+		tlsConf.ServerName = cfg.Host
+	}
+	switch cfg.TLS {
+	case "", "starttls":
+		if cfg.Port == 0 {
+			cfg.Port = 587
+		}
+		opts = append(opts, mail.WithTLSPolicy(mail.TLSMandatory), mail.WithTLSConfig(tlsConf))
+	case "tls":
+		if cfg.Port == 0 {
+			cfg.Port = 465
+		}
+		opts = append(opts, mail.WithSSL(), mail.WithTLSConfig(tlsConf))
+	case "none":
+		if cfg.Port == 0 {
+			cfg.Port = 587
+		}
+		opts = append(opts, mail.WithTLSPolicy(mail.NoTLS))
+	default:
+		return nil, fmt.Errorf("smtp: TLS mode %q: want starttls, tls or none", cfg.TLS)
+	}
+	opts = append(opts, mail.WithPort(cfg.Port))
+	if cfg.Username != "" {
+		auth := map[string]mail.SMTPAuthType{"": mail.SMTPAuthPlain, "plain": mail.SMTPAuthPlain,
+			"login": mail.SMTPAuthLogin, "cram-md5": mail.SMTPAuthCramMD5}[strings.ToLower(cfg.Auth)]
+		if auth == "" {
+			return nil, fmt.Errorf("smtp: AUTH mechanism %q: want plain, login or cram-md5", cfg.Auth)
+		}
+		opts = append(opts, mail.WithSMTPAuth(auth), mail.WithUsername(cfg.Username), mail.WithPassword(cfg.Password))
+	}
+	c, err := mail.NewClient(cfg.Host, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("smtp: %w", err)
+	}
+	return &Sender{cfg: cfg, client: c, idle: make(chan *gosmtp.Client, cfg.Pool)}, nil
+}
+
+// Send delivers one message. The provider id it reports is the Message-ID.
+func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
+	e, err := email.Build(m, s.cfg.Defaults)
+	if err != nil {
+		return sender.Result{}, err
+	}
+	msg, err := s.message(e)
+	if err != nil {
+		return sender.Result{}, err
+	}
+	conn, reused, err := s.conn(ctx)
+	if err != nil {
+		return sender.Result{}, s.classify(err)
+	}
+	err = s.client.SendWithSMTPClient(conn, msg)
+	var se *mail.SendError
+	if err != nil && reused && (!errors.As(err, &se) || se.ErrorCode() == 0) {
+		// The idle connection had gone stale (the server closed it): once more, fresh.
+		_ = s.client.CloseWithSMTPClient(conn)
+		if conn, err = s.dial(ctx); err != nil {
+			return sender.Result{}, s.classify(err)
+		}
+		err = s.client.SendWithSMTPClient(conn, msg)
+	}
+	if err != nil {
+		if errors.As(err, &se) && se.ErrorCode() != 0 && s.client.ResetWithSMTPClient(conn) == nil {
+			s.release(conn) // the server refused this message; the connection is fine
+		} else {
+			_ = s.client.CloseWithSMTPClient(conn)
+		}
+		return sender.Result{}, s.classify(err)
+	}
+	s.release(conn)
+	return sender.Result{ProviderMessageID: e.MessageID}, nil
+}
+
+func (s *Sender) message(e email.Email) (*mail.Msg, error) {
+	msg := mail.NewMsg()
+	if err := msg.From(e.From); err != nil {
+		return nil, sender.Permanent(fmt.Errorf("from: %w", err))
+	}
+	if err := msg.To(e.To); err != nil {
+		return nil, sender.Permanent(fmt.Errorf("recipient: %w", err))
+	}
+	if e.ReplyTo != "" {
+		if err := msg.ReplyTo(e.ReplyTo); err != nil {
+			return nil, sender.Permanent(fmt.Errorf("reply_to: %w", err))
+		}
+	}
+	msg.Subject(e.Subject)
+	msg.SetMessageIDWithValue(strings.Trim(e.MessageID, "<>"))
+	for k, v := range e.Headers {
+		msg.SetGenHeader(mail.Header(k), v)
+	}
+	switch {
+	case e.Text != "" && e.HTML != "":
+		msg.SetBodyString(mail.TypeTextPlain, e.Text)
+		msg.AddAlternativeString(mail.TypeTextHTML, e.HTML)
+	case e.HTML != "":
+		msg.SetBodyString(mail.TypeTextHTML, e.HTML)
+	default:
+		msg.SetBodyString(mail.TypeTextPlain, e.Text)
+	}
+	return msg, nil
+}
+
+// conn takes an idle connection, or dials a new one.
+func (s *Sender) conn(ctx context.Context) (*gosmtp.Client, bool, error) {
+	select {
+	case c := <-s.idle:
+		return c, true, nil
+	default:
+	}
+	c, err := s.dial(ctx)
+	return c, false, err
+}
+
+func (s *Sender) dial(ctx context.Context) (*gosmtp.Client, error) {
+	return s.client.DialToSMTPClientWithContext(ctx)
+}
+
+// release keeps a healthy connection for the next message, or closes it when the
+// pool is full.
+func (s *Sender) release(c *gosmtp.Client) {
+	select {
+	case s.idle <- c:
+	default:
+		_ = s.client.CloseWithSMTPClient(c)
+	}
+}
+
+// Close closes the idle connections.
+func (s *Sender) Close() error {
+	for {
+		select {
+		case c := <-s.idle:
+			_ = s.client.CloseWithSMTPClient(c)
+		default:
+			return nil
+		}
+	}
+}
+
+// classify maps an SMTP outcome to a failure class (see the package doc).
+func (s *Sender) classify(err error) error {
+	var se *mail.SendError
+	code := 0
+	enhanced := ""
+	if errors.As(err, &se) {
+		code, enhanced = se.ErrorCode(), se.EnhancedStatusCode()
+	}
+	text := strings.ToLower(err.Error())
+	switch {
+	case code == 530 || code == 534 || code == 535 || code == 538:
+		return sender.Transient(err)
+	case code >= 500:
+		return sender.Permanent(err)
+	case (code == 421 || code == 451 || code == 452) &&
+		(strings.HasPrefix(enhanced, "4.7.") || strings.Contains(text, "rate") ||
+			strings.Contains(text, "throttl") || strings.Contains(text, "too many")):
+		return sender.RateLimited(err, time.Now().Add(s.cfg.ThrottleWait))
+	default:
+		return sender.Transient(err)
+	}
+}
