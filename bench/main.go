@@ -6,7 +6,9 @@
 //
 //	go run ./bench [flags] [scenario ...]      (make bench: every scenario, quick)
 //
-// Scenarios: enqueue-single, enqueue-batch (see scenarios.go). The database is
+// Scenarios: enqueue-single, enqueue-batch (scenarios.go), drain (with the runners'
+// memory), latency and soak; the defaults are the quick version `make bench` runs
+// (under 3 minutes on 2 cores), flags choose the full sizes. The database is
 // DATABASE_URL, or the project-local cluster started by tests/devdb.sh; the bench
 // creates (and drops first) a database named herald_bench on that server.
 package main
@@ -21,31 +23,66 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // options are the command-line settings shared by every scenario.
 type options struct {
-	duration time.Duration
-	conns    int
-	rounds   int
-	batch    int
-	jsonPath string
+	duration        time.Duration
+	conns           int
+	rounds          int
+	batch           int
+	jsonPath        string
+	outDir          string
+	runners         int
+	runnerBatch     int
+	drainMessages   int
+	drainRounds     int
+	producers       int
+	latencyRates    []int
+	latencyDuration time.Duration
+	soakDuration    time.Duration
+	soakHold        time.Duration
+	soakRate        int
+	soakSample      time.Duration
+	soakWindow      time.Duration
 }
 
 func main() {
 	var o options
-	flag.DurationVar(&o.duration, "duration", 3*time.Second, "how long each measured phase runs")
-	flag.IntVar(&o.conns, "conns", 8, "concurrent producer connections")
-	flag.IntVar(&o.rounds, "rounds", 3, "how many times each variant runs, alternating (the median counts)")
-	flag.IntVar(&o.batch, "batch", 100, "messages per batch in enqueue-batch")
+	flag.DurationVar(&o.duration, "duration", 2*time.Second, "enqueue scenarios: how long each measured phase runs")
+	flag.IntVar(&o.conns, "conns", 8, "enqueue scenarios: concurrent producer connections")
+	flag.IntVar(&o.rounds, "rounds", 2, "enqueue scenarios: how many times each variant runs, alternating (the median counts)")
+	flag.IntVar(&o.batch, "batch", 100, "enqueue-batch: messages per batch")
+	flag.IntVar(&o.runners, "runners", 2, "drain, soak: herald run processes")
+	flag.IntVar(&o.runnerBatch, "runner-batch", 1000, "drain: HERALD_BATCH_SIZE of the runners (concurrency is twice that)")
+	flag.IntVar(&o.drainMessages, "drain-messages", 100000, "drain: messages preloaded (the issue's figure: 200000)")
+	flag.IntVar(&o.drainRounds, "drain-rounds", 1, "drain: rounds, each herald then the baseline")
+	flag.IntVar(&o.producers, "producers", 4, "latency, soak: producer connections")
+	rates := flag.String("latency-rates", "1000,5000", "latency: producer rates, messages per second")
+	flag.DurationVar(&o.latencyDuration, "latency-duration", 6*time.Second, "latency: how long each rate runs")
+	flag.DurationVar(&o.soakDuration, "soak", 40*time.Second, "soak: duration (the issue's figure: 10m)")
+	flag.DurationVar(&o.soakHold, "soak-hold", 10*time.Second, "soak: how long the transaction is held open in the middle (the issue's: 60s)")
+	flag.IntVar(&o.soakRate, "soak-rate", 2000, "soak: producer rate, messages per second (the issue's: half the drain rate)")
+	flag.DurationVar(&o.soakSample, "soak-sample", 2*time.Second, "soak: sampling interval")
+	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
 	flag.StringVar(&o.jsonPath, "json", "bench/out/results.json", "where to write the results as JSON")
+	flag.StringVar(&o.outDir, "out", "bench/out", "where to write the SVG charts")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: go run ./bench [flags] [scenario ...]\n\nscenarios: %s (default: all)\n\n", strings.Join(scenarioNames(), ", "))
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	for _, r := range strings.Split(*rates, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -latency-rates: %q is not a rate\n", r)
+			os.Exit(2)
+		}
+		o.latencyRates = append(o.latencyRates, n)
+	}
 	names := flag.Args()
 	if len(names) == 0 {
 		names = scenarioNames()
@@ -57,8 +94,9 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if o.conns < 1 || o.rounds < 1 || o.batch < 1 || o.duration <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: -conns, -rounds, -batch and -duration must be positive")
+	if o.conns < 1 || o.rounds < 1 || o.batch < 1 || o.duration <= 0 || o.runners < 1 || o.runnerBatch < 1 ||
+		o.drainMessages < 1 || o.drainRounds < 1 || o.producers < 1 || o.soakRate < 1 || o.soakDuration <= o.soakHold || o.soakSample <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: counts and durations must be positive, and -soak longer than -soak-hold")
 		os.Exit(2)
 	}
 
@@ -81,6 +119,9 @@ func run(ctx context.Context, o options, names []string) error {
 	}
 	defer db.close()
 
+	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+		return err
+	}
 	report := report{Machine: machine(ctx, db), Options: o.describe(), Started: time.Now().UTC()}
 	for _, n := range names {
 		rows, err := scenarios[n](ctx, db, o)
@@ -98,13 +139,15 @@ func run(ctx context.Context, o options, names []string) error {
 		if err := os.WriteFile(o.jsonPath, append(b, '\n'), 0o644); err != nil {
 			return err
 		}
-		fmt.Printf("\nJSON: %s\n", o.jsonPath)
+		fmt.Printf("\nJSON: %s; charts: %s/*.svg\n", o.jsonPath, o.outDir)
 	}
 	return nil
 }
 
 func (o options) describe() string {
-	return fmt.Sprintf("-duration %s -conns %d -rounds %d -batch %d", o.duration, o.conns, o.rounds, o.batch)
+	return fmt.Sprintf("-duration %s -conns %d -rounds %d -batch %d -runners %d -runner-batch %d -drain-messages %d -drain-rounds %d -producers %d -latency-rates %v -latency-duration %s -soak %s -soak-hold %s -soak-rate %d",
+		o.duration, o.conns, o.rounds, o.batch, o.runners, o.runnerBatch, o.drainMessages, o.drainRounds, o.producers, o.latencyRates,
+		o.latencyDuration, o.soakDuration, o.soakHold, o.soakRate)
 }
 
 // serverURL is DATABASE_URL, or the project-local cluster.

@@ -15,6 +15,7 @@ type row struct {
 	Baseline float64     `json:"baseline"`
 	Ratio    float64     `json:"ratio"`
 	Target   float64     `json:"target,omitempty"` // minimum ratio herald must reach; 0 = none
+	Limit    float64     `json:"limit,omitempty"`  // maximum value herald may show (absolute figures); 0 = none
 	Met      *bool       `json:"met,omitempty"`
 	Rounds   [][]float64 `json:"rounds"` // herald's and the baseline's rate per round
 }
@@ -40,6 +41,21 @@ func ratioRow(figure, unit string, herald, baseline result, target float64) row 
 	return r
 }
 
+// ratioRowValues is ratioRow for single measured values.
+func ratioRowValues(figure, unit string, herald, baseline, target float64) row {
+	return ratioRow(figure, unit, result{rates: []float64{herald}}, result{rates: []float64{baseline}}, target)
+}
+
+// absRow is a figure with no baseline, optionally with a limit it must not exceed.
+func absRow(figure, unit string, v, limit float64) row {
+	r := row{Figure: figure, Unit: unit, Herald: v, Limit: limit}
+	if limit > 0 {
+		met := v <= limit
+		r.Met = &met
+	}
+	return r
+}
+
 func (rep report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nmachine: %s\noptions: %s\n\n", rep.Machine, rep.Options)
 	fmt.Fprintf(w, "| figure | herald | baseline | ratio | target |\n|---|---|---|---|---|\n")
@@ -50,8 +66,23 @@ func (rep report) print(w io.Writer) {
 			if !*r.Met {
 				verdict = "NOT met"
 			}
-			target = fmt.Sprintf("≥ %.2f %s", r.Target, verdict)
+			if r.Limit > 0 {
+				target = fmt.Sprintf("≤ %g %s", r.Limit, verdict)
+			} else {
+				target = fmt.Sprintf("≥ %.2f %s", r.Target, verdict)
+			}
 		}
-		fmt.Fprintf(w, "| %s | %.0f %s | %.0f %s | %.2f | %s |\n", r.Figure, r.Herald, r.Unit, r.Baseline, r.Unit, r.Ratio, target)
+		if r.Baseline == 0 && r.Target == 0 {
+			fmt.Fprintf(w, "| %s | %s %s | — | — | %s |\n", r.Figure, num(r.Herald), r.Unit, target)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s %s | %s %s | %.2f | %s |\n", r.Figure, num(r.Herald), r.Unit, num(r.Baseline), r.Unit, r.Ratio, target)
 	}
+}
+
+func num(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -13,16 +12,15 @@ type scenario func(ctx context.Context, db *database, o options) ([]row, error)
 var scenarios = map[string]scenario{
 	"enqueue-single": enqueueSingle,
 	"enqueue-batch":  enqueueBatch,
+	"drain":          drain,
+	"latency":        latency,
+	"soak":           soak,
 }
 
-func scenarioNames() []string {
-	var out []string
-	for n := range scenarios {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+// order is the order scenarios run in by default.
+var order = []string{"enqueue-single", "enqueue-batch", "drain", "latency", "soak"}
+
+func scenarioNames() []string { return order }
 
 const payload = `{"subject":"Hi","text":"Hello"}`
 

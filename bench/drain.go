@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// drain: preload messages, then drain them. herald = `herald run` processes with the
+// noop sender (claim → send → complete, leases, fencing and the log's receipts on);
+// baseline = 2 connections looping a CTE claim of 1,000 with FOR UPDATE SKIP LOCKED
+// and an UPDATE to done, on public.bare. Also samples the runners' RSS (memory).
+func drain(ctx context.Context, db *database, o options) ([]row, error) {
+	bin, err := buildHerald(ctx)
+	if err != nil {
+		return nil, err
+	}
+	herald, baseline := result{name: "herald"}, result{name: "baseline"}
+	var maxRSS int64
+	var curves []series
+	for r := 0; r < o.drainRounds; r++ {
+		rate, curve, rss, err := drainHerald(ctx, db, o, bin, r)
+		if err != nil {
+			return nil, err
+		}
+		herald.rates = append(herald.rates, rate)
+		maxRSS = max(maxRSS, rss)
+		curves = append(curves, curve)
+		rate, curve, err = drainBaseline(ctx, db, o, r)
+		if err != nil {
+			return nil, err
+		}
+		baseline.rates = append(baseline.rates, rate)
+		curves = append(curves, curve)
+	}
+	if err := writeLineChart(o.outDir+"/drain-throughput.svg", fmt.Sprintf("drain of %d messages: messages done per second", o.drainMessages),
+		"seconds", "messages/s", curves); err != nil {
+		return nil, err
+	}
+	rows := []row{
+		ratioRow(fmt.Sprintf("drain: %d messages, %d runners vs raw SQL loop (2 clients)", o.drainMessages, o.runners), "messages/s", herald, baseline, 0.90),
+		absRow("memory: max runner RSS during drain", "MiB", float64(maxRSS)/(1<<20), 64),
+	}
+	return rows, nil
+}
+
+func preload(ctx context.Context, db *database, n int, bare bool) error {
+	if err := db.reset(ctx); err != nil {
+		return err
+	}
+	if bare {
+		_, err := db.pool.Exec(ctx, `INSERT INTO public.bare (channel, recipient, payload, run_at, max_attempts, created_at)
+			SELECT 'email', 'u' || g || '@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now() FROM generate_series(1, $1) g`, n)
+		return err
+	}
+	for done := 0; done < n; done += 1000 {
+		k := min(1000, n-done)
+		if _, err := db.pool.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+			'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"Hi","text":"Hello"}'::jsonb)) FROM generate_series(1, $1) g))`, k); err != nil {
+			return err
+		}
+	}
+	// Give the accepted events their offsets now, so the drain measures the drain.
+	for {
+		var moved int
+		if err := db.pool.QueryRow(ctx, `SELECT herald.log_sequence(100000)`).Scan(&moved); err != nil || moved == 0 {
+			return err
+		}
+	}
+}
+
+// remaining counts messages not yet done (served by the partial claim and lease indexes).
+func remaining(ctx context.Context, db *database, table string) (int64, error) {
+	var n int64
+	err := db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+table+` WHERE status = 'queued') +
+		(SELECT count(*) FROM `+table+` WHERE status = 'processing')`).Scan(&n)
+	return n, err
+}
+
+// watch samples progress every 250ms until nothing remains; it returns the rate over
+// the whole drain and the curve.
+func watch(ctx context.Context, db *database, table, label string, n int, sample func()) (float64, series, error) {
+	start := time.Now()
+	curve := series{Name: label}
+	last, lastT := int64(n), start
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, curve, ctx.Err()
+		case <-tick.C:
+		}
+		left, err := remaining(ctx, db, table)
+		if err != nil {
+			return 0, curve, err
+		}
+		if sample != nil {
+			sample()
+		}
+		now := time.Now()
+		curve.X = append(curve.X, now.Sub(start).Seconds())
+		curve.Y = append(curve.Y, float64(last-left)/now.Sub(lastT).Seconds())
+		last, lastT = left, now
+		fmt.Fprintf(os.Stderr, "\r\033[K%s: %d of %d left, %.1fs", label, left, n, now.Sub(start).Seconds())
+		if left == 0 {
+			elapsed := time.Since(start)
+			fmt.Fprintf(os.Stderr, "\r\033[K%s: %d messages in %.2fs\n", label, n, elapsed.Seconds())
+			return float64(n) / elapsed.Seconds(), curve, nil
+		}
+		if time.Since(start) > 10*time.Minute {
+			return 0, curve, fmt.Errorf("%s: still %d left after 10 minutes", label, left)
+		}
+	}
+}
+
+func drainHerald(ctx context.Context, db *database, o options, bin string, round int) (float64, series, int64, error) {
+	if err := preload(ctx, db, o.drainMessages, false); err != nil {
+		return 0, series{}, 0, err
+	}
+	var procs []*runnerProc
+	for i := 0; i < o.runners; i++ {
+		p, err := startRunner(bin, db.url, "HERALD_SENDER_EMAIL=noop", fmt.Sprintf("HERALD_WORKER=bench-%d", i),
+			fmt.Sprintf("HERALD_BATCH_SIZE=%d", o.runnerBatch), fmt.Sprintf("HERALD_CONCURRENCY=%d", 2*o.runnerBatch),
+			"HERALD_POLL_INTERVAL=100ms", "HERALD_STATS_INTERVAL=1h")
+		if err != nil {
+			return 0, series{}, 0, err
+		}
+		procs = append(procs, p)
+	}
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	var maxRSS int64
+	rate, curve, err := watch(ctx, db, "herald.messages", fmt.Sprintf("herald round %d", round+1), o.drainMessages, func() {
+		for _, p := range procs {
+			maxRSS = max(maxRSS, p.rssBytes())
+		}
+	})
+	return rate, curve, maxRSS, err
+}
+
+func drainBaseline(ctx context.Context, db *database, o options, round int) (float64, series, error) {
+	if err := preload(ctx, db, o.drainMessages, true); err != nil {
+		return 0, series{}, err
+	}
+	errs := make(chan error, 2)
+	for c := 0; c < 2; c++ {
+		go func() {
+			errs <- func() error {
+				conn, err := db.pool.Acquire(ctx)
+				if err != nil {
+					return err
+				}
+				defer conn.Release()
+				for {
+					rows, err := conn.Query(ctx, `WITH c AS (
+						SELECT id FROM public.bare WHERE status = 'queued' AND run_at <= now()
+						ORDER BY priority, run_at, id LIMIT 1000 FOR UPDATE SKIP LOCKED)
+					  UPDATE public.bare b SET status = 'processing', attempts = b.attempts + 1, lease_token = 1,
+					         leased_by = 'baseline', lease_expires_at = now() + interval '30 seconds'
+					  FROM c WHERE b.id = c.id RETURNING b.id`)
+					if err != nil {
+						return err
+					}
+					var ids []int64
+					for rows.Next() {
+						var id int64
+						if err := rows.Scan(&id); err != nil {
+							return err
+						}
+						ids = append(ids, id)
+					}
+					if err := rows.Err(); err != nil {
+						return err
+					}
+					if len(ids) == 0 {
+						return nil
+					}
+					if _, err := conn.Exec(ctx, `UPDATE public.bare SET status = 'sent', finished_at = now(), lease_token = NULL,
+						lease_expires_at = NULL WHERE id = ANY($1) AND status = 'processing'`, ids); err != nil {
+						return err
+					}
+				}
+			}()
+		}()
+	}
+	rate, curve, err := watch(ctx, db, "public.bare", fmt.Sprintf("baseline round %d", round+1), o.drainMessages, nil)
+	for c := 0; c < 2; c++ {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	return rate, curve, err
+}
