@@ -43,6 +43,19 @@ BEGIN
   ch := herald._validate(enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.run_at,
                          enqueue.priority, enqueue.max_attempts, enqueue.metadata,
                          enqueue.idempotency_key, enqueue.ordering_key, enqueue.now, '');
+  IF enqueue.idempotency_key IS NULL THEN
+    -- No key, no conflict possible: a plain INSERT skips the speculative insertion
+    -- that ON CONFLICT costs on every row.
+    INSERT INTO herald.messages AS m
+      (channel, recipient, payload, metadata, priority, run_at, ordering_key,
+       idempotency_key, max_attempts, created_at)
+    VALUES (enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.metadata,
+            coalesce(enqueue.priority, 0), coalesce(enqueue.run_at, enqueue.now), enqueue.ordering_key,
+            NULL, coalesce(enqueue.max_attempts, ch.max_attempts), enqueue.now)
+    RETURNING m.id INTO v_id;
+    RETURN v_id;
+  END IF;
+
   INSERT INTO herald.messages AS m
     (channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at)

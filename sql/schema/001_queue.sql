@@ -21,13 +21,23 @@ DECLARE
 BEGIN
   FOREACH r IN ARRAY ARRAY['herald_producer', 'herald_worker', 'herald_admin'] LOOP
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = r) THEN
-      EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+      BEGIN
+        EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+      EXCEPTION WHEN duplicate_object OR unique_violation THEN
+        NULL; -- created meanwhile by a migration of another database of the cluster
+      END;
     END IF;
   END LOOP;
 END
 $$;
 
-GRANT herald_producer, herald_worker TO herald_admin;
+DO $$
+BEGIN
+  GRANT herald_producer, herald_worker TO herald_admin;
+EXCEPTION WHEN unique_violation THEN
+  NULL; -- granted meanwhile by a migration of another database of the cluster
+END
+$$;
 GRANT USAGE ON SCHEMA herald TO herald_producer, herald_worker, herald_admin;
 
 -- herald.channels: per-channel policy. `kind` decides how recipients and payloads are

@@ -17,9 +17,17 @@ BEGIN
   IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'herald_consumer') THEN
     CREATE ROLE herald_consumer NOLOGIN;
   END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+  NULL; -- created meanwhile by a migration of another database of the cluster
 END
 $$;
-GRANT herald_consumer TO herald_admin;
+DO $$
+BEGIN
+  GRANT herald_consumer TO herald_admin;
+EXCEPTION WHEN unique_violation THEN
+  NULL; -- granted meanwhile by a migration of another database of the cluster
+END
+$$;
 GRANT USAGE ON SCHEMA herald TO herald_consumer;
 
 -- Events appended by the triggers, waiting for an offset. seq orders them; an event of

@@ -39,7 +39,6 @@
 {{ template "functions/log_dead_letter.sql" . }}
 {{ template "functions/log_truncate.sql" . }}
 {{ template "functions/consumer_lag.sql" . }}
-{{ template "triggers/messages_log_accepted.sql" . }}
+{{ template "triggers/messages_inserted.sql" . }}
 {{ template "triggers/messages_log_terminal.sql" . }}
-{{ template "triggers/messages_notify_queue.sql" . }}
 {{ template "triggers/messages_notify_ready.sql" . }}
