@@ -253,3 +253,42 @@ func TestEnqueueIdempotencySerializationFailure(t *testing.T) {
 	_, err = tx.Exec(ctx, enqueue)
 	wantPgError(t, err, "40001", "")
 }
+
+// enqueue_batch's set-based fast path (no run_at) stores exactly what the
+// element-by-element path (taken when run_at is present) stores.
+func TestEnqueueBatchPathsAgree(t *testing.T) {
+	ctx, pool := setup(t)
+	items := []string{
+		`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","html":"<p>h</p>"},"priority":"-7","max_attempts":3,"metadata":{"k":"v"},"ordering_key":"o1"}`,
+		`{"channel":"sms","recipient":"+14155550100","payload":{"body":"b"},"priority":null,"idempotency_key":null}`,
+		`{"channel":"email","recipient":"b@example.com","payload":{"subject":"s","text":"t"},"max_attempts":"9"}`,
+	}
+	fast := "[" + strings.Join(items, ",") + "]"
+	var slowItems []string
+	for _, it := range items {
+		slowItems = append(slowItems, strings.Replace(it, `{"channel"`, `{"run_at":"2030-01-01T12:00:00Z","channel"`, 1))
+	}
+	slow := "[" + strings.Join(slowItems, ",") + "]"
+	var a, b []int64
+	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, fast, t0).Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, slow, t0).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	row := func(id int64) string {
+		return scalar[string](t, pool, `SELECT concat_ws('|', channel, recipient, payload, metadata, priority, run_at, ordering_key,
+			idempotency_key, max_attempts, status, created_at) FROM herald.messages WHERE id = $1`, id)
+	}
+	for i := range a {
+		if row(a[i]) != row(b[i]) {
+			t.Fatalf("element %d: fast path stored %q, slow path %q", i, row(a[i]), row(b[i]))
+		}
+	}
+	if !slices.IsSorted(a) || a[len(a)-1] >= b[0] {
+		t.Fatalf("ids not in input order: %v then %v", a, b)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_pending`); n != 6 {
+		t.Fatalf("%d accepted events pending, want 6", n)
+	}
+}

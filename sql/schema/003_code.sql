@@ -16,6 +16,7 @@
 {{ template "functions/_json_integer.sql" . }}
 {{ template "functions/_json_timestamptz.sql" . }}
 {{ template "functions/_validate.sql" . }}
+{{ template "functions/_plain_valid.sql" . }}
 {{ template "functions/_idempotent_id.sql" . }}
 {{ template "functions/_notify.sql" . }}
 {{ template "functions/_consumer_partition.sql" . }}
