@@ -1,6 +1,7 @@
 -- herald._validate(channel, recipient, payload, run_at, priority, max_attempts,
 -- metadata, idempotency_key, ordering_key, now, prefix) — check one message before
--- it is stored; returns the channel's row (for its defaults). The one set of rules
+-- it is stored; returns the max_attempts it gets (its own, or the channel's default).
+-- The one set of rules
 -- behind herald.enqueue and herald.enqueue_batch.
 --
 -- Raises, through herald._reject, with the field in COLUMN (`prefix` is '' for
@@ -35,7 +36,7 @@ CREATE OR REPLACE FUNCTION herald._validate(
   ordering_key text,
   now timestamptz,
   prefix text
-) RETURNS herald.channels
+) RETURNS integer
 LANGUAGE plpgsql
 STABLE
 AS $$
@@ -100,7 +101,7 @@ BEGIN
   IF ordering_key = '' OR length(ordering_key) > 255 THEN
     PERFORM herald._reject('HR010', prefix || 'ordering_key', 'must be 1 to 255 characters');
   END IF;
-  RETURN ch;
+  RETURN coalesce(max_attempts, ch.max_attempts);
 END
 $$;
 

@@ -37,10 +37,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-  ch herald.channels;
+  v_max integer;
   v_id bigint;
 BEGIN
-  ch := herald._validate(enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.run_at,
+  v_max := herald._validate(enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.run_at,
                          enqueue.priority, enqueue.max_attempts, enqueue.metadata,
                          enqueue.idempotency_key, enqueue.ordering_key, enqueue.now, '');
   IF enqueue.idempotency_key IS NULL THEN
@@ -51,7 +51,7 @@ BEGIN
        idempotency_key, max_attempts, created_at)
     VALUES (enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.metadata,
             coalesce(enqueue.priority, 0), coalesce(enqueue.run_at, enqueue.now), enqueue.ordering_key,
-            NULL, coalesce(enqueue.max_attempts, ch.max_attempts), enqueue.now)
+            NULL, v_max, enqueue.now)
     RETURNING m.id INTO v_id;
     RETURN v_id;
   END IF;
@@ -61,7 +61,7 @@ BEGIN
      idempotency_key, max_attempts, created_at)
   VALUES (enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.metadata,
           coalesce(enqueue.priority, 0), coalesce(enqueue.run_at, enqueue.now), enqueue.ordering_key,
-          enqueue.idempotency_key, coalesce(enqueue.max_attempts, ch.max_attempts), enqueue.now)
+          enqueue.idempotency_key, v_max, enqueue.now)
   ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
   RETURNING m.id INTO v_id;
 

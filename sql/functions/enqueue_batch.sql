@@ -41,7 +41,6 @@ DECLARE
   v_meta jsonb[];
   v_ids bigint[];
   v_inserted integer;
-  ch herald.channels;
   i integer;
 BEGIN
   IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
@@ -105,11 +104,10 @@ BEGIN
     v_priorities[i] := herald._json_integer(item, 'priority', p, 'HR006');
     v_max[i] := herald._json_integer(item, 'max_attempts', p, 'HR007');
 
-    ch := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
-                           v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
+    v_max[i] := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
+                                 v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
     v_run_ats[i] := coalesce(v_run_ats[i], now);
     v_priorities[i] := coalesce(v_priorities[i], 0);
-    v_max[i] := coalesce(v_max[i], ch.max_attempts);
   END LOOP;
 
   -- Ids are taken from the identity sequence first so that the result is in input
