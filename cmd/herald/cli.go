@@ -39,15 +39,8 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "\nPrints the id. Exit codes: 0 stored, 2 bad input (one line says why), 3 database unreachable.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 
 	var body []byte

@@ -7,6 +7,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -50,6 +52,22 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The database is DATABASE_URL, or the PG* environment variables when it is unset.")
 	fmt.Fprintln(w, "Run 'herald COMMAND -h' for a command's flags.")
+}
+
+// parseFlags parses a command's flags; when ok is false the command ends at once
+// with code (0 after -h, 2 for bad flags or stray arguments, usage printed).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage, false
+	}
+	return exitOK, true
 }
 
 func main() {

@@ -23,13 +23,10 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "\nBrings the database (DATABASE_URL or PG*) to the latest herald schema. Idempotent.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
-	if fs.NArg() > 0 || *target < 0 {
+	if *target < 0 {
 		fs.Usage()
 		return exitUsage
 	}

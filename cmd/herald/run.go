@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -83,11 +82,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "a second signal exits at once. Flags (each with its environment variable):")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if err := badEnv(); err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
@@ -99,7 +95,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil || fs.NArg() > 0 {
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fs.Usage()
 		return exitUsage
 	}

@@ -94,15 +94,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: herald serve [flags]\n\nThe HTTP intake alone (no delivery). Database: DATABASE_URL or PG*. Flags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	pool, code := openPool(ctx, stderr, "herald serve")
