@@ -206,3 +206,42 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	}
 	t.Logf("claim plan:\n%s", plan)
 }
+
+// complete's statement probes the primary key per id even when the statistics
+// believe there is hardly a message processing (as after a burst): a plan that scans
+// every processing row per id once made a 1,000-row complete take a second. The
+// generic plan (what a long-lived connection ends up using) is forced and read
+// through auto_explain.
+func TestCompletePlanProbesPrimaryKey(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, lease_token, lease_expires_at)
+		SELECT 'email', 'a@example.com', '{}', $1::timestamptz, 'processing', 5, $1::timestamptz, 7, $1::timestamptz + interval '1 hour' FROM generate_series(1, 5000)`, t0)
+	conf := pool.Config().ConnConfig.Copy()
+	var notices []string
+	conf.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`, `SET auto_explain.log_nested_statements = on`,
+		`SET auto_explain.log_level = notice`, `SET plan_cache_mode = force_generic_plan`} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT herald.complete((SELECT array_agg(id) FROM (SELECT id FROM herald.messages ORDER BY id LIMIT 1000) s),
+		array_fill(7::bigint, ARRAY[1000]))`).Scan(&n); err != nil || n != 1000 {
+		t.Fatalf("complete changed %d (%v)", n, err)
+	}
+	var plan string
+	for _, m := range notices {
+		if strings.Contains(m, "Update on messages") {
+			plan = m
+		}
+	}
+	if !strings.Contains(plan, "messages_pkey") || strings.Contains(plan, "messages_lease_expiry_idx") {
+		t.Fatalf("complete's plan does not probe the primary key:\n%s", plan)
+	}
+}

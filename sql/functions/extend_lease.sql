@@ -5,7 +5,8 @@
 -- not hand the message to someone else. Only rows still 'processing' under the same
 -- lease_token change; a lower count means the lease was already lost (the caller must
 -- not complete those: its complete would change nothing anyway).
--- Index: the primary key. Locks: row locks on the changed rows.
+-- Index: the primary key, one probe per id (status is implied by the lease token;
+-- see herald.complete). Locks: row locks on the changed rows.
 -- Errors: HR012 ids/lease_tokens (NULL or lengths differ), lease (outside 1 second..1 day).
 -- SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.extend_lease(
@@ -32,8 +33,7 @@ BEGIN
   SET lease_expires_at = extend_lease.now + extend_lease.lease
   FROM unnest(ids, lease_tokens) AS u(id, lease_token)
   WHERE m.id = u.id
-    AND m.status = 'processing'
-    AND m.lease_token = u.lease_token;
+    AND m.lease_token = u.lease_token; -- a lease token exists only while processing (messages_lease_when_processing)
   GET DIAGNOSTICS changed = ROW_COUNT;
   RETURN changed;
 END

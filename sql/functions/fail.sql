@@ -13,7 +13,8 @@
 --                                       limit never dead-letters a message
 -- retry_at earlier than now counts as now. Every failure is appended to the row's
 -- error history (errors, last 20 kept) and sets last_error / last_error_class.
--- Index: the primary key. Locks: row locks on the changed rows.
+-- Index: the primary key, one probe per id (status is implied by the lease token;
+-- see herald.complete). Locks: row locks on the changed rows.
 -- Errors: HR012 for NULL or mismatched arrays, and error_classes holding anything but
 -- transient, rate_limited, permanent. The single-id overload returns true when the
 -- row changed. SECURITY DEFINER for herald_worker.
@@ -74,8 +75,7 @@ BEGIN
     JOIN herald.channels c ON c.name = x.channel
   ) AS d
   WHERE m.id = d.id
-    AND m.status = 'processing'
-    AND m.lease_token = d.lease_token;
+    AND m.lease_token = d.lease_token; -- a lease token exists only while processing (messages_lease_when_processing)
   GET DIAGNOSTICS changed = ROW_COUNT;
   RETURN changed;
 END
