@@ -78,13 +78,14 @@ func remaining(ctx context.Context, db *database, table string) (int64, error) {
 	return n, err
 }
 
-// watch samples progress every 250ms until nothing remains; it returns the rate over
-// the whole drain and the curve.
+// watch samples progress every 50ms until nothing remains (the end is known to 50ms,
+// about 2% of a 200,000-message drain); it returns the rate over the whole drain and
+// the curve, one point per 250ms.
 func watch(ctx context.Context, db *database, table, label string, n int, sample func()) (float64, series, error) {
 	start := time.Now()
 	curve := series{Name: label}
 	last, lastT := int64(n), start
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
@@ -100,9 +101,11 @@ func watch(ctx context.Context, db *database, table, label string, n int, sample
 			sample()
 		}
 		now := time.Now()
-		curve.X = append(curve.X, now.Sub(start).Seconds())
-		curve.Y = append(curve.Y, float64(last-left)/now.Sub(lastT).Seconds())
-		last, lastT = left, now
+		if now.Sub(lastT) >= 250*time.Millisecond || left == 0 {
+			curve.X = append(curve.X, now.Sub(start).Seconds())
+			curve.Y = append(curve.Y, float64(last-left)/now.Sub(lastT).Seconds())
+			last, lastT = left, now
+		}
 		fmt.Fprintf(os.Stderr, "\r\033[K%s: %d of %d left, %.1fs", label, left, n, now.Sub(start).Seconds())
 		if left == 0 {
 			elapsed := time.Since(start)

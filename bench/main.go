@@ -58,7 +58,7 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 100, "enqueue-batch: messages per batch")
 	flag.IntVar(&o.runners, "runners", 2, "drain, soak: herald run processes")
 	flag.IntVar(&o.runnerBatch, "runner-batch", 1000, "drain: HERALD_BATCH_SIZE of the runners (concurrency is twice that)")
-	flag.IntVar(&o.drainMessages, "drain-messages", 100000, "drain: messages preloaded (the issue's figure: 200000)")
+	flag.IntVar(&o.drainMessages, "drain-messages", 200000, "drain: messages preloaded")
 	flag.IntVar(&o.drainRounds, "drain-rounds", 1, "drain: rounds, each herald then the baseline")
 	flag.IntVar(&o.producers, "producers", 4, "latency, soak: producer connections")
 	rates := flag.String("latency-rates", "1000,5000", "latency: producer rates, messages per second")
