@@ -24,6 +24,7 @@ import (
 // and --sender flags (a flag wins over the variable for the same channel).
 type senderSpecs map[string]string
 
+// String lists the pairs as CHANNEL=SPEC, sorted (flag.Value).
 func (s senderSpecs) String() string {
 	var parts []string
 	for ch, spec := range s {

@@ -18,6 +18,7 @@ type InputError struct {
 	Message string `json:"message"`
 }
 
+// Error returns the message, which starts with the field.
 func (e *InputError) Error() string { return e.Message }
 
 // codes maps herald's SQLSTATEs (README, "Errors") to the codes of the HTTP API.

@@ -64,6 +64,7 @@ type Failure struct {
 	Err     error
 }
 
+// Error says the class and the cause.
 func (f *Failure) Error() string {
 	if f.Err == nil {
 		return string(f.Class)
@@ -71,6 +72,7 @@ func (f *Failure) Error() string {
 	return fmt.Sprintf("%s: %v", f.Class, f.Err)
 }
 
+// Unwrap returns the cause.
 func (f *Failure) Unwrap() error { return f.Err }
 
 // Transient wraps err as a transient failure.
