@@ -334,3 +334,17 @@ func TestStatusAndQueueStats(t *testing.T) {
 		t.Fatalf("queue_stats %s", b)
 	}
 }
+
+// herald.throughput counts finished messages per channel and minute of the last hour.
+func TestThroughputView(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at)
+		SELECT 'email', 'a@example.com', '{}', now(), s, 5, now(), f
+		FROM (VALUES ('sent', now()), ('sent', now()), ('dead', now()), ('cancelled', now()),
+		             ('sent', now() - interval '2 hours')) AS v(s, f)`)
+	var sent, dead, cancelled int64
+	if err := pool.QueryRow(context.Background(), `SELECT sum(sent), sum(dead), sum(cancelled) FROM herald.throughput WHERE channel = 'email'`).
+		Scan(&sent, &dead, &cancelled); err != nil || sent != 2 || dead != 1 || cancelled != 1 {
+		t.Fatalf("throughput: sent %d dead %d cancelled %d (%v)", sent, dead, cancelled, err)
+	}
+}

@@ -33,6 +33,7 @@
 {{ template "functions/status.sql" . }}
 {{ template "functions/queue_stats.sql" . }}
 {{ template "functions/dead_letters.sql" . }}
+{{ template "functions/throughput.sql" . }}
 {{ template "functions/log_sequence.sql" . }}
 {{ template "functions/create_consumer_group.sql" . }}
 {{ template "functions/log_read.sql" . }}

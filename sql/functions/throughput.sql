@@ -1,0 +1,18 @@
+-- herald.throughput — view: messages finished per channel and minute over the last
+-- hour: sent, dead, cancelled. For humans and dashboards.
+-- Index: messages_finished_idx (finished_at) WHERE status IN (sent, dead, cancelled),
+-- range-scanned from an hour ago. Readable by herald_worker and herald_admin.
+CREATE OR REPLACE VIEW herald.throughput AS
+SELECT m.channel,
+       date_trunc('minute', m.finished_at) AS minute,
+       count(*) FILTER (WHERE m.status = 'sent') AS sent,
+       count(*) FILTER (WHERE m.status = 'dead') AS dead,
+       count(*) FILTER (WHERE m.status = 'cancelled') AS cancelled
+FROM herald.messages m
+WHERE m.status IN ('sent', 'dead', 'cancelled')
+  AND m.finished_at >= now() - interval '1 hour'
+GROUP BY m.channel, date_trunc('minute', m.finished_at);
+
+COMMENT ON VIEW herald.throughput IS 'Messages finished per channel and minute over the last hour.';
+REVOKE ALL ON herald.throughput FROM PUBLIC;
+GRANT SELECT ON herald.throughput TO herald_worker, herald_admin;
