@@ -1,6 +1,6 @@
--- herald._notify(channel) — NOTIFY `channel` (herald_queue or herald_log) with an
--- empty payload, at most about once per herald.notify_interval_ms (default 1 ms)
--- across all sessions.
+-- herald._notify(channels) — NOTIFY each of `channels` (herald_queue, herald_log)
+-- with an empty payload, each at most about once per herald.notify_interval_ms
+-- (default 1 ms) across all sessions. Both clocks are read in one statement.
 --
 -- Why throttle: a transaction that issues NOTIFY takes a database-wide lock while it
 -- commits, so a NOTIFY in every enqueue serialises all producers' commits (measured:
@@ -17,33 +17,37 @@
 -- much later, and poll as well. Setting herald.notify_interval_ms to 0 notifies in
 -- every transaction (ALTER DATABASE … SET herald.notify_interval_ms = 0).
 -- Locks: none (the NOTIFY itself takes the notify lock at commit).
-CREATE OR REPLACE FUNCTION herald._notify(channel text)
+CREATE OR REPLACE FUNCTION herald._notify(channels text[])
 RETURNS void
 LANGUAGE plpgsql
 AS $$
 DECLARE
   interval_ms bigint := coalesce(nullif(current_setting('herald.notify_interval_ms', true), '')::bigint, 1);
   now_ms bigint;
-  last_ms bigint;
+  last_queue bigint;
+  last_log bigint;
+  ch text;
 BEGIN
   IF interval_ms > 0 AND clock_timestamp() - now() < interval_ms * interval '1 millisecond' THEN
     now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-    IF channel = 'herald_queue' THEN
-      SELECT s.last_value INTO last_ms FROM herald.notify_clock_queue s;
-    ELSE
-      SELECT s.last_value INTO last_ms FROM herald.notify_clock_log s;
-    END IF;
-    IF now_ms - last_ms < interval_ms THEN
-      RETURN; -- a notification went out less than an interval ago
-    END IF;
-    IF channel = 'herald_queue' THEN
-      PERFORM setval('herald.notify_clock_queue', now_ms);
-    ELSE
-      PERFORM setval('herald.notify_clock_log', now_ms);
-    END IF;
+    SELECT q.last_value, l.last_value INTO last_queue, last_log
+    FROM herald.notify_clock_queue q, herald.notify_clock_log l;
+    FOREACH ch IN ARRAY channels LOOP
+      IF ch = 'herald_queue' THEN
+        CONTINUE WHEN now_ms - last_queue < interval_ms; -- one went out less than an interval ago
+        PERFORM setval('herald.notify_clock_queue', now_ms);
+      ELSE
+        CONTINUE WHEN now_ms - last_log < interval_ms;
+        PERFORM setval('herald.notify_clock_log', now_ms);
+      END IF;
+      PERFORM pg_notify(ch, '');
+    END LOOP;
+    RETURN;
   END IF;
-  PERFORM pg_notify(channel, '');
+  FOREACH ch IN ARRAY channels LOOP
+    PERFORM pg_notify(ch, '');
+  END LOOP;
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._notify(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._notify(text[]) FROM PUBLIC;

@@ -20,17 +20,23 @@ CREATE OR REPLACE FUNCTION herald._messages_inserted()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
+DECLARE
+  appended bigint;
+  ready boolean;
 BEGIN
-  INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
-  SELECT r.id, 'accepted', r.channel, hashtext(coalesce(r.ordering_key, r.recipient)), r.created_at
-  FROM new_rows r
-  ORDER BY r.id;
-  IF NOT FOUND THEN
-    RETURN NULL;
-  END IF;
-  PERFORM herald._notify('herald_log');
-  IF EXISTS (SELECT FROM new_rows r WHERE r.status = 'queued' AND r.run_at <= now()) THEN
-    PERFORM herald._notify('herald_queue');
+  -- One statement: append the events and learn whether any message is ready now.
+  WITH appended_events AS (
+    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
+    SELECT r.id, 'accepted', r.channel, hashtext(coalesce(r.ordering_key, r.recipient)), r.created_at
+    FROM new_rows r
+    ORDER BY r.id
+    RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM appended_events), bool_or(r.status = 'queued' AND r.run_at <= now())
+  INTO appended, ready
+  FROM new_rows r;
+  IF appended > 0 THEN
+    PERFORM herald._notify(CASE WHEN ready THEN ARRAY['herald_log', 'herald_queue'] ELSE ARRAY['herald_log'] END);
   END IF;
   RETURN NULL;
 END

@@ -31,7 +31,7 @@ BEGIN
     AND o.status IS DISTINCT FROM n.status
   ORDER BY n.id;
   IF FOUND THEN
-    PERFORM herald._notify('herald_log');
+    PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
   RETURN NULL;
 END

@@ -17,7 +17,7 @@ BEGIN
   IF EXISTS (SELECT FROM new_rows n JOIN old_rows o ON o.id = n.id
              WHERE n.status = 'queued' AND n.run_at <= now()
                AND (o.status <> 'queued' OR o.run_at > now())) THEN
-    PERFORM herald._notify('herald_queue');
+    PERFORM herald._notify(ARRAY['herald_queue']);
   END IF;
   RETURN NULL;
 END
