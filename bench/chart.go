@@ -112,7 +112,7 @@ func short(v float64) string {
 		return fmt.Sprintf("%.1fM", v/1e6)
 	case v >= 1e3:
 		return fmt.Sprintf("%.1fk", v/1e3)
-	case v == math.Trunc(v):
+	case v == math.Trunc(v) || v >= 10:
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.2g", v)
