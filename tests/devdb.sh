@@ -19,6 +19,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${HERALD_DEVDB_DIR:-$root/.devdb}
+# A link left by prepare_dir (below) points where the cluster really is.
+if [ -L "$dir" ]; then dir=$(readlink -f "$dir"); fi
 log() { printf 'devdb: %s\n' "$*" >&2; }
 
 find_bin() {
@@ -67,6 +69,7 @@ prepare_dir() {
       mkdir -p "$alt" && chown postgres: "$alt" && chmod 700 "$alt"
       rmdir "$dir" 2>/dev/null || true
       ln -sfn "$alt" "$dir"
+      dir=$alt
     fi
   fi
 }
