@@ -51,12 +51,15 @@ BEGIN
     PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
-  -- Fast path: every element plainly valid (herald._plain_valid) — one check and one
-  -- INSERT … SELECT for the whole batch, no per-element PL/pgSQL.
+  -- Ids come from the identity sequence first, so that the result is in input order;
+  -- they are unique and increasing within the call, not gapless.
+  SELECT array_agg(nextval('herald.messages_id_seq')) INTO v_ids FROM generate_series(1, n);
+
   IF NOT EXISTS (SELECT FROM jsonb_array_elements(messages) e
                  LEFT JOIN herald.channels c ON c.name = e ->> 'channel'
                  WHERE NOT herald._plain_valid(e, c.kind, c.max_payload_bytes, now)) THEN
-    SELECT array_agg(nextval('herald.messages_id_seq')) INTO v_ids FROM generate_series(1, n);
+    -- Fast path: every element plainly valid (herald._plain_valid) — one check and
+    -- one INSERT … SELECT for the whole batch, no per-element PL/pgSQL.
     INSERT INTO herald.messages AS m
       (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
        idempotency_key, max_attempts, created_at)
@@ -69,62 +72,53 @@ BEGIN
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
     GET DIAGNOSTICS v_inserted = ROW_COUNT;
     IF v_inserted < n THEN
-      FOR i IN 1 .. n LOOP
-        v_idem[i] := messages -> (i - 1) ->> 'idempotency_key';
-        IF v_idem[i] IS NOT NULL THEN
-          v_ids[i] := herald._idempotent_id(v_idem[i]);
+      v_idem := ARRAY(SELECT t.e ->> 'idempotency_key'
+                      FROM jsonb_array_elements(messages) WITH ORDINALITY AS t(e, ord) ORDER BY t.ord);
+    END IF;
+  ELSE
+    -- Element by element: the path that names the first bad element and field.
+    FOR i IN 1 .. n LOOP
+      item := messages -> (i - 1);
+      p := format('messages[%s]', i - 1);
+      IF jsonb_typeof(item) <> 'object' THEN
+        PERFORM herald._reject('HR011', p, 'must be a JSON object');
+      END IF;
+      FOR k IN SELECT jsonb_object_keys(item) LOOP
+        IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
+                     'ordering_key', 'max_attempts', 'metadata') THEN
+          PERFORM herald._reject('HR011', p || '.' || k, 'is not a message field',
+            hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
         END IF;
       END LOOP;
-    END IF;
-    RETURN v_ids;
-  END IF;
 
-  -- Element by element: the path that names the first bad element and field.
-  FOR i IN 1 .. n LOOP
-    item := messages -> (i - 1);
-    p := format('messages[%s]', i - 1);
-    IF jsonb_typeof(item) <> 'object' THEN
-      PERFORM herald._reject('HR011', p, 'must be a JSON object');
-    END IF;
-    FOR k IN SELECT jsonb_object_keys(item) LOOP
-      IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
-                   'ordering_key', 'max_attempts', 'metadata') THEN
-        PERFORM herald._reject('HR011', p || '.' || k, 'is not a message field',
-          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
-      END IF;
+      v_channels[i] := herald._json_text(item, 'channel', p, 'HR011');
+      v_recipients[i] := herald._json_text(item, 'recipient', p, 'HR011');
+      v_payloads[i] := nullif(item -> 'payload', 'null');
+      v_meta[i] := nullif(item -> 'metadata', 'null');
+      v_idem[i] := herald._json_text(item, 'idempotency_key', p, 'HR011');
+      v_order[i] := herald._json_text(item, 'ordering_key', p, 'HR011');
+      v_run_ats[i] := herald._json_timestamptz(item, 'run_at', p, 'HR005');
+      v_priorities[i] := herald._json_integer(item, 'priority', p, 'HR006');
+      v_max[i] := herald._json_integer(item, 'max_attempts', p, 'HR007');
+
+      v_max[i] := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
+                                   v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
+      v_run_ats[i] := coalesce(v_run_ats[i], now);
+      v_priorities[i] := coalesce(v_priorities[i], 0);
     END LOOP;
 
-    v_channels[i] := herald._json_text(item, 'channel', p, 'HR011');
-    v_recipients[i] := herald._json_text(item, 'recipient', p, 'HR011');
-    v_payloads[i] := nullif(item -> 'payload', 'null');
-    v_meta[i] := nullif(item -> 'metadata', 'null');
-    v_idem[i] := herald._json_text(item, 'idempotency_key', p, 'HR011');
-    v_order[i] := herald._json_text(item, 'ordering_key', p, 'HR011');
-    v_run_ats[i] := herald._json_timestamptz(item, 'run_at', p, 'HR005');
-    v_priorities[i] := herald._json_integer(item, 'priority', p, 'HR006');
-    v_max[i] := herald._json_integer(item, 'max_attempts', p, 'HR007');
-
-    v_max[i] := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
-                                 v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
-    v_run_ats[i] := coalesce(v_run_ats[i], now);
-    v_priorities[i] := coalesce(v_priorities[i], 0);
-  END LOOP;
-
-  -- Ids are taken from the identity sequence first so that the result is in input
-  -- order; they are unique and increasing within the call, not gapless.
-  SELECT array_agg(nextval('herald.messages_id_seq')) INTO v_ids FROM generate_series(1, n);
-
-  INSERT INTO herald.messages AS m
-    (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at)
-  SELECT u.id, u.channel, u.recipient, u.payload, u.metadata, u.priority, u.run_at,
-         u.ordering_key, u.idempotency_key, u.max_attempts, now
-  FROM unnest(v_ids, v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_run_ats,
-              v_order, v_idem, v_max)
-       AS u(id, channel, recipient, payload, metadata, priority, run_at,
-            ordering_key, idempotency_key, max_attempts)
-  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
-  GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    INSERT INTO herald.messages AS m
+      (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
+       idempotency_key, max_attempts, created_at)
+    SELECT u.id, u.channel, u.recipient, u.payload, u.metadata, u.priority, u.run_at,
+           u.ordering_key, u.idempotency_key, u.max_attempts, now
+    FROM unnest(v_ids, v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_run_ats,
+                v_order, v_idem, v_max)
+         AS u(id, channel, recipient, payload, metadata, priority, run_at,
+              ordering_key, idempotency_key, max_attempts)
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+  END IF;
 
   IF v_inserted < n THEN
     -- Some keys existed, or repeated within this call: answer with the first ids.

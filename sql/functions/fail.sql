@@ -55,10 +55,9 @@ BEGIN
       lease_expires_at = NULL,
       last_error = d.error,
       last_error_class = d.error_class,
-      errors = (CASE WHEN jsonb_array_length(m.errors) >= 20 THEN m.errors - 0 ELSE m.errors END)
-               || jsonb_build_array(jsonb_build_object(
-                    'at', fail.now, 'attempt', m.attempts, 'class', d.error_class,
-                    'error', d.error, 'worker', m.leased_by))
+      errors = herald._append_error(m.errors, jsonb_build_object(
+                 'at', fail.now, 'attempt', m.attempts, 'class', d.error_class,
+                 'error', d.error, 'worker', m.leased_by))
   FROM (
     SELECT u.id, u.lease_token, left(u.error, 2000) AS error, u.error_class,
            CASE

@@ -38,10 +38,9 @@ BEGIN
       lease_expires_at = NULL,
       last_error = 'lease expired',
       last_error_class = 'transient',
-      errors = (CASE WHEN jsonb_array_length(m.errors) >= 20 THEN m.errors - 0 ELSE m.errors END)
-               || jsonb_build_array(jsonb_build_object(
-                    'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
-                    'error', 'lease expired', 'worker', m.leased_by))
+      errors = herald._append_error(m.errors, jsonb_build_object(
+                 'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
+                 'error', 'lease expired', 'worker', m.leased_by))
   FROM expired
   WHERE m.id = expired.id;
   GET DIAGNOSTICS changed = ROW_COUNT;

@@ -11,6 +11,7 @@
 {{ template "functions/_reject.sql" . }}
 {{ template "functions/_nonempty_string.sql" . }}
 {{ template "functions/_backoff.sql" . }}
+{{ template "functions/_append_error.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}
 {{ template "functions/_json_text.sql" . }}
 {{ template "functions/_json_integer.sql" . }}
