@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // claim_batch hands out only ready rows, in (priority, run_at, id) order, at most
@@ -167,24 +168,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 		FROM generate_series(1, 1000) g`, t0)
 	mustExec(t, pool, `ANALYZE herald.messages`)
 
-	conf := pool.Config().ConnConfig.Copy()
-	var notices []string
-	conf.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
-	conn, err := pgx.ConnectConfig(ctx, conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range []string{
-		`LOAD 'auto_explain'`,
-		`SET auto_explain.log_min_duration = 0`,
-		`SET auto_explain.log_nested_statements = on`,
-		`SET auto_explain.log_level = notice`,
-	} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	conn, notices := explainConn(t, pool)
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 100, '30 seconds', NULL, $1)`, t0).Scan(&n); err != nil {
 		t.Fatal(err)
@@ -192,15 +176,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	if n != 100 {
 		t.Fatalf("claimed %d, want 100", n)
 	}
-	var plan string
-	for _, m := range notices {
-		if strings.Contains(m, "FOR UPDATE SKIP LOCKED") {
-			plan = m
-		}
-	}
-	if plan == "" {
-		t.Fatalf("no plan for the claim statement among %d notices", len(notices))
-	}
+	plan := planOf(t, *notices, "FOR UPDATE SKIP LOCKED")
 	if !strings.Contains(plan, "messages_claim_idx") || strings.Contains(plan, "Seq Scan on messages") {
 		t.Fatalf("claim plan does not use messages_claim_idx only:\n%s", plan)
 	}
@@ -216,32 +192,54 @@ func TestCompletePlanProbesPrimaryKey(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, lease_token, lease_expires_at)
 		SELECT 'email', 'a@example.com', '{}', $1::timestamptz, 'processing', 5, $1::timestamptz, 7, $1::timestamptz + interval '1 hour' FROM generate_series(1, 5000)`, t0)
-	conf := pool.Config().ConnConfig.Copy()
-	var notices []string
-	conf.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
-	conn, err := pgx.ConnectConfig(ctx, conf)
-	if err != nil {
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
 		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`, `SET auto_explain.log_nested_statements = on`,
-		`SET auto_explain.log_level = notice`, `SET plan_cache_mode = force_generic_plan`} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
 	}
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT herald.complete((SELECT array_agg(id) FROM (SELECT id FROM herald.messages ORDER BY id LIMIT 1000) s),
 		array_fill(7::bigint, ARRAY[1000]))`).Scan(&n); err != nil || n != 1000 {
 		t.Fatalf("complete changed %d (%v)", n, err)
 	}
-	var plan string
-	for _, m := range notices {
-		if strings.Contains(m, "Update on messages") {
-			plan = m
-		}
-	}
+	plan := planOf(t, *notices, "Update on messages")
 	if !strings.Contains(plan, "messages_pkey") || strings.Contains(plan, "messages_lease_expiry_idx") {
 		t.Fatalf("complete's plan does not probe the primary key:\n%s", plan)
 	}
+}
+
+// explainConn opens a connection on which auto_explain sends the plan of every
+// statement, nested ones included, as a NOTICE; the notices collect in the slice.
+func explainConn(t *testing.T, pool *pgxpool.Pool) (*pgx.Conn, *[]string) {
+	t.Helper()
+	ctx := context.Background()
+	conf := pool.Config().ConnConfig.Copy()
+	notices := &[]string{}
+	conf.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { *notices = append(*notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`, `SET auto_explain.log_level = notice`} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return conn, notices
+}
+
+// planOf returns the last plan among notices that contains marker.
+func planOf(t *testing.T, notices []string, marker string) string {
+	t.Helper()
+	var plan string
+	for _, m := range notices {
+		if strings.Contains(m, marker) {
+			plan = m
+		}
+	}
+	if plan == "" {
+		t.Fatalf("no plan containing %q among %d notices", marker, len(notices))
+	}
+	return plan
 }
