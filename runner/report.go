@@ -123,36 +123,31 @@ func (r *Runner) retry(messages int, report func() error) {
 	}
 }
 
-// complete reports deliveries. It changes only rows still held under the same lease
-// token; fewer rows than sent means leases were lost: logged and counted as possible
-// duplicates, not an error.
+// complete reports deliveries (see report for lost leases).
 func (r *Runner) complete(ids, tokens []int64, providerIDs []string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var n int
-	if err := r.pool.QueryRow(ctx, `SELECT herald.complete($1::bigint[], $2::bigint[], $3::text[])`,
-		ids, tokens, providerIDs).Scan(&n); err != nil {
-		return err
-	}
-	if lost := len(ids) - n; lost > 0 {
-		r.m.duplicates.Add(float64(lost))
-		r.log.Warn("completed messages whose lease was lost: possible duplicate delivery", "lost", lost, "ids", ids)
-	}
-	return nil
+	return r.report1("complete", ids, `SELECT herald.complete($1::bigint[], $2::bigint[], $3::text[])`,
+		ids, tokens, providerIDs)
 }
 
-// fail reports failures (see complete for lost leases); SQL decides what follows.
+// fail reports failures; SQL decides what follows (see report for lost leases).
 func (r *Runner) fail(ids, tokens []int64, errs, classes []string, retryAt []*time.Time) error {
+	return r.report1("fail", ids, `SELECT herald.fail($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])`,
+		ids, tokens, errs, classes, retryAt)
+}
+
+// report1 runs one complete or fail call for ids. Each changes only rows still held
+// under the same lease token; fewer rows than ids means leases were lost: logged and
+// counted as possible duplicate deliveries, not an error.
+func (r *Runner) report1(what string, ids []int64, sql string, args ...any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var n int
-	if err := r.pool.QueryRow(ctx, `SELECT herald.fail($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])`,
-		ids, tokens, errs, classes, retryAt).Scan(&n); err != nil {
+	if err := r.pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
 		return err
 	}
 	if lost := len(ids) - n; lost > 0 {
 		r.m.duplicates.Add(float64(lost))
-		r.log.Warn("failed messages whose lease was lost", "lost", lost, "ids", ids)
+		r.log.Warn("reported messages whose lease was lost: possible duplicate delivery", "report", what, "lost", lost, "ids", ids)
 	}
 	return nil
 }

@@ -119,3 +119,24 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 		}
 	}
 }
+
+// A setting in the environment that does not parse is refused (exit 2, the variable
+// named), never silently replaced by its default.
+func TestBadEnvironmentIsRefused(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_EMAIL", "noop")
+	for _, c := range []struct{ name, value, cmd string }{
+		{"HERALD_LEASE", "soon", "run"},
+		{"HERALD_CONCURRENCY", "many", "run"},
+		{"HERALD_INTAKE_MAX_BODY", "lots", "run"},
+		{"HERALD_INTAKE_MAX_BATCH", "1k", "serve"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(c.name, c.value)
+			code, _, errOut := run(t, c.cmd, "--http-addr", "off")
+			if code != exitUsage || !strings.Contains(errOut, c.name) {
+				t.Fatalf("%s=%s: exit %d %q, want %d naming the variable", c.name, c.value, code, errOut, exitUsage)
+			}
+		})
+	}
+}

@@ -25,56 +25,61 @@ func env(name, def string) string {
 	return def
 }
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
+// envDefaults reads flag defaults from the environment and remembers every variable
+// that is set but does not parse, so a typo is an error rather than a silent default.
+type envDefaults struct{ errs []error }
+
+func (e *envDefaults) int(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
 	}
-	return def
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q is not a whole number", name, v))
+		return def
+	}
+	return n
 }
 
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return v
+func (e *envDefaults) duration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
 	}
-	return def
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q is not a duration such as 30s", name, v))
+		return def
+	}
+	return d
 }
 
-// badEnv reports variables that are set but do not parse, which envInt and
-// envDuration would otherwise replace by their defaults in silence.
-func badEnv() error {
-	for _, name := range []string{"HERALD_BATCH_SIZE", "HERALD_CONCURRENCY"} {
-		if v := os.Getenv(name); v != "" {
-			if _, err := strconv.Atoi(v); err != nil {
-				return fmt.Errorf("%s=%q is not a whole number", name, v)
-			}
-		}
+// err is the first bad variable, if any.
+func (e *envDefaults) err() error {
+	if len(e.errs) == 0 {
+		return nil
 	}
-	for _, name := range []string{"HERALD_LEASE", "HERALD_POLL_INTERVAL", "HERALD_SHUTDOWN_GRACE", "HERALD_REAP_INTERVAL", "HERALD_STATS_INTERVAL"} {
-		if v := os.Getenv(name); v != "" {
-			if _, err := time.ParseDuration(v); err != nil {
-				return fmt.Errorf("%s=%q is not a duration such as 30s", name, v)
-			}
-		}
-	}
-	return nil
+	return e.errs[0]
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("herald run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ev := &envDefaults{}
 	specs := sendersFromEnv()
 	fs.Var(specs, "sender", "CHANNEL=SPEC, repeatable (env HERALD_SENDER_<CHANNEL>): sink:-, sink:PATH, noop, noop:DURATION, smtp, sendgrid, twilio, webhook")
 	httpAddr := fs.String("http-addr", env("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics, /healthz and the intake; off to disable (env HERALD_HTTP_ADDR)")
-	batch := fs.Int("batch-size", envInt("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
-	conc := fs.Int("concurrency", envInt("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
-	lease := fs.Duration("lease", envDuration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
-	poll := fs.Duration("poll-interval", envDuration("HERALD_POLL_INTERVAL", runner.DefaultPollInterval), "claim this often without a notification (env HERALD_POLL_INTERVAL)")
-	grace := fs.Duration("shutdown-grace", envDuration("HERALD_SHUTDOWN_GRACE", runner.DefaultShutdownGrace), "time in-flight sends get after SIGTERM (env HERALD_SHUTDOWN_GRACE)")
-	reap := fs.Duration("reap-interval", envDuration("HERALD_REAP_INTERVAL", runner.DefaultReapInterval), "how often one runner reaps expired leases (env HERALD_REAP_INTERVAL)")
-	stats := fs.Duration("stats-interval", envDuration("HERALD_STATS_INTERVAL", runner.DefaultStatsInterval), "how often queue depth is sampled (env HERALD_STATS_INTERVAL)")
+	batch := fs.Int("batch-size", ev.int("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
+	conc := fs.Int("concurrency", ev.int("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
+	lease := fs.Duration("lease", ev.duration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
+	poll := fs.Duration("poll-interval", ev.duration("HERALD_POLL_INTERVAL", runner.DefaultPollInterval), "claim this often without a notification (env HERALD_POLL_INTERVAL)")
+	grace := fs.Duration("shutdown-grace", ev.duration("HERALD_SHUTDOWN_GRACE", runner.DefaultShutdownGrace), "time in-flight sends get after SIGTERM (env HERALD_SHUTDOWN_GRACE)")
+	reap := fs.Duration("reap-interval", ev.duration("HERALD_REAP_INTERVAL", runner.DefaultReapInterval), "how often one runner reaps expired leases (env HERALD_REAP_INTERVAL)")
+	stats := fs.Duration("stats-interval", ev.duration("HERALD_STATS_INTERVAL", runner.DefaultStatsInterval), "how often queue depth is sampled (env HERALD_STATS_INTERVAL)")
 	worker := fs.String("worker", env("HERALD_WORKER", ""), "name recorded in leased_by (env HERALD_WORKER; default hostname-pid)")
 	logLevel := fs.String("log-level", env("HERALD_LOG_LEVEL", "info"), "debug, info, warn or error (env HERALD_LOG_LEVEL)")
-	in := addIntakeFlags(fs)
+	in := addIntakeFlags(fs, ev)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald run [flags]")
 		fmt.Fprintln(stderr, "\nThe delivery worker: claims messages of the channels that have a sender, sends them, reports results.")
@@ -85,7 +90,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if err := badEnv(); err != nil {
+	if err := ev.err(); err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
 	}
