@@ -8,13 +8,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// variant is one way of doing a scenario's work: a statement run in a loop.
+// variant is one way of doing a scenario's work: a statement (or a Go call, when
+// call is set) run in a loop.
 type variant struct {
 	name     string
 	triggers bool // herald's triggers on herald.messages enabled during the phase
 	sql      string
+	call     func(ctx context.Context, conn *pgxpool.Conn) error
 }
 
 // result is what the rounds of one variant measured, in messages per second.
@@ -62,7 +66,7 @@ func alternateArgs(ctx context.Context, db *database, o options, label string, v
 				return nil, err
 			}
 			phase := fmt.Sprintf("%s round %d/%d: %s", label, r+1, o.rounds, v.name)
-			ops, elapsed, err := loop(ctx, db, o, phase, v.sql, args[i])
+			ops, elapsed, err := loop(ctx, db, o, phase, v, args[i])
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", v.name, err)
 			}
@@ -72,9 +76,9 @@ func alternateArgs(ctx context.Context, db *database, o options, label string, v
 	return out, db.setTriggers(ctx, true)
 }
 
-// loop runs sql on o.conns connections for o.duration and counts executions,
+// loop runs v on o.conns connections for o.duration and counts executions,
 // showing a live line on stderr.
-func loop(ctx context.Context, db *database, o options, phase, sql string, args []any) (int64, time.Duration, error) {
+func loop(ctx context.Context, db *database, o options, phase string, v variant, args []any) (int64, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
 	var ops atomic.Int64
@@ -93,7 +97,13 @@ func loop(ctx context.Context, db *database, o options, phase, sql string, args 
 			}
 			defer conn.Release()
 			for ctx.Err() == nil {
-				if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+				var err error
+				if v.call != nil {
+					err = v.call(context.Background(), conn)
+				} else {
+					_, err = conn.Exec(context.Background(), v.sql, args...)
+				}
+				if err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}

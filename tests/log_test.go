@@ -516,18 +516,35 @@ func next(t *testing.T, conn *pgx.Conn) string {
 	return n.Channel + ":" + n.Payload
 }
 
-// NOTIFY herald_queue on ready inserts and on messages becoming ready, herald_log on
-// appended events; throttled to one per herald.notify_interval_ms unless the
-// transaction is older than the interval. A manual NOTIFY with a marker payload,
-// sent after the action under test, shows whether the action notified: one
-// session's notifications arrive in commit order.
+// NOTIFY herald_queue when messages are inserted or become ready again, herald_log
+// when events are appended or sequenced — but only when a listener may be waiting:
+// one called claim_batch (herald_queue) or log_read (herald_log) since the last
+// notification, or none went out for herald.notify_interval_ms. A manual NOTIFY with
+// a marker payload, sent after the action under test, shows whether the action
+// notified: one session's notifications arrive in commit order.
 func TestNotifications(t *testing.T) {
 	_, pool := setup(t)
 	queue := listen(t, pool, "herald_queue")
 	logs := listen(t, pool, "herald_log")
 	marker := func(ch string) { mustExec(t, pool, `SELECT pg_notify($1, 'marker')`, ch) }
+	// notified asserts whether the statements just run sent a notification on ch.
+	notified := func(conn *pgx.Conn, ch string, want bool, what string) {
+		t.Helper()
+		marker(ch)
+		got := next(t, conn)
+		if want && got != ch+":" {
+			t.Fatalf("%s: want a notification on %s, got %q", what, ch, got)
+		}
+		if want && next(t, conn) != ch+":marker" {
+			t.Fatalf("%s: more than one notification on %s", what, ch)
+		}
+		if !want && got != ch+":marker" {
+			t.Fatalf("%s: notified %s (%q) though no listener was waiting", what, ch, got)
+		}
+	}
+	const enqueue = `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}')`
 
-	// interval 0: every transaction notifies.
+	// interval 0: every statement that adds or finishes work notifies.
 	conf := pool.Config().Copy()
 	conf.ConnConfig.RuntimeParams["herald.notify_interval_ms"] = "0"
 	eager, err := pgxpool.NewWithConfig(context.Background(), conf)
@@ -536,19 +553,9 @@ func TestNotifications(t *testing.T) {
 	}
 	defer eager.Close()
 	for i := 0; i < 2; i++ {
-		mustExec(t, eager, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}')`)
-		if got := next(t, queue); got != "herald_queue:" {
-			t.Fatalf("enqueue %d: queue notification %q", i, got)
-		}
-		if got := next(t, logs); got != "herald_log:" {
-			t.Fatalf("enqueue %d: log notification %q", i, got)
-		}
-	}
-	// A scheduled message does not wake the runners.
-	mustExec(t, eager, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', run_at => now() + interval '1 hour')`)
-	marker("herald_queue")
-	if got := next(t, queue); got != "herald_queue:marker" {
-		t.Fatalf("a scheduled enqueue notified: %q", got)
+		mustExec(t, eager, enqueue)
+		notified(queue, "herald_queue", true, "enqueue")
+		notified(logs, "herald_log", true, "enqueue")
 	}
 	// A reaped lease makes a message ready again: runners are woken.
 	mustExec(t, eager, `SELECT * FROM herald.claim_batch('w', 1)`)
@@ -556,21 +563,24 @@ func TestNotifications(t *testing.T) {
 	if n := scalar[int32](t, eager, `SELECT herald.reap_stale()`); n != 1 {
 		t.Fatalf("reaped %d", n)
 	}
-	if got := next(t, queue); got != "herald_queue:" {
-		t.Fatalf("reap_stale: %q", got)
-	}
+	notified(queue, "herald_queue", true, "reap_stale")
+	// A completion appends a 'sent' event: log consumers are woken.
+	mustExec(t, eager, `SELECT herald.complete(id, lease_token) FROM herald.claim_batch('w', 1)`)
+	notified(logs, "herald_log", true, "complete")
+	// A failure retried at once wakes the runners; one that goes dead, log consumers.
+	mustExec(t, eager, `SELECT herald.fail(id, lease_token, 'busy', 'transient', retry_at => now()) FROM herald.claim_batch('w', 1)`)
+	notified(queue, "herald_queue", true, "fail, retry now")
+	mustExec(t, eager, `SELECT herald.fail(id, lease_token, 'no such user', 'permanent') FROM herald.claim_batch('w', 1)`)
+	notified(logs, "herald_log", true, "fail, permanent")
 	// Sequencing notifies log consumers.
-	marker("herald_log")
-	for next(t, logs) != "herald_log:marker" { // drain what came before
-	}
 	if n := scalar[int32](t, eager, `SELECT herald.log_sequence()`); n == 0 {
 		t.Fatal("nothing to sequence")
 	}
-	if got := next(t, logs); got != "herald_log:" {
-		t.Fatalf("log_sequence: %q", got)
-	}
+	notified(logs, "herald_log", true, "log_sequence")
+	mustExec(t, eager, `SELECT herald.redrive(ARRAY(SELECT id FROM herald.messages WHERE status = 'dead'))`)
+	notified(queue, "herald_queue", true, "redrive")
 
-	// A long interval: the first enqueue notifies, an immediate second one does not.
+	// A long fallback interval: producers notify only after a listener said it may wait.
 	conf = pool.Config().Copy()
 	conf.ConnConfig.RuntimeParams["herald.notify_interval_ms"] = "3600000"
 	lazy, err := pgxpool.NewWithConfig(context.Background(), conf)
@@ -578,14 +588,27 @@ func TestNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lazy.Close()
-	mustExec(t, lazy, `SELECT setval('herald.notify_clock_queue', 1)`) // the last notification was long ago
-	mustExec(t, lazy, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}')`)
-	if got := next(t, queue); got != "herald_queue:" {
-		t.Fatalf("first throttled enqueue: %q", got)
+	// No listener has claimed or read since the last notifications: every listener
+	// is taken to be awake, so an enqueue stays silent.
+	mustExec(t, lazy, `SELECT setval('herald.listen_clock_queue', 0), setval('herald.listen_clock_log', 0)`)
+	mustExec(t, lazy, enqueue)
+	notified(queue, "herald_queue", false, "enqueue with no listener waiting")
+	notified(logs, "herald_log", false, "enqueue with no log reader waiting")
+	// A claim (its caller may wait next) makes the next enqueue wake the runners,
+	// once: the one after it is silent again.
+	mustExec(t, lazy, `SELECT * FROM herald.claim_batch('w', 100)`)
+	mustExec(t, lazy, enqueue)
+	notified(queue, "herald_queue", true, "enqueue after a claim")
+	notified(logs, "herald_log", false, "enqueue after a claim, no log reader waiting")
+	mustExec(t, lazy, enqueue)
+	notified(queue, "herald_queue", false, "second enqueue after a claim")
+	// A log read does the same for log consumers.
+	mustExec(t, lazy, `SELECT herald.create_consumer_group('g')`)
+	mustExec(t, lazy, `SELECT * FROM herald.log_read('g', 0)`)
+	marker("herald_log")
+	for next(t, logs) != "herald_log:marker" { // log_read's own sequencing run notifies; drain it
 	}
-	mustExec(t, lazy, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}')`)
-	marker("herald_queue")
-	if got := next(t, queue); got != "herald_queue:marker" {
-		t.Fatalf("second enqueue within the interval notified: %q", got)
-	}
+	mustExec(t, lazy, enqueue)
+	notified(logs, "herald_log", true, "enqueue after a log read")
+	notified(queue, "herald_queue", false, "enqueue after a log read, no runner waiting")
 }

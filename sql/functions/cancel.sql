@@ -1,21 +1,36 @@
 -- herald.cancel(id, now) — cancel a message that is still 'queued'; returns true when
 -- it was cancelled, false when it is unknown or in any other state (a message being
 -- sent, or already finished, cannot be cancelled).
--- Index: the primary key. Locks: the row. Admin only (herald_admin).
+-- A cancelled message gets a 'cancelled' log event in the same statement.
+-- Index: the primary key. Locks: the row; ROW EXCLUSIVE on herald.log_pending.
+-- Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.cancel(id bigint, now timestamptz DEFAULT now())
 RETURNS boolean
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+DECLARE
+  done boolean;
+BEGIN
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now
     WHERE m.id = cancel.id AND m.status = 'queued'
-    RETURNING 1
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+  ), appended AS (
+    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
+    SELECT c.id, 'cancelled', c.channel, herald._key_hash(c.ordering_key, c.recipient), cancel.now
+    FROM cancelled c
   )
-  SELECT EXISTS (SELECT FROM cancelled)
+  SELECT EXISTS (SELECT FROM cancelled) INTO done;
+  IF done THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  RETURN done;
+END
 $$;
 
 REVOKE ALL ON FUNCTION herald.cancel(bigint, timestamptz) FROM PUBLIC;

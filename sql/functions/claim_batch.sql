@@ -14,6 +14,9 @@
 -- reap_stale sees the lease expire.
 -- Index: messages_claim_idx (priority, run_at, id) WHERE status = 'queued', read in
 -- order and stopped at the LIMIT; messages_ordering_key_idx for the ordering check.
+-- Marks the herald_queue listen clock (herald._listening) before it reads: a caller
+-- that gets less than it asked for is about to wait, and producers notify from then
+-- on (herald._notify).
 -- Locks: row locks on the claimed rows until the caller's transaction ends (call it
 -- in autocommit, or commit right away; never hold it open during a send).
 -- Errors: HR012 worker (empty or over 200 characters), batch_size (outside 1..10000),
@@ -54,6 +57,11 @@ BEGIN
   IF claim_batch.lease IS NOT NULL AND claim_batch.lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
     PERFORM herald._reject('HR012', 'lease', format('%s is outside 1 second..1 day', claim_batch.lease));
   END IF;
+
+  -- The caller may be about to wait for a NOTIFY: producers notify from now on
+  -- (herald._notify). Before the claim's snapshot, so a message that misses this
+  -- claim finds the mark.
+  PERFORM herald._listening('herald_queue');
 
   SELECT array_agg(c.name) INTO v_channels
   FROM herald.channels c

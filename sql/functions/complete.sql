@@ -7,12 +7,15 @@
 -- the caller should log as a possible duplicate delivery. Repeating a call is
 -- harmless (the second one changes nothing).
 -- provider_message_ids (optional, same length) is stored as the delivery receipt.
+-- Each changed row gets a 'sent' log event ({provider_message_id, attempts}),
+-- appended to herald.log_pending in the same statement, in id order; log consumers
+-- are woken through herald._notify.
 -- Index: the primary key, one probe per id. The statement does not test status:
 -- the lease token match implies 'processing' (constraint
 -- messages_lease_when_processing), and leaving status out keeps the planner off
 -- messages_lease_expiry_idx, whose row estimate is often stale after a burst (it
 -- once chose to rescan every processing row per id: a second per 1,000-row call).
--- Locks: row locks on the changed rows.
+-- Locks: row locks on the changed rows; ROW EXCLUSIVE on herald.log_pending.
 -- Errors: HR012 ids/lease_tokens (NULL) or an array whose length differs from ids.
 -- The single-id overload returns true when the row changed.
 -- SECURITY DEFINER for herald_worker.
@@ -33,16 +36,28 @@ BEGIN
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
 
-  UPDATE herald.messages m
-  SET status = 'sent',
-      finished_at = complete.now,
-      provider_message_id = u.provider_message_id,
-      lease_token = NULL,
-      lease_expires_at = NULL
-  FROM unnest(ids, lease_tokens, provider_message_ids) AS u(id, lease_token, provider_message_id)
-  WHERE m.id = u.id
-    AND m.lease_token = u.lease_token; -- a lease token exists only while processing (messages_lease_when_processing)
-  GET DIAGNOSTICS changed = ROW_COUNT;
+  WITH sent AS (
+    UPDATE herald.messages m
+    SET status = 'sent',
+        finished_at = complete.now,
+        provider_message_id = u.provider_message_id,
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM unnest(ids, lease_tokens, provider_message_ids) AS u(id, lease_token, provider_message_id)
+    WHERE m.id = u.id
+      AND m.lease_token = u.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.provider_message_id, m.attempts
+  ), appended AS (
+    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at, detail)
+    SELECT s.id, 'sent', s.channel, herald._key_hash(s.ordering_key, s.recipient), complete.now,
+           herald._event_detail('sent', s.provider_message_id, NULL, NULL, s.attempts)
+    FROM sent s
+    ORDER BY s.id
+  )
+  SELECT count(*) INTO changed FROM sent;
+  IF changed > 0 THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
   RETURN changed;
 END
 $$;

@@ -1,8 +1,8 @@
 -- herald.enqueue(channel, recipient, payload, …) — store one notification; returns its id.
 --
--- Validation is herald._validate (SQLSTATEs HR001–HR010, the field in the error's
--- COLUMN), shared with herald.enqueue_batch; nothing is stored on error. Optional
--- arguments:
+-- Validation is herald._validate's rules (SQLSTATEs HR001–HR010, the field in the
+-- error's COLUMN), shared with herald.enqueue_batch; nothing is stored on error.
+-- Optional arguments:
 --   run_at           when to send (NULL = now); future = scheduled
 --   priority         -100..100, lower runs first (NULL or default: 0)
 --   idempotency_key  a repeat returns the first message's id and stores nothing
@@ -10,14 +10,18 @@
 --   max_attempts     1..100 (NULL = the channel's max_attempts)
 --   metadata         a JSON object kept with the message, not sent
 --   now              the clock (tests pass a fixed time)
+-- The hot path (no idempotency key) is one statement: INSERT … SELECT from the
+-- channel's row WHERE herald._valid(…) (inlined), and the 'accepted' log event in a
+-- data-modifying CTE of the same statement. When it stores nothing, the input is bad:
+-- herald._validate then raises the error that names the field.
 -- Idempotency: ON CONFLICT on messages_idempotency_key_idx; a concurrent insert of the
 -- same key makes this call wait for it, then return its id. Under REPEATABLE READ or
 -- SERIALIZABLE the winner may be invisible: 40001 serialization_failure (retry).
--- A single-row INSERT of its own rather than a call of enqueue_batch: the hot path of
--- every producer, kept to one statement after validation.
+-- A statement of its own rather than a call of enqueue_batch: the hot path of every
+-- producer, kept to one statement.
 -- Runs inside the caller's transaction: the message exists once that commits.
 -- SECURITY DEFINER: herald_producer may call it without table privileges.
--- Locks: ROW EXCLUSIVE on herald.messages.
+-- Locks: ROW EXCLUSIVE on herald.messages and herald.log_pending.
 CREATE OR REPLACE FUNCTION herald.enqueue(
   channel text,
   recipient text,
@@ -40,30 +44,54 @@ DECLARE
   v_max integer;
   v_id bigint;
 BEGIN
-  v_max := herald._validate(enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.run_at,
-                         enqueue.priority, enqueue.max_attempts, enqueue.metadata,
-                         enqueue.idempotency_key, enqueue.ordering_key, enqueue.now, '');
   IF enqueue.idempotency_key IS NULL THEN
     -- No key, no conflict possible: a plain INSERT skips the speculative insertion
     -- that ON CONFLICT costs on every row.
+    WITH stored AS (
+      INSERT INTO herald.messages AS m
+        (channel, recipient, payload, metadata, priority, run_at, ordering_key,
+         max_attempts, created_at)
+      SELECT c.name, enqueue.recipient, enqueue.payload, enqueue.metadata,
+             coalesce(enqueue.priority, 0), coalesce(enqueue.run_at, enqueue.now), enqueue.ordering_key,
+             coalesce(enqueue.max_attempts, c.max_attempts), enqueue.now
+      FROM herald.channels c
+      WHERE c.name = enqueue.channel
+        AND herald._valid(c.kind, c.max_payload_bytes, enqueue.recipient, enqueue.payload, enqueue.run_at,
+                          enqueue.priority, enqueue.max_attempts, enqueue.metadata, NULL,
+                          enqueue.ordering_key, enqueue.now)
+      RETURNING m.id, m.channel, m.recipient, m.ordering_key
+    ), appended AS (
+      INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
+      SELECT s.id, 'accepted', s.channel, herald._key_hash(s.ordering_key, s.recipient), enqueue.now
+      FROM stored s
+    )
+    SELECT s.id INTO v_id FROM stored s;
+    IF v_id IS NOT NULL THEN
+      RETURN v_id;
+    END IF;
+  END IF;
+
+  -- With an idempotency key, or when the statement above found the input bad:
+  -- _validate raises the error that names the field (or, were _valid ever stricter
+  -- than it, lets the message through to be stored below).
+  v_max := herald._validate(enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.run_at,
+                            enqueue.priority, enqueue.max_attempts, enqueue.metadata,
+                            enqueue.idempotency_key, enqueue.ordering_key, enqueue.now, '');
+  WITH stored AS (
     INSERT INTO herald.messages AS m
       (channel, recipient, payload, metadata, priority, run_at, ordering_key,
        idempotency_key, max_attempts, created_at)
     VALUES (enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.metadata,
             coalesce(enqueue.priority, 0), coalesce(enqueue.run_at, enqueue.now), enqueue.ordering_key,
-            NULL, v_max, enqueue.now)
-    RETURNING m.id INTO v_id;
-    RETURN v_id;
-  END IF;
-
-  INSERT INTO herald.messages AS m
-    (channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at)
-  VALUES (enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.metadata,
-          coalesce(enqueue.priority, 0), coalesce(enqueue.run_at, enqueue.now), enqueue.ordering_key,
-          enqueue.idempotency_key, v_max, enqueue.now)
-  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-  RETURNING m.id INTO v_id;
+            enqueue.idempotency_key, v_max, enqueue.now)
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+  ), appended AS (
+    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
+    SELECT s.id, 'accepted', s.channel, herald._key_hash(s.ordering_key, s.recipient), enqueue.now
+    FROM stored s
+  )
+  SELECT s.id INTO v_id FROM stored s;
 
   IF v_id IS NULL THEN
     v_id := herald._idempotent_id(enqueue.idempotency_key);

@@ -14,9 +14,10 @@
 --                                 a non-integer priority HR006, max_attempts HR007)
 -- Every element is validated before anything is written: when all are plainly valid
 -- (herald._plain_valid) by one set-based check, else one by one, which raises the
--- error of the first bad element. Idempotency as in
--- herald.enqueue; a key repeated within the batch gives the first element's id.
--- One INSERT for the whole batch (statement triggers fire once).
+-- error of the first bad element. Then herald._store writes them all with one INSERT
+-- (statement triggers fire once) and their 'accepted' events with another, in the
+-- same statement. Idempotency as in herald.enqueue; a key repeated within the batch
+-- gives the first element's id.
 -- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages.
 CREATE OR REPLACE FUNCTION herald.enqueue_batch(messages jsonb, now timestamptz DEFAULT now())
 RETURNS bigint[]
@@ -39,8 +40,6 @@ DECLARE
   v_order text[];
   v_max integer[];
   v_meta jsonb[];
-  v_ids bigint[];
-  v_inserted integer;
   i integer;
 BEGIN
   IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
@@ -51,84 +50,54 @@ BEGIN
     PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
-  -- Ids come from the identity sequence first, so that the result is in input order;
-  -- they are unique and increasing within the call, not gapless.
-  SELECT array_agg(nextval('herald.messages_id_seq')) INTO v_ids FROM generate_series(1, n);
-
   IF NOT EXISTS (SELECT FROM jsonb_array_elements(messages) e
                  LEFT JOIN herald.channels c ON c.name = e ->> 'channel'
                  WHERE NOT herald._plain_valid(e, c.kind, c.max_payload_bytes, now)) THEN
-    -- Fast path: every element plainly valid (herald._plain_valid) — one check and
-    -- one INSERT … SELECT for the whole batch, no per-element PL/pgSQL.
-    INSERT INTO herald.messages AS m
-      (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-       idempotency_key, max_attempts, created_at)
-    SELECT v_ids[t.ord], t.e ->> 'channel', t.e ->> 'recipient', t.e -> 'payload',
-           nullif(t.e -> 'metadata', 'null'), coalesce((t.e ->> 'priority')::integer, 0), now,
-           t.e ->> 'ordering_key', t.e ->> 'idempotency_key',
-           coalesce((t.e ->> 'max_attempts')::integer, c.max_attempts), now
-    FROM jsonb_array_elements(messages) WITH ORDINALITY AS t(e, ord)
-    JOIN herald.channels c ON c.name = t.e ->> 'channel' -- ids go by ord, so join order does not matter
-    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
-    IF v_inserted < n THEN
-      v_idem := ARRAY(SELECT t.e ->> 'idempotency_key'
-                      FROM jsonb_array_elements(messages) WITH ORDINALITY AS t(e, ord) ORDER BY t.ord);
+    -- Fast path: every element plainly valid (herald._plain_valid), so every cast
+    -- below succeeds — one check and one pass over the elements, no per-element
+    -- PL/pgSQL. jsonb_array_elements yields the elements in order.
+    SELECT array_agg(e ->> 'channel'), array_agg(e ->> 'recipient'), array_agg(e -> 'payload'),
+           array_agg(nullif(e -> 'metadata', 'null')), array_agg(coalesce((e ->> 'priority')::integer, 0)),
+           array_agg(e ->> 'ordering_key'), array_agg(e ->> 'idempotency_key'),
+           array_agg((e ->> 'max_attempts')::integer)
+    INTO v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_order, v_idem, v_max
+    FROM jsonb_array_elements(messages) e;
+    RETURN herald._store(v_channels, v_recipients, v_payloads, v_meta, v_priorities,
+                         array_fill(now, ARRAY[n]), v_order, v_idem, v_max, now);
+  END IF;
+
+  -- Element by element: the path that names the first bad element and field.
+  FOR i IN 1 .. n LOOP
+    item := messages -> (i - 1);
+    p := format('messages[%s]', i - 1);
+    IF jsonb_typeof(item) <> 'object' THEN
+      PERFORM herald._reject('HR011', p, 'must be a JSON object');
     END IF;
-  ELSE
-    -- Element by element: the path that names the first bad element and field.
-    FOR i IN 1 .. n LOOP
-      item := messages -> (i - 1);
-      p := format('messages[%s]', i - 1);
-      IF jsonb_typeof(item) <> 'object' THEN
-        PERFORM herald._reject('HR011', p, 'must be a JSON object');
-      END IF;
-      FOR k IN SELECT jsonb_object_keys(item) LOOP
-        IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
-                     'ordering_key', 'max_attempts', 'metadata') THEN
-          PERFORM herald._reject('HR011', p || '.' || k, 'is not a message field',
-            hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
-        END IF;
-      END LOOP;
-
-      v_channels[i] := herald._json_text(item, 'channel', p, 'HR011');
-      v_recipients[i] := herald._json_text(item, 'recipient', p, 'HR011');
-      v_payloads[i] := nullif(item -> 'payload', 'null');
-      v_meta[i] := nullif(item -> 'metadata', 'null');
-      v_idem[i] := herald._json_text(item, 'idempotency_key', p, 'HR011');
-      v_order[i] := herald._json_text(item, 'ordering_key', p, 'HR011');
-      v_run_ats[i] := herald._json_timestamptz(item, 'run_at', p, 'HR005');
-      v_priorities[i] := herald._json_integer(item, 'priority', p, 'HR006');
-      v_max[i] := herald._json_integer(item, 'max_attempts', p, 'HR007');
-
-      v_max[i] := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
-                                   v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
-      v_run_ats[i] := coalesce(v_run_ats[i], now);
-      v_priorities[i] := coalesce(v_priorities[i], 0);
-    END LOOP;
-
-    INSERT INTO herald.messages AS m
-      (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-       idempotency_key, max_attempts, created_at)
-    SELECT u.id, u.channel, u.recipient, u.payload, u.metadata, u.priority, u.run_at,
-           u.ordering_key, u.idempotency_key, u.max_attempts, now
-    FROM unnest(v_ids, v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_run_ats,
-                v_order, v_idem, v_max)
-         AS u(id, channel, recipient, payload, metadata, priority, run_at,
-              ordering_key, idempotency_key, max_attempts)
-    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
-  END IF;
-
-  IF v_inserted < n THEN
-    -- Some keys existed, or repeated within this call: answer with the first ids.
-    FOR i IN 1 .. n LOOP
-      IF v_idem[i] IS NOT NULL THEN
-        v_ids[i] := herald._idempotent_id(v_idem[i]);
+    FOR k IN SELECT jsonb_object_keys(item) LOOP
+      IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
+                   'ordering_key', 'max_attempts', 'metadata') THEN
+        PERFORM herald._reject('HR011', p || '.' || k, 'is not a message field',
+          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
       END IF;
     END LOOP;
-  END IF;
-  RETURN v_ids;
+
+    v_channels[i] := herald._json_text(item, 'channel', p, 'HR011');
+    v_recipients[i] := herald._json_text(item, 'recipient', p, 'HR011');
+    v_payloads[i] := nullif(item -> 'payload', 'null');
+    v_meta[i] := nullif(item -> 'metadata', 'null');
+    v_idem[i] := herald._json_text(item, 'idempotency_key', p, 'HR011');
+    v_order[i] := herald._json_text(item, 'ordering_key', p, 'HR011');
+    v_run_ats[i] := herald._json_timestamptz(item, 'run_at', p, 'HR005');
+    v_priorities[i] := herald._json_integer(item, 'priority', p, 'HR006');
+    v_max[i] := herald._json_integer(item, 'max_attempts', p, 'HR007');
+
+    v_max[i] := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
+                                 v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
+    v_run_ats[i] := coalesce(v_run_ats[i], now);
+    v_priorities[i] := coalesce(v_priorities[i], 0);
+  END LOOP;
+  RETURN herald._store(v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_run_ats,
+                       v_order, v_idem, v_max, now);
 END
 $$;
 

@@ -40,6 +40,7 @@ BEGIN
   IF log_read.max IS NULL OR log_read.max NOT BETWEEN 1 AND 10000 THEN
     PERFORM herald._reject('HR012', 'max', format('%s is outside 1..10000', coalesce(log_read.max::text, 'NULL')));
   END IF;
+  PERFORM herald._listening('herald_log'); -- the caller may wait next: producers notify (herald._notify)
   cp := herald._consumer_partition(log_read."group", log_read.partition, true);
   IF cp.committed_offset IS NULL THEN
     RETURN; -- another consumer of this group holds the partition

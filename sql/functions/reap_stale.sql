@@ -4,13 +4,15 @@
 -- Each expired row goes back to 'queued' (run_at = now, so it is retried at once; the
 -- attempt it used counts) or to 'dead' when attempts >= max_attempts. Its
 -- lease_token is cleared, so the old worker's late complete/fail changes nothing.
--- The failure is recorded as class transient, error 'lease expired'.
+-- The failure is recorded as class transient, error 'lease expired'. A message that
+-- goes 'dead' gets a 'dead' log event in the same statement; runners are woken for
+-- the requeued ones and log consumers for the dead ones (herald._notify).
 -- Rows locked by a concurrent complete/fail are skipped (SKIP LOCKED) and seen, if
 -- still expired, by the next call. At most 10,000 rows per call; call it again while
 -- it returns 10,000.
 -- Safe to run from many workers at once; the runner runs it from one at a time.
 -- Index: messages_lease_expiry_idx (lease_expires_at) WHERE status = 'processing'.
--- Locks: row locks on the reaped rows. SECURITY DEFINER for herald_worker.
+-- Locks: row locks on the reaped rows; ROW EXCLUSIVE on herald.log_pending. SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.reap_stale(now timestamptz DEFAULT now())
 RETURNS integer
 LANGUAGE plpgsql
@@ -20,6 +22,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   changed integer;
+  died boolean;
+  ready boolean;
 BEGIN
   WITH expired AS (
     SELECT e.id
@@ -29,21 +33,38 @@ BEGIN
     ORDER BY e.lease_expires_at
     LIMIT 10000
     FOR UPDATE SKIP LOCKED
+  ), reaped AS (
+    UPDATE herald.messages m
+    SET status = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'queued' END,
+        run_at = CASE WHEN m.attempts >= m.max_attempts THEN m.run_at ELSE reap_stale.now END,
+        finished_at = CASE WHEN m.attempts >= m.max_attempts THEN reap_stale.now END,
+        lease_token = NULL,
+        lease_expires_at = NULL,
+        last_error = 'lease expired',
+        last_error_class = 'transient',
+        errors = herald._append_error(m.errors, jsonb_build_object(
+                   'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
+                   'error', 'lease expired', 'worker', m.leased_by))
+    FROM expired
+    WHERE m.id = expired.id
+    RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
+  ), appended AS (
+    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at, detail)
+    SELECT r.id, 'dead', r.channel, herald._key_hash(r.ordering_key, r.recipient), reap_stale.now,
+           herald._event_detail('dead', NULL, 'transient', 'lease expired', r.attempts)
+    FROM reaped r
+    WHERE r.status = 'dead'
+    ORDER BY r.id
   )
-  UPDATE herald.messages m
-  SET status = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'queued' END,
-      run_at = CASE WHEN m.attempts >= m.max_attempts THEN m.run_at ELSE reap_stale.now END,
-      finished_at = CASE WHEN m.attempts >= m.max_attempts THEN reap_stale.now END,
-      lease_token = NULL,
-      lease_expires_at = NULL,
-      last_error = 'lease expired',
-      last_error_class = 'transient',
-      errors = herald._append_error(m.errors, jsonb_build_object(
-                 'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
-                 'error', 'lease expired', 'worker', m.leased_by))
-  FROM expired
-  WHERE m.id = expired.id;
-  GET DIAGNOSTICS changed = ROW_COUNT;
+  SELECT count(*), bool_or(r.status = 'dead'), bool_or(r.status = 'queued')
+  INTO changed, died, ready
+  FROM reaped r;
+  IF died THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  IF ready THEN
+    PERFORM herald._notify(ARRAY['herald_queue']);
+  END IF;
   RETURN changed;
 END
 $$;

@@ -1,4 +1,5 @@
 -- 003_code.sql — install herald's functions, views and triggers (release 1).
+-- Superseded by 005_code.sql; kept so that every install path runs the same steps.
 --
 -- Each line pulls in one file of sql/functions or sql/triggers as a tern template, in
 -- dependency order (SQL-language functions and views are checked when created, so
@@ -17,6 +18,7 @@
 {{ template "functions/_json_integer.sql" . }}
 {{ template "functions/_json_timestamptz.sql" . }}
 {{ template "functions/_validate.sql" . }}
+{{ template "functions/_valid.sql" . }}
 {{ template "functions/_plain_valid.sql" . }}
 {{ template "functions/_idempotent_id.sql" . }}
 {{ template "functions/_notify.sql" . }}
@@ -42,6 +44,4 @@
 {{ template "functions/log_dead_letter.sql" . }}
 {{ template "functions/log_truncate.sql" . }}
 {{ template "functions/consumer_lag.sql" . }}
-{{ template "triggers/messages_inserted.sql" . }}
-{{ template "triggers/messages_log_terminal.sql" . }}
-{{ template "triggers/messages_notify_ready.sql" . }}
+{{ template "triggers/messages_notify.sql" . }}

@@ -1,0 +1,1 @@
+schema/004_listen_clocks.sql

@@ -1,0 +1,1 @@
+schema/005_code.sql

@@ -1,0 +1,19 @@
+-- herald._event_detail(kind, provider_message_id, error_class, error, attempts) — the
+-- detail object of a log event: sent {provider_message_id, attempts}; dead
+-- {error_class, error, attempts}; otherwise {} (nulls left out). Inlined into the
+-- statements that append terminal events (complete, fail, reap_stale, cancel).
+CREATE OR REPLACE FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+AS $$
+  SELECT CASE kind
+           WHEN 'sent' THEN jsonb_strip_nulls(jsonb_build_object(
+             'provider_message_id', provider_message_id, 'attempts', attempts))
+           WHEN 'dead' THEN jsonb_strip_nulls(jsonb_build_object(
+             'error_class', error_class, 'error', error, 'attempts', attempts))
+           ELSE '{}'::jsonb
+         END
+$$;
+
+REVOKE ALL ON FUNCTION herald._event_detail(text, text, text, text, integer) FROM PUBLIC;

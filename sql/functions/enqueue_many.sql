@@ -1,0 +1,80 @@
+-- herald.enqueue_many(channels, recipients, payloads, run_ats, priorities,
+-- idempotency_keys, ordering_keys, max_attempts, metadata, now) — store many
+-- notifications given as parallel arrays (element i of each array is message i), all
+-- or nothing; returns their ids in input order.
+--
+-- The bulk path for programs that hold their messages as values rather than JSON:
+-- a driver sends the arrays in the binary protocol, so nothing is parsed out of a
+-- JSON document (the Go runner's intake.EnqueueMany uses it). Same rules, defaults,
+-- idempotency and log events as herald.enqueue_batch, through herald._store.
+-- channels, recipients and payloads are required; the optional arrays may be NULL
+-- (all defaults) or hold NULLs (that message's default).
+-- Errors: HR011 channels (NULL, empty or over 10,000 elements), HR011 <array> (an
+-- array whose length differs from channels'); a bad message raises the SQLSTATE of
+-- herald._validate (HR001–HR010) with COLUMN = 'messages[<index>].<field>' (index
+-- from 0), as enqueue_batch does. Every message is checked at once by
+-- herald._valid; only when one fails does herald._validate run element by element to
+-- name it.
+-- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages and
+-- herald.log_pending.
+CREATE OR REPLACE FUNCTION herald.enqueue_many(
+  channels text[],
+  recipients text[],
+  payloads jsonb[],
+  run_ats timestamptz[] DEFAULT NULL,
+  priorities integer[] DEFAULT NULL,
+  idempotency_keys text[] DEFAULT NULL,
+  ordering_keys text[] DEFAULT NULL,
+  max_attempts integer[] DEFAULT NULL,
+  metadata jsonb[] DEFAULT NULL,
+  now timestamptz DEFAULT now()
+) RETURNS bigint[]
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  n integer := coalesce(cardinality(channels), 0);
+  names text[] := ARRAY['recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
+                        'ordering_keys', 'max_attempts', 'metadata'];
+  lengths integer[] := ARRAY[cardinality(recipients), cardinality(payloads), cardinality(run_ats),
+                             cardinality(priorities), cardinality(idempotency_keys),
+                             cardinality(ordering_keys), cardinality(max_attempts), cardinality(metadata)];
+  i integer;
+BEGIN
+  IF n = 0 OR n > 10000 THEN
+    PERFORM herald._reject('HR011', 'channels', format('has %s elements; 1 to 10000 messages are allowed', n));
+  END IF;
+  FOR i IN 1 .. cardinality(names) LOOP
+    IF (i <= 2 AND lengths[i] IS NULL) OR lengths[i] <> n THEN
+      PERFORM herald._reject('HR011', names[i],
+        format('has %s elements but channels has %s', coalesce(lengths[i]::text, 'no'), n));
+    END IF;
+  END LOOP;
+
+  IF EXISTS (SELECT FROM unnest(channels, recipients, payloads, run_ats, priorities, idempotency_keys,
+                                ordering_keys, max_attempts, metadata)
+                    AS u(channel, recipient, payload, run_at, priority, idempotency_key,
+                         ordering_key, max_attempts, metadata)
+             LEFT JOIN herald.channels c ON c.name = u.channel
+             WHERE NOT herald._valid(c.kind, c.max_payload_bytes, u.recipient, u.payload, u.run_at,
+                                     u.priority, u.max_attempts, u.metadata, u.idempotency_key,
+                                     u.ordering_key, enqueue_many.now)) THEN
+    FOR i IN 1 .. n LOOP
+      PERFORM herald._validate(channels[i], recipients[i], payloads[i], run_ats[i], priorities[i],
+                               max_attempts[i], metadata[i], idempotency_keys[i], ordering_keys[i],
+                               enqueue_many.now, format('messages[%s].', i - 1));
+    END LOOP;
+  END IF;
+
+  RETURN herald._store(channels, recipients, payloads, metadata,
+                       ARRAY(SELECT coalesce(p, 0) FROM unnest(coalesce(priorities, array_fill(NULL::integer, ARRAY[n]))) p),
+                       ARRAY(SELECT coalesce(r, enqueue_many.now) FROM unnest(coalesce(run_ats, array_fill(NULL::timestamptz, ARRAY[n]))) r),
+                       ordering_keys, idempotency_keys, max_attempts, enqueue_many.now);
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.enqueue_many(text[], text[], jsonb[], timestamptz[], integer[], text[], text[], integer[], jsonb[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.enqueue_many(text[], text[], jsonb[], timestamptz[], integer[], text[], text[], integer[], jsonb[], timestamptz)
+  TO herald_producer, herald_admin;

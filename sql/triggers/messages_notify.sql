@@ -1,0 +1,32 @@
+-- Trigger _900_messages_notify on herald.messages (AFTER INSERT, FOR EACH STATEMENT)
+-- and its function herald._messages_notify().
+--
+-- Once per INSERT statement (a 1,000-row enqueue_batch fires it once) it wakes the
+-- runners (NOTIFY herald_queue) and log consumers (NOTIFY herald_log) through
+-- herald._notify, which notifies only when a listener may be waiting (it called
+-- claim_batch or log_read since the last notification) or none went out for
+-- herald.notify_interval_ms. Payloads are empty: a notification is a hint, listeners
+-- also poll. The channel names herald_queue and herald_log are part of herald's
+-- contract.
+-- No transition table: capturing one costs every producer's statement (measured:
+-- about a sixth of single-row enqueue throughput), and the 'accepted' log events are
+-- appended by the enqueue functions themselves, in the statement that inserts. So a
+-- scheduled message (run_at in the future) also wakes a waiting runner, which then
+-- finds nothing to claim: harmless. Also fires for rows inserted by hand, which get
+-- no 'accepted' event (the enqueue functions are the way in).
+CREATE OR REPLACE FUNCTION herald._messages_notify()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+  PERFORM herald._notify(ARRAY['herald_queue', 'herald_log']);
+  RETURN NULL;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald._messages_notify() FROM PUBLIC;
+
+CREATE OR REPLACE TRIGGER _900_messages_notify
+  AFTER INSERT ON herald.messages
+  FOR EACH STATEMENT
+  EXECUTE FUNCTION herald._messages_notify();

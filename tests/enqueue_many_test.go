@@ -1,0 +1,190 @@
+package tests
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald/herald/runner/intake"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// The Go bulk path (intake.EnqueueMany → herald.enqueue_many) stores exactly what
+// enqueue_batch stores for the same messages, in input order, with their 'accepted'
+// events; it honours idempotency keys and runs inside the caller's transaction.
+func TestEnqueueMany(t *testing.T) {
+	ctx, pool := setup(t)
+	runAt := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+	msgs := []intake.Message{
+		{Channel: "email", Recipient: "a@example.com", Payload: json.RawMessage(`{"subject":"s","html":"<p>h</p>"}`),
+			Priority: ptr(-7), MaxAttempts: ptr(3), Metadata: json.RawMessage(`{"k":"v"}`), OrderingKey: "o1"},
+		{Channel: "sms", Recipient: "+14155550100", Payload: json.RawMessage(`{"body":"b"}`), RunAt: &runAt},
+		{Channel: "email", Recipient: "b@example.com", Payload: json.RawMessage(`{"subject":"s","text":"t"}`), IdempotencyKey: "k1"},
+	}
+	batch := `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","html":"<p>h</p>"},"priority":-7,"max_attempts":3,"metadata":{"k":"v"},"ordering_key":"o1"},
+		{"channel":"sms","recipient":"+14155550100","payload":{"body":"b"},"run_at":"` + runAt.Format(time.RFC3339Nano) + `"},
+		{"channel":"email","recipient":"b@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"k2"}]`
+
+	// A rolled-back transaction stores nothing.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) // releases the connection if a check below fails first
+	if _, err := intake.EnqueueMany(ctx, tx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("a rolled-back EnqueueMany left %d messages", n)
+	}
+
+	many, err := intake.EnqueueMany(ctx, pool, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromBatch []int64
+	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1)`, batch).Scan(&fromBatch); err != nil {
+		t.Fatal(err)
+	}
+	row := func(id int64) string {
+		// run_at: the explicit one exactly; a default (the call's now) as "now".
+		return scalar[string](t, pool, `SELECT concat_ws('|', channel, recipient, payload, metadata, priority,
+			CASE WHEN run_at = created_at THEN 'now' ELSE run_at::text END, ordering_key, max_attempts, status)
+			FROM herald.messages WHERE id = $1`, id)
+	}
+	for i := range many {
+		if row(many[i]) != row(fromBatch[i]) {
+			t.Fatalf("message %d: EnqueueMany stored %q, enqueue_batch %q", i, row(many[i]), row(fromBatch[i]))
+		}
+		if i > 0 && many[i] <= many[i-1] {
+			t.Fatalf("ids not in input order: %v", many)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_pending WHERE kind = 'accepted'
+		AND message_id = ANY($1)`, many); n != 3 {
+		t.Fatalf("%d accepted events for EnqueueMany's messages, want 3", n)
+	}
+
+	// A repeated idempotency key gives the first id and stores nothing new.
+	again, err := intake.EnqueueMany(ctx, pool, msgs[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0] != many[2] {
+		t.Fatalf("repeat of key k1 gave id %d, want %d", again[0], many[2])
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 6 {
+		t.Fatalf("%d messages after a repeated key, want 6", n)
+	}
+}
+
+// A bad message in the bulk path names its index and field, and nothing is stored;
+// so do arrays of the wrong length.
+func TestEnqueueManyRejectsBadInput(t *testing.T) {
+	ctx, pool := setup(t)
+	good := intake.Message{Channel: "email", Recipient: "a@example.com", Payload: json.RawMessage(`{"subject":"s","text":"t"}`)}
+	bad := good
+	bad.Recipient = "not-an-address"
+	_, err := intake.EnqueueMany(ctx, pool, []intake.Message{good, bad, good})
+	var ie *intake.InputError
+	if !errors.As(err, &ie) {
+		t.Fatalf("want an InputError, got %v", err)
+	}
+	if ie.Code != "invalid_recipient" || ie.Field != "recipient" || ie.Index == nil || *ie.Index != 1 {
+		t.Fatalf("got code %q field %q index %v, want invalid_recipient, recipient, 1", ie.Code, ie.Field, ie.Index)
+	}
+	wantPgError(t, pool.QueryRow(ctx, `SELECT herald.enqueue_many(ARRAY['email'], ARRAY['a@example.com', 'b@example.com'],
+		ARRAY['{}'::jsonb])`).Scan(new([]int64)), "HR011", "recipients")
+	wantPgError(t, pool.QueryRow(ctx, `SELECT herald.enqueue_many('{}', '{}', '{}')`).Scan(new([]int64)), "HR011", "channels")
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("rejected calls stored %d messages", n)
+	}
+}
+
+// herald._valid, the set-based check the enqueue functions insert with, agrees with
+// herald._validate, the check that names the field: on every rule's boundary, valid
+// and invalid. (_valid false where _validate passes would reject good messages;
+// true where it raises would store bad ones.)
+func TestValidAgreesWithValidate(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_payload_bytes) VALUES ('hook', 'webhook', 64), ('other', 'custom', 65536)`)
+	type c struct {
+		channel, recipient, payload string
+		extra                       string // named arguments of both functions' remaining parameters
+	}
+	email, sms := `{"subject":"s","text":"t"}`, `{"text":"t"}`
+	cases := []c{
+		{"email", "ana@example.com", email, ""},
+		{"email", strings.Repeat("a", 64) + "@" + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + ".com", email, ""},
+		{"email", strings.Repeat("a", 243) + "@example.com", email, ""}, // 255 characters
+		{"email", "a.b+c@ex-ample.co.uk", email, ""},
+		{"email", ".a@example.com", email, ""},
+		{"email", "a.@example.com", email, ""},
+		{"email", "a@-example.com", email, ""},
+		{"email", "a@example.com", `{"subject":"s","html":"h"}`, ""},
+		{"email", "a@example.com", `{"subject":"s","body":""}`, ""},
+		{"email", "a@example.com", `{"subject":"","text":"t"}`, ""},
+		{"email", "a@example.com", `[]`, ""},
+		{"sms", "+1234567", sms, ""},
+		{"sms", "+123456", sms, ""},
+		{"sms", "+123456789012345", sms, ""},
+		{"sms", "+1234567890123456", sms, ""},
+		{"sms", "+14155550100", `{"body":"b"}`, ""},
+		{"sms", "+14155550100", `{"text":1}`, ""},
+		{"hook", "https://example.com/x?y", `{}`, ""},
+		{"hook", "ftp://example.com", `{}`, ""},
+		{"hook", "https://example.com", `{"k":"` + strings.Repeat("x", 60) + `"}`, ""},
+		{"other", strings.Repeat("r", 320), `{}`, ""},
+		{"other", strings.Repeat("r", 321), `{}`, ""},
+		{"other", "", `{}`, ""},
+		{"nope", "x", `{}`, ""},
+		{"email", "a@example.com", email, "run_at => $4::timestamptz + interval '364 days'"},
+		{"email", "a@example.com", email, "run_at => $4::timestamptz - interval '366 days'"},
+		{"email", "a@example.com", email, "priority => 100"},
+		{"email", "a@example.com", email, "priority => -101"},
+		{"email", "a@example.com", email, "max_attempts => 100"},
+		{"email", "a@example.com", email, "max_attempts => 0"},
+		{"email", "a@example.com", email, `metadata => '{"a":1}'`},
+		{"email", "a@example.com", email, `metadata => '"a"'`},
+		{"email", "a@example.com", email, "idempotency_key => repeat('k', 255)"},
+		{"email", "a@example.com", email, "idempotency_key => ''"},
+		{"email", "a@example.com", email, "ordering_key => repeat('k', 256)"},
+	}
+	valids, invalids := 0, 0
+	for _, k := range cases {
+		args := map[string]string{"run_at": "NULL", "priority": "NULL", "max_attempts": "NULL", "metadata": "NULL",
+			"idempotency_key": "NULL", "ordering_key": "NULL"}
+		if k.extra != "" {
+			name, value, _ := strings.Cut(k.extra, " => ")
+			args[name] = value
+		}
+		list := fmt.Sprintf("%s, %s, %s, %s::jsonb, %s, %s", args["run_at"], args["priority"], args["max_attempts"],
+			args["metadata"], args["idempotency_key"], args["ordering_key"])
+		var valid bool
+		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, $2, $3::jsonb, `+list+`, $4)
+			FROM (SELECT $1::text AS name) x LEFT JOIN herald.channels c ON c.name = x.name`,
+			k.channel, k.recipient, k.payload, t0).Scan(&valid); err != nil {
+			t.Fatalf("%+v: %v", k, err)
+		}
+		err := pool.QueryRow(ctx, `SELECT herald._validate($1, $2, $3::jsonb, `+list+`, $4, '')`,
+			k.channel, k.recipient, k.payload, t0).Scan(new(int))
+		if valid != (err == nil) {
+			t.Errorf("%s %q %s %s: _valid says %v, _validate says %v", k.channel, k.recipient, k.payload, k.extra, valid, err)
+		}
+		if valid {
+			valids++
+		} else {
+			invalids++
+		}
+	}
+	if valids < 10 || invalids < 10 {
+		t.Fatalf("the cases should cover both sides: %d valid, %d invalid", valids, invalids)
+	}
+}
