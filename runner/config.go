@@ -40,8 +40,8 @@ type Config struct {
 	// metric (default 15s; it scans the messages table).
 	StatsInterval time.Duration
 	// NotifyWindow is how long after a notification the runner claims once more, for
-	// messages whose NOTIFY the database throttled (default 10ms: two of the default
-	// herald.notify_interval_ms, with room).
+	// a message committed while the first claim ran, whose producer saw no runner
+	// waiting (default 10ms; README, "Notifications").
 	NotifyWindow time.Duration
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger

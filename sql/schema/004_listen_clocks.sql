@@ -9,6 +9,9 @@
 -- because every listener is awake and will claim or read again anyway. So a busy
 -- queue pays no NOTIFY (whose commit takes a database-wide lock), and an idle one
 -- wakes its listeners at the first message.
+-- From this release on, the notify clocks of 002_log.sql hold microseconds too (its
+-- comment says milliseconds; a millisecond value left from release 1 reads as long
+-- ago and is replaced at the first notification).
 -- Sequences for the reason given in 002_log.sql: setval and last_value take no row
 -- lock and are not rolled back.
 CREATE SEQUENCE herald.listen_clock_queue AS bigint MINVALUE 0 START 0;
