@@ -27,9 +27,7 @@ AS $$
         kind IS NOT NULL
     AND length(recipient) BETWEEN 1 AND 320
     AND CASE kind
-          WHEN 'email' THEN length(recipient) <= 254
-            AND recipient ~ '^[A-Za-z0-9.!#$%&''*+/=?^_`{|}~-]+@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$'
-            AND recipient !~ '^\.|\.\.|\.@'
+          WHEN 'email' THEN herald._email_address(recipient)
           WHEN 'sms' THEN recipient ~ '^\+[1-9][0-9]{6,14}$'
           WHEN 'webhook' THEN recipient ~ '^https?://[^\s/?#]+([/?#]\S*)?$'
           ELSE true

@@ -52,10 +52,7 @@ BEGIN
 
   IF recipient IS NULL OR recipient = '' OR length(recipient) > 320 THEN
     PERFORM herald._reject('HR002', prefix || 'recipient', 'must be a non-empty string of at most 320 characters');
-  ELSIF ch.kind = 'email' AND NOT (
-        length(recipient) <= 254
-    AND recipient ~ '^[A-Za-z0-9.!#$%&''*+/=?^_`{|}~-]+@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$'
-    AND recipient !~ '^\.|\.\.|\.@') THEN
+  ELSIF ch.kind = 'email' AND NOT herald._email_address(recipient) THEN
     PERFORM herald._reject('HR002', prefix || 'recipient', format('%L is not an e-mail address', recipient),
       hint => 'expected local-part@domain, e.g. ana@example.com');
   ELSIF ch.kind = 'sms' AND recipient !~ '^\+[1-9][0-9]{6,14}$' THEN

@@ -11,6 +11,7 @@
 -- this one stays as it is.
 {{ template "functions/_reject.sql" . }}
 {{ template "functions/_nonempty_string.sql" . }}
+{{ template "functions/_email_address.sql" . }}
 {{ template "functions/_backoff.sql" . }}
 {{ template "functions/_append_error.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}

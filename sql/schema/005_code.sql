@@ -23,6 +23,7 @@ DROP FUNCTION IF EXISTS herald._log_terminal();
 DROP FUNCTION IF EXISTS herald._notify_ready();
 {{ template "functions/_reject.sql" . }}
 {{ template "functions/_nonempty_string.sql" . }}
+{{ template "functions/_email_address.sql" . }}
 {{ template "functions/_backoff.sql" . }}
 {{ template "functions/_append_error.sql" . }}
 {{ template "functions/_key_hash.sql" . }}
