@@ -67,8 +67,8 @@ func TestEnqueueMany(t *testing.T) {
 			t.Fatalf("ids not in input order: %v", many)
 		}
 	}
-	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_pending WHERE kind = 'accepted'
-		AND message_id = ANY($1)`, many); n != 3 {
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_pending p, unnest(p.message_ids) AS id
+		WHERE p.kind = 'accepted' AND id = ANY($1)`, many); n != 3 {
 		t.Fatalf("%d accepted events for EnqueueMany's messages, want 3", n)
 	}
 

@@ -8,7 +8,8 @@
 -- Ids come from the identity sequence first, so that the result is in input order;
 -- they are unique and increasing within the call, not gapless.
 -- The events go to herald.log_pending in the same statement as the messages (a
--- data-modifying CTE), in id order, without touching any shared row: offsets are
+-- data-modifying CTE), as one row holding them all in id order (migration 005),
+-- without touching any shared row: offsets are
 -- given after commit by herald.log_sequence (README, "The ordered log").
 -- ON CONFLICT on messages_idempotency_key_idx only when some element has a key: the
 -- speculative insertion it needs costs on every row (measured: half the throughput
@@ -52,10 +53,11 @@ BEGIN
       JOIN herald.channels c ON c.name = u.channel
       RETURNING m.id, m.channel, m.recipient, m.ordering_key
     ), appended AS (
-      INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
-      SELECT s.id, 'accepted', s.channel, herald._key_hash(s.ordering_key, s.recipient), _store.now
+      INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+      SELECT 'accepted', _store.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
+             array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
       FROM stored s
-      ORDER BY s.id
+      HAVING count(*) > 0
     )
     SELECT count(*) INTO inserted FROM stored;
     RETURN v_ids;
@@ -76,10 +78,11 @@ BEGIN
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
-    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
-    SELECT s.id, 'accepted', s.channel, herald._key_hash(s.ordering_key, s.recipient), _store.now
+    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+    SELECT 'accepted', _store.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
+           array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
     FROM stored s
-    ORDER BY s.id
+    HAVING count(*) > 0
   )
   SELECT count(*) INTO inserted FROM stored;
 

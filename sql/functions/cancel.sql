@@ -21,8 +21,8 @@ BEGIN
     WHERE m.id = cancel.id AND m.status = 'queued'
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
-    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
-    SELECT c.id, 'cancelled', c.channel, herald._key_hash(c.ordering_key, c.recipient), cancel.now
+    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+    SELECT 'cancelled', cancel.now, ARRAY[c.id], ARRAY[c.channel], ARRAY[herald._key_hash(c.ordering_key, c.recipient)]
     FROM cancelled c
   )
   SELECT EXISTS (SELECT FROM cancelled) INTO done;

@@ -8,7 +8,8 @@
 -- harmless (the second one changes nothing).
 -- provider_message_ids (optional, same length) is stored as the delivery receipt.
 -- Each changed row gets a 'sent' log event ({provider_message_id, attempts}),
--- appended to herald.log_pending in the same statement, in id order; log consumers
+-- appended to herald.log_pending in the same statement (one row for all of them, in
+-- id order); log consumers
 -- are woken through herald._notify.
 -- Index: the primary key, one probe per id. The statement does not test status:
 -- the lease token match implies 'processing' (constraint
@@ -48,11 +49,12 @@ BEGIN
       AND m.lease_token = u.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
     RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.provider_message_id, m.attempts
   ), appended AS (
-    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at, detail)
-    SELECT s.id, 'sent', s.channel, herald._key_hash(s.ordering_key, s.recipient), complete.now,
-           herald._event_detail('sent', s.provider_message_id, NULL, NULL, s.attempts)
+    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes, details)
+    SELECT 'sent', complete.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
+           array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id),
+           array_agg(herald._event_detail('sent', s.provider_message_id, NULL, NULL, s.attempts) ORDER BY s.id)
     FROM sent s
-    ORDER BY s.id
+    HAVING count(*) > 0
   )
   SELECT count(*) INTO changed FROM sent;
   IF changed > 0 THEN

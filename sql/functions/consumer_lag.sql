@@ -9,7 +9,7 @@ SELECT o.group_name,
        o.committed_offset,
        c.next_offset - 1 AS log_end,
        c.next_offset - 1 - o.committed_offset AS lag,
-       (SELECT count(*) FROM herald.log_pending) AS pending,
+       (SELECT coalesce(sum(cardinality(p.message_ids)), 0) FROM herald.log_pending p) AS pending,
        o.updated_at
 FROM herald.consumer_offsets o
 CROSS JOIN herald.log_counter c;

@@ -61,8 +61,8 @@ BEGIN
                           enqueue.ordering_key, enqueue.now)
       RETURNING m.id, m.channel, m.recipient, m.ordering_key
     ), appended AS (
-      INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
-      SELECT s.id, 'accepted', s.channel, herald._key_hash(s.ordering_key, s.recipient), enqueue.now
+      INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+      SELECT 'accepted', enqueue.now, ARRAY[s.id], ARRAY[s.channel], ARRAY[herald._key_hash(s.ordering_key, s.recipient)]
       FROM stored s
     )
     SELECT s.id INTO v_id FROM stored s;
@@ -87,8 +87,8 @@ BEGIN
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
-    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at)
-    SELECT s.id, 'accepted', s.channel, herald._key_hash(s.ordering_key, s.recipient), enqueue.now
+    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+    SELECT 'accepted', enqueue.now, ARRAY[s.id], ARRAY[s.channel], ARRAY[herald._key_hash(s.ordering_key, s.recipient)]
     FROM stored s
   )
   SELECT s.id INTO v_id FROM stored s;

@@ -85,12 +85,13 @@ BEGIN
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
               m.last_error, m.attempts
   ), appended AS (
-    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at, detail)
-    SELECT f.id, 'dead', f.channel, herald._key_hash(f.ordering_key, f.recipient), fail.now,
-           herald._event_detail('dead', NULL, f.last_error_class, f.last_error, f.attempts)
+    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes, details)
+    SELECT 'dead', fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),
+           array_agg(herald._key_hash(f.ordering_key, f.recipient) ORDER BY f.id),
+           array_agg(herald._event_detail('dead', NULL, f.last_error_class, f.last_error, f.attempts) ORDER BY f.id)
     FROM failed f
     WHERE f.status = 'dead'
-    ORDER BY f.id
+    HAVING count(*) > 0
   )
   SELECT count(*), bool_or(f.status = 'dead'), bool_or(f.status = 'queued' AND f.run_at <= fail.now)
   INTO changed, died, ready

@@ -1,6 +1,9 @@
--- herald.log_sequence(max) — give offsets to committed pending events: move up to
--- `max` (1..100,000) of them from herald.log_pending into herald.log, in seq order,
--- numbered from herald.log_counter.next_offset on. Returns how many were moved.
+-- herald.log_sequence(max) — give offsets to committed pending events: move about
+-- `max` (1..100,000) of them from herald.log_pending into herald.log, numbered from
+-- herald.log_counter.next_offset on, in order of seq and, within a pending row (the
+-- events of one statement, migration 005), of position. Whole rows only: the run
+-- stops before a row that would start past `max` events, so it may move more than
+-- `max` when one statement made more. Returns how many events were moved.
 --
 -- Runs are serialised by the counter row: a call that finds it locked (another run
 -- in progress) returns 0 at once instead of waiting. The counter row stays locked
@@ -37,13 +40,21 @@ BEGIN
 
   WITH batch AS (
     DELETE FROM herald.log_pending p
-    WHERE p.seq IN (SELECT q.seq FROM herald.log_pending q ORDER BY q.seq LIMIT log_sequence.max)
+    WHERE p.seq IN (
+      SELECT r.seq
+      FROM (SELECT q.seq, sum(cardinality(q.message_ids)) OVER (ORDER BY q.seq) - cardinality(q.message_ids) AS before
+            FROM herald.log_pending q
+            ORDER BY q.seq
+            LIMIT log_sequence.max) r -- every statement holds at least one event
+      WHERE r.before < log_sequence.max)
     RETURNING p.*
   )
   INSERT INTO herald.log ("offset", message_id, kind, channel, key_hash, at, detail)
-  SELECT v_next + row_number() OVER (ORDER BY b.seq) - 1, b.message_id, b.kind, b.channel,
-         b.key_hash, b.at, b.detail
-  FROM batch b;
+  SELECT v_next + row_number() OVER (ORDER BY b.seq, e.pos) - 1, e.message_id, b.kind, e.channel,
+         e.key_hash, b.at, coalesce(e.detail, '{}')
+  FROM batch b,
+       unnest(b.message_ids, b.channels, b.key_hashes, b.details)
+         WITH ORDINALITY AS e(message_id, channel, key_hash, detail, pos);
   GET DIAGNOSTICS moved = ROW_COUNT;
 
   IF moved > 0 THEN

@@ -49,12 +49,13 @@ BEGIN
     WHERE m.id = expired.id
     RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
   ), appended AS (
-    INSERT INTO herald.log_pending (message_id, kind, channel, key_hash, at, detail)
-    SELECT r.id, 'dead', r.channel, herald._key_hash(r.ordering_key, r.recipient), reap_stale.now,
-           herald._event_detail('dead', NULL, 'transient', 'lease expired', r.attempts)
+    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes, details)
+    SELECT 'dead', reap_stale.now, array_agg(r.id ORDER BY r.id), array_agg(r.channel ORDER BY r.id),
+           array_agg(herald._key_hash(r.ordering_key, r.recipient) ORDER BY r.id),
+           array_agg(herald._event_detail('dead', NULL, 'transient', 'lease expired', r.attempts) ORDER BY r.id)
     FROM reaped r
     WHERE r.status = 'dead'
-    ORDER BY r.id
+    HAVING count(*) > 0
   )
   SELECT count(*), bool_or(r.status = 'dead'), bool_or(r.status = 'queued')
   INTO changed, died, ready

@@ -1,48 +1,9 @@
--- 003_code.sql — install herald's functions, views and triggers (release 1).
--- Superseded by 005_code.sql; kept so that every install path runs the same steps.
+-- 003_code.sql — installed herald's functions, views and triggers in release 1.
 --
--- Each line pulls in one file of sql/functions or sql/triggers as a tern template, in
--- dependency order (SQL-language functions and views are checked when created, so
--- what they call comes first). The same list is what `herald migrate
--- --reinstall-code` re-applies. Every file is plain SQL (CREATE OR REPLACE), so a DBA
--- can also apply one directly: psql -f sql/functions/claim_batch.sql.
---
--- A later release that changes functions adds a new NNN_code.sql with its own list;
--- this one stays as it is.
-{{ template "functions/_reject.sql" . }}
-{{ template "functions/_nonempty_string.sql" . }}
-{{ template "functions/_email_address.sql" . }}
-{{ template "functions/_backoff.sql" . }}
-{{ template "functions/_append_error.sql" . }}
-{{ template "functions/_check_arrays.sql" . }}
-{{ template "functions/_json_text.sql" . }}
-{{ template "functions/_json_integer.sql" . }}
-{{ template "functions/_json_timestamptz.sql" . }}
-{{ template "functions/_validate.sql" . }}
-{{ template "functions/_valid.sql" . }}
-{{ template "functions/_plain_valid.sql" . }}
-{{ template "functions/_idempotent_id.sql" . }}
-{{ template "functions/_notify.sql" . }}
-{{ template "functions/_consumer_partition.sql" . }}
-{{ template "functions/enqueue.sql" . }}
-{{ template "functions/enqueue_batch.sql" . }}
-{{ template "functions/claim_batch.sql" . }}
-{{ template "functions/complete.sql" . }}
-{{ template "functions/fail.sql" . }}
-{{ template "functions/extend_lease.sql" . }}
-{{ template "functions/reap_stale.sql" . }}
-{{ template "functions/cancel.sql" . }}
-{{ template "functions/redrive.sql" . }}
-{{ template "functions/purge.sql" . }}
-{{ template "functions/status.sql" . }}
-{{ template "functions/queue_stats.sql" . }}
-{{ template "functions/dead_letters.sql" . }}
-{{ template "functions/throughput.sql" . }}
-{{ template "functions/log_sequence.sql" . }}
-{{ template "functions/create_consumer_group.sql" . }}
-{{ template "functions/log_read.sql" . }}
-{{ template "functions/log_ack.sql" . }}
-{{ template "functions/log_dead_letter.sql" . }}
-{{ template "functions/log_truncate.sql" . }}
-{{ template "functions/consumer_lag.sql" . }}
-{{ template "triggers/messages_notify.sql" . }}
+-- Superseded by 006_code.sql, which installs the whole current code (and drops what
+-- release 1 had and release 2 does not), so this step now does nothing: a database
+-- migrated by release 1 already ran it, and a new install gets its code at 006.
+-- Emptied rather than kept, because a code migration includes the current files of
+-- sql/functions as templates: kept, it would install today's functions against
+-- release 1's tables (before 004 and 005 exist) and fail.
+SELECT 1;

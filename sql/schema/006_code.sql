@@ -1,10 +1,11 @@
--- 005_code.sql — install herald's functions, views and triggers (release 2).
+-- 006_code.sql — install herald's functions, views and triggers (release 2).
 --
--- Replaces the code of 003_code.sql, which stays as it was. What changed: the log's
--- events are appended by the functions that make each transition (enqueue,
--- enqueue_batch, enqueue_many, complete, fail, reap_stale, cancel), in the same
--- statement, instead of by transition-table triggers; the one remaining trigger only
--- notifies, and notifies only when a listener may be waiting (migration 004).
+-- Replaces the code of 003_code.sql (now a no-op). What changed: the log's events
+-- are appended by the functions that make each transition (enqueue, enqueue_batch,
+-- enqueue_many, complete, fail, reap_stale, cancel), in the same statement, one
+-- herald.log_pending row per statement (migration 005), instead of by
+-- transition-table triggers; the one remaining trigger only notifies, and notifies
+-- only when a listener may be waiting (migration 004).
 -- Objects of the earlier code that no longer exist are dropped first.
 --
 -- Each line pulls in one file of sql/functions or sql/triggers as a tern template, in

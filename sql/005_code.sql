@@ -1,1 +1,0 @@
-schema/005_code.sql

@@ -1,0 +1,1 @@
+schema/005_log_pending_batches.sql

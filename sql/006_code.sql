@@ -1,0 +1,1 @@
+schema/006_code.sql
