@@ -51,28 +51,22 @@ func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error
 	for i, m := range msgs {
 		channels[i], recipients[i], payloads[i] = m.Channel, m.Recipient, m.Payload
 		if m.RunAt != nil {
-			runAts = grow(runAts, n)
-			runAts[i] = m.RunAt
+			put(&runAts, n, i, m.RunAt)
 		}
 		if m.Priority != nil {
-			priorities = grow(priorities, n)
-			priorities[i] = m.Priority
+			put(&priorities, n, i, m.Priority)
 		}
 		if m.IdempotencyKey != "" {
-			idemKeys = grow(idemKeys, n)
-			idemKeys[i] = &msgs[i].IdempotencyKey
+			put(&idemKeys, n, i, &msgs[i].IdempotencyKey)
 		}
 		if m.OrderingKey != "" {
-			orderKeys = grow(orderKeys, n)
-			orderKeys[i] = &msgs[i].OrderingKey
+			put(&orderKeys, n, i, &msgs[i].OrderingKey)
 		}
 		if m.MaxAttempts != nil {
-			maxAttempts = grow(maxAttempts, n)
-			maxAttempts[i] = m.MaxAttempts
+			put(&maxAttempts, n, i, m.MaxAttempts)
 		}
 		if m.Metadata != nil {
-			metadata = grow(metadata, n)
-			metadata[i] = m.Metadata
+			put(&metadata, n, i, m.Metadata)
 		}
 	}
 	var ids []int64
@@ -87,10 +81,11 @@ func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error
 	return ids, nil
 }
 
-// grow returns s, or a new slice of n zero values when s is still nil.
-func grow[T any](s []T, n int) []T {
-	if s == nil {
-		return make([]T, n)
+// put sets element i of *s to v, making *s a slice of n zero values (NULLs on the
+// wire) the first time.
+func put[T any](s *[]T, n, i int, v T) {
+	if *s == nil {
+		*s = make([]T, n)
 	}
-	return s
+	(*s)[i] = v
 }

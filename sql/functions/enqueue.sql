@@ -14,8 +14,8 @@
 -- channel's row WHERE herald._valid(…) (inlined), and the 'accepted' log event in a
 -- data-modifying CTE of the same statement. When it stores nothing, the input is bad:
 -- herald._validate then raises the error that names the field.
--- Idempotency: ON CONFLICT on messages_idempotency_key_idx; a concurrent insert of the
--- same key makes this call wait for it, then return its id. Under REPEATABLE READ or
+-- Idempotency (through herald._store): ON CONFLICT on messages_idempotency_key_idx; a
+-- concurrent insert of the same key makes this call wait for it, then return its id. Under REPEATABLE READ or
 -- SERIALIZABLE the winner may be invisible: 40001 serialization_failure (retry).
 -- A statement of its own rather than a call of enqueue_batch: the hot path of every
 -- producer, kept to one statement.
@@ -73,30 +73,15 @@ BEGIN
 
   -- With an idempotency key, or when the statement above found the input bad:
   -- _validate raises the error that names the field (or, were _valid ever stricter
-  -- than it, lets the message through to be stored below).
+  -- than it, lets the message through); herald._store then stores it as a batch of
+  -- one, with ON CONFLICT on the key and the first id for a repeat.
   v_max := herald._validate(enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.run_at,
                             enqueue.priority, enqueue.max_attempts, enqueue.metadata,
                             enqueue.idempotency_key, enqueue.ordering_key, enqueue.now, '');
-  WITH stored AS (
-    INSERT INTO herald.messages AS m
-      (channel, recipient, payload, metadata, priority, run_at, ordering_key,
-       idempotency_key, max_attempts, created_at)
-    VALUES (enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.metadata,
-            coalesce(enqueue.priority, 0), coalesce(enqueue.run_at, enqueue.now), enqueue.ordering_key,
-            enqueue.idempotency_key, v_max, enqueue.now)
-    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING m.id, m.channel, m.recipient, m.ordering_key
-  ), appended AS (
-    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
-    SELECT 'accepted', enqueue.now, ARRAY[s.id], ARRAY[s.channel], ARRAY[herald._key_hash(s.ordering_key, s.recipient)]
-    FROM stored s
-  )
-  SELECT s.id INTO v_id FROM stored s;
-
-  IF v_id IS NULL THEN
-    v_id := herald._idempotent_id(enqueue.idempotency_key);
-  END IF;
-  RETURN v_id;
+  RETURN (herald._store(ARRAY[enqueue.channel], ARRAY[enqueue.recipient], ARRAY[enqueue.payload],
+                        ARRAY[enqueue.metadata], ARRAY[coalesce(enqueue.priority, 0)],
+                        ARRAY[coalesce(enqueue.run_at, enqueue.now)], ARRAY[enqueue.ordering_key],
+                        ARRAY[enqueue.idempotency_key], ARRAY[v_max], enqueue.now))[1];
 END
 $$;
 
