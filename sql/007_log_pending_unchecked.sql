@@ -1,0 +1,1 @@
+schema/007_log_pending_unchecked.sql

@@ -1,0 +1,1 @@
+schema/008_code.sql
