@@ -52,9 +52,9 @@ type options struct {
 
 func main() {
 	var o options
-	flag.DurationVar(&o.duration, "duration", 2*time.Second, "enqueue scenarios: how long each measured phase runs")
+	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "enqueue scenarios: how long each measured phase runs")
 	flag.IntVar(&o.conns, "conns", 8, "enqueue scenarios: concurrent producer connections")
-	flag.IntVar(&o.rounds, "rounds", 2, "enqueue scenarios: how many times each variant runs, alternating (the median counts)")
+	flag.IntVar(&o.rounds, "rounds", 3, "enqueue scenarios: how many times each variant runs, alternating (ratio: the median of the rounds' herald/baseline quotients)")
 	flag.IntVar(&o.batch, "batch", 100, "enqueue-batch: messages per batch")
 	flag.IntVar(&o.runners, "runners", 2, "drain, soak: herald run processes")
 	flag.IntVar(&o.runnerBatch, "runner-batch", 1000, "drain: HERALD_BATCH_SIZE of the runners (concurrency is twice that)")

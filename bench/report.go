@@ -17,7 +17,7 @@ type row struct {
 	Target   float64     `json:"target,omitempty"` // minimum ratio herald must reach; 0 = none
 	Limit    float64     `json:"limit,omitempty"`  // maximum value herald may show (absolute figures); 0 = none
 	Met      *bool       `json:"met,omitempty"`
-	Rounds   [][]float64 `json:"rounds"` // herald's and the baseline's rate per round
+	Rounds   [][]float64 `json:"rounds"` // herald's and the baseline's rate per round (ratio: median of their quotients)
 }
 
 // report is everything one run measured.
@@ -28,12 +28,20 @@ type report struct {
 	Rows    []row     `json:"rows"`
 }
 
+// ratioRow compares herald with its baseline. Herald and baseline alternate, so
+// round i of each ran side by side: the ratio is the median of the per-round ratios
+// (a slow stretch of a shared machine hits both sides of a pair), not the ratio of
+// the two medians; the herald and baseline columns are the medians of their rates.
 func ratioRow(figure, unit string, herald, baseline result, target float64) row {
 	r := row{Figure: figure, Unit: unit, Herald: herald.median(), Baseline: baseline.median(), Target: target,
 		Rounds: [][]float64{herald.rates, baseline.rates}}
-	if r.Baseline > 0 {
-		r.Ratio = r.Herald / r.Baseline
+	paired := result{}
+	for i := range min(len(herald.rates), len(baseline.rates)) {
+		if baseline.rates[i] > 0 {
+			paired.rates = append(paired.rates, herald.rates[i]/baseline.rates[i])
+		}
 	}
+	r.Ratio = paired.median()
 	if target > 0 {
 		met := r.Ratio >= target
 		r.Met = &met

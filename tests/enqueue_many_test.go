@@ -85,6 +85,53 @@ func TestEnqueueMany(t *testing.T) {
 	}
 }
 
+// Without idempotency keys, enqueue_many checks and stores in one statement
+// (herald._store_valid), joining each message to its channel: the ids still follow
+// the input order when channels alternate, defaults are filled in, and the one
+// 'accepted' row lists the ids in that order. enqueue_batch's fast path, which hands
+// its arrays to enqueue_many, gives the same order.
+func TestEnqueueManyWithoutKeysKeepsInputOrder(t *testing.T) {
+	ctx, pool := setup(t)
+	var msgs []intake.Message
+	var items []string
+	for i := range 40 {
+		m := intake.Message{Channel: "email", Recipient: fmt.Sprintf("u%d@example.com", i), Payload: json.RawMessage(`{"subject":"s","text":"t"}`)}
+		if i%3 == 1 {
+			m = intake.Message{Channel: "sms", Recipient: fmt.Sprintf("+1415555%04d", i), Payload: json.RawMessage(`{"text":"t"}`)}
+		}
+		msgs = append(msgs, m)
+		items = append(items, fmt.Sprintf(`{"channel":%q,"recipient":%q,"payload":%s}`, m.Channel, m.Recipient, m.Payload))
+	}
+	many, err := intake.EnqueueMany(ctx, pool, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromBatch []int64
+	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1)`, "["+strings.Join(items, ",")+"]").Scan(&fromBatch); err != nil {
+		t.Fatal(err)
+	}
+	for _, ids := range [][]int64{many, fromBatch} {
+		if len(ids) != len(msgs) {
+			t.Fatalf("%d ids for %d messages", len(ids), len(msgs))
+		}
+		for i, id := range ids {
+			got := scalar[string](t, pool, `SELECT concat_ws('|', channel, recipient, priority, run_at = created_at,
+				max_attempts = (SELECT c.max_attempts FROM herald.channels c WHERE c.name = m.channel))
+				FROM herald.messages m WHERE id = $1`, id)
+			if want := msgs[i].Channel + "|" + msgs[i].Recipient + "|0|t|t"; got != want {
+				t.Fatalf("id %d (input %d): stored %q, want %q", id, i, got, want)
+			}
+			if i > 0 && id <= ids[i-1] {
+				t.Fatalf("ids not ascending in input order: %v", ids)
+			}
+		}
+		if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_pending
+			WHERE kind = 'accepted' AND message_ids = $1`, ids); n != 1 {
+			t.Fatalf("%d accepted rows listing the call's ids in input order, want 1", n)
+		}
+	}
+}
+
 // A bad message in the bulk path names its index and field, and nothing is stored;
 // so do arrays of the wrong length.
 func TestEnqueueManyRejectsBadInput(t *testing.T) {

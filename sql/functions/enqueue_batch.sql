@@ -12,12 +12,14 @@
 --   HR011 messages[i].<field>     an unknown field, or a field of the wrong JSON type
 --                                 (a run_at that is not a timestamp is HR005,
 --                                 a non-integer priority HR006, max_attempts HR007)
--- Every element is validated before anything is written: when all are plainly valid
--- (herald._plain_valid) by one set-based check, else one by one, which raises the
--- error of the first bad element. Then herald._store writes them all with one INSERT
--- (statement triggers fire once) and their 'accepted' events with another, in the
--- same statement. Idempotency as in herald.enqueue; a key repeated within the batch
--- gives the first element's id.
+-- When every element has the plain JSON shape (herald._plain_item: no run_at, fields
+-- of the right types), one pass turns them into parallel arrays for
+-- herald.enqueue_many, which validates and stores them (one INSERT without
+-- idempotency keys); else the elements are checked one by one, which raises the
+-- error of the first bad element, and herald._store writes them. Either way nothing
+-- is written when an element is bad, statement triggers fire once, and the
+-- 'accepted' events are written in the same statement. Idempotency as in
+-- herald.enqueue; a key repeated within the batch gives the first element's id.
 -- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages.
 CREATE OR REPLACE FUNCTION herald.enqueue_batch(messages jsonb, now timestamptz DEFAULT now())
 RETURNS bigint[]
@@ -50,20 +52,19 @@ BEGIN
     PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
-  IF NOT EXISTS (SELECT FROM jsonb_array_elements(messages) e
-                 LEFT JOIN herald.channels c ON c.name = e ->> 'channel'
-                 WHERE NOT herald._plain_valid(e, c.kind, c.max_payload_bytes, now)) THEN
-    -- Fast path: every element plainly valid (herald._plain_valid), so every cast
-    -- below succeeds — one check and one pass over the elements, no per-element
-    -- PL/pgSQL. jsonb_array_elements yields the elements in order.
+  IF NOT EXISTS (SELECT FROM jsonb_array_elements(messages) e WHERE NOT herald._plain_item(e)) THEN
+    -- Fast path: every element has the plain shape (herald._plain_item), so every
+    -- cast below succeeds; one pass turns the elements (in order) into parallel
+    -- arrays, and herald.enqueue_many checks the values and stores them, naming a bad
+    -- element as messages[<index>].<field> like the path below.
     SELECT array_agg(e ->> 'channel'), array_agg(e ->> 'recipient'), array_agg(e -> 'payload'),
-           array_agg(nullif(e -> 'metadata', 'null')), array_agg(coalesce((e ->> 'priority')::integer, 0)),
+           array_agg(nullif(e -> 'metadata', 'null')), array_agg((e ->> 'priority')::integer),
            array_agg(e ->> 'ordering_key'), array_agg(e ->> 'idempotency_key'),
            array_agg((e ->> 'max_attempts')::integer)
     INTO v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_order, v_idem, v_max
     FROM jsonb_array_elements(messages) e;
-    RETURN herald._store(v_channels, v_recipients, v_payloads, v_meta, v_priorities,
-                         array_fill(now, ARRAY[n]), v_order, v_idem, v_max, now);
+    RETURN herald.enqueue_many(v_channels, v_recipients, v_payloads, NULL, v_priorities, v_idem,
+                               v_order, v_max, v_meta, now);
   END IF;
 
   -- Element by element: the path that names the first bad element and field.

@@ -12,9 +12,10 @@
 -- Errors: HR011 channels (NULL, empty or over 10,000 elements), HR011 <array> (an
 -- array whose length differs from channels'); a bad message raises the SQLSTATE of
 -- herald._validate (HR001–HR010) with COLUMN = 'messages[<index>].<field>' (index
--- from 0), as enqueue_batch does. Every message is checked at once by
--- herald._valid; only when one fails does herald._validate run element by element to
--- name it.
+-- from 0), as enqueue_batch does. Without idempotency keys, one statement checks
+-- every message with herald._valid and stores them (herald._store_valid); with keys,
+-- every message is checked at once by herald._valid, then herald._store inserts them.
+-- Only when a message fails does herald._validate run element by element to name it.
 -- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages and
 -- herald.log_pending.
 CREATE OR REPLACE FUNCTION herald.enqueue_many(
@@ -42,6 +43,7 @@ DECLARE
                              cardinality(priorities), cardinality(idempotency_keys),
                              cardinality(ordering_keys), cardinality(max_attempts), cardinality(metadata)];
   i integer;
+  v_ids bigint[];
 BEGIN
   IF n = 0 OR n > 10000 THEN
     PERFORM herald._reject('HR011', 'channels', format('has %s elements; 1 to 10000 messages are allowed', n));
@@ -53,25 +55,39 @@ BEGIN
     END IF;
   END LOOP;
 
-  IF EXISTS (SELECT FROM unnest(channels, recipients, payloads, run_ats, priorities, idempotency_keys,
-                                ordering_keys, max_attempts, metadata)
-                    AS u(channel, recipient, payload, run_at, priority, idempotency_key,
-                         ordering_key, max_attempts, metadata)
-             LEFT JOIN herald.channels c ON c.name = u.channel
-             WHERE NOT herald._valid(c.kind, c.max_payload_bytes, u.recipient, u.payload, u.run_at,
-                                     u.priority, u.max_attempts, u.metadata, u.idempotency_key,
-                                     u.ordering_key, enqueue_many.now)) THEN
-    FOR i IN 1 .. n LOOP
-      PERFORM herald._validate(channels[i], recipients[i], payloads[i], run_ats[i], priorities[i],
-                               max_attempts[i], metadata[i], idempotency_keys[i], ordering_keys[i],
-                               enqueue_many.now, format('messages[%s].', i - 1));
-    END LOOP;
+  IF idempotency_keys IS NULL OR NOT EXISTS (SELECT FROM unnest(idempotency_keys) k WHERE k IS NOT NULL) THEN
+    -- No keys: check and store in one statement; fewer ids than messages means a bad
+    -- one, named below (the error undoes what was stored).
+    v_ids := herald._store_valid(channels, recipients, payloads, metadata, priorities, run_ats,
+                                 ordering_keys, max_attempts, enqueue_many.now);
+    IF cardinality(v_ids) = n THEN
+      RETURN v_ids;
+    END IF;
+  ELSIF NOT EXISTS (SELECT FROM unnest(channels, recipients, payloads, run_ats, priorities, idempotency_keys,
+                                       ordering_keys, max_attempts, metadata)
+                           AS u(channel, recipient, payload, run_at, priority, idempotency_key,
+                                ordering_key, max_attempts, metadata)
+                    LEFT JOIN herald.channels c ON c.name = u.channel
+                    WHERE NOT herald._valid(c.kind, c.max_payload_bytes, u.recipient, u.payload, u.run_at,
+                                            u.priority, u.max_attempts, u.metadata, u.idempotency_key,
+                                            u.ordering_key, enqueue_many.now)) THEN
+    -- With keys: herald._store (ON CONFLICT, first ids for repeats) once all pass.
+    RETURN herald._store(channels, recipients, payloads, metadata,
+                         ARRAY(SELECT coalesce(p, 0) FROM unnest(coalesce(priorities, array_fill(NULL::integer, ARRAY[n]))) p),
+                         ARRAY(SELECT coalesce(r, enqueue_many.now) FROM unnest(coalesce(run_ats, array_fill(NULL::timestamptz, ARRAY[n]))) r),
+                         ordering_keys, idempotency_keys, max_attempts, enqueue_many.now);
   END IF;
 
-  RETURN herald._store(channels, recipients, payloads, metadata,
-                       ARRAY(SELECT coalesce(p, 0) FROM unnest(coalesce(priorities, array_fill(NULL::integer, ARRAY[n]))) p),
-                       ARRAY(SELECT coalesce(r, enqueue_many.now) FROM unnest(coalesce(run_ats, array_fill(NULL::timestamptz, ARRAY[n]))) r),
-                       ordering_keys, idempotency_keys, max_attempts, enqueue_many.now);
+  -- Some message is bad: herald._validate names the first one and raises.
+  FOR i IN 1 .. n LOOP
+    PERFORM herald._validate(channels[i], recipients[i], payloads[i], run_ats[i], priorities[i],
+                             max_attempts[i], metadata[i], idempotency_keys[i], ordering_keys[i],
+                             enqueue_many.now, format('messages[%s].', i - 1));
+  END LOOP;
+  -- Only reached were herald._valid stricter than herald._validate (a test compares
+  -- them): refuse the call rather than store part of it.
+  RAISE EXCEPTION 'herald: herald._valid rejected a message of this call that herald._validate accepts'
+    USING ERRCODE = 'XX000';
 END
 $$;
 

@@ -2,7 +2,10 @@
 --
 -- Replaces the code of 006_code.sql (now a no-op, as is 003_code.sql). What changed
 -- since release 2: the NOTIFY trigger tests herald._notify_due, an inlined
--- expression, and calls herald._notify only when it is true. Release 2's changes
+-- expression, and calls herald._notify only when it is true; enqueue_many without
+-- idempotency keys validates and stores in one statement (herald._store_valid), and
+-- enqueue_batch's fast path hands its arrays to enqueue_many (herald._plain_item
+-- replaces herald._plain_valid). Release 2's changes
 -- over release 1 (kept here for databases upgrading from it): the log's events are
 -- appended by the functions that make each transition (enqueue, enqueue_batch,
 -- enqueue_many, complete, fail, reap_stale, cancel), in the same statement, one
@@ -27,6 +30,7 @@ DROP TRIGGER IF EXISTS _500_notify_ready ON herald.messages;
 DROP FUNCTION IF EXISTS herald._messages_inserted();
 DROP FUNCTION IF EXISTS herald._log_terminal();
 DROP FUNCTION IF EXISTS herald._notify_ready();
+DROP FUNCTION IF EXISTS herald._plain_valid(jsonb, text, integer, timestamptz);
 {{ template "functions/_reject.sql" . }}
 {{ template "functions/_nonempty_string.sql" . }}
 {{ template "functions/_email_address.sql" . }}
@@ -40,9 +44,10 @@ DROP FUNCTION IF EXISTS herald._notify_ready();
 {{ template "functions/_json_timestamptz.sql" . }}
 {{ template "functions/_validate.sql" . }}
 {{ template "functions/_valid.sql" . }}
-{{ template "functions/_plain_valid.sql" . }}
+{{ template "functions/_plain_item.sql" . }}
 {{ template "functions/_idempotent_id.sql" . }}
 {{ template "functions/_store.sql" . }}
+{{ template "functions/_store_valid.sql" . }}
 {{ template "functions/_notify_due.sql" . }}
 {{ template "functions/_notify.sql" . }}
 {{ template "functions/_listening.sql" . }}
