@@ -2,8 +2,9 @@
 -- ordering_keys, idempotency_keys, max_attempts, now) — insert already validated
 -- messages (parallel arrays, one element per message, priority and run_at filled
 -- in; a NULL max_attempts takes the channel's) and their 'accepted' log events;
--- returns their ids in input order. The one writer behind herald.enqueue_batch and
--- herald.enqueue_many.
+-- returns their ids in input order. The writer of herald.enqueue's keyed path and of
+-- enqueue_many (and so enqueue_batch) calls with idempotency keys; key-less bulk calls
+-- validate and store in one statement through herald._store_valid instead.
 --
 -- Ids come from the identity sequence first, so that the result is in input order;
 -- they are unique and increasing within the call, not gapless.
