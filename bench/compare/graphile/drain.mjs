@@ -1,0 +1,68 @@
+// graphile-worker side of herald's drain comparison (bench/compare/run.sh).
+//
+//   node drain.mjs prepare URL JOBS     install graphile-worker, add JOBS no-op jobs
+//   node drain.mjs work URL CONCURRENCY run a worker with batching on, until killed
+//   node drain.mjs watch URL JOBS       wait until no job is left, print jobs/s
+//
+// Batching as graphile-worker documents it for throughput: a local queue (jobs
+// fetched in batches) and batched completion (completeJobBatchDelay 0).
+import { Logger, makeWorkerUtils, run } from "graphile-worker";
+import pg from "pg";
+
+const [cmd, url, arg] = process.argv.slice(2);
+// Silent: graphile-worker logs every job at INFO, which would cost it CPU here.
+const logger = new Logger(() => () => {});
+const n = Number(arg);
+
+if (cmd === "prepare") {
+  const utils = await makeWorkerUtils({ connectionString: url, logger });
+  await utils.migrate();
+  for (let done = 0; done < n; done += 5000) {
+    const specs = [];
+    for (let i = 0; i < Math.min(5000, n - done); i++) specs.push({ identifier: "noop", payload: {} });
+    await utils.addJobs(specs);
+  }
+  await utils.release();
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query("VACUUM ANALYZE graphile_worker._private_jobs");
+  await client.end();
+} else if (cmd === "work") {
+  const runner = await run({
+    logger,
+    taskList: { noop: async () => {} },
+    preset: {
+      worker: {
+        connectionString: url,
+        concurrentJobs: n,
+        maxPoolSize: 10,
+        pollInterval: 1000,
+        localQueue: { size: 2 * n },
+        completeJobBatchDelay: 0,
+        failJobBatchDelay: 0,
+        logger,
+      },
+    },
+    noHandleSignals: false,
+  });
+  await runner.promise;
+} else if (cmd === "watch") {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const start = Date.now();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 50));
+    const { rows } = await client.query("SELECT count(*)::int AS left FROM graphile_worker._private_jobs");
+    process.stderr.write(`\r\x1b[Kgraphile-worker: ${rows[0].left} of ${n} left, ${((Date.now() - start) / 1000).toFixed(1)}s`);
+    if (rows[0].left === 0) {
+      process.stderr.write("\n");
+      console.log(Math.round(n / ((Date.now() - start) / 1000)));
+      break;
+    }
+    if (Date.now() - start > 600000) throw new Error("jobs left after 10 minutes");
+  }
+  await client.end();
+} else {
+  console.error("usage: node drain.mjs prepare|work|watch URL N");
+  process.exit(2);
+}
