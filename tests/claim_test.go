@@ -207,6 +207,30 @@ func TestCompletePlanProbesPrimaryKey(t *testing.T) {
 	}
 }
 
+// claim_batch's UPDATE finds the rows it locked by primary key, also under the
+// generic plan: there LIMIT batch_size is a parameter, which the planner takes for a
+// tenth of the table, and a join to the locked rows was planned as a hash of the
+// whole table, built again for every claim (release 2; the drain slowed down as the
+// table grew).
+func TestClaimPlanProbesPrimaryKey(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, max_attempts, created_at)
+		SELECT 'email', 'a@example.com', '{}', $1::timestamptz, 5, $1::timestamptz FROM generate_series(1, 20000)`, t0)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 1000, now => $1)`, t0.Add(time.Minute)).Scan(&n); err != nil || n != 1000 {
+		t.Fatalf("claim_batch returned %d (%v)", n, err)
+	}
+	plan := planOf(t, *notices, "Update on messages")
+	if !strings.Contains(plan, "Index Scan using messages_pkey") || strings.Contains(plan, "Seq Scan on messages") {
+		t.Fatalf("claim_batch's UPDATE does not probe the primary key:\n%s", plan)
+	}
+}
+
 // explainConn opens a connection on which auto_explain sends the plan of every
 // statement, nested ones included, as a NOTICE; the notices collect in the slice.
 func explainConn(t *testing.T, pool *pgxpool.Pool) (*pgx.Conn, *[]string) {

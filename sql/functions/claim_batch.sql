@@ -13,7 +13,8 @@
 -- Nothing is deleted: a crash after the claim leaves the row 'processing' until
 -- reap_stale sees the lease expire.
 -- Index: messages_claim_idx (priority, run_at, id) WHERE status = 'queued', read in
--- order and stopped at the LIMIT; messages_ordering_key_idx for the ordering check.
+-- order and stopped at the LIMIT; messages_ordering_key_idx for the ordering check;
+-- the UPDATE finds the locked rows through messages_pkey (= ANY of their ids).
 -- Marks the herald_queue listen clock (herald._listening) before it reads: a caller
 -- that gets less than it asked for is about to wait, and producers notify from then
 -- on (herald._notify).
@@ -95,8 +96,10 @@ BEGIN
         leased_by = claim_batch.worker,
         lease_expires_at = claim_batch.now + coalesce(claim_batch.lease,
           (SELECT c.lease FROM herald.channels c WHERE c.name = m.channel))
-    FROM ready
-    WHERE m.id = ready.id
+    -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
+    -- which a generic plan takes for a tenth of the table: it then hashed the whole
+    -- table for every claim).
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.priority, m.run_at
   )

@@ -5,7 +5,8 @@
 -- expression, and calls herald._notify only when it is true; enqueue_many without
 -- idempotency keys validates and stores in one statement (herald._store_valid), and
 -- enqueue_batch's fast path hands its arrays to enqueue_many (herald._plain_item
--- replaces herald._plain_valid). Release 2's changes
+-- replaces herald._plain_valid); claim_batch's UPDATE finds the locked rows by
+-- primary key under any plan; herald._event_detail is STABLE, so it is inlined. Release 2's changes
 -- over release 1 (kept here for databases upgrading from it): the log's events are
 -- appended by the functions that make each transition (enqueue, enqueue_batch,
 -- enqueue_many, complete, fail, reap_stale, cancel), in the same statement, one
