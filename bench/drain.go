@@ -10,7 +10,8 @@ import (
 // drain: preload messages, then drain them. herald = `herald run` processes with the
 // noop sender (claim → send → complete, leases, fencing and the log's receipts on);
 // baseline = 2 connections looping a CTE claim of 1,000 with FOR UPDATE SKIP LOCKED
-// and an UPDATE to done, on public.bare. Also samples the runners' RSS (memory).
+// (returning what a sender needs: id, channel, recipient, payload) and an UPDATE to
+// done, on public.bare. Also samples the runners' RSS (memory).
 func drain(ctx context.Context, db *database, o options) ([]row, error) {
 	bin, err := buildHerald(ctx)
 	if err != nil {
@@ -193,14 +194,17 @@ func drainBaseline(ctx context.Context, db *database, o options, round int) (flo
 						ORDER BY priority, run_at, id LIMIT 1000 FOR UPDATE SKIP LOCKED)
 					  UPDATE public.bare b SET status = 'processing', attempts = b.attempts + 1, lease_token = 1,
 					         leased_by = 'baseline', lease_expires_at = now() + interval '30 seconds'
-					  FROM c WHERE b.id = c.id RETURNING b.id`)
+					  FROM c WHERE b.id = c.id RETURNING b.id, b.channel, b.recipient, b.payload`)
 					if err != nil {
 						return err
 					}
 					var ids []int64
 					for rows.Next() {
+						// What a sender needs, as herald's runner gets from claim_batch.
 						var id int64
-						if err := rows.Scan(&id); err != nil {
+						var channel, recipient string
+						var payload []byte
+						if err := rows.Scan(&id, &channel, &recipient, &payload); err != nil {
 							return err
 						}
 						ids = append(ids, id)
