@@ -102,7 +102,7 @@ func anyLeft(ctx context.Context, db *database, table string) (bool, error) {
 }
 
 // watch polls every 50ms until nothing remains (the end is known to 50ms, about 2% of
-// a 200,000-message drain) and counts what remains every 500ms for the curve; it
+// a 200,000-message drain) and counts what remains every second for the curve; it
 // returns the rate over the whole drain and the curve.
 func watch(ctx context.Context, db *database, table, label string, n int, sample func()) (float64, series, error) {
 	start := time.Now()
@@ -131,7 +131,7 @@ func watch(ctx context.Context, db *database, table, label string, n int, sample
 			fmt.Fprintf(os.Stderr, "\r\033[K%s: %d messages in %.2fs\n", label, n, elapsed.Seconds())
 			return float64(n) / elapsed.Seconds(), curve, nil
 		}
-		if now.Sub(lastT) >= 500*time.Millisecond {
+		if now.Sub(lastT) >= time.Second {
 			left, err := remaining(ctx, db, table)
 			if err != nil {
 				return 0, curve, err

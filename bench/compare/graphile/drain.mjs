@@ -47,7 +47,7 @@ if (cmd === "prepare") {
   });
   await runner.promise;
 } else if (cmd === "watch") {
-  // EXISTS every 50 ms (cheap), a count every 500 ms for the progress line only, as
+  // EXISTS every 50 ms (cheap), a count every second for the progress line only, as
   // the herald bench's drain does.
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -62,7 +62,7 @@ if (cmd === "prepare") {
       console.log(Math.round(n / secs));
       break;
     }
-    if (Date.now() - lastCount >= 500) {
+    if (Date.now() - lastCount >= 1000) {
       const c = await client.query("SELECT count(*)::int AS left FROM graphile_worker._private_jobs");
       lastCount = Date.now();
       process.stderr.write(`\r\x1b[Kgraphile-worker: ${c.rows[0].left} of ${n} left, ${secs.toFixed(1)}s`);

@@ -129,7 +129,7 @@ func watch(ctx context.Context, pool *pgxpool.Pool, n int) error {
 			return ctx.Err()
 		case <-tick.C:
 		}
-		// EXISTS every 50 ms (cheap), a count every 500 ms for the progress line only,
+		// EXISTS every 50 ms (cheap), a count every second for the progress line only,
 		// as the herald bench's drain does.
 		var more bool
 		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM river_job
@@ -142,7 +142,7 @@ func watch(ctx context.Context, pool *pgxpool.Pool, n int) error {
 			fmt.Printf("%.0f\n", float64(n)/elapsed.Seconds())
 			return nil
 		}
-		if time.Since(lastCount) >= 500*time.Millisecond {
+		if time.Since(lastCount) >= time.Second {
 			var left int64
 			if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job
 				WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending')`).Scan(&left); err != nil {
