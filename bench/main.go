@@ -65,7 +65,7 @@ func main() {
 	flag.DurationVar(&o.latencyDuration, "latency-duration", 6*time.Second, "latency: how long each rate runs")
 	flag.DurationVar(&o.soakDuration, "soak", 40*time.Second, "soak: duration (the issue's figure: 10m)")
 	flag.DurationVar(&o.soakHold, "soak-hold", 10*time.Second, "soak: how long the transaction is held open in the middle (the issue's: 60s)")
-	flag.IntVar(&o.soakRate, "soak-rate", 2000, "soak: producer rate, messages per second (the issue's: half the drain rate)")
+	flag.IntVar(&o.soakRate, "soak-rate", 700, "soak: producer rate, messages per second (the issue's: half the drain rate; here about half of what producers, runners and PostgreSQL sharing 2 cores deliver end to end)")
 	flag.DurationVar(&o.soakSample, "soak-sample", 2*time.Second, "soak: sampling interval")
 	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
 	flag.StringVar(&o.jsonPath, "json", "bench/out/results.json", "where to write the results as JSON")
