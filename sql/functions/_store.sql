@@ -6,8 +6,9 @@
 -- enqueue_many (and so enqueue_batch) calls with idempotency keys; key-less bulk calls
 -- validate and store in one statement through herald._store_valid instead.
 --
--- Ids come from the identity sequence first, so that the result is in input order;
--- they are unique and increasing within the call, not gapless.
+-- Without any idempotency key it hands the messages to herald._store_valid. With
+-- keys, ids come from the identity sequence first, so that the result is in input
+-- order; they are unique and increasing within the call, not gapless.
 -- The events go to herald.log_pending in the same statement as the messages (a
 -- data-modifying CTE), as one row holding them all in id order (migration 005),
 -- without touching any shared row: offsets are
@@ -39,31 +40,20 @@ DECLARE
   inserted integer;
   i integer;
 BEGIN
-  SELECT array_agg(nextval('herald.messages_id_seq')) INTO v_ids FROM generate_series(1, n);
-
   IF NOT EXISTS (SELECT FROM unnest(idempotency_keys) k WHERE k IS NOT NULL) THEN
-    WITH stored AS (
-      INSERT INTO herald.messages AS m
-        (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-         max_attempts, created_at)
-      SELECT u.id, u.channel, u.recipient, u.payload, u.metadata, u.priority, u.run_at,
-             u.ordering_key, coalesce(u.max_attempts, c.max_attempts), _store.now
-      FROM unnest(v_ids, channels, recipients, payloads, metadata, priorities, run_ats,
-                  ordering_keys, max_attempts)
-           AS u(id, channel, recipient, payload, metadata, priority, run_at, ordering_key, max_attempts)
-      JOIN herald.channels c ON c.name = u.channel
-      RETURNING m.id, m.channel, m.recipient, m.ordering_key
-    ), appended AS (
-      INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
-      SELECT 'accepted', _store.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
-             array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
-      FROM stored s
-      HAVING count(*) > 0
-    )
-    SELECT count(*) INTO inserted FROM stored;
+    -- No key, no conflict possible: the key-less writer. The messages passed
+    -- herald._validate, so herald._valid passes them too (a test keeps the two in
+    -- agreement); were it ever stricter, refuse rather than store part of them.
+    v_ids := herald._store_valid(channels, recipients, payloads, metadata, priorities, run_ats,
+                                 ordering_keys, max_attempts, _store.now);
+    IF cardinality(v_ids) <> n THEN
+      RAISE EXCEPTION 'herald: herald._valid rejected a message that herald._validate accepts'
+        USING ERRCODE = 'XX000';
+    END IF;
     RETURN v_ids;
   END IF;
 
+  SELECT array_agg(nextval('herald.messages_id_seq')) INTO v_ids FROM generate_series(1, n);
   WITH stored AS (
     INSERT INTO herald.messages AS m
       (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,

@@ -1,5 +1,6 @@
 -- herald._store_valid(channels, recipients, payloads, metadata, priorities, run_ats,
--- ordering_keys, max_attempts, now) — the bulk hot path: validate and insert messages
+-- ordering_keys, max_attempts, now) — the key-less writer (herald.enqueue_many calls it
+-- directly, herald._store for key-less messages): validate and insert messages
 -- without idempotency keys (parallel arrays, one element per message; NULL arrays or
 -- elements take the defaults: priority 0, run_at now, the channel's max_attempts)
 -- and their 'accepted' log events, in one statement; returns the ids of the messages

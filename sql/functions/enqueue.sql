@@ -72,9 +72,10 @@ BEGIN
   END IF;
 
   -- With an idempotency key, or when the statement above found the input bad:
-  -- _validate raises the error that names the field (or, were _valid ever stricter
-  -- than it, lets the message through); herald._store then stores it as a batch of
-  -- one, with ON CONFLICT on the key and the first id for a repeat.
+  -- _validate raises the error that names the field; herald._store then stores the
+  -- message as a batch of one, with ON CONFLICT on the key and the first id for a
+  -- repeat (without a key, were _valid ever stricter than _validate, it refuses with
+  -- XX000).
   v_max := herald._validate(enqueue.channel, enqueue.recipient, enqueue.payload, enqueue.run_at,
                             enqueue.priority, enqueue.max_attempts, enqueue.metadata,
                             enqueue.idempotency_key, enqueue.ordering_key, enqueue.now, '');
