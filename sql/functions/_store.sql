@@ -1,7 +1,8 @@
 -- herald._store(channels, recipients, payloads, metadata, priorities, run_ats,
 -- ordering_keys, idempotency_keys, max_attempts, now) — insert already validated
--- messages (parallel arrays, one element per message, priority and run_at filled
--- in; a NULL max_attempts takes the channel's) and their 'accepted' log events;
+-- messages (parallel arrays, one element per message; NULL arrays or elements take
+-- the defaults, as in herald._store_valid: priority 0, run_at now, the channel's
+-- max_attempts) and their 'accepted' log events;
 -- returns their ids in input order. The writer of herald.enqueue's keyed path and of
 -- enqueue_many (and so enqueue_batch) calls with idempotency keys; key-less bulk calls
 -- validate and store in one statement through herald._store_valid instead.
@@ -58,8 +59,8 @@ BEGIN
     INSERT INTO herald.messages AS m
       (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
        idempotency_key, max_attempts, created_at)
-    SELECT u.id, u.channel, u.recipient, u.payload, u.metadata, u.priority, u.run_at,
-           u.ordering_key, u.idempotency_key, coalesce(u.max_attempts, c.max_attempts), _store.now
+    SELECT u.id, u.channel, u.recipient, u.payload, u.metadata, coalesce(u.priority, 0),
+           coalesce(u.run_at, _store.now), u.ordering_key, u.idempotency_key, coalesce(u.max_attempts, c.max_attempts), _store.now
     FROM unnest(v_ids, channels, recipients, payloads, metadata, priorities, run_ats,
                 ordering_keys, idempotency_keys, max_attempts)
          AS u(id, channel, recipient, payload, metadata, priority, run_at, ordering_key,

@@ -80,8 +80,8 @@ BEGIN
                             enqueue.priority, enqueue.max_attempts, enqueue.metadata,
                             enqueue.idempotency_key, enqueue.ordering_key, enqueue.now, '');
   RETURN (herald._store(ARRAY[enqueue.channel], ARRAY[enqueue.recipient], ARRAY[enqueue.payload],
-                        ARRAY[enqueue.metadata], ARRAY[coalesce(enqueue.priority, 0)],
-                        ARRAY[coalesce(enqueue.run_at, enqueue.now)], ARRAY[enqueue.ordering_key],
+                        ARRAY[enqueue.metadata], ARRAY[enqueue.priority],
+                        ARRAY[enqueue.run_at], ARRAY[enqueue.ordering_key],
                         ARRAY[enqueue.idempotency_key], ARRAY[v_max], enqueue.now))[1];
 END
 $$;

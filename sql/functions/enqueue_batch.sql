@@ -94,8 +94,6 @@ BEGIN
 
     v_max[i] := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
                                  v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
-    v_run_ats[i] := coalesce(v_run_ats[i], now);
-    v_priorities[i] := coalesce(v_priorities[i], 0);
   END LOOP;
   RETURN herald._store(v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_run_ats,
                        v_order, v_idem, v_max, now);

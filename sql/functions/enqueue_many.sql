@@ -72,9 +72,7 @@ BEGIN
                                             u.priority, u.max_attempts, u.metadata, u.idempotency_key,
                                             u.ordering_key, enqueue_many.now)) THEN
     -- With keys: herald._store (ON CONFLICT, first ids for repeats) once all pass.
-    RETURN herald._store(channels, recipients, payloads, metadata,
-                         ARRAY(SELECT coalesce(p, 0) FROM unnest(coalesce(priorities, array_fill(NULL::integer, ARRAY[n]))) p),
-                         ARRAY(SELECT coalesce(r, enqueue_many.now) FROM unnest(coalesce(run_ats, array_fill(NULL::timestamptz, ARRAY[n]))) r),
+    RETURN herald._store(channels, recipients, payloads, metadata, priorities, run_ats,
                          ordering_keys, idempotency_keys, max_attempts, enqueue_many.now);
   END IF;
 
