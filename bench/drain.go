@@ -151,6 +151,13 @@ func drainHerald(ctx context.Context, db *database, o options, bin string, round
 	if err := preload(ctx, db, o.drainMessages, false); err != nil {
 		return 0, series{}, 0, err
 	}
+	// The runners start with the channel paused and the clock starts when all of them
+	// listen: the figure is the drain, not process start-up (the baseline's clients
+	// are connected before its clock starts too).
+	if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET paused = true WHERE name = 'email'`); err != nil {
+		return 0, series{}, 0, err
+	}
+	defer db.pool.Exec(context.WithoutCancel(ctx), `UPDATE herald.channels SET paused = false WHERE name = 'email'`)
 	var procs []*runnerProc
 	for i := 0; i < o.runners; i++ {
 		p, err := startRunner(bin, db.url, "HERALD_SENDER_EMAIL=noop", fmt.Sprintf("HERALD_WORKER=bench-%d", i),
@@ -166,6 +173,12 @@ func drainHerald(ctx context.Context, db *database, o options, bin string, round
 			p.stop()
 		}
 	}()
+	if err := waitListening(ctx, db, o.runners); err != nil {
+		return 0, series{}, 0, err
+	}
+	if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET paused = false WHERE name = 'email'; NOTIFY herald_queue`); err != nil {
+		return 0, series{}, 0, err
+	}
 	var maxRSS int64
 	rate, curve, err := watch(ctx, db, "herald.messages", fmt.Sprintf("herald round %d", round+1), o.drainMessages, func() {
 		for _, p := range procs {
@@ -173,6 +186,32 @@ func drainHerald(ctx context.Context, db *database, o options, bin string, round
 		}
 	})
 	return rate, curve, maxRSS, err
+}
+
+// waitListening waits until n sessions of this database listen on herald_queue (the
+// runners are up), for at most 30 seconds.
+func waitListening(ctx context.Context, db *database, n int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var k int
+		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN herald_queue'`).Scan(&k); err != nil {
+			return err
+		}
+		if k >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after 30s only %d of %d runners listen on herald_queue", k, n)
+		}
+		sleep := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			sleep.Stop()
+			return ctx.Err()
+		case <-sleep.C:
+		}
+	}
 }
 
 func drainBaseline(ctx context.Context, db *database, o options, round int) (float64, series, error) {

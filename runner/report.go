@@ -11,13 +11,14 @@ import (
 // or FlushInterval after its first outcome — until stop is closed, then reports what
 // is left.
 func (r *Runner) report(stop <-chan struct{}) {
-	var batch []outcome
+	batch := make([]outcome, 0, r.cfg.BatchSize) // reused: flush keeps nothing of it
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	flush := func() {
 		if len(batch) > 0 {
 			r.flush(batch)
-			batch = nil
+			clear(batch)
+			batch = batch[:0]
 		}
 	}
 	for {
@@ -88,12 +89,16 @@ func (r *Runner) flush(batch []outcome) {
 	if len(failIDs) > 0 {
 		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, retryAt) })
 	}
+	sent := map[string]int{}
 	for _, o := range batch {
 		if o.err == nil {
-			r.m.sent.Inc(o.msg.Channel)
+			sent[o.msg.Channel]++
 		} else {
 			r.m.failed.Inc(o.msg.Channel, string(sender.Classify(o.err).Class))
 		}
+	}
+	for ch, k := range sent {
+		r.m.sent.Add(float64(k), ch)
 	}
 	r.mu.Lock()
 	for _, o := range batch {

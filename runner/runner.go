@@ -46,7 +46,10 @@ type Runner struct {
 	mu      sync.Mutex
 	flights map[int64]*flight // claimed, not yet reported
 
-	busy       atomic.Int64 // sends running
+	work    chan sender.Message // unbuffered: a send succeeds when a worker is idle
+	workers int                 // send goroutines started (only claimLoop starts them)
+
+	busy       atomic.Int64 // claimed messages not yet sent (queued or sending)
 	sends      sync.WaitGroup
 	results    chan outcome
 	pastGrace  atomic.Bool
@@ -81,6 +84,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 		wake:     make(chan struct{}, 1),
 		freed:    make(chan struct{}, 1),
 		flights:  map[int64]*flight{},
+		work:     make(chan sender.Message),
 		results:  make(chan outcome, 2*cfg.Concurrency+cfg.BatchSize),
 	}, nil
 }
@@ -113,6 +117,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.log.Warn("senders ignored cancellation; releasing their messages")
 		}
 	}
+	close(r.work) // idle workers exit
 	close(stopReporter)
 	<-reporterDone
 	r.releaseUnreported()
@@ -173,14 +178,16 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	var msgs []sender.Message
+	msgs := make([]sender.Message, 0, n)
 	for rows.Next() {
-		var m sender.Message
-		if err := rows.Scan(&m.ID, &m.Channel, &m.Recipient, &m.Payload, &m.Metadata, &m.Attempt, &m.LeaseToken, &m.LeaseUntil); err != nil {
+		msgs = append(msgs, sender.Message{})
+		m := &msgs[len(msgs)-1]
+		// Payload and metadata as bytes: PostgreSQL has already checked the JSON.
+		if err := rows.Scan(&m.ID, &m.Channel, &m.Recipient, (*[]byte)(&m.Payload), (*[]byte)(&m.Metadata),
+			&m.Attempt, &m.LeaseToken, &m.LeaseUntil); err != nil {
 			rows.Close()
 			return false, err
 		}
-		msgs = append(msgs, m)
 	}
 	if err := rows.Err(); err != nil {
 		// The claim may have committed before the error: those messages come back
@@ -188,37 +195,68 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 		return false, err
 	}
 	r.m.claimSeconds.Observe(time.Since(start).Seconds())
-	for _, m := range msgs {
-		r.m.claimed.Inc(m.Channel)
-		r.start(sendCtx, m)
+	for ch, k := range countByChannel(msgs) {
+		r.m.claimed.Add(float64(k), ch)
 	}
+	r.start(sendCtx, msgs)
 	return len(msgs) == n, nil
 }
 
-// start records the flight and sends the message on its own goroutine.
-func (r *Runner) start(ctx context.Context, m sender.Message) {
+// start records the flights of a claimed batch and hands each message to an idle
+// send worker, starting a new one while fewer than Config.Concurrency exist. Workers
+// stay for the runner's life, so a fast sender sends batch after batch on the same
+// few goroutines and a slow one gets up to Concurrency sends at once.
+func (r *Runner) start(ctx context.Context, msgs []sender.Message) {
+	r.busy.Add(int64(len(msgs)))
+	r.sends.Add(len(msgs))
 	r.mu.Lock()
-	r.flights[m.ID] = &flight{msg: m, leaseUntil: m.LeaseUntil}
+	fl := make([]flight, len(msgs)) // one allocation per batch
+	for i, m := range msgs {
+		fl[i] = flight{msg: m, leaseUntil: m.LeaseUntil}
+		r.flights[m.ID] = &fl[i]
+	}
 	r.m.inflight.Set(float64(len(r.flights)))
 	r.mu.Unlock()
-	r.busy.Add(1)
-	r.sends.Add(1)
-	go func() {
-		defer r.sends.Done()
+	for _, m := range msgs {
+		select {
+		case r.work <- m:
+			continue
+		default:
+		}
+		if r.workers < r.cfg.Concurrency {
+			r.workers++
+			go r.worker(ctx, m)
+			continue
+		}
+		r.work <- m // claims never exceed the free slots: a worker is about to be idle
+	}
+}
+
+// worker sends m, then whatever start hands it next, until the work channel is
+// closed (at the end of Run).
+func (r *Runner) worker(ctx context.Context, m sender.Message) {
+	debug := r.log.Enabled(ctx, slog.LevelDebug)
+	for {
 		start := time.Now()
 		res, err := r.send(ctx, m)
-		r.m.sendSeconds.Observe(time.Since(start).Seconds(), m.Channel)
-		if err == nil {
+		took := time.Since(start)
+		r.m.sendSeconds.Observe(took.Seconds(), m.Channel)
+		if err == nil && debug {
 			r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
-				"provider_message_id", res.ProviderMessageID, "seconds", time.Since(start).Seconds())
+				"provider_message_id", res.ProviderMessageID, "seconds", took.Seconds())
 		}
 		r.results <- outcome{msg: m, res: res, err: err}
 		r.busy.Add(-1)
+		r.sends.Done()
 		select {
 		case r.freed <- struct{}{}:
 		default:
 		}
-	}()
+		var ok bool
+		if m, ok = <-r.work; !ok {
+			return
+		}
+	}
 }
 
 // send calls the channel's sender, turning a panic into a transient failure.
@@ -233,6 +271,15 @@ func (r *Runner) send(ctx context.Context, m sender.Message) (res sender.Result,
 		return res, sender.Transient(errors.New("no sender for channel " + m.Channel))
 	}
 	return s.Send(ctx, m)
+}
+
+// countByChannel counts messages per channel (metrics are updated once per batch).
+func countByChannel(msgs []sender.Message) map[string]int {
+	n := map[string]int{}
+	for _, m := range msgs {
+		n[m.Channel]++
+	}
+	return n
 }
 
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {

@@ -482,3 +482,53 @@ func TestFailuresAreClassifiedBySQL(t *testing.T) {
 		t.Fatalf("dead letter: %s %q %v", class, lastErr, err)
 	}
 }
+
+// Sends run Config.Concurrency at once: never more, and that many when the queue
+// holds more (the messages are claimed together and sent side by side, not in turn).
+func TestSendsRunConcurrencyAtOnce(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	const concurrency = 4
+	enqueueMany(t, pool, 10, "email")
+	var mu sync.Mutex
+	running, peak := 0, 0
+	full := make(chan struct{})    // closed when concurrency sends run at once
+	release := make(chan struct{}) // closed by the test: the held sends return
+	rec := newRecorder()
+	rec.behave = func(ctx context.Context, m sender.Message) error {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		if running == concurrency {
+			select {
+			case <-full:
+			default:
+				close(full)
+			}
+		}
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return nil
+	}
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec}, Concurrency: concurrency,
+		BatchSize: 100, PollInterval: 50 * time.Millisecond})
+	select {
+	case <-full:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("never %d sends at once", concurrency)
+	}
+	if n := countWhere(t, pool, `status = 'processing'`); n != concurrency {
+		t.Fatalf("%d messages claimed while %d sends run (the claim must not take more than the free slots)", n, concurrency)
+	}
+	close(release)
+	eventually(t, 30*time.Second, "10 messages sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 10 })
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != concurrency {
+		t.Fatalf("peak of %d sends at once, want %d", peak, concurrency)
+	}
+}
