@@ -34,7 +34,7 @@ hz=$(getconf CLK_TCK)
 export PGOPTIONS="-c synchronous_commit=off"
 for r in $(seq "$rounds"); do
   for script in "$@"; do
-    psql -q "$url" -c "TRUNCATE herald.messages, herald.log_pending, public.bare" -c "$setup" >/dev/null
+    psql -q "$url" -c "TRUNCATE herald.messages, herald.log_statements, public.bare" -c "$setup" >/dev/null
     "$pgbench" -n -M prepared -c 4 -j 2 -t 200 -f "$script" "$url" >/dev/null 2>&1
     b0=$(busy)
     "$pgbench" -n -M prepared -c 4 -j 2 -t "$n" -f "$script" "$url" >/dev/null

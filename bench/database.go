@@ -68,7 +68,7 @@ func (d *database) close() { d.pool.Close() }
 
 // reset empties the tables the scenarios write, so every phase starts alike.
 func (d *database) reset(ctx context.Context) error {
-	_, err := d.pool.Exec(ctx, `TRUNCATE herald.messages, herald.log_pending, herald.log, public.bare;
+	_, err := d.pool.Exec(ctx, `TRUNCATE herald.messages, herald.log_statements, public.bare;
 		UPDATE herald.log_counter SET next_offset = 1; CHECKPOINT`)
 	return err
 }

@@ -67,7 +67,7 @@ func TestEnqueueMany(t *testing.T) {
 			t.Fatalf("ids not in input order: %v", many)
 		}
 	}
-	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_pending p, unnest(p.message_ids) AS id
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_statements p, unnest(p.message_ids) AS id
 		WHERE p.kind = 'accepted' AND id = ANY($1)`, many); n != 3 {
 		t.Fatalf("%d accepted events for EnqueueMany's messages, want 3", n)
 	}
@@ -125,7 +125,7 @@ func TestEnqueueManyWithoutKeysKeepsInputOrder(t *testing.T) {
 				t.Fatalf("ids not ascending in input order: %v", ids)
 			}
 		}
-		if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_pending
+		if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_statements
 			WHERE kind = 'accepted' AND message_ids = $1`, ids); n != 1 {
 			t.Fatalf("%d accepted rows listing the call's ids in input order, want 1", n)
 		}

@@ -290,7 +290,7 @@ func TestEnqueueBatchPathsAgree(t *testing.T) {
 	}
 	// One pending row per statement, holding its events in id order.
 	if got := scalar[string](t, pool, `SELECT string_agg(array_to_string(message_ids, ','), ';' ORDER BY seq)
-		FROM herald.log_pending WHERE kind = 'accepted'`); got != fmt.Sprintf("%d,%d,%d;%d,%d,%d", a[0], a[1], a[2], b[0], b[1], b[2]) {
+		FROM herald.log_statements WHERE kind = 'accepted'`); got != fmt.Sprintf("%d,%d,%d;%d,%d,%d", a[0], a[1], a[2], b[0], b[1], b[2]) {
 		t.Fatalf("accepted events pending: %s, want the two batches' ids %v and %v", got, a, b)
 	}
 }

@@ -96,7 +96,7 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.enqueue('email', 'p@example.com', '{"subject":"s","text":"t"}')`,
 			`SELECT * FROM herald.claim_batch('w', 10)`,
 			`SELECT herald.log_truncate(1)`,
-			`DELETE FROM herald.log`,
+			`DELETE FROM herald.log_statements`,
 		},
 	}
 	for role, stmts := range allowed {

@@ -10,7 +10,7 @@
 -- Without any idempotency key it hands the messages to herald._store_valid. With
 -- keys, ids come from the identity sequence first, so that the result is in input
 -- order; they are unique and increasing within the call, not gapless.
--- The events go to herald.log_pending in the same statement as the messages (a
+-- The events go to herald.log_statements in the same statement as the messages (a
 -- data-modifying CTE), as one row holding them all in id order (migration 005),
 -- without touching any shared row: offsets are
 -- given after commit by herald.log_sequence (README, "The ordered log").
@@ -19,7 +19,7 @@
 -- of a single-row enqueue). A key that exists, or repeats within the call, gives the
 -- first message's id (herald._idempotent_id; 40001 when it is invisible to a
 -- REPEATABLE READ snapshot).
--- Locks: ROW EXCLUSIVE on herald.messages and herald.log_pending.
+-- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements.
 CREATE OR REPLACE FUNCTION herald._store(
   channels text[],
   recipients text[],
@@ -70,7 +70,7 @@ BEGIN
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
-    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     SELECT 'accepted', _store.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
            array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
     FROM stored s

@@ -14,9 +14,9 @@
 -- Ids: nextval in input order (the planner evaluates a volatile select-list
 -- expression after the ORDER BY), so ascending id order is input order; unique and
 -- increasing within the call, not gapless.
--- The events go to herald.log_pending in the same statement, one row holding them all
+-- The events go to herald.log_statements in the same statement, one row holding them all
 -- in id order (migration 005); offsets are given after commit by herald.log_sequence.
--- Locks: ROW EXCLUSIVE on herald.messages and herald.log_pending.
+-- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements.
 CREATE OR REPLACE FUNCTION herald._store_valid(
   channels text[],
   recipients text[],
@@ -50,7 +50,7 @@ BEGIN
     ORDER BY u.pos
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
-    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     SELECT 'accepted', _store_valid.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
            array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
     FROM stored s

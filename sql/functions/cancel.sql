@@ -2,7 +2,7 @@
 -- it was cancelled, false when it is unknown or in any other state (a message being
 -- sent, or already finished, cannot be cancelled).
 -- A cancelled message gets a 'cancelled' log event in the same statement.
--- Index: the primary key. Locks: the row; ROW EXCLUSIVE on herald.log_pending.
+-- Index: the primary key. Locks: the row; ROW EXCLUSIVE on herald.log_statements.
 -- Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.cancel(id bigint, now timestamptz DEFAULT now())
 RETURNS boolean
@@ -21,7 +21,7 @@ BEGIN
     WHERE m.id = cancel.id AND m.status = 'queued'
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
-    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     SELECT 'cancelled', cancel.now, ARRAY[c.id], ARRAY[c.channel], ARRAY[herald._key_hash(c.ordering_key, c.recipient)]
     FROM cancelled c
   )

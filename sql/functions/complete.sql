@@ -8,7 +8,7 @@
 -- harmless (the second one changes nothing).
 -- provider_message_ids (optional, same length) is stored as the delivery receipt.
 -- Each changed row gets a 'sent' log event ({provider_message_id, attempts}),
--- appended to herald.log_pending in the same statement (one row for all of them, in
+-- appended to herald.log_statements in the same statement (one row for all of them, in
 -- id order); log consumers
 -- are woken through herald._notify.
 -- Index: the primary key, one probe per id. The statement does not test status:
@@ -16,7 +16,7 @@
 -- messages_lease_when_processing), and leaving status out keeps the planner off
 -- messages_lease_expiry_idx, whose row estimate is often stale after a burst (it
 -- once chose to rescan every processing row per id: a second per 1,000-row call).
--- Locks: row locks on the changed rows; ROW EXCLUSIVE on herald.log_pending.
+-- Locks: row locks on the changed rows; ROW EXCLUSIVE on herald.log_statements.
 -- Errors: HR012 ids/lease_tokens (NULL) or an array whose length differs from ids.
 -- The single-id overload returns true when the row changed.
 -- SECURITY DEFINER for herald_worker.
@@ -49,7 +49,7 @@ BEGIN
       AND m.lease_token = u.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
     RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.provider_message_id, m.attempts
   ), appended AS (
-    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes, details)
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
     SELECT 'sent', complete.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
            array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id),
            array_agg(herald._event_detail('sent', s.provider_message_id, NULL, NULL, s.attempts) ORDER BY s.id)

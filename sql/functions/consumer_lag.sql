@@ -9,7 +9,8 @@ SELECT o.group_name,
        o.committed_offset,
        c.next_offset - 1 AS log_end,
        c.next_offset - 1 - o.committed_offset AS lag,
-       (SELECT coalesce(sum(cardinality(p.message_ids)), 0) FROM herald.log_pending p) AS pending,
+       (SELECT coalesce(sum(cardinality(p.message_ids)), 0) FROM herald.log_statements p
+        WHERE p.first_offset IS NULL) AS pending,
        o.updated_at
 FROM herald.consumer_offsets o
 CROSS JOIN herald.log_counter c;

@@ -48,8 +48,8 @@ BEGIN
   IF start = 'latest' THEN
     SELECT c.next_offset - 1 INTO v_start FROM herald.log_counter c;
   ELSE
-    SELECT coalesce(min(l."offset") - 1, (SELECT c.next_offset - 1 FROM herald.log_counter c))
-    INTO v_start FROM herald.log l;
+    SELECT coalesce(min(s.first_offset) - 1, (SELECT c.next_offset - 1 FROM herald.log_counter c))
+    INTO v_start FROM herald.log_statements s WHERE s.first_offset IS NOT NULL;
   END IF;
 
   INSERT INTO herald.consumer_groups (name, partitions, created_at)

@@ -21,7 +21,7 @@
 -- producer, kept to one statement.
 -- Runs inside the caller's transaction: the message exists once that commits.
 -- SECURITY DEFINER: herald_producer may call it without table privileges.
--- Locks: ROW EXCLUSIVE on herald.messages and herald.log_pending.
+-- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements.
 CREATE OR REPLACE FUNCTION herald.enqueue(
   channel text,
   recipient text,
@@ -61,7 +61,7 @@ BEGIN
                           enqueue.ordering_key, enqueue.now)
       RETURNING m.id, m.channel, m.recipient, m.ordering_key
     ), appended AS (
-      INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes)
+      INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
       SELECT 'accepted', enqueue.now, ARRAY[s.id], ARRAY[s.channel], ARRAY[herald._key_hash(s.ordering_key, s.recipient)]
       FROM stored s
     )

@@ -17,7 +17,7 @@
 -- every message is checked at once by herald._valid, then herald._store inserts them.
 -- Only when a message fails does herald._validate run element by element to name it.
 -- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages and
--- herald.log_pending.
+-- herald.log_statements.
 CREATE OR REPLACE FUNCTION herald.enqueue_many(
   channels text[],
   recipients text[],

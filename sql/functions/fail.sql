@@ -18,7 +18,7 @@
 -- a retry is due at once (herald._notify).
 -- Index: the primary key, one probe per id (status is implied by the lease token;
 -- see herald.complete). Locks: row locks on the changed rows; ROW EXCLUSIVE on
--- herald.log_pending.
+-- herald.log_statements.
 -- Errors: HR012 for NULL or mismatched arrays, and error_classes holding anything but
 -- transient, rate_limited, permanent. The single-id overload returns true when the
 -- row changed. SECURITY DEFINER for herald_worker.
@@ -85,7 +85,7 @@ BEGIN
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
               m.last_error, m.attempts
   ), appended AS (
-    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes, details)
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
     SELECT 'dead', fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),
            array_agg(herald._key_hash(f.ordering_key, f.recipient) ORDER BY f.id),
            array_agg(herald._event_detail('dead', NULL, f.last_error_class, f.last_error, f.attempts) ORDER BY f.id)

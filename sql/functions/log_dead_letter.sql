@@ -26,11 +26,7 @@ BEGIN
     PERFORM herald._reject('HR012', 'error', 'must say why the event is set aside');
   END IF;
   cp := herald._consumer_partition("group", partition, false);
-  SELECT l.* INTO ev FROM herald.log l
-  WHERE l."offset" > cp.committed_offset
-    AND (l.key_hash & 2147483647) % cp.partitions = log_dead_letter.partition
-  ORDER BY l."offset"
-  LIMIT 1;
+  SELECT l.* INTO ev FROM herald._log_after(cp.committed_offset, cp.partitions, log_dead_letter.partition, 1) l;
   IF ev."offset" IS DISTINCT FROM log_dead_letter."offset" THEN
     PERFORM herald._reject('HR015', 'offset',
       format('%s is not the next event of partition %s (that is %s)',

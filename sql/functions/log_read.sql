@@ -16,7 +16,8 @@
 -- process; note that the counter row then stays locked until this transaction ends.
 -- Offsets are only ever visible as whole, committed sequencing runs, so the events
 -- returned never lie beyond an offset that could still appear later.
--- Index: log_pkey ("offset"), from the committed offset on.
+-- Index: log_statements_offset_idx, from the statement holding the committed offset
+-- + 1 on (herald._log_after).
 -- Errors: HR012 max, HR013 group, HR014 partition.
 -- SECURITY DEFINER for herald_consumer.
 CREATE OR REPLACE FUNCTION herald.log_read("group" text, partition integer, max integer DEFAULT 100)
@@ -51,11 +52,7 @@ BEGIN
 
   RETURN QUERY
   SELECT l."offset", l.message_id, l.kind, l.channel, l.at, l.detail
-  FROM herald.log l
-  WHERE l."offset" > cp.committed_offset
-    AND (l.key_hash & 2147483647) % cp.partitions = log_read.partition
-  ORDER BY l."offset"
-  LIMIT log_read.max;
+  FROM herald._log_after(cp.committed_offset, cp.partitions, log_read.partition, log_read.max) l;
 END
 $$;
 

@@ -1,23 +1,28 @@
--- herald.log_sequence(max) — give offsets to committed pending events: move about
--- `max` (1..100,000) of them from herald.log_pending into herald.log, numbered from
--- herald.log_counter.next_offset on, in order of seq and, within a pending row (the
--- events of one statement, migration 005), of position. Whole rows only: the run
--- stops before a row that would start past `max` events, so it may move more than
--- `max` when one statement made more. Returns how many events were moved.
+-- herald.log_sequence(max) — give offsets to committed pending events: number about
+-- `max` (1..100,000) of them from herald.log_counter.next_offset on, in order of seq
+-- and, within a herald.log_statements row (the events of one statement), of
+-- position. Sequencing sets the row's first_offset; its events stay where they are.
+-- Whole rows only: the run stops before a row that would start past `max` events,
+-- so it may number more than `max` when one statement made more. Returns how many
+-- events were numbered.
 --
 -- Runs are serialised by the counter row: a call that finds it locked (another run
 -- in progress) returns 0 at once instead of waiting. The counter row stays locked
 -- until the caller's transaction ends, so call it in autocommit (or commit right
 -- away): an open transaction that sequenced holds back every later offset until it
 -- commits — which is exactly what keeps offsets visible in order. If that transaction
--- rolls back, its events return to pending and its offsets are handed out again.
+-- rolls back, its rows return to pending and its offsets are handed out again.
 -- Only events already committed are seen, so a producer transaction that stays open
 -- never blocks the log: its events get offsets after it commits.
--- Sends NOTIFY herald_log when it moved anything. Called by herald.log_read, and
+-- A row whose kind is unknown or whose arrays differ in length (only a bug in
+-- herald's own functions could write one: producers have no direct access) stops
+-- the run with XX000 rather than enter the log.
+-- Sends NOTIFY herald_log when it numbered anything. Called by herald.log_read, and
 -- periodically by the runner; call it from cron when neither runs.
--- Index: log_pending_pkey (seq). Locks: the log_counter row; ROW EXCLUSIVE on
--- herald.log and herald.log_pending. Errors: HR012 max. Use READ COMMITTED: under
--- REPEATABLE READ a concurrent run makes the counter lock fail with 40001.
+-- Index: log_statements_pending_idx (seq, pending rows only). Locks: the log_counter
+-- row; the rows it numbers. Errors: HR012 max, XX000 malformed row. Use READ
+-- COMMITTED: under REPEATABLE READ a concurrent run makes the counter lock fail
+-- with 40001.
 -- SECURITY DEFINER for herald_worker and herald_consumer.
 CREATE OR REPLACE FUNCTION herald.log_sequence(max integer DEFAULT 10000)
 RETURNS integer
@@ -29,6 +34,7 @@ AS $$
 DECLARE
   v_next bigint;
   moved integer;
+  bad bigint;
 BEGIN
   IF max IS NULL OR max NOT BETWEEN 1 AND 100000 THEN
     PERFORM herald._reject('HR012', 'max', format('%s is outside 1..100000', coalesce(max::text, 'NULL')));
@@ -39,23 +45,31 @@ BEGIN
   END IF;
 
   WITH batch AS (
-    DELETE FROM herald.log_pending p
-    WHERE p.seq IN (
-      SELECT r.seq
-      FROM (SELECT q.seq, sum(cardinality(q.message_ids)) OVER (ORDER BY q.seq) - cardinality(q.message_ids) AS before
-            FROM herald.log_pending q
-            ORDER BY q.seq
-            LIMIT log_sequence.max) r -- every statement holds at least one event
-      WHERE r.before < log_sequence.max)
-    RETURNING p.*
+    SELECT r.seq, v_next + r.before AS first_offset
+    FROM (SELECT q.seq, sum(cardinality(q.message_ids)) OVER (ORDER BY q.seq) - cardinality(q.message_ids) AS before
+          FROM herald.log_statements q
+          WHERE q.first_offset IS NULL
+          ORDER BY q.seq
+          LIMIT log_sequence.max) r -- every statement holds at least one event
+    WHERE r.before < log_sequence.max
+  ), numbered AS (
+    UPDATE herald.log_statements s
+    SET first_offset = b.first_offset
+    FROM batch b
+    WHERE s.seq = b.seq
+    RETURNING s.seq, s.kind, cardinality(s.message_ids) AS events,
+              cardinality(s.channels) = cardinality(s.message_ids)
+                AND cardinality(s.key_hashes) = cardinality(s.message_ids)
+                AND (s.details IS NULL OR cardinality(s.details) = cardinality(s.message_ids))
+                AND s.kind IN ('accepted', 'sent', 'dead', 'cancelled') AS well_formed
   )
-  INSERT INTO herald.log ("offset", message_id, kind, channel, key_hash, at, detail)
-  SELECT v_next + row_number() OVER (ORDER BY b.seq, e.pos) - 1, e.message_id, b.kind, e.channel,
-         e.key_hash, b.at, coalesce(e.detail, '{}')
-  FROM batch b,
-       unnest(b.message_ids, b.channels, b.key_hashes, b.details)
-         WITH ORDINALITY AS e(message_id, channel, key_hash, detail, pos);
-  GET DIAGNOSTICS moved = ROW_COUNT;
+  SELECT coalesce(sum(n.events), 0), min(n.seq) FILTER (WHERE NOT n.well_formed)
+  INTO moved, bad
+  FROM numbered n;
+  IF bad IS NOT NULL THEN
+    RAISE EXCEPTION 'herald: herald.log_statements row % is malformed (unknown kind or arrays of different lengths)', bad
+      USING ERRCODE = 'XX000';
+  END IF;
 
   IF moved > 0 THEN
     UPDATE herald.log_counter SET next_offset = v_next + moved;

@@ -12,7 +12,7 @@
 -- it returns 10,000.
 -- Safe to run from many workers at once; the runner runs it from one at a time.
 -- Index: messages_lease_expiry_idx (lease_expires_at) WHERE status = 'processing'.
--- Locks: row locks on the reaped rows; ROW EXCLUSIVE on herald.log_pending. SECURITY DEFINER for herald_worker.
+-- Locks: row locks on the reaped rows; ROW EXCLUSIVE on herald.log_statements. SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.reap_stale(now timestamptz DEFAULT now())
 RETURNS integer
 LANGUAGE plpgsql
@@ -49,7 +49,7 @@ BEGIN
     WHERE m.id = expired.id
     RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
   ), appended AS (
-    INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes, details)
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
     SELECT 'dead', reap_stale.now, array_agg(r.id ORDER BY r.id), array_agg(r.channel ORDER BY r.id),
            array_agg(herald._key_hash(r.ordering_key, r.recipient) ORDER BY r.id),
            array_agg(herald._event_detail('dead', NULL, 'transient', 'lease expired', r.attempts) ORDER BY r.id)

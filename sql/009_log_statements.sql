@@ -1,0 +1,1 @@
+schema/009_log_statements.sql

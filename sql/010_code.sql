@@ -1,0 +1,1 @@
+schema/010_code.sql

@@ -1,0 +1,22 @@
+-- herald.log — view: the ordered log, one row per event (offset, message_id, kind,
+-- channel, key_hash, at, detail), expanded from herald.log_statements rows that
+-- have their offsets. Pending events (first_offset NULL) are not in it.
+-- For ad-hoc reading and counting; it has no index on "offset", so consumers read
+-- with herald.log_read, which goes through log_statements_offset_idx.
+-- Readable by herald_consumer and herald_admin.
+CREATE OR REPLACE VIEW herald.log AS
+SELECT s.first_offset + e.pos - 1 AS "offset",
+       e.message_id,
+       s.kind,
+       e.channel,
+       e.key_hash,
+       s.at,
+       coalesce(e.detail, '{}'::jsonb) AS detail
+FROM herald.log_statements s
+CROSS JOIN LATERAL unnest(s.message_ids, s.channels, s.key_hashes, s.details)
+  WITH ORDINALITY AS e(message_id, channel, key_hash, detail, pos)
+WHERE s.first_offset IS NOT NULL;
+
+COMMENT ON VIEW herald.log IS 'Ordered, gapless log of message lifecycle events, one row per event (expanded from herald.log_statements).';
+REVOKE ALL ON herald.log FROM PUBLIC;
+GRANT SELECT ON herald.log TO herald_consumer, herald_admin;

@@ -1,0 +1,213 @@
+package tests
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/herald/herald/tests/testdb"
+)
+
+// enqueueBatchEmails stores n e-mails with one enqueue_batch call: one statement, so
+// one herald.log_statements row holding n 'accepted' events.
+func enqueueBatchEmails(t *testing.T, pool interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, n int) {
+	t.Helper()
+	var ids []int64
+	if err := pool.QueryRow(context.Background(), `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, $1) g))`, n).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != n {
+		t.Fatalf("enqueue_batch stored %d of %d", len(ids), n)
+	}
+}
+
+// A statement's events share one herald.log_statements row; sequencing numbers the
+// row (first_offset) and herald.log shows one row per event. Reads that stop inside
+// a statement go on from the next event of that statement, for every partition.
+func TestLogReadsInsideStatements(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('one', 1, 'earliest')`)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('two', 2, 'earliest')`)
+	enqueueBatchEmails(t, pool, 7)         // offsets 1..7
+	enqueueEmail(t, pool, "x@example.com") // 8
+	enqueueBatchEmails(t, pool, 5)         // 9..13
+	sequenceAll(t, pool)
+	if got := scalar[string](t, pool, `SELECT string_agg(first_offset || '+' || cardinality(message_ids), ' ' ORDER BY first_offset)
+		FROM herald.log_statements`); got != "1+7 8+1 9+5" {
+		t.Fatalf("statement rows (first_offset+events): %s, want 1+7 8+1 9+5", got)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg("offset"::text, ',' ORDER BY "offset") FROM herald.log`); got != "1,2,3,4,5,6,7,8,9,10,11,12,13" {
+		t.Fatalf("herald.log offsets %s", got)
+	}
+	// The view's rows agree with the messages they describe.
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log l JOIN herald.messages m ON m.id = l.message_id
+		WHERE l.kind = 'accepted' AND l.channel = m.channel AND l.key_hash = hashtext(m.recipient)`); n != 13 {
+		t.Fatalf("%d of 13 log rows match their message", n)
+	}
+
+	// One partition, read 3 at a time: every offset once, in order.
+	var got []int64
+	for len(got) < 13 {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := readLog(t, tx, "one", 0, 3)
+		if len(evs) == 0 {
+			t.Fatalf("read nothing after %v", got)
+		}
+		got = append(got, offsets(evs)...)
+		if _, err := tx.Exec(ctx, `SELECT herald.log_ack('one', 0, $1)`, evs[len(evs)-1].Offset); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}; !slices.Equal(got, want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+
+	// Two partitions, read 2 at a time each: together every offset once, each
+	// partition in order and only its own keys.
+	var all []int64
+	for p := 0; p < 2; p++ {
+		var mine []int64
+		for {
+			evs := readLog(t, pool, "two", p, 2)
+			if len(evs) == 0 {
+				break
+			}
+			mine = append(mine, offsets(evs)...)
+			mustExec(t, pool, `SELECT herald.log_ack('two', $1, $2)`, p, evs[len(evs)-1].Offset)
+		}
+		if !slices.IsSorted(mine) {
+			t.Fatalf("partition %d read out of order: %v", p, mine)
+		}
+		if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log WHERE "offset" = ANY($1) AND (key_hash & 2147483647) % 2 <> $2`, mine, p); n != 0 {
+			t.Fatalf("partition %d got %d events of the other partition", p, n)
+		}
+		all = append(all, mine...)
+	}
+	slices.Sort(all)
+	if want := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}; !slices.Equal(all, want) {
+		t.Fatalf("two partitions read %v, want %v", all, want)
+	}
+}
+
+// log_truncate removes whole statements below its bound and cuts the one that holds
+// it: the log then starts exactly at the bound, and readers and a new 'earliest'
+// group go on from there.
+func TestLogTruncateCutsAStatement(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('g', 1, 'earliest')`)
+	enqueueBatchEmails(t, pool, 4) // 1..4
+	enqueueBatchEmails(t, pool, 6) // 5..10
+	sequenceAll(t, pool)
+	mustExec(t, pool, `SELECT herald.log_ack('g', 0, 6)`)
+	// The bound is the group's committed offset + 1 = 7: 1..4 (a whole statement) and
+	// 5, 6 (the head of the next) go.
+	if n := scalar[int64](t, pool, `SELECT herald.log_truncate(100)`); n != 6 {
+		t.Fatalf("truncate removed %d events, want 6", n)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg("offset"::text, ',' ORDER BY "offset") FROM herald.log`); got != "7,8,9,10" {
+		t.Fatalf("after truncate the log holds %s, want 7,8,9,10", got)
+	}
+	if got := scalar[string](t, pool, `SELECT first_offset || '+' || cardinality(message_ids) || '+' || cardinality(channels) || '+' || cardinality(key_hashes)
+		FROM herald.log_statements`); got != "7+4+4+4" {
+		t.Fatalf("the cut statement is %s, want 7+4+4+4", got)
+	}
+	// The cut row kept the right events: its messages are the batch's last four.
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log l JOIN herald.messages m ON m.id = l.message_id
+		WHERE m.recipient IN ('u3@example.com', 'u4@example.com', 'u5@example.com', 'u6@example.com') AND l."offset" >= 7`); n != 4 {
+		t.Fatalf("%d of the batch's last four messages at offsets 7..10", n)
+	}
+	if evs := readLog(t, pool, "g", 0, 100); !slices.Equal(offsets(evs), []int64{7, 8, 9, 10}) {
+		t.Fatalf("after truncate g reads %v", offsets(evs))
+	}
+	mustExec(t, pool, `SELECT herald.create_consumer_group('late', 1, 'earliest')`)
+	if evs := readLog(t, pool, "late", 0, 2); !slices.Equal(offsets(evs), []int64{7, 8}) {
+		t.Fatalf("a new earliest group reads %v, want 7 8", offsets(evs))
+	}
+	// Truncating again at the same bound changes nothing.
+	if n := scalar[int64](t, pool, `SELECT herald.log_truncate(7)`); n != 0 {
+		t.Fatalf("a second truncate removed %d", n)
+	}
+}
+
+// A malformed statement row (arrays of different lengths; only a bug in herald's
+// own functions could write one) stops log_sequence with XX000 and gets no offsets.
+func TestLogSequenceRefusesMalformedRow(t *testing.T) {
+	ctx, pool := setup(t)
+	enqueueEmail(t, pool, "a@example.com")
+	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+		VALUES ('accepted', now(), ARRAY[1, 2]::bigint[], ARRAY['email'], ARRAY[1, 2])`)
+	_, err := pool.Exec(ctx, `SELECT herald.log_sequence(10000)`)
+	wantPgError(t, err, "XX000", "")
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_statements WHERE first_offset IS NOT NULL`); n != 0 {
+		t.Fatalf("%d rows numbered by a failed run", n)
+	}
+	if n := scalar[int64](t, pool, `SELECT next_offset FROM herald.log_counter`); n != 1 {
+		t.Fatalf("the counter moved to %d", n)
+	}
+}
+
+// Upgrading a release-3 database (migration 8: events in the herald.log table,
+// pending ones in herald.log_pending) keeps every offset and event, and the pending
+// events get the next offsets.
+func TestUpgradeKeepsLogEvents(t *testing.T) {
+	t.Parallel()
+	url := testdb.EmptyDatabase(t)
+	migrateURL(t, url, 8)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.log ("offset", message_id, kind, channel, key_hash, at, detail) VALUES
+		(1, 101, 'accepted', 'email', 11, '2030-01-01Z', '{}'),
+		(2, 101, 'sent', 'email', 11, '2030-01-02Z', '{"attempts": 1}'),
+		(3, 102, 'accepted', 'sms', -12, '2030-01-03Z', '{}')`)
+	mustExec(t, pool, `UPDATE herald.log_counter SET next_offset = 4`)
+	mustExec(t, pool, `INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes, details)
+		VALUES ('dead', '2030-01-04Z', ARRAY[102, 103], ARRAY['sms', 'sms'], ARRAY[-12, 13], ARRAY['{"error": "x"}', '{"error": "y"}']::jsonb[])`)
+	migrateURL(t, url, 0)
+	sequenceAll(t, pool)
+	want := "1 101 accepted email 11 {};2 101 sent email 11 {\"attempts\": 1};3 102 accepted sms -12 {};" +
+		"4 102 dead sms -12 {\"error\": \"x\"};5 103 dead sms 13 {\"error\": \"y\"}"
+	got := scalar[string](t, pool, `SELECT string_agg(concat_ws(' ', "offset", message_id, kind, channel, key_hash, detail), ';' ORDER BY "offset") FROM herald.log`)
+	if got != want {
+		t.Fatalf("after the upgrade herald.log is\n%s\nwant\n%s", got, want)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log WHERE at < '2030-01-01Z' OR at > '2030-01-04Z'`); n != 0 {
+		t.Fatalf("%d events lost their time", n)
+	}
+}
+
+// Reading the middle of a long log probes log_statements_offset_idx and stops at the
+// LIMIT: no scan of the whole log, no sort of all of it.
+func TestLogReadPlanUsesOffsetIndex(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
+		SELECT 'accepted', now(), ARRAY[g], ARRAY['email'], ARRAY[g::integer], g FROM generate_series(1, 20000) g`)
+	mustExec(t, pool, `ANALYZE herald.log_statements`)
+	rows, err := pool.Query(ctx, `EXPLAIN (COSTS OFF) SELECT * FROM herald._log_after(10000, 1, 0, 100)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "Index Scan using log_statements_offset_idx") || strings.Contains(plan, "Seq Scan") ||
+		regexp.MustCompile(`(?m)^\s*(->\s+)?Sort$`).MatchString(plan) {
+		t.Fatalf("log read plan scans or sorts the whole log:\n%s", plan)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg("offset"::text, ',') FROM herald._log_after(10000, 1, 0, 3)`); got != "10001,10002,10003" {
+		t.Fatalf("read %s", got)
+	}
+}
