@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # bench/compare/run.sh — the drain of the benchmark issue, herald against River and
 # graphile-worker on the same server in the same run: JOBS no-op jobs preloaded, two
-# worker processes each, time until none is left.
+# worker processes each, time until none is left. Every clock starts when the
+# workers have started, not when their processes are launched: herald's when both
+# runners listen (the bench holds the channel paused until then), River's and
+# graphile-worker's when the first of their two processes has started (a file it
+# creates), so process start-up is no part of any figure.
 #
 #   bench/compare/run.sh                   (JOBS=200000; DATABASE_URL or the local cluster)
 #   RIVER_WORKERS=1000 GRAPHILE_CONCURRENCY=100 bench/compare/run.sh
@@ -47,8 +51,8 @@ echo "River …" >&2
 fresh herald_compare_river
 db=$(url herald_compare_river)
 "$work/river" prepare -db "$db" -jobs "$jobs"
-for _ in 1 2; do "$work/river" work -db "$db" -workers "$river_workers" & pids+=($!); done
-river=$("$work/river" watch -db "$db" -jobs "$jobs")
+for _ in 1 2; do "$work/river" work -db "$db" -workers "$river_workers" -ready "$work/river-ready" & pids+=($!); done
+river=$("$work/river" watch -db "$db" -jobs "$jobs" -ready "$work/river-ready")
 stop_workers
 
 echo "graphile-worker …" >&2
@@ -56,8 +60,8 @@ echo "graphile-worker …" >&2
 fresh herald_compare_graphile
 db=$(url herald_compare_graphile)
 node bench/compare/graphile/drain.mjs prepare "$db" "$jobs"
-for _ in 1 2; do node bench/compare/graphile/drain.mjs work "$db" "$graphile_concurrency" >/dev/null 2>&1 & pids+=($!); done
-graphile=$(node bench/compare/graphile/drain.mjs watch "$db" "$jobs")
+for _ in 1 2; do node bench/compare/graphile/drain.mjs work "$db" "$graphile_concurrency" "$work/graphile-ready" >/dev/null 2>&1 & pids+=($!); done
+graphile=$(node bench/compare/graphile/drain.mjs watch "$db" "$jobs" "$work/graphile-ready")
 stop_workers
 
 printf '\n| drain of %s no-op jobs, 2 worker processes | jobs/s | herald / it |\n|---|---|---|\n' "$jobs"

@@ -1,8 +1,10 @@
 // graphile-worker side of herald's drain comparison (bench/compare/run.sh).
 //
 //   node drain.mjs prepare URL JOBS     install graphile-worker, add JOBS no-op jobs
-//   node drain.mjs work URL CONCURRENCY run a worker with batching on, until killed
-//   node drain.mjs watch URL JOBS       wait until no job is left, print jobs/s
+//   node drain.mjs work URL CONCURRENCY [READY]  run a worker with batching on, until
+//                                       killed; create the file READY once started
+//   node drain.mjs watch URL JOBS [READY]  wait until no job is left, print jobs/s
+//                                       (the clock starts when READY exists)
 //
 // Batching as graphile-worker documents it for throughput: a local queue (jobs
 // fetched in batches) and batched completion (completeJobBatchDelay 0).
@@ -45,12 +47,18 @@ if (cmd === "prepare") {
     },
     noHandleSignals: false,
   });
+  // Started: tell the watcher (its clock starts with the first worker ready).
+  if (process.argv[5]) (await import("node:fs")).writeFileSync(process.argv[5], "");
   await runner.promise;
 } else if (cmd === "watch") {
   // EXISTS every 50 ms (cheap), a count every second for the progress line only, as
   // the herald bench's drain does.
   const client = new pg.Client({ connectionString: url });
   await client.connect();
+  // The clock starts when the first worker process has started (as herald's starts
+  // when its runners listen): process start-up is not part of the drain.
+  const fs = await import("node:fs");
+  while (process.argv[5] && !fs.existsSync(process.argv[5])) await new Promise((r) => setTimeout(r, 5));
   const start = Date.now();
   let lastCount = start;
   for (;;) {

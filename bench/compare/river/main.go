@@ -4,11 +4,14 @@
 // Usage:
 //
 //	river prepare -db URL -jobs N     migrate River into URL's database, insert N jobs
-//	river work -db URL -workers W     work jobs with a no-op worker until killed
-//	river watch -db URL -jobs N       wait until N jobs are completed, print jobs/s
+//	river work -db URL -workers W [-ready FILE]   work jobs with a no-op worker until
+//	                                              killed; create FILE once started
+//	river watch -db URL -jobs N [-ready FILE]     wait until N jobs are completed, print jobs/s
 //
-// watch measures from its start to the moment the last job is completed (checked
-// every 50 ms), like the herald bench's drain.
+// watch measures from the moment FILE exists (a worker process has started; from
+// its own start without -ready) to the moment the last job is completed (checked
+// every 50 ms), like the herald bench's drain, whose clock starts when its runners
+// listen.
 package main
 
 import (
@@ -46,6 +49,7 @@ func main() {
 	db := fs.String("db", "", "database URL")
 	jobs := fs.Int("jobs", 200000, "jobs to insert or wait for")
 	workers := fs.Int("workers", 1000, "River MaxWorkers of the default queue")
+	ready := fs.String("ready", "", "work: create this file once the client has started; watch: start the clock when it exists")
 	_ = fs.Parse(os.Args[2:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -58,9 +62,9 @@ func main() {
 	case "prepare":
 		err = prepare(ctx, pool, *jobs)
 	case "work":
-		err = work(ctx, pool, *workers)
+		err = work(ctx, pool, *workers, *ready)
 	case "watch":
-		err = watch(ctx, pool, *jobs)
+		err = watch(ctx, pool, *jobs, *ready)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -99,7 +103,7 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return err
 }
 
-func work(ctx context.Context, pool *pgxpool.Pool, maxWorkers int) error {
+func work(ctx context.Context, pool *pgxpool.Pool, maxWorkers int, ready string) error {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, noopWorker{})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
@@ -112,13 +116,26 @@ func work(ctx context.Context, pool *pgxpool.Pool, maxWorkers int) error {
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
+	if ready != "" {
+		if err := os.WriteFile(ready, nil, 0o644); err != nil {
+			return err
+		}
+	}
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return client.Stop(stopCtx)
 }
 
-func watch(ctx context.Context, pool *pgxpool.Pool, n int) error {
+func watch(ctx context.Context, pool *pgxpool.Pool, n int, ready string) error {
+	// The clock starts when the first worker process has started (as herald's starts
+	// when its runners listen): process start-up is not part of the drain.
+	for ready != "" {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	start := time.Now()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
