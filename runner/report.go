@@ -7,42 +7,64 @@ import (
 	"github.com/herald/herald/runner/sender"
 )
 
-// report collects outcomes and writes them back in batches — when a batch is full
-// or FlushInterval after its first outcome — until stop is closed, then reports what
-// is left.
+// post hands one outcome to the reporter. The reporter is woken only by the first
+// outcome of an empty outbox and by a full batch, not by every send.
+func (r *Runner) post(o outcome) {
+	r.outMu.Lock()
+	r.outbox = append(r.outbox, o)
+	n := len(r.outbox)
+	r.outMu.Unlock()
+	if n == 1 || n >= r.cfg.BatchSize {
+		select {
+		case r.outKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// report writes outcomes back in batches — when a batch is full or FlushInterval
+// after its first outcome — until stop is closed, then reports what is left.
 func (r *Runner) report(stop <-chan struct{}) {
-	batch := make([]outcome, 0, r.cfg.BatchSize) // reused: flush keeps nothing of it
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	flush := func() {
-		if len(batch) > 0 {
-			r.flush(batch)
-			clear(batch)
-			batch = batch[:0]
+	armed := false
+	var spare []outcome // the outbox's other buffer: flush keeps nothing of it
+	flushAll := func() {
+		r.outMu.Lock()
+		all := r.outbox
+		r.outbox = spare[:0]
+		r.outMu.Unlock()
+		for rest := all; len(rest) > 0; {
+			k := min(len(rest), r.cfg.BatchSize)
+			r.flush(rest[:k])
+			rest = rest[k:]
 		}
+		clear(all)
+		spare = all
 	}
 	for {
 		select {
-		case o := <-r.results:
-			if len(batch) == 0 {
+		case <-r.outKick:
+			r.outMu.Lock()
+			n := len(r.outbox)
+			r.outMu.Unlock()
+			switch {
+			case n >= r.cfg.BatchSize:
+				flushAll()
+				if armed {
+					timer.Stop()
+					armed = false
+				}
+			case n > 0 && !armed:
 				timer.Reset(r.cfg.FlushInterval)
-			}
-			batch = append(batch, o)
-			if len(batch) >= r.cfg.BatchSize {
-				flush()
+				armed = true
 			}
 		case <-timer.C:
-			flush()
+			armed = false
+			flushAll()
 		case <-stop:
-			for {
-				select {
-				case o := <-r.results:
-					batch = append(batch, o)
-				default:
-					flush()
-					return
-				}
-			}
+			flushAll()
+			return
 		}
 	}
 }

@@ -46,12 +46,15 @@ type Runner struct {
 	mu      sync.Mutex
 	flights map[int64]*flight // claimed, not yet reported
 
-	work    chan sender.Message // unbuffered: a send succeeds when a worker is idle
-	workers int                 // send goroutines started (only claimLoop starts them)
+	work    chan sender.Message // claimed messages waiting for a send worker (capacity Concurrency)
+	workers int                 // send workers started (guarded by mu)
+	growing bool                // a grow goroutine is running (guarded by mu)
 
 	busy       atomic.Int64 // claimed messages not yet sent (queued or sending)
 	sends      sync.WaitGroup
-	results    chan outcome
+	outMu      sync.Mutex
+	outbox     []outcome     // results waiting for the reporter (guarded by outMu)
+	outKick    chan struct{} // capacity 1: the outbox got its first result, or a full batch
 	pastGrace  atomic.Bool
 	listenerUp atomic.Bool
 }
@@ -84,8 +87,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 		wake:     make(chan struct{}, 1),
 		freed:    make(chan struct{}, 1),
 		flights:  map[int64]*flight{},
-		work:     make(chan sender.Message),
-		results:  make(chan outcome, 2*cfg.Concurrency+cfg.BatchSize),
+		work:     make(chan sender.Message, cfg.Concurrency),
+		outKick:  make(chan struct{}, 1),
 	}, nil
 }
 
@@ -117,7 +120,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.log.Warn("senders ignored cancellation; releasing their messages")
 		}
 	}
-	close(r.work) // idle workers exit
+	close(r.work) // idle workers exit (every claimed message has been sent or released)
 	close(stopReporter)
 	<-reporterDone
 	r.releaseUnreported()
@@ -202,10 +205,17 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	return len(msgs) == n, nil
 }
 
-// start records the flights of a claimed batch and hands each message to an idle
-// send worker, starting a new one while fewer than Config.Concurrency exist. Workers
-// stay for the runner's life, so a fast sender sends batch after batch on the same
-// few goroutines and a slow one gets up to Concurrency sends at once.
+// growInterval is how long claimed messages may wait in the work queue before the
+// runner doubles its send workers (up to Config.Concurrency).
+const growInterval = time.Millisecond
+
+// start records the flights of a claimed batch and queues them for the send
+// workers. Workers are added as the queue needs them: the first at once, then, for
+// as long as messages keep waiting, as many again every growInterval, up to
+// Config.Concurrency. A fast sender thus sends batch after batch on a few
+// goroutines (cheap to wake, cheap for the garbage collector to scan), and a slow
+// one gets Concurrency sends at once within about ten intervals. Workers stay for
+// the runner's life.
 func (r *Runner) start(ctx context.Context, msgs []sender.Message) {
 	r.busy.Add(int64(len(msgs)))
 	r.sends.Add(len(msgs))
@@ -218,25 +228,46 @@ func (r *Runner) start(ctx context.Context, msgs []sender.Message) {
 	r.m.inflight.Set(float64(len(r.flights)))
 	r.mu.Unlock()
 	for _, m := range msgs {
-		select {
-		case r.work <- m:
-			continue
-		default:
-		}
-		if r.workers < r.cfg.Concurrency {
-			r.workers++
-			go r.worker(ctx, m)
-			continue
-		}
-		r.work <- m // claims never exceed the free slots: a worker is about to be idle
+		r.work <- m // never blocks: claims never exceed the free slots, the queue's capacity
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.workers == 0 {
+		r.workers++
+		go r.worker(ctx)
+	}
+	if !r.growing && len(r.work) > 0 && r.workers < r.cfg.Concurrency {
+		r.growing = true
+		go r.grow(ctx)
 	}
 }
 
-// worker sends m, then whatever start hands it next, until the work channel is
-// closed (at the end of Run).
-func (r *Runner) worker(ctx context.Context, m sender.Message) {
+// grow adds send workers while messages wait in the queue: as many again as there
+// are every growInterval, up to Config.Concurrency.
+func (r *Runner) grow(ctx context.Context) {
+	t := time.NewTimer(growInterval)
+	defer t.Stop()
+	for range t.C {
+		r.mu.Lock()
+		add := min(r.workers, r.cfg.Concurrency-r.workers, len(r.work))
+		if add <= 0 {
+			r.growing = false
+			r.mu.Unlock()
+			return
+		}
+		r.workers += add
+		r.mu.Unlock()
+		for range add {
+			go r.worker(ctx)
+		}
+		t.Reset(growInterval)
+	}
+}
+
+// worker sends queued messages until the work queue is closed (at the end of Run).
+func (r *Runner) worker(ctx context.Context) {
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
-	for {
+	for m := range r.work {
 		start := time.Now()
 		res, err := r.send(ctx, m)
 		took := time.Since(start)
@@ -245,16 +276,12 @@ func (r *Runner) worker(ctx context.Context, m sender.Message) {
 			r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
 				"provider_message_id", res.ProviderMessageID, "seconds", took.Seconds())
 		}
-		r.results <- outcome{msg: m, res: res, err: err}
+		r.post(outcome{msg: m, res: res, err: err})
 		r.busy.Add(-1)
 		r.sends.Done()
 		select {
 		case r.freed <- struct{}{}:
 		default:
-		}
-		var ok bool
-		if m, ok = <-r.work; !ok {
-			return
 		}
 	}
 }
