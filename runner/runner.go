@@ -265,9 +265,19 @@ func (r *Runner) grow(ctx context.Context) {
 }
 
 // worker sends queued messages until the work queue is closed (at the end of Run).
+// Once the shutdown grace is over it sends nothing more: what is still queued is
+// released.
 func (r *Runner) worker(ctx context.Context) {
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
 	for m := range r.work {
+		if r.pastGrace.Load() {
+			// Shutdown's grace is over: a message still queued is not sent now; it is
+			// released (transient, retry now) like a send cut short.
+			r.post(outcome{msg: m, err: sender.Transient(errors.New("released unsent at shutdown"))})
+			r.busy.Add(-1)
+			r.sends.Done()
+			continue
+		}
 		start := time.Now()
 		res, err := r.send(ctx, m)
 		took := time.Since(start)
