@@ -126,8 +126,11 @@ func TestEnqueueManyWithoutKeysKeepsInputOrder(t *testing.T) {
 			}
 		}
 		if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_statements
-			WHERE kind = 'accepted' AND message_ids = $1`, ids); n != 1 {
-			t.Fatalf("%d accepted rows listing the call's ids in input order, want 1", n)
+			WHERE kind = 'accepted' AND message_ids = $1
+			  AND channels = (SELECT array_agg(m.channel ORDER BY m.id) FROM herald.messages m WHERE m.id = ANY($1))
+			  AND key_hashes = (SELECT array_agg(hashtext(m.recipient) ORDER BY m.id) FROM herald.messages m WHERE m.id = ANY($1))`,
+			ids); n != 1 {
+			t.Fatalf("%d accepted rows listing the call's ids, channels and key hashes in input order, want 1", n)
 		}
 	}
 }
@@ -150,8 +153,8 @@ func TestEnqueueManyRejectsBadInput(t *testing.T) {
 	wantPgError(t, pool.QueryRow(ctx, `SELECT herald.enqueue_many(ARRAY['email'], ARRAY['a@example.com', 'b@example.com'],
 		ARRAY['{}'::jsonb])`).Scan(new([]int64)), "HR011", "recipients")
 	wantPgError(t, pool.QueryRow(ctx, `SELECT herald.enqueue_many('{}', '{}', '{}')`).Scan(new([]int64)), "HR011", "channels")
-	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
-		t.Fatalf("rejected calls stored %d messages", n)
+	if n := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`); n != 0 {
+		t.Fatalf("rejected calls stored %d messages and log rows", n)
 	}
 }
 

@@ -18,7 +18,7 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._event_detail(CASE WHEN g > 0 THEN 'sent' END, g::text, NULL, NULL, g)`,
 		`herald._key_hash(g::text, g::text)`,
 		`herald._email_address(g::text)`,
-		`herald._nonempty_string(to_jsonb(g::text))`,
+		`herald._nonempty_string(jsonb_build_object('k', g), g::text)`,
 		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, now())`,
 		`herald._plain_item(to_jsonb(g))`,
 		`herald._notify_due(g::text)`,

@@ -4,26 +4,25 @@
 -- the domain of dot-separated labels of 1 to 63 letters, digits and hyphens, no label
 -- starting or ending with a hyphen. The one e-mail rule behind herald._valid and
 -- herald._validate.
--- Written without bounded repetitions inside a repeated group (the textbook
--- `([A-Za-z0-9-]{0,61}[A-Za-z0-9])?` per label): PostgreSQL's regex engine expands
--- those into a large automaton, which cost 5 µs per address in every enqueue; this
--- form costs about 1 µs and gives the same verdict (compared on 335,922 generated
--- strings and at every label length around 63). The label-length test runs only for
--- a domain longer than 63 characters. One SQL expression, so the planner inlines it.
--- Locks: none.
+-- One regular expression holds every rule but the label length: the local part as
+-- dot-separated runs, each label as a letter or digit optionally followed by a run
+-- ending in a letter or digit. No bounded repetition inside a repeated group (the
+-- textbook `([A-Za-z0-9-]{0,61}[A-Za-z0-9])?` per label): PostgreSQL's regex engine
+-- expands those into a large automaton, which cost 5 µs per address. Release 4's
+-- form (a looser expression plus six strpos/split_part tests) cost 1.4 µs; this one
+-- 0.9 µs, with the same verdict (tests/email_test.go compares them). The
+-- label-length test runs only for an address long enough to hold a 64-character
+-- label (66 characters): 64 characters other than '.' and '@' with no '@' after
+-- them lie in the domain, as the expression allows one '@'.
+-- One SQL expression, so the planner inlines it. Locks: none.
 CREATE OR REPLACE FUNCTION herald._email_address(recipient text)
 RETURNS boolean
 LANGUAGE sql
 IMMUTABLE
 AS $$
   SELECT length(recipient) <= 254
-     AND recipient ~ '^[A-Za-z0-9.!#$%&''*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$'
-     AND left(recipient, 1) <> '.'
-     AND strpos(recipient, '..') = 0
-     AND strpos(recipient, '.@') = 0
-     AND strpos('.' || split_part(recipient, '@', 2) || '.', '.-') = 0
-     AND strpos('.' || split_part(recipient, '@', 2) || '.', '-.') = 0
-     AND (length(split_part(recipient, '@', 2)) <= 63 OR split_part(recipient, '@', 2) !~ '[^.]{64}')
+     AND recipient ~ '^[A-Za-z0-9!#$%&''*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&''*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$'
+     AND (length(recipient) < 66 OR recipient !~ '[^.@]{64}[^@]*$')
 $$;
 
 REVOKE ALL ON FUNCTION herald._email_address(text) FROM PUBLIC;

@@ -34,12 +34,12 @@ AS $$
         END
     AND jsonb_typeof(payload) = 'object'
     AND CASE kind
-          WHEN 'email' THEN herald._nonempty_string(payload -> 'subject')
-            AND (herald._nonempty_string(payload -> 'text')
-              OR herald._nonempty_string(payload -> 'html')
-              OR herald._nonempty_string(payload -> 'body'))
-          WHEN 'sms' THEN herald._nonempty_string(payload -> 'text')
-            OR herald._nonempty_string(payload -> 'body')
+          WHEN 'email' THEN herald._nonempty_string(payload, 'subject')
+            AND (herald._nonempty_string(payload, 'text')
+              OR herald._nonempty_string(payload, 'html')
+              OR herald._nonempty_string(payload, 'body'))
+          WHEN 'sms' THEN herald._nonempty_string(payload, 'text')
+            OR herald._nonempty_string(payload, 'body')
           ELSE true
         END
     AND pg_column_size(payload) <= max_payload_bytes

@@ -64,14 +64,14 @@ BEGIN
 
   IF payload IS NULL OR jsonb_typeof(payload) <> 'object' THEN
     PERFORM herald._reject('HR003', prefix || 'payload', 'must be a JSON object');
-  ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(payload -> 'subject') THEN
+  ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(payload, 'subject') THEN
     PERFORM herald._reject('HR003', prefix || 'payload', 'an e-mail needs "subject" (a non-empty string)');
-  ELSIF ch.kind = 'email' AND NOT (herald._nonempty_string(payload -> 'text')
-                                OR herald._nonempty_string(payload -> 'html')
-                                OR herald._nonempty_string(payload -> 'body')) THEN
+  ELSIF ch.kind = 'email' AND NOT (herald._nonempty_string(payload, 'text')
+                                OR herald._nonempty_string(payload, 'html')
+                                OR herald._nonempty_string(payload, 'body')) THEN
     PERFORM herald._reject('HR003', prefix || 'payload', 'an e-mail needs "text", "html" or "body" (a non-empty string)');
-  ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(payload -> 'text')
-                              OR herald._nonempty_string(payload -> 'body')) THEN
+  ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(payload, 'text')
+                              OR herald._nonempty_string(payload, 'body')) THEN
     PERFORM herald._reject('HR003', prefix || 'payload', 'an SMS needs "text" or "body" (a non-empty string)');
   ELSIF pg_column_size(payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject('HR004', prefix || 'payload',

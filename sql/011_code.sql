@@ -1,0 +1,1 @@
+schema/011_code.sql

@@ -1,0 +1,106 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+)
+
+// The e-mail rule, case by case: each clause of herald._email_address's header has
+// an address that breaks only it.
+func TestEmailAddressRule(t *testing.T) {
+	ctx, pool := setup(t)
+	label63, label64 := strings.Repeat("b", 63), strings.Repeat("b", 64)
+	for _, c := range []struct {
+		addr string
+		want bool
+	}{
+		{"ana@example.com", true},
+		{"a@b", true},
+		{"first.last+tag@sub.example-mail.co", true},
+		{"!#$%&'*+/=?^_`{|}~-@example.com", true},
+		{"a-.b@example.com", true}, // a hyphen next to a dot is fine in the local part
+		{"a@" + label63 + ".com", true},
+		{"a@" + label64 + ".com", false},
+		{"a@x." + label63, true},
+		{"a@x." + label64, false},
+		{label64 + "x@example.com", true}, // the 63 limit is the domain's labels'
+		{strings.Repeat("a", 64) + "@" + label63 + "." + label63 + "." + strings.Repeat("b", 60), true},
+		{"a@" + strings.Repeat(label63+".", 3) + strings.Repeat("c", 60), true},  // 254 characters
+		{"a@" + strings.Repeat(label63+".", 3) + strings.Repeat("c", 61), false}, // 255
+		{"", false},
+		{"ana.example.com", false},
+		{"ana@@example.com", false},
+		{"a@b@example.com", false},
+		{"@example.com", false},
+		{"ana@", false},
+		{".ana@example.com", false},
+		{"ana.@example.com", false},
+		{"an..a@example.com", false},
+		{"ana b@example.com", false},
+		{"ana@-example.com", false},
+		{"ana@example-.com", false},
+		{"ana@example.-com", false},
+		{"ana@example..com", false},
+		{"ana@.example.com", false},
+		{"ana@example.com.", false},
+		{"ana@exa_mple.com", false},
+		{"añа@example.com", false},
+	} {
+		var got bool
+		if err := pool.QueryRow(ctx, `SELECT herald._email_address($1)`, c.addr).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("_email_address(%q) = %v, want %v", c.addr, got, c.want)
+		}
+	}
+}
+
+// Release 5 rewrote the rule as one regular expression. Release 4's formulation,
+// kept here as the reference, must give the same verdict on every string of up to 7
+// characters over an alphabet that exercises each clause (dots, hyphens, '@', a
+// character allowed only in the local part), and on long labels around 63.
+func TestEmailAddressRuleMatchesRelease4(t *testing.T) {
+	ctx, pool := setup(t)
+	const release4 = `(length(v) <= 254
+	   AND v ~ '^[A-Za-z0-9.!#$%&''*+/=?^_` + "`" + `{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$'
+	   AND left(v, 1) <> '.'
+	   AND strpos(v, '..') = 0
+	   AND strpos(v, '.@') = 0
+	   AND strpos('.' || split_part(v, '@', 2) || '.', '.-') = 0
+	   AND strpos('.' || split_part(v, '@', 2) || '.', '-.') = 0
+	   AND (length(split_part(v, '@', 2)) <= 63 OR split_part(v, '@', 2) !~ '[^.]{64}'))`
+	var n, differ int64
+	var example *string
+	err := pool.QueryRow(ctx, `
+		WITH RECURSIVE s(v) AS (
+		  SELECT ''::text
+		  UNION ALL
+		  SELECT s.v || c FROM s, unnest(ARRAY['a', '.', '-', '@', '_']) c WHERE length(s.v) < 7
+		), long(v) AS (
+		  SELECT l || '@' || d
+		  FROM unnest(ARRAY['a', repeat('a', 70), 'a.' || repeat('a', 64)]) l,
+		       LATERAL (SELECT repeat('b', k) || '.c' FROM generate_series(60, 67) k
+		                UNION ALL SELECT 'c.' || repeat('b', k) FROM generate_series(60, 67) k
+		                UNION ALL SELECT 'c.' || repeat('b', k) || '-' FROM generate_series(60, 67) k
+		                UNION ALL SELECT repeat('b', 30) || '.' || repeat('b', k) || '.' || repeat('b', 30) FROM generate_series(60, 67) k) x(d)
+		), cases AS (SELECT v FROM s UNION ALL SELECT v FROM long)
+		SELECT count(*), count(*) FILTER (WHERE `+release4+` IS DISTINCT FROM herald._email_address(v)),
+		       min(v) FILTER (WHERE `+release4+` IS DISTINCT FROM herald._email_address(v))
+		FROM cases`).Scan(&n, &differ, &example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 90000 {
+		t.Fatalf("only %d strings compared", n)
+	}
+	if differ != 0 {
+		t.Fatalf("%d of %d strings get another verdict than release 4's, e.g. %q", differ, n, *example)
+	}
+	if accepted := scalar[int64](t, pool, `SELECT count(*) FROM (
+		  WITH RECURSIVE s(v) AS (SELECT ''::text UNION ALL
+		    SELECT s.v || c FROM s, unnest(ARRAY['a', '.', '-', '@', '_']) c WHERE length(s.v) < 7)
+		  SELECT v FROM s) s WHERE herald._email_address(v)`); accepted < 100 {
+		t.Fatalf("only %d generated strings are addresses: the comparison says little", accepted)
+	}
+}
