@@ -211,3 +211,25 @@ func TestLogReadPlanUsesOffsetIndex(t *testing.T) {
 		t.Fatalf("read %s", got)
 	}
 }
+
+// Migration 012: a statement's event arrays are compressed with lz4 when the server
+// has it (they are big enough to be compressed at 1,000 events), and read back whole.
+func TestLogArraysUseLZ4(t *testing.T) {
+	ctx, pool := setup(t)
+	if !scalar[bool](t, pool, `SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`) {
+		t.Skip("this server is built without lz4: migration 012 keeps pglz")
+	}
+	enqueueBatchEmails(t, pool, 1000)
+	var methods string
+	if err := pool.QueryRow(ctx, `SELECT concat_ws(' ', pg_column_compression(message_ids), pg_column_compression(channels))
+		FROM herald.log_statements`).Scan(&methods); err != nil {
+		t.Fatal(err)
+	}
+	if methods != "lz4 lz4" {
+		t.Fatalf("the 1,000-event row's arrays are compressed with %q, want lz4", methods)
+	}
+	sequenceAll(t, pool)
+	if n := scalar[int64](t, pool, `SELECT count(DISTINCT message_id) FROM herald.log WHERE kind = 'accepted' AND channel = 'email'`); n != 1000 {
+		t.Fatalf("herald.log shows %d of the 1,000 events", n)
+	}
+}

@@ -1,0 +1,1 @@
+schema/012_log_lz4.sql
