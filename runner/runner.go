@@ -270,23 +270,22 @@ func (r *Runner) grow(ctx context.Context) {
 func (r *Runner) worker(ctx context.Context) {
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
 	for m := range r.work {
+		o := outcome{msg: m}
 		if r.pastGrace.Load() {
 			// Shutdown's grace is over: a message still queued is not sent now; it is
 			// released (transient, retry now) like a send cut short.
-			r.post(outcome{msg: m, err: sender.Transient(errors.New("released unsent at shutdown"))})
-			r.busy.Add(-1)
-			r.sends.Done()
-			continue
+			o.err = sender.Transient(errors.New("released unsent at shutdown"))
+		} else {
+			start := time.Now()
+			o.res, o.err = r.send(ctx, m)
+			took := time.Since(start)
+			r.m.sendSeconds.Observe(took.Seconds(), m.Channel)
+			if o.err == nil && debug {
+				r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
+					"provider_message_id", o.res.ProviderMessageID, "seconds", took.Seconds())
+			}
 		}
-		start := time.Now()
-		res, err := r.send(ctx, m)
-		took := time.Since(start)
-		r.m.sendSeconds.Observe(took.Seconds(), m.Channel)
-		if err == nil && debug {
-			r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
-				"provider_message_id", res.ProviderMessageID, "seconds", took.Seconds())
-		}
-		r.post(outcome{msg: m, res: res, err: err})
+		r.post(o)
 		r.busy.Add(-1)
 		r.sends.Done()
 		select {

@@ -70,7 +70,7 @@ func TestEmailAddressRuleMatchesRelease4(t *testing.T) {
 	   AND strpos('.' || split_part(v, '@', 2) || '.', '.-') = 0
 	   AND strpos('.' || split_part(v, '@', 2) || '.', '-.') = 0
 	   AND (length(split_part(v, '@', 2)) <= 63 OR split_part(v, '@', 2) !~ '[^.]{64}'))`
-	var n, differ int64
+	var n, differ, accepted int64
 	var example *string
 	err := pool.QueryRow(ctx, `
 		WITH RECURSIVE s(v) AS (
@@ -84,10 +84,10 @@ func TestEmailAddressRuleMatchesRelease4(t *testing.T) {
 		                UNION ALL SELECT 'c.' || repeat('b', k) FROM generate_series(60, 67) k
 		                UNION ALL SELECT 'c.' || repeat('b', k) || '-' FROM generate_series(60, 67) k
 		                UNION ALL SELECT repeat('b', 30) || '.' || repeat('b', k) || '.' || repeat('b', 30) FROM generate_series(60, 67) k) x(d)
-		), cases AS (SELECT v FROM s UNION ALL SELECT v FROM long)
-		SELECT count(*), count(*) FILTER (WHERE `+release4+` IS DISTINCT FROM herald._email_address(v)),
-		       min(v) FILTER (WHERE `+release4+` IS DISTINCT FROM herald._email_address(v))
-		FROM cases`).Scan(&n, &differ, &example)
+		), cases AS (SELECT v, `+release4+` AS old, herald._email_address(v) AS new FROM s UNION ALL SELECT v, `+release4+`, herald._email_address(v) FROM long)
+		SELECT count(*), count(*) FILTER (WHERE old IS DISTINCT FROM new),
+		       min(v) FILTER (WHERE old IS DISTINCT FROM new), count(*) FILTER (WHERE new)
+		FROM cases`).Scan(&n, &differ, &example, &accepted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +97,7 @@ func TestEmailAddressRuleMatchesRelease4(t *testing.T) {
 	if differ != 0 {
 		t.Fatalf("%d of %d strings get another verdict than release 4's, e.g. %q", differ, n, *example)
 	}
-	if accepted := scalar[int64](t, pool, `SELECT count(*) FROM (
-		  WITH RECURSIVE s(v) AS (SELECT ''::text UNION ALL
-		    SELECT s.v || c FROM s, unnest(ARRAY['a', '.', '-', '@', '_']) c WHERE length(s.v) < 7)
-		  SELECT v FROM s) s WHERE herald._email_address(v)`); accepted < 100 {
-		t.Fatalf("only %d generated strings are addresses: the comparison says little", accepted)
+	if accepted < 100 {
+		t.Fatalf("only %d compared strings are addresses: the comparison says little", accepted)
 	}
 }

@@ -54,7 +54,7 @@ BEGIN
     RETURN v_ids;
   END IF;
 
-  SELECT array_agg(nextval('herald.messages_id_seq')) INTO v_ids FROM generate_series(1, n);
+  v_ids := ARRAY(SELECT nextval('herald.messages_id_seq') FROM generate_series(1, n));
   WITH stored AS (
     INSERT INTO herald.messages AS m
       (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,

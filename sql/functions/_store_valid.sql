@@ -38,9 +38,6 @@ DECLARE
   v_ids bigint[];
   stored bigint;
 BEGIN
-  IF n = 0 THEN
-    RETURN '{}';
-  END IF;
   v_ids := ARRAY(SELECT nextval('herald.messages_id_seq') FROM generate_series(1, n));
   INSERT INTO herald.messages AS m
     (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
@@ -55,7 +52,7 @@ BEGIN
   WHERE herald._valid(c.kind, c.max_payload_bytes, u.recipient, u.payload, u.run_at, u.priority,
                       u.max_attempts, u.metadata, NULL, u.ordering_key, _store_valid.now);
   GET DIAGNOSTICS stored = ROW_COUNT;
-  IF stored < n THEN
+  IF stored < n OR n = 0 THEN -- a bad message, or none at all: no 'accepted' row
     RETURN '{}';
   END IF;
 
