@@ -22,6 +22,7 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, now())`,
 		`herald._plain_item(to_jsonb(g))`,
 		`herald._notify_due(g::text)`,
+		`herald._notify_clock_due(g)`,
 	} {
 		rows, err := pool.Query(ctx, `EXPLAIN (VERBOSE, COSTS OFF) SELECT `+call+` FROM generate_series(1, 2) g`)
 		if err != nil {

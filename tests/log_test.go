@@ -588,9 +588,11 @@ func TestNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lazy.Close()
-	// No listener has claimed or read since the last notifications: every listener
-	// is taken to be awake, so an enqueue stays silent.
-	mustExec(t, lazy, `SELECT setval('herald.listen_clock_queue', 0), setval('herald.listen_clock_log', 0)`)
+	// No listener has claimed or read since the last notifications (the clocks hold
+	// the time of the last one, not 0): every listener is taken to be awake, so an
+	// enqueue stays silent.
+	mustExec(t, lazy, `SELECT setval('herald.notify_clock_queue', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint),
+		setval('herald.notify_clock_log', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)`)
 	mustExec(t, lazy, enqueue)
 	notified(queue, "herald_queue", false, "enqueue with no listener waiting")
 	notified(logs, "herald_log", false, "enqueue with no log reader waiting")

@@ -6,13 +6,12 @@
 -- commits, so a NOTIFY in every enqueue serialises all producers' commits (measured:
 -- it costs about a third of single-row enqueue throughput with 8 connections on 2
 -- cores, README "Performance"). herald._notify_due holds the rule: notify when some
--- listener started waiting since the last notification, or when none went out for
--- herald.notify_interval_ms (default 50; 0 = notify in every call: ALTER DATABASE …
--- SET herald.notify_interval_ms = 0); otherwise every listener is awake and will
--- claim or read again without being told.
--- Clocks are microseconds since the epoch (finer than one round trip, so a claim and
--- the enqueue after it never share a tick) in sequences (migrations 002 and 004;
--- release 1 kept milliseconds there, which read as long ago and heal at the first
+-- listener said it may be waiting since the last notification (herald._listening
+-- set the clock to 0), or when none went out for herald.notify_interval_ms (default
+-- 50; 0 = notify in every call: ALTER DATABASE … SET herald.notify_interval_ms = 0);
+-- otherwise every listener is awake and will claim or read again without being told.
+-- Clocks are microseconds since the epoch in sequences (migration 002; release 1
+-- kept milliseconds there, which read as long ago and heal at the first
 -- notification): reading last_value and setval take no row lock and survive
 -- rollback, so producers never wait on one another here. Two sessions may both
 -- notify; that is harmless.

@@ -6,6 +6,20 @@
 -- _validate, which names the field and raises, only when it is false. It must
 -- therefore never be false where _validate passes (a test compares them).
 -- One SQL expression without sub-selects, so the planner inlines it.
+--
+-- Written for few nodes as well as few instructions per row: PostgreSQL compiles a
+-- statement's expressions each time the statement runs, about 1,000 instructions
+-- per node, so for herald.enqueue (one row) compiling this expression cost seven
+-- times evaluating it. Hence:
+--   a range test (length(recipient) <@ int4range(1, 320, '[]'), the range folded to
+--   a constant when planned) instead of BETWEEN, which repeats its left side;
+--   the payload rule of each kind as one SQL/JSON path test instead of a
+--   herald._nonempty_string per key (seven nodes each): in strict mode a key's
+--   value `> ""` holds only for a string other than "" (strings compare by code
+--   point; a missing key, a number, null, an array or an object is never greater
+--   than a string), and the test also costs less per row (4,150 against 6,270
+--   instructions for an e-mail's). herald._validate keeps _nonempty_string, to name
+--   the key that fails; the agreement test covers each kind of value.
 -- Locks: none.
 CREATE OR REPLACE FUNCTION herald._valid(
   kind text,
@@ -25,7 +39,7 @@ STABLE
 AS $$
   SELECT coalesce(
         kind IS NOT NULL
-    AND length(recipient) BETWEEN 1 AND 320
+    AND length(recipient) <@ int4range(1, 320, '[]')
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient)
           WHEN 'sms' THEN recipient ~ '^\+[1-9][0-9]{6,14}$'
@@ -34,21 +48,17 @@ AS $$
         END
     AND jsonb_typeof(payload) = 'object'
     AND CASE kind
-          WHEN 'email' THEN herald._nonempty_string(payload, 'subject')
-            AND (herald._nonempty_string(payload, 'text')
-              OR herald._nonempty_string(payload, 'html')
-              OR herald._nonempty_string(payload, 'body'))
-          WHEN 'sms' THEN herald._nonempty_string(payload, 'text')
-            OR herald._nonempty_string(payload, 'body')
+          WHEN 'email' THEN payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
+          WHEN 'sms' THEN payload @? 'strict $ ? (@.text > "" || @.body > "")'
           ELSE true
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
-    AND (priority IS NULL OR priority BETWEEN -100 AND 100)
-    AND (max_attempts IS NULL OR max_attempts BETWEEN 1 AND 100)
+    AND coalesce(priority, 0) <@ int4range(-100, 100, '[]')
+    AND coalesce(max_attempts, 1) <@ int4range(1, 100, '[]')
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
-    AND (idempotency_key IS NULL OR length(idempotency_key) BETWEEN 1 AND 255)
-    AND (ordering_key IS NULL OR length(ordering_key) BETWEEN 1 AND 255),
+    AND coalesce(length(idempotency_key), 1) <@ int4range(1, 255, '[]')
+    AND coalesce(length(ordering_key), 1) <@ int4range(1, 255, '[]'),
     false)
 $$;
 

@@ -15,9 +15,9 @@
 -- Index: messages_claim_idx (priority, run_at, id) WHERE status = 'queued', read in
 -- order and stopped at the LIMIT; messages_ordering_key_idx for the ordering check;
 -- the UPDATE finds the locked rows through messages_pkey (= ANY of their ids).
--- Marks the herald_queue listen clock (herald._listening) before it reads: a caller
--- that gets less than it asked for is about to wait, and producers notify from then
--- on (herald._notify).
+-- Sets the herald_queue notify clock to 0 (herald._listening) before it reads: a
+-- caller that gets less than it asked for is about to wait, and the next producer
+-- notifies (herald._notify).
 -- Locks: row locks on the claimed rows until the caller's transaction ends (call it
 -- in autocommit, or commit right away; never hold it open during a send).
 -- Errors: HR012 worker (empty or over 200 characters), batch_size (outside 1..10000),

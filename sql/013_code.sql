@@ -1,0 +1,1 @@
+schema/013_code.sql

@@ -1,0 +1,1 @@
+schema/014_listen_clocks_dropped.sql

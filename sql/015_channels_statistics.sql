@@ -1,0 +1,1 @@
+schema/015_channels_statistics.sql
