@@ -12,7 +12,9 @@
 -- per node, so for herald.enqueue (one row) compiling this expression cost seven
 -- times evaluating it. Hence:
 --   a range test (length(recipient) <@ int4range(1, 320, '[]'), the range folded to
---   a constant when planned) instead of BETWEEN, which repeats its left side;
+--   a constant when planned) instead of BETWEEN, which repeats its left side; an
+--   optional field tests IS NULL first, which settles the usual NULL in one step
+--   (a coalesce into the range test is a node less but 250 instructions a row more);
 --   the payload rule of each kind as one SQL/JSON path test instead of a
 --   herald._nonempty_string per key (seven nodes each): in strict mode a key's
 --   value `> ""` holds only for a string other than "" (strings compare by code
@@ -54,11 +56,11 @@ AS $$
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
-    AND coalesce(priority, 0) <@ int4range(-100, 100, '[]')
-    AND coalesce(max_attempts, 1) <@ int4range(1, 100, '[]')
+    AND (priority IS NULL OR priority <@ int4range(-100, 100, '[]'))
+    AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
-    AND coalesce(length(idempotency_key), 1) <@ int4range(1, 255, '[]')
-    AND coalesce(length(ordering_key), 1) <@ int4range(1, 255, '[]'),
+    AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
+    AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]')),
     false)
 $$;
 
