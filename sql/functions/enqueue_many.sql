@@ -48,14 +48,19 @@ BEGIN
   IF n = 0 OR n > 10000 THEN
     PERFORM herald._reject('HR011', 'channels', format('has %s elements; 1 to 10000 messages are allowed', n));
   END IF;
-  FOR i IN 1 .. cardinality(names) LOOP
-    IF (i <= 2 AND lengths[i] IS NULL) OR lengths[i] <> n THEN
-      PERFORM herald._reject('HR011', names[i],
-        format('has %s elements but channels has %s', coalesce(lengths[i]::text, 'no'), n));
-    END IF;
-  END LOOP;
+  IF lengths[1] IS NULL OR lengths[2] IS NULL OR n <> ANY (lengths) THEN
+    -- Some array's length is wrong (one test for all; the loop only to name it).
+    FOR i IN 1 .. cardinality(names) LOOP
+      IF (i <= 2 AND lengths[i] IS NULL) OR lengths[i] <> n THEN
+        PERFORM herald._reject('HR011', names[i],
+          format('has %s elements but channels has %s', coalesce(lengths[i]::text, 'no'), n));
+      END IF;
+    END LOOP;
+  END IF;
 
-  IF idempotency_keys IS NULL OR NOT EXISTS (SELECT FROM unnest(idempotency_keys) k WHERE k IS NOT NULL) THEN
+  -- (array_remove rather than a sub-select: a plain expression, which PL/pgSQL
+  -- evaluates without starting an executor)
+  IF idempotency_keys IS NULL OR array_remove(idempotency_keys, NULL) = '{}' THEN
     -- No keys: check and store in one statement; fewer ids than messages means a bad
     -- one, named below (the error undoes what was stored).
     v_ids := herald._store_valid(channels, recipients, payloads, metadata, priorities, run_ats,
