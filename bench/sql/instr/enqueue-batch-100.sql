@@ -1,0 +1,1 @@
+SELECT herald.enqueue_batch(a.js) FROM public.args a;
