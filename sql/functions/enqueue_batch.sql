@@ -61,7 +61,9 @@ BEGIN
   END IF;
 
   -- The shape of every element, whether any has an optional field, and the three
-  -- fields every message has, in one pass over the elements (in order).
+  -- fields every message has, in one pass over the elements (in order). The ?| list
+  -- is the fields the second pass below takes out: a field added to the message
+  -- goes into both (and into herald._plain_item), or the fast path would drop it.
   SELECT bool_and(herald._plain_item(e)),
          bool_or(e ?| ARRAY['priority', 'idempotency_key', 'ordering_key', 'max_attempts', 'metadata']),
          array_agg(e ->> 'channel'), array_agg(e ->> 'recipient'), array_agg(e -> 'payload')
