@@ -61,10 +61,10 @@ BEGIN
        idempotency_key, max_attempts, created_at)
     SELECT u.id, u.channel, u.recipient, u.payload, u.metadata, coalesce(u.priority, 0),
            coalesce(u.run_at, _store.now), u.ordering_key, u.idempotency_key, coalesce(u.max_attempts, c.max_attempts), _store.now
-    FROM unnest(v_ids, channels, recipients, payloads, metadata, priorities, run_ats,
-                ordering_keys, idempotency_keys, max_attempts)
-         AS u(id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-              idempotency_key, max_attempts)
+    FROM (SELECT unnest(v_ids) AS id, unnest(channels) AS channel, unnest(recipients) AS recipient,
+                 unnest(payloads) AS payload, unnest(metadata) AS metadata, unnest(priorities) AS priority,
+                 unnest(run_ats) AS run_at, unnest(ordering_keys) AS ordering_key,
+                 unnest(idempotency_keys) AS idempotency_key, unnest(max_attempts) AS max_attempts) AS u
     JOIN herald.channels c ON c.name = u.channel
     ORDER BY u.id -- a key repeated within the call: the first element wins
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

@@ -18,6 +18,18 @@
 -- herald.log_sequence) is one more INSERT with no RETURNING and no sort, which cost
 -- 200 µs per 100 messages when the events were aggregated from a data-modifying CTE
 -- (bench/cpucost.sh).
+-- Recipients are matched against their kind's regular expression once for the whole
+-- call (herald._recipient_list_kind over the recipients joined by newlines) when
+-- they are all of one kind, instead of once per row: 690,000 → 180,000 instructions
+-- per 100 e-mail addresses (callgrind). herald._valid gets the answer and keeps
+-- every other rule per row; a batch of mixed kinds is matched row by row as before.
+-- The arrays are read by unnest in a select list, not in FROM: there a multi-array
+-- unnest is one function scan per array, each copying its elements into a tuple
+-- store and reading them back (nine stores of 100 rows for a batch of 100); in a
+-- select list the unnests advance in step, element i of each array in row i, an
+-- array shorter or NULL giving NULLs — the same rows, as they are produced:
+-- 5.60 M → 5.31 M instructions per 100 messages (callgrind). The key hashes are
+-- taken the same way, in input order (no ordinality, no sort).
 -- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements.
 CREATE OR REPLACE FUNCTION herald._store_valid(
   channels text[],
@@ -37,6 +49,8 @@ DECLARE
   n integer := coalesce(cardinality(channels), 0);
   v_ids bigint[];
   stored bigint;
+  list text := array_to_string(recipients, E'\n', '');
+  checked_kind text := herald._recipient_list_kind(list, n);
 BEGIN
   v_ids := ARRAY(SELECT nextval('herald.messages_id_seq') FROM generate_series(1, n));
   INSERT INTO herald.messages AS m
@@ -45,12 +59,13 @@ BEGIN
   SELECT u.id, c.name, u.recipient, u.payload, u.metadata,
          coalesce(u.priority, 0), coalesce(u.run_at, _store_valid.now), u.ordering_key,
          coalesce(u.max_attempts, c.max_attempts), _store_valid.now
-  FROM unnest(v_ids, channels, recipients, payloads, metadata, priorities, run_ats, ordering_keys,
-              max_attempts)
-       AS u(id, channel, recipient, payload, metadata, priority, run_at, ordering_key, max_attempts)
+  FROM (SELECT unnest(v_ids) AS id, unnest(channels) AS channel, unnest(recipients) AS recipient,
+               unnest(payloads) AS payload, unnest(metadata) AS metadata, unnest(priorities) AS priority,
+               unnest(run_ats) AS run_at, unnest(ordering_keys) AS ordering_key,
+               unnest(max_attempts) AS max_attempts) AS u
   JOIN herald.channels c ON c.name = u.channel
   WHERE herald._valid(c.kind, c.max_payload_bytes, u.recipient, u.payload, u.run_at, u.priority,
-                      u.max_attempts, u.metadata, NULL, u.ordering_key, _store_valid.now);
+                      u.max_attempts, u.metadata, NULL, u.ordering_key, _store_valid.now, checked_kind);
   GET DIAGNOSTICS stored = ROW_COUNT;
   IF stored < n OR n = 0 THEN -- a bad message, or none at all: no 'accepted' row
     RETURN '{}';
@@ -58,9 +73,7 @@ BEGIN
 
   INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
   VALUES ('accepted', _store_valid.now, v_ids, channels,
-          ARRAY(SELECT herald._key_hash(k.ordering_key, k.recipient)
-                FROM unnest(ordering_keys, recipients) WITH ORDINALITY AS k(ordering_key, recipient, pos)
-                ORDER BY k.pos));
+          ARRAY(SELECT herald._key_hash(unnest(ordering_keys), unnest(recipients))));
   RETURN v_ids;
 END
 $$;

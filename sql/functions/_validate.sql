@@ -55,10 +55,10 @@ BEGIN
   ELSIF ch.kind = 'email' AND NOT herald._email_address(recipient) THEN
     PERFORM herald._reject('HR002', prefix || 'recipient', format('%L is not an e-mail address', recipient),
       hint => 'expected local-part@domain, e.g. ana@example.com');
-  ELSIF ch.kind = 'sms' AND recipient !~ '^\+[1-9][0-9]{6,14}$' THEN
+  ELSIF ch.kind = 'sms' AND recipient !~ ('^(?:' || herald._recipient_pattern('sms') || ')$') THEN
     PERFORM herald._reject('HR002', prefix || 'recipient', format('%L is not an E.164 phone number', recipient),
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
-  ELSIF ch.kind = 'webhook' AND recipient !~ '^https?://[^\s/?#]+([/?#]\S*)?$' THEN
+  ELSIF ch.kind = 'webhook' AND recipient !~ ('^(?:' || herald._recipient_pattern('webhook') || ')$') THEN
     PERFORM herald._reject('HR002', prefix || 'recipient', format('%L is not an http(s) URL', recipient));
   END IF;
 

@@ -15,6 +15,8 @@
 -- from 0), as enqueue_batch does. Without idempotency keys, one statement checks
 -- every message with herald._valid and stores them (herald._store_valid); with keys,
 -- every message is checked at once by herald._valid, then herald._store inserts them.
+-- Either way the recipients of one kind are matched against its expression once for
+-- the call (herald._recipient_list_kind).
 -- Only when a message fails does herald._validate run element by element to name it.
 -- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages and
 -- herald.log_statements.
@@ -44,6 +46,8 @@ DECLARE
                              cardinality(ordering_keys), cardinality(max_attempts), cardinality(metadata)];
   i integer;
   v_ids bigint[];
+  list text;
+  checked_kind text;
 BEGIN
   IF n = 0 OR n > 10000 THEN
     PERFORM herald._reject('HR011', 'channels', format('has %s elements; 1 to 10000 messages are allowed', n));
@@ -68,17 +72,24 @@ BEGIN
     IF cardinality(v_ids) = n THEN
       RETURN v_ids;
     END IF;
-  ELSIF NOT EXISTS (SELECT FROM unnest(channels, recipients, payloads, run_ats, priorities, idempotency_keys,
-                                       ordering_keys, max_attempts, metadata)
-                           AS u(channel, recipient, payload, run_at, priority, idempotency_key,
-                                ordering_key, max_attempts, metadata)
-                    LEFT JOIN herald.channels c ON c.name = u.channel
-                    WHERE NOT herald._valid(c.kind, c.max_payload_bytes, u.recipient, u.payload, u.run_at,
-                                            u.priority, u.max_attempts, u.metadata, u.idempotency_key,
-                                            u.ordering_key, enqueue_many.now)) THEN
-    -- With keys: herald._store (ON CONFLICT, first ids for repeats) once all pass.
-    RETURN herald._store(channels, recipients, payloads, metadata, priorities, run_ats,
-                         ordering_keys, idempotency_keys, max_attempts, enqueue_many.now);
+  ELSE
+    -- With keys: herald._store (ON CONFLICT, first ids for repeats) once all pass;
+    -- the recipients' syntax matched once for the call when they are of one kind
+    -- (herald._recipient_list_kind, as herald._store_valid does).
+    list := array_to_string(recipients, E'\n', '');
+    checked_kind := herald._recipient_list_kind(list, n);
+    IF NOT EXISTS (SELECT FROM (SELECT unnest(channels) AS channel, unnest(recipients) AS recipient,
+                                       unnest(payloads) AS payload, unnest(run_ats) AS run_at,
+                                       unnest(priorities) AS priority, unnest(idempotency_keys) AS idempotency_key,
+                                       unnest(ordering_keys) AS ordering_key, unnest(max_attempts) AS max_attempts,
+                                       unnest(metadata) AS metadata) AS u
+                   LEFT JOIN herald.channels c ON c.name = u.channel
+                   WHERE NOT herald._valid(c.kind, c.max_payload_bytes, u.recipient, u.payload, u.run_at,
+                                           u.priority, u.max_attempts, u.metadata, u.idempotency_key,
+                                           u.ordering_key, enqueue_many.now, checked_kind)) THEN
+      RETURN herald._store(channels, recipients, payloads, metadata, priorities, run_ats,
+                           ordering_keys, idempotency_keys, max_attempts, enqueue_many.now);
+    END IF;
   END IF;
 
   -- Some message is bad: herald._validate names the first one and raises.

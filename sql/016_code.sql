@@ -1,0 +1,1 @@
+schema/016_code.sql
