@@ -294,3 +294,53 @@ func TestEnqueueBatchPathsAgree(t *testing.T) {
 		t.Fatalf("accepted events pending: %s, want the two batches' ids %v and %v", got, a, b)
 	}
 }
+
+// herald._item_shape sorts enqueue_batch elements into the plain three-field shape
+// (0), plain with optional fields (1) and everything else (2), which goes down the
+// element-by-element path. A 0 or 1 where that path raises would let the fast path
+// store what enqueue_batch must refuse: a recipient that is a number on a custom
+// channel (stored as its text), a channel that is true (a channel named "true"
+// matches its text), an unknown field or run_at (dropped).
+func TestItemShape(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('true', 'custom')`)
+	const p = `"payload":{"subject":"s","text":"t"}`
+	for _, c := range []struct {
+		item string
+		want int
+	}{
+		{`{"channel":"email","recipient":"a@b.c",` + p + `}`, 0},
+		{`{"channel":"email","recipient":"a@b.c","payload":null}`, 0},
+		{`{"channel":"email","recipient":"a@b.c"}`, 0}, // no payload: herald._valid refuses it, _validate names it
+		{`{"channel":"email","recipient":"a@b.c",` + p + `,"priority":"-7","max_attempts":3}`, 1},
+		{`{"channel":"email","recipient":"a@b.c",` + p + `,"metadata":{"k":1},"ordering_key":"o","idempotency_key":null}`, 1},
+		{`{"channel":"email","recipient":"a@b.c",` + p + `,"priority":1.5}`, 2},
+		{`{"channel":"email","recipient":"a@b.c",` + p + `,"priority":"x"}`, 2},
+		{`{"channel":"email","recipient":"a@b.c",` + p + `,"metadata":"m"}`, 2},
+		{`{"channel":"email","recipient":"a@b.c",` + p + `,"ordering_key":1}`, 2},
+		{`{"channel":"email","recipient":"a@b.c",` + p + `,"run_at":"2030-01-01T00:00:00Z"}`, 2},
+		{`{"channel":"email","recipient":"a@b.c",` + p + `,"colour":"red"}`, 2},
+		{`{"channel":true,"recipient":"a@b.c",` + p + `}`, 2},
+		{`{"channel":"true","recipient":12345,` + p + `}`, 2},
+		{`{"channel":["email"],"recipient":"a@b.c",` + p + `}`, 2},
+		{`{"channel":null,"recipient":"a@b.c",` + p + `}`, 2},
+		{`["channel","recipient","payload"]`, 2},
+		{`"channel"`, 2},
+		{`null`, 2},
+	} {
+		if got := scalar[int32](t, pool, `SELECT herald._item_shape($1::jsonb)`, c.item); int(got) != c.want {
+			t.Errorf("_item_shape(%s) = %d, want %d", c.item, got, c.want)
+		}
+	}
+	// The two that a loose check would store: refused, with the element path's error.
+	for _, c := range []struct{ batch, column string }{
+		{`[{"channel":"true","recipient":12345,"payload":{}}]`, "messages[0].recipient"},
+		{`[{"channel":true,"recipient":"x","payload":{}}]`, "messages[0].channel"},
+	} {
+		err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1)`, c.batch).Scan(new([]int64))
+		wantPgError(t, err, "HR011", c.column)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("refused batches stored %d messages", n)
+	}
+}

@@ -61,6 +61,7 @@ DROP FUNCTION IF EXISTS herald._notify_ready();
 DROP FUNCTION IF EXISTS herald._plain_valid(jsonb, text, integer, timestamptz);
 DROP FUNCTION IF EXISTS herald._nonempty_string(jsonb);
 DROP FUNCTION IF EXISTS herald._email_address(text);
+DROP FUNCTION IF EXISTS herald._plain_item(jsonb);
 DROP FUNCTION IF EXISTS herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz);
 {{ template "functions/_reject.sql" . }}
 {{ template "functions/_nonempty_string.sql" . }}
@@ -77,7 +78,7 @@ DROP FUNCTION IF EXISTS herald._valid(text, integer, text, jsonb, timestamptz, i
 {{ template "functions/_json_timestamptz.sql" . }}
 {{ template "functions/_validate.sql" . }}
 {{ template "functions/_valid.sql" . }}
-{{ template "functions/_plain_item.sql" . }}
+{{ template "functions/_item_shape.sql" . }}
 {{ template "functions/_idempotent_id.sql" . }}
 {{ template "functions/_store.sql" . }}
 {{ template "functions/_store_valid.sql" . }}
