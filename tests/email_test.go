@@ -91,13 +91,22 @@ func TestEmailAddressRuleMatchesRelease4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n < 90000 {
+	wantSameVerdicts(t, n, differ, accepted, example, 90000, 100, "than release 4's")
+}
+
+// wantSameVerdicts judges a comparison of two rules over generated strings: n
+// strings compared (at least minN), differ of them with another verdict (none
+// allowed; example is one), accepted of them addresses (at least minAccepted, or
+// the comparison says little).
+func wantSameVerdicts(t *testing.T, n, differ, accepted int64, example *string, minN, minAccepted int64, than string) {
+	t.Helper()
+	if n < minN {
 		t.Fatalf("only %d strings compared", n)
 	}
 	if differ != 0 {
-		t.Fatalf("%d of %d strings get another verdict than release 4's, e.g. %q", differ, n, *example)
+		t.Fatalf("%d of %d strings get another verdict %s, e.g. %q", differ, n, than, *example)
 	}
-	if accepted < 100 {
+	if accepted < minAccepted {
 		t.Fatalf("only %d compared strings are addresses: the comparison says little", accepted)
 	}
 }
