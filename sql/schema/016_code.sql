@@ -8,7 +8,10 @@
 -- the e-mail, SMS and webhook expressions are written), and herald._valid takes the
 -- answer as a new last argument, checked_kind; herald._email_address gains
 -- syntax_checked. Both change signature, so the old ones are dropped first (with
--- both kept, a call without the new argument would be ambiguous).
+-- both kept, a call without the new argument would be ambiguous). The batch
+-- functions read their arrays with select-list unnests (no function scans), and
+-- enqueue_batch sorts its elements with herald._item_shape, which replaces
+-- herald._plain_item (dropped here).
 -- Release 6's changes over release 5: enqueue validates with
 -- fewer expression nodes and instructions (herald._valid tests ranges instead of
 -- BETWEEN and each kind's payload rule as one SQL/JSON path; herald._email_address's
