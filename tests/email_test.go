@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -72,12 +73,7 @@ func TestEmailAddressRuleMatchesRelease4(t *testing.T) {
 	   AND (length(split_part(v, '@', 2)) <= 63 OR split_part(v, '@', 2) !~ '[^.]{64}'))`
 	var n, differ, accepted int64
 	var example *string
-	err := pool.QueryRow(ctx, `
-		WITH RECURSIVE s(v) AS (
-		  SELECT ''::text
-		  UNION ALL
-		  SELECT s.v || c FROM s, unnest(ARRAY['a', '.', '-', '@', '_']) c WHERE length(s.v) < 7
-		), long(v) AS (
+	err := pool.QueryRow(ctx, shortStrings(`ARRAY['a', '.', '-', '@', '_']`, 7)+`, long(v) AS (
 		  SELECT l || '@' || d
 		  FROM unnest(ARRAY['a', repeat('a', 70), 'a.' || repeat('a', 64)]) l,
 		       LATERAL (SELECT repeat('b', k) || '.c' FROM generate_series(60, 67) k
@@ -92,6 +88,17 @@ func TestEmailAddressRuleMatchesRelease4(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSameVerdicts(t, n, differ, accepted, example, 90000, 100, "than release 4's")
+}
+
+// shortStrings opens a recursive CTE, s(v), of every string of up to maxLen
+// characters over alphabet (an SQL text array): the input of the comparisons of two
+// rules over generated strings.
+func shortStrings(alphabet string, maxLen int) string {
+	return fmt.Sprintf(`WITH RECURSIVE s(v) AS (
+		  SELECT ''::text
+		  UNION ALL
+		  SELECT s.v || c FROM s, unnest(%s) c WHERE length(s.v) < %d
+		)`, alphabet, maxLen)
 }
 
 // wantSameVerdicts judges a comparison of two rules over generated strings: n
