@@ -4,7 +4,7 @@
 # comparing two forms of a function (throughput and CPU time move by ±10–15 % here;
 # an instruction count by under 1 %).
 #
-# Usage: bench/instructions.sh [-n N] [-s SETUP_SQL] script.sql ...
+# Usage: bench/instructions.sh [-n N] [-p] [-s SETUP_SQL] script.sql ...
 #
 # Builds a scratch cluster in a temporary folder (initdb; as the postgres user when
 # run as root), installs herald there with `go run ./cmd/herald migrate`, adds
@@ -15,7 +15,10 @@
 # runs a single-user backend under callgrind twice — SETUP_SQL, 5 warm-up
 # statements, then N and then 3N statements — and prints the difference divided by
 # 2N: the instructions of one statement, start-up excluded. Every statement commits
-# on its own (fsync off). SETUP_SQL defaults to
+# on its own (fsync off). With -p the statement is prepared once (PREPARE) and each
+# of the runs is an EXECUTE, as a driver's prepared statement is: its parse and
+# plan, which a client pays once, are then not counted (without -p they are, which
+# flatters a call of a function over a bare INSERT, whose planning costs more). SETUP_SQL defaults to
 # `SET herald.notify_interval_ms = 100000`, so that the NOTIFY trigger's rare
 # notification (its timing depends on valgrind's slowness) is not counted.
 # Needs valgrind (apt-get install valgrind) and PostgreSQL's server binaries.
@@ -23,10 +26,11 @@
 # commit's fsync and the cache misses callgrind does not count, so check a change
 # with `make bench` too.
 set -euo pipefail
-n=20 setup="SET herald.notify_interval_ms = 100000"
-while getopts "n:s:" opt; do
+n=20 setup="SET herald.notify_interval_ms = 100000" prepared=
+while getopts "n:ps:" opt; do
   case $opt in
   n) n=$OPTARG ;;
+  p) prepared=1 ;;
   s) setup=$OPTARG ;;
   *) sed -n 7,8p "$0" >&2; exit 2 ;;
   esac
@@ -65,7 +69,12 @@ SQL
 # count SCRIPT STATEMENTS: callgrind's total for SETUP_SQL, warm-up and STATEMENTS runs
 count() {
   { echo "$setup"; echo "TRUNCATE herald.messages, herald.log_statements, public.bare"
-    for _ in $(seq $((5 + $2))); do head -1 "$1"; done; } > "$work/in.sql"
+    if [ -n "$prepared" ]; then
+      echo "PREPARE s AS $(head -1 "$1" | sed 's/;[[:space:]]*$//');"
+      for _ in $(seq $((5 + $2))); do echo "EXECUTE s;"; done
+    else
+      for _ in $(seq $((5 + $2))); do head -1 "$1"; done
+    fi; } > "$work/in.sql"
   chmod a+r "$work/in.sql"
   "${as[@]}" valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
     "$bin/postgres" --single -D "$work/data" -c fsync=off -c synchronous_commit=off -c autovacuum=off \
@@ -76,5 +85,5 @@ count() {
 for script in "$@"; do
   a=$(count "$script" "$n")
   b=$(count "$script" $((3 * n)))
-  echo "$(basename "$script"): $(( (b - a) / (2 * n) )) instructions per statement"
+  echo "$(basename "$script"): $(( (b - a) / (2 * n) )) instructions per ${prepared:+prepared }statement"
 done

@@ -31,6 +31,7 @@ import (
 // options are the command-line settings shared by every scenario.
 type options struct {
 	duration        time.Duration
+	warmup          time.Duration
 	conns           int
 	rounds          int
 	batch           int
@@ -53,6 +54,7 @@ type options struct {
 func main() {
 	var o options
 	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "enqueue scenarios: how long each measured phase runs")
+	flag.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "enqueue scenarios: how long each variant runs, unmeasured, before the first round (0: none)")
 	flag.IntVar(&o.conns, "conns", 8, "enqueue scenarios: concurrent producer connections")
 	flag.IntVar(&o.rounds, "rounds", 3, "enqueue scenarios: how many times each variant runs, alternating (ratio: the median of the rounds' herald/baseline quotients)")
 	flag.IntVar(&o.batch, "batch", 100, "enqueue-batch: messages per batch")
@@ -94,7 +96,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if o.conns < 1 || o.rounds < 1 || o.batch < 1 || o.duration <= 0 || o.runners < 1 || o.runnerBatch < 1 ||
+	if o.conns < 1 || o.rounds < 1 || o.batch < 1 || o.duration <= 0 || o.warmup < 0 || o.runners < 1 || o.runnerBatch < 1 ||
 		o.drainMessages < 1 || o.drainRounds < 1 || o.producers < 1 || o.soakRate < 1 || o.soakDuration <= o.soakHold || o.soakSample <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: counts and durations must be positive, and -soak longer than -soak-hold")
 		os.Exit(2)
@@ -145,8 +147,8 @@ func run(ctx context.Context, o options, names []string) error {
 }
 
 func (o options) describe() string {
-	return fmt.Sprintf("-duration %s -conns %d -rounds %d -batch %d -runners %d -runner-batch %d -drain-messages %d -drain-rounds %d -producers %d -latency-rates %v -latency-duration %s -soak %s -soak-hold %s -soak-rate %d",
-		o.duration, o.conns, o.rounds, o.batch, o.runners, o.runnerBatch, o.drainMessages, o.drainRounds, o.producers, o.latencyRates,
+	return fmt.Sprintf("-duration %s -warmup %s -conns %d -rounds %d -batch %d -runners %d -runner-batch %d -drain-messages %d -drain-rounds %d -producers %d -latency-rates %v -latency-duration %s -soak %s -soak-hold %s -soak-rate %d",
+		o.duration, o.warmup, o.conns, o.rounds, o.batch, o.runners, o.runnerBatch, o.drainMessages, o.drainRounds, o.producers, o.latencyRates,
 		o.latencyDuration, o.soakDuration, o.soakHold, o.soakRate)
 }
 

@@ -51,11 +51,26 @@ func alternate(ctx context.Context, db *database, o options, label string, vs []
 // alternateArgs runs every variant once per round, in turn (herald and baseline
 // alternate, so drift on a shared machine hits both), each phase for o.duration on
 // o.conns connections, and returns each variant's rates. perOp is how many
-// messages one execution stores.
+// messages one execution stores. Before the first round every variant runs for
+// o.warmup, unmeasured: otherwise the variant that runs first (herald's) alone pays
+// for opening the pool's connections, preparing its statement on each, and the
+// new server processes' first calls (catalog caches, PL/pgSQL compilation).
 func alternateArgs(ctx context.Context, db *database, o options, label string, vs []variant, perOp int, args [][]any) ([]result, error) {
 	out := make([]result, len(vs))
 	for i, v := range vs {
 		out[i].name = v.name
+	}
+	if o.warmup > 0 {
+		w := o
+		w.duration = o.warmup
+		for i, v := range vs {
+			if err := db.setTriggers(ctx, v.triggers); err != nil {
+				return nil, err
+			}
+			if _, _, err := loop(ctx, db, w, fmt.Sprintf("%s warm-up: %s", label, v.name), v, args[i]); err != nil {
+				return nil, fmt.Errorf("%s (warm-up): %w", v.name, err)
+			}
+		}
 	}
 	for r := 0; r < o.rounds; r++ {
 		for i, v := range vs {

@@ -213,6 +213,23 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"other", strings.Repeat("r", 320), `{}`, ""},
 		{"other", strings.Repeat("r", 321), `{}`, ""},
 		{"other", "", `{}`, ""},
+		// the e-mail and SMS branches leave the length and object tests to their own
+		// rules; webhook and custom keep them (characters, not octets)
+		{"email", strings.Repeat("a", 242) + "@example.com", email, ""}, // 254 characters
+		{"email", "a@" + strings.Repeat("b", 63), email, ""},            // 65: under the label test
+		{"email", "a@" + strings.Repeat("b", 64), email, ""},            // 66: a 64-character label
+		{"email", strings.Repeat("a", 64) + "@b", email, ""},            // 66: 64 characters before the '@'
+		{"email", "é@example.com", email, ""},
+		{"sms", "+14155550100", `[{"text":"t"}]`, ""},
+		{"sms", "+14155550100", `"t"`, ""},
+		{"hook", "https://example.com/" + strings.Repeat("x", 300), `{}`, ""}, // 320 characters
+		{"hook", "https://example.com/" + strings.Repeat("x", 301), `{}`, ""},
+		{"hook", "https://example.com/" + strings.Repeat("é", 300), `{}`, ""}, // 320 characters, 620 octets
+		{"hook", "https://example.com", `[]`, ""},
+		{"other", strings.Repeat("é", 320), `{}`, ""},
+		{"other", strings.Repeat("é", 321), `{}`, ""},
+		{"other", "r", `[{}]`, ""},
+		{"other", "r", `"s"`, ""},
 		{"nope", "x", `{}`, ""},
 		{"email", "a@example.com", email, "run_at => $4::timestamptz + interval '364 days'"},
 		{"email", "a@example.com", email, "run_at => $4::timestamptz - interval '366 days'"},

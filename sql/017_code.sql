@@ -1,0 +1,1 @@
+schema/017_code.sql
