@@ -3,11 +3,13 @@
 -- messages (parallel arrays, one element per message; NULL arrays or elements take
 -- the defaults, as in herald._store_valid: priority 0, run_at now, the channel's
 -- max_attempts) and their 'accepted' log events;
--- returns their ids in input order. The writer of herald.enqueue's keyed path and of
--- enqueue_many (and so enqueue_batch) calls with idempotency keys; key-less bulk calls
--- validate and store in one statement through herald._store_valid instead.
+-- returns their ids in input order. The writer of herald.enqueue's keyed path, of
+-- herald._store_batch's calls with idempotency keys and of enqueue_batch's
+-- element-by-element path; key-less bulk calls validate and store in one statement
+-- through herald._store_valid instead.
 --
--- Without any idempotency key it hands the messages to herald._store_valid. With
+-- Without any idempotency key it hands the messages to herald._store_valid, with
+-- the recipients' kind asked of herald._recipient_list_kind once for the call. With
 -- keys, ids come from the identity sequence first, so that the result is in input
 -- order; they are unique and increasing within the call, not gapless.
 -- The events go to herald.log_statements in the same statement as the messages (a
@@ -40,13 +42,15 @@ DECLARE
   v_ids bigint[];
   inserted integer;
   i integer;
+  list text;
 BEGIN
   IF NOT EXISTS (SELECT FROM unnest(idempotency_keys) k WHERE k IS NOT NULL) THEN
     -- No key, no conflict possible: the key-less writer. The messages passed
     -- herald._validate, so herald._valid passes them too (a test keeps the two in
     -- agreement); were it ever stricter, refuse rather than store part of them.
+    list := array_to_string(recipients, E'\n', ''); -- a variable, so that the call is inlined
     v_ids := herald._store_valid(channels, recipients, payloads, metadata, priorities, run_ats,
-                                 ordering_keys, max_attempts, _store.now);
+                                 ordering_keys, max_attempts, _store.now, herald._recipient_list_kind(list, n));
     IF cardinality(v_ids) <> n THEN
       RAISE EXCEPTION 'herald: herald._valid rejected a message that herald._validate accepts'
         USING ERRCODE = 'XX000';

@@ -12,18 +12,26 @@
 --   HR011 messages[i].<field>     an unknown field, or a field of the wrong JSON type
 --                                 (a run_at that is not a timestamp is HR005,
 --                                 a non-integer priority HR006, max_attempts HR007)
--- When every element has a plain JSON shape (herald._item_shape 0 or 1: no run_at,
--- fields of the right types), parallel arrays go to herald.enqueue_many, which
--- validates and stores them (one INSERT without idempotency keys); else the
--- elements are checked one by one, which raises the error of the first bad element,
--- and herald._store writes them. The pass that checks the shape also takes out
--- channel, recipient and payload (->> and -> never raise, whatever the element), and
--- its max() says whether any element has an optional field (shape 1); only then
--- does a second pass take those out, so a batch of plain messages reads each element
--- once and hands enqueue_many NULL for the five optional arrays rather than arrays
--- of NULLs (release 5 always made the second pass and all eight arrays: 28,000
--- instructions an element on top of enqueue_many's work; release 6 about 16,000,
--- release 7 about 13,000, callgrind). Either way nothing
+-- The fast path: one pass over the elements gives each one's shape
+-- (herald._item_shape: 0 at most three members, unchecked; 1 optional fields of the
+-- right types; 2 anything else) and takes out channel, recipient and payload (->>
+-- and -> never raise, whatever the element). When no element is of shape 2, the
+-- recipients are matched against one kind's expression as a single list
+-- (herald._recipient_list_kind, whose answer herald._valid then uses); a match
+-- also proves every recipient a JSON string (no number, boolean, array or object
+-- reads as an address, a phone number or a URL), and channel names start with a
+-- letter, so only a channel of true or false is read from a non-string. Otherwise
+-- one SQL/JSON path over the batch tests that every channel and recipient is a
+-- string. Then, for shape 1 only, a second pass takes out the optional fields, and
+-- herald._store_batch checks the values and stores them (one INSERT without
+-- idempotency keys). A batch the fast path refuses (a bad value, a field of the
+-- wrong JSON type, an unknown field: see herald._item_shape) goes element by
+-- element, which raises the error of the first bad element; herald._store writes
+-- the batches that path accepts (those with a run_at). Were that path ever to
+-- accept a batch the fast path stored part of and refused, it raises XX000 instead.
+-- Reading the JSON costs about 8,000 instructions an element over enqueue_many's
+-- work from arrays (release 9; release 8 about 13,000; callgrind,
+-- bench/instructions.sh -p). Either way nothing
 -- is written when an element is bad, statement triggers fire once, and the
 -- 'accepted' events are written in the same statement. Idempotency as in
 -- herald.enqueue; a key repeated within the batch gives the first element's id.
@@ -50,6 +58,10 @@ DECLARE
   v_max integer[];
   v_meta jsonb[];
   shape integer;
+  list text;
+  checked_kind text;
+  v_ids bigint[];
+  refused boolean := false;
   i integer;
 BEGIN
   IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
@@ -60,28 +72,34 @@ BEGIN
     PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
-  -- The shape of every element (the largest: 0 none has an optional field, 1 some
-  -- has, 2 some element is not plain) and the three fields every message has, in
-  -- one pass over the elements (in order). The optional fields of shape 1 are the
-  -- ones the second pass below takes out: a field added to the message goes into
-  -- both, or the fast path would drop it.
+  -- The shape of every element (the largest: herald._item_shape) and the three
+  -- fields every message has, in one pass over the elements (in order). The
+  -- optional fields of shape 1 are the ones the second pass below takes out: a
+  -- field added to the message goes into both, or the fast path would drop it.
   SELECT max(herald._item_shape(e)), array_agg(e ->> 'channel'), array_agg(e ->> 'recipient'),
          array_agg(e -> 'payload')
   INTO shape, v_channels, v_recipients, v_payloads
   FROM jsonb_array_elements(messages) e;
   IF shape < 2 THEN
-    -- Fast path: every element has a plain shape (herald._item_shape), so every
-    -- cast below succeeds; herald.enqueue_many checks the values and stores them,
-    -- naming a bad element as messages[<index>].<field> like the path below.
-    IF shape = 1 THEN
-      SELECT array_agg(nullif(e -> 'metadata', 'null')), array_agg((e ->> 'priority')::integer),
-             array_agg(e ->> 'ordering_key'), array_agg(e ->> 'idempotency_key'),
-             array_agg((e ->> 'max_attempts')::integer)
-      INTO v_meta, v_priorities, v_order, v_idem, v_max
-      FROM jsonb_array_elements(messages) e;
+    list := array_to_string(v_recipients, E'\n', ''); -- a variable, so that the call is inlined
+    checked_kind := herald._recipient_list_kind(list, n);
+    -- Shape 0 leaves the JSON types of channel and recipient to this test.
+    IF (checked_kind IS NOT NULL AND NOT v_channels && '{true,false}')
+       OR NOT messages @? 'strict $[*] ? ((@.channel starts with "" && @.recipient starts with "") is unknown)' THEN
+      IF shape = 1 THEN
+        SELECT array_agg(nullif(e -> 'metadata', 'null')), array_agg((e ->> 'priority')::integer),
+               array_agg(e ->> 'ordering_key'), array_agg(e ->> 'idempotency_key'),
+               array_agg((e ->> 'max_attempts')::integer)
+        INTO v_meta, v_priorities, v_order, v_idem, v_max
+        FROM jsonb_array_elements(messages) e;
+      END IF;
+      v_ids := herald._store_batch(v_channels, v_recipients, v_payloads, NULL, v_priorities, v_idem,
+                                   v_order, v_max, v_meta, now, checked_kind);
+      IF cardinality(v_ids) = n THEN
+        RETURN v_ids;
+      END IF;
+      refused := true; -- the element-by-element path raises; what was stored goes with it
     END IF;
-    RETURN herald.enqueue_many(v_channels, v_recipients, v_payloads, NULL, v_priorities, v_idem,
-                               v_order, v_max, v_meta, now);
   END IF;
 
   -- Element by element: the path that names the first bad element and field.
@@ -112,6 +130,10 @@ BEGIN
     v_max[i] := herald._validate(v_channels[i], v_recipients[i], v_payloads[i], v_run_ats[i], v_priorities[i],
                                  v_max[i], v_meta[i], v_idem[i], v_order[i], now, p || '.');
   END LOOP;
+  IF refused THEN
+    RAISE EXCEPTION 'herald: the fast path refused a batch that the element-by-element path accepts'
+      USING ERRCODE = 'XX000';
+  END IF;
   RETURN herald._store(v_channels, v_recipients, v_payloads, v_meta, v_priorities, v_run_ats,
                        v_order, v_idem, v_max, now);
 END

@@ -12,11 +12,11 @@
 -- Errors: HR011 channels (NULL, empty or over 10,000 elements), HR011 <array> (an
 -- array whose length differs from channels'); a bad message raises the SQLSTATE of
 -- herald._validate (HR001–HR010) with COLUMN = 'messages[<index>].<field>' (index
--- from 0), as enqueue_batch does. Without idempotency keys, one statement checks
--- every message with herald._valid and stores them (herald._store_valid); with keys,
--- every message is checked at once by herald._valid, then herald._store inserts them.
--- Either way the recipients of one kind are matched against its expression once for
--- the call (herald._recipient_list_kind).
+-- from 0), as enqueue_batch does. herald._store_batch checks and stores: without
+-- idempotency keys in one statement (herald._store_valid); with keys, every message
+-- is checked at once by herald._valid, then herald._store inserts them. Either way
+-- the recipients of one kind are matched against its expression once for the call
+-- (herald._recipient_list_kind).
 -- Only when a message fails does herald._validate run element by element to name it.
 -- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages and
 -- herald.log_statements.
@@ -47,7 +47,6 @@ DECLARE
   i integer;
   v_ids bigint[];
   list text;
-  checked_kind text;
 BEGIN
   IF n = 0 OR n > 10000 THEN
     PERFORM herald._reject('HR011', 'channels', format('has %s elements; 1 to 10000 messages are allowed', n));
@@ -62,34 +61,17 @@ BEGIN
     END LOOP;
   END IF;
 
-  -- (array_remove rather than a sub-select: a plain expression, which PL/pgSQL
-  -- evaluates without starting an executor)
-  IF idempotency_keys IS NULL OR array_remove(idempotency_keys, NULL) = '{}' THEN
-    -- No keys: check and store in one statement; fewer ids than messages means a bad
-    -- one, named below (the error undoes what was stored).
-    v_ids := herald._store_valid(channels, recipients, payloads, metadata, priorities, run_ats,
-                                 ordering_keys, max_attempts, enqueue_many.now);
-    IF cardinality(v_ids) = n THEN
-      RETURN v_ids;
-    END IF;
-  ELSE
-    -- With keys: herald._store (ON CONFLICT, first ids for repeats) once all pass;
-    -- the recipients' syntax matched once for the call when they are of one kind
-    -- (herald._recipient_list_kind, as herald._store_valid does).
-    list := array_to_string(recipients, E'\n', '');
-    checked_kind := herald._recipient_list_kind(list, n);
-    IF NOT EXISTS (SELECT FROM (SELECT unnest(channels) AS channel, unnest(recipients) AS recipient,
-                                       unnest(payloads) AS payload, unnest(run_ats) AS run_at,
-                                       unnest(priorities) AS priority, unnest(idempotency_keys) AS idempotency_key,
-                                       unnest(ordering_keys) AS ordering_key, unnest(max_attempts) AS max_attempts,
-                                       unnest(metadata) AS metadata) AS u
-                   LEFT JOIN herald.channels c ON c.name = u.channel
-                   WHERE NOT herald._valid(c.kind, c.max_payload_bytes, u.recipient, u.payload, u.run_at,
-                                           u.priority, u.max_attempts, u.metadata, u.idempotency_key,
-                                           u.ordering_key, enqueue_many.now, checked_kind)) THEN
-      RETURN herald._store(channels, recipients, payloads, metadata, priorities, run_ats,
-                           ordering_keys, idempotency_keys, max_attempts, enqueue_many.now);
-    END IF;
+  -- Check and store (herald._store_batch), the recipients' syntax matched once for
+  -- the call when they are of one kind; fewer ids than messages means a bad one,
+  -- named below (the error undoes what was stored).
+  -- (the list in a variable: passed as an expression, the argument it is used five
+  -- times for would keep herald._recipient_list_kind from being inlined)
+  list := array_to_string(recipients, E'\n', '');
+  v_ids := herald._store_batch(channels, recipients, payloads, run_ats, priorities, idempotency_keys,
+                               ordering_keys, max_attempts, metadata, enqueue_many.now,
+                               herald._recipient_list_kind(list, n));
+  IF cardinality(v_ids) = n THEN
+    RETURN v_ids;
   END IF;
 
   -- Some message is bad: herald._validate names the first one and raises.

@@ -1,0 +1,1 @@
+schema/018_code.sql
