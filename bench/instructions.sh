@@ -19,8 +19,9 @@
 # of the runs is an EXECUTE, as a driver's prepared statement is: its parse and
 # plan, which a client pays once, are then not counted (without -p they are, which
 # flatters a call of a function over a bare INSERT, whose planning costs more).
-# SETUP_SQL defaults to `SET herald.notify_interval_ms = 100000`, so that the NOTIFY trigger's rare
-# notification (its timing depends on valgrind's slowness) is not counted.
+# SETUP_SQL defaults to `SET herald.notify_interval_ms = 100000`, so that the NOTIFY
+# trigger's rare notification (its timing depends on valgrind's slowness) is not
+# counted.
 # Needs valgrind (apt-get install valgrind) and PostgreSQL's server binaries.
 # Not what a user waits for: a real enqueue also pays the client round trip, the
 # commit's fsync and the cache misses callgrind does not count, so check a change

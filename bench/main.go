@@ -98,7 +98,7 @@ func main() {
 	}
 	if o.conns < 1 || o.rounds < 1 || o.batch < 1 || o.duration <= 0 || o.warmup < 0 || o.runners < 1 || o.runnerBatch < 1 ||
 		o.drainMessages < 1 || o.drainRounds < 1 || o.producers < 1 || o.soakRate < 1 || o.soakDuration <= o.soakHold || o.soakSample <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: counts and durations must be positive, and -soak longer than -soak-hold")
+		fmt.Fprintln(os.Stderr, "bench: counts and durations must be positive (-warmup may be 0), and -soak longer than -soak-hold")
 		os.Exit(2)
 	}
 
