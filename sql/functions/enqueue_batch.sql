@@ -29,9 +29,9 @@
 -- element, which raises the error of the first bad element; herald._store writes
 -- the batches that path accepts (those with a run_at). Were that path ever to
 -- accept a batch the fast path stored part of and refused, it raises XX000 instead.
--- Reading the JSON costs about 8,000 instructions an element over enqueue_many's
--- work from arrays (release 9; release 8 about 13,000; callgrind,
--- bench/instructions.sh -p). Either way nothing
+-- Reading the JSON costs about 6,400 instructions an element over enqueue_many's
+-- work from arrays (release 9; release 8 12,200; callgrind, bench/instructions.sh
+-- -p, 100 e-mails). Either way nothing
 -- is written when an element is bad, statement triggers fire once, and the
 -- 'accepted' events are written in the same statement. Idempotency as in
 -- herald.enqueue; a key repeated within the batch gives the first element's id.
