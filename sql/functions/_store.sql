@@ -50,7 +50,8 @@ BEGIN
     -- agreement); were it ever stricter, refuse rather than store part of them.
     list := array_to_string(recipients, E'\n', ''); -- a variable, so that the call is inlined
     v_ids := herald._store_valid(channels, recipients, payloads, metadata, priorities, run_ats,
-                                 ordering_keys, max_attempts, _store.now, herald._recipient_list_kind(list, n));
+                                 ordering_keys, max_attempts, _store.now,
+                                 herald._recipient_list_kind(list, n));
     IF cardinality(v_ids) <> n THEN
       RAISE EXCEPTION 'herald: herald._valid rejected a message that herald._validate accepts'
         USING ERRCODE = 'XX000';
