@@ -172,11 +172,20 @@ func (r *Runner) free() int { return r.cfg.Concurrency - int(r.busy.Load()) }
 // reports whether it got as many as it asked for.
 func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	n := min(r.cfg.BatchSize, r.free())
-	if n <= 0 {
+	if n <= 0 || ctx.Err() != nil {
 		return true, nil
 	}
 	start := time.Now()
-	rows, err := r.pool.Query(ctx, `SELECT id, channel, recipient, payload, metadata, attempt, lease_token, lease_expires_at
+	// A claim in flight when the runner is stopped (ctx) is not cut short:
+	// claim_batch commits on the server, so a claim whose result the runner stopped
+	// reading would leave its messages leased to no one until reap_stale. It
+	// finishes, and its messages go to the senders like any other; the shutdown then
+	// waits for them. It may run on for at most the shutdown grace after the stop,
+	// and one lease in all (past that its messages could be claimed again anyway).
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Lease)
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(r.cfg.ShutdownGrace, cancel) })()
+	rows, err := r.pool.Query(qctx, `SELECT id, channel, recipient, payload, metadata, attempt, lease_token, lease_expires_at
 		FROM herald.claim_batch($1, $2, $3 * interval '1 microsecond', $4)`, r.cfg.Worker, n, r.cfg.Lease.Microseconds(), r.channels)
 	if err != nil {
 		return false, err
