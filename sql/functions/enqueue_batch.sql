@@ -29,9 +29,9 @@
 -- element, which raises the error of the first bad element; herald._store writes
 -- the batches that path accepts (those with a run_at). Were that path ever to
 -- accept a batch the fast path stored part of and refused, it raises XX000 instead.
--- Reading the JSON costs about 6,400 instructions an element over enqueue_many's
--- work from arrays (release 9; release 8 12,200; callgrind, bench/instructions.sh
--- -p, 100 e-mails). Either way nothing
+-- Reading the JSON costs about 5,400 instructions an element over enqueue_many's
+-- work from arrays (release 10; release 9 6,200, release 8 12,200; callgrind, 100
+-- e-mails, bench/instructions.sh -p). Either way nothing
 -- is written when an element is bad, statement triggers fire once, and the
 -- 'accepted' events are written in the same statement. Idempotency as in
 -- herald.enqueue; a key repeated within the batch gives the first element's id.
@@ -73,13 +73,16 @@ BEGIN
   END IF;
 
   -- The shape of every element (the largest: herald._item_shape) and the three
-  -- fields every message has, in one pass over the elements (in order). The
-  -- optional fields of shape 1 are the ones the second pass below takes out: a
-  -- field added to the message goes into both, or the fast path would drop it.
+  -- fields every message has, in one pass over the elements in order: the SQL/JSON
+  -- path's items, handed out one at a time in the select list (jsonb_array_elements
+  -- in FROM would first copy every element into a tuple store, 800 instructions an
+  -- element more). The optional fields of shape 1 are the ones the second pass
+  -- below takes out: a field added to the message goes into both, or the fast path
+  -- would drop it.
   SELECT max(herald._item_shape(e)), array_agg(e ->> 'channel'), array_agg(e ->> 'recipient'),
          array_agg(e -> 'payload')
   INTO shape, v_channels, v_recipients, v_payloads
-  FROM jsonb_array_elements(messages) e;
+  FROM (SELECT jsonb_path_query(messages, 'strict $[*]') AS e) AS elements;
   IF shape < 2 THEN
     list := array_to_string(v_recipients, E'\n', ''); -- a variable, so that the call is inlined
     checked_kind := herald._recipient_list_kind(list, n);
@@ -91,7 +94,7 @@ BEGIN
                array_agg(e ->> 'ordering_key'), array_agg(e ->> 'idempotency_key'),
                array_agg((e ->> 'max_attempts')::integer)
         INTO v_meta, v_priorities, v_order, v_idem, v_max
-        FROM jsonb_array_elements(messages) e;
+        FROM (SELECT jsonb_path_query(messages, 'strict $[*]') AS e) AS elements;
       END IF;
       v_ids := herald._store_batch(v_channels, v_recipients, v_payloads, NULL, v_priorities, v_idem,
                                    v_order, v_max, v_meta, now, checked_kind);

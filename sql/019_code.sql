@@ -1,0 +1,1 @@
+schema/019_code.sql
