@@ -61,7 +61,7 @@ func main() {
 	flag.IntVar(&o.runners, "runners", 2, "drain, soak: herald run processes")
 	flag.IntVar(&o.runnerBatch, "runner-batch", 1000, "drain: HERALD_BATCH_SIZE of the runners (concurrency is twice that)")
 	flag.IntVar(&o.drainMessages, "drain-messages", 200000, "drain: messages preloaded")
-	flag.IntVar(&o.drainRounds, "drain-rounds", 1, "drain: rounds, each herald then the baseline")
+	flag.IntVar(&o.drainRounds, "drain-rounds", 3, "drain: rounds, each herald then the baseline (ratio: the median of the rounds' quotients)")
 	flag.IntVar(&o.producers, "producers", 4, "latency, soak: producer connections")
 	rates := flag.String("latency-rates", "1000,5000", "latency: producer rates, messages per second")
 	flag.DurationVar(&o.latencyDuration, "latency-duration", 6*time.Second, "latency: how long each rate runs")
