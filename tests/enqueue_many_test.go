@@ -136,6 +136,87 @@ func TestEnqueueManyWithoutKeysKeepsInputOrder(t *testing.T) {
 	}
 }
 
+// A call whose messages share one channel and leave every optional field at its
+// default (the usual bulk send) is stored by herald._store_valid's one-channel
+// statement: each message gets the channel's own max_attempts, priority 0, run_at
+// and created_at the call's now, in input order, with one 'accepted' row; a bad
+// message anywhere, or an unknown channel, is named and nothing is stored. Both
+// enqueue_many and enqueue_batch (its shape-0 fast path) take that statement.
+func TestOneChannelBatchStoresDefaultsAndRefusesBadMessages(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_attempts) VALUES ('bulk', 'email', 7)`)
+	const payload = `{"subject":"s","text":"t"}`
+	msgs := make([]intake.Message, 30)
+	items := make([]string, len(msgs))
+	for i := range msgs {
+		msgs[i] = intake.Message{Channel: "bulk", Recipient: fmt.Sprintf("u%d@example.com", i), Payload: json.RawMessage(payload)}
+		items[i] = fmt.Sprintf(`{"channel":"bulk","recipient":"u%d@example.com","payload":%s}`, i, payload)
+	}
+	many, err := intake.EnqueueMany(ctx, pool, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromBatch []int64
+	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1)`, "["+strings.Join(items, ",")+"]").Scan(&fromBatch); err != nil {
+		t.Fatal(err)
+	}
+	for _, ids := range [][]int64{many, fromBatch} {
+		if len(ids) != len(msgs) {
+			t.Fatalf("%d ids for %d messages", len(ids), len(msgs))
+		}
+		for i, id := range ids {
+			got := scalar[string](t, pool, `SELECT concat_ws('|', channel, recipient, payload = $2::jsonb, coalesce(metadata::text, '-'),
+				priority, run_at = created_at, coalesce(ordering_key, '-'), coalesce(idempotency_key, '-'), max_attempts,
+				status, attempts) FROM herald.messages WHERE id = $1`, id, payload)
+			if want := fmt.Sprintf("bulk|u%d@example.com|t|-|0|t|-|-|7|queued|0", i); got != want {
+				t.Fatalf("id %d (input %d): stored %q, want %q", id, i, got, want)
+			}
+			if i > 0 && id <= ids[i-1] {
+				t.Fatalf("ids not ascending in input order: %v", ids)
+			}
+		}
+		if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_statements
+			WHERE kind = 'accepted' AND message_ids = $1 AND channels = array_fill('bulk'::text, ARRAY[30])
+			  AND key_hashes = (SELECT array_agg(hashtext(m.recipient) ORDER BY m.id) FROM herald.messages m WHERE m.id = ANY($1))`,
+			ids); n != 1 {
+			t.Fatalf("%d accepted rows listing the call's ids, channel and key hashes in input order, want 1", n)
+		}
+	}
+
+	before := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`)
+	for _, c := range []struct {
+		mutate      func(m *intake.Message)
+		code, field string
+	}{
+		{func(m *intake.Message) { m.Payload = json.RawMessage(`{"subject":"s"}`) }, "invalid_payload", "payload"},
+		{func(m *intake.Message) { m.Recipient = "u@" }, "invalid_recipient", "recipient"},
+		{func(m *intake.Message) {
+			m.Payload = json.RawMessage(`{"subject":"s","text":"` + strings.Repeat("x", 70000) + `"}`)
+		},
+			"payload_too_large", "payload"},
+	} {
+		bad := slices.Clone(msgs)
+		c.mutate(&bad[17])
+		_, err := intake.EnqueueMany(ctx, pool, bad)
+		var ie *intake.InputError
+		if !errors.As(err, &ie) || ie.Code != c.code || ie.Field != c.field || ie.Index == nil || *ie.Index != 17 {
+			t.Fatalf("want %s in field %s of message 17, got %v", c.code, c.field, err)
+		}
+	}
+	unknown := slices.Clone(msgs)
+	for i := range unknown {
+		unknown[i].Channel = "nope"
+	}
+	_, err = intake.EnqueueMany(ctx, pool, unknown)
+	var ie *intake.InputError
+	if !errors.As(err, &ie) || ie.Code != "unknown_channel" || ie.Field != "channel" || ie.Index == nil || *ie.Index != 0 {
+		t.Fatalf("want unknown_channel at message 0, got %v", err)
+	}
+	if n := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`); n != before {
+		t.Fatalf("refused calls changed the message and log row count from %d to %d", before, n)
+	}
+}
+
 // A bad message in the bulk path names its index and field, and nothing is stored;
 // so do arrays of the wrong length.
 func TestEnqueueManyRejectsBadInput(t *testing.T) {

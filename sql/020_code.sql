@@ -1,0 +1,1 @@
+schema/020_code.sql
