@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // commits records when each enqueue committed (the Exec returned), by message id.
@@ -24,9 +27,32 @@ func (c *commits) add(id int64, t time.Time) {
 	c.mu.Unlock()
 }
 
-// produce enqueues at `rate` messages per second from conns connections, in
-// autocommit, until ctx ends; each commit time is recorded.
-func produce(ctx context.Context, db *database, rate, conns int, rec *commits) error {
+// enqueueSQL is the latency and soak producers' statement: one herald.enqueue in
+// autocommit, returning the message's id.
+const enqueueSQL = `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}')`
+
+// bareEnqueueSQL is the latency baseline's producer statement: the same message
+// inserted into public.bare and a NOTIFY, in one autocommit statement.
+const bareEnqueueSQL = `WITH m AS (INSERT INTO public.bare (channel, recipient, payload, run_at, max_attempts, created_at)
+	VALUES ('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now()) RETURNING id)
+	SELECT m.id FROM m, pg_notify('bench_bare', '')`
+
+// bareClaimSQL is the latency baseline's claim: up to 1,000 queued rows of
+// public.bare, oldest first, locked with SKIP LOCKED and marked processing.
+const bareClaimSQL = `UPDATE public.bare b SET status = 'processing', lease_token = 1,
+	lease_expires_at = now() + interval '30 seconds'
+	FROM (SELECT id FROM public.bare WHERE status = 'queued' ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED) c
+	WHERE b.id = c.id RETURNING b.id`
+
+// bareDoneSQL is the latency baseline's completion: the claimed rows ($1, their
+// ids) marked sent, as herald's runner completes what it sent.
+const bareDoneSQL = `UPDATE public.bare SET status = 'sent', finished_at = now(), lease_token = NULL,
+	lease_expires_at = NULL WHERE id = ANY ($1)`
+
+// produce runs stmt (which returns the new message's id) at `rate` statements per
+// second from conns connections, in autocommit, until ctx ends; each commit time is
+// recorded.
+func produce(ctx context.Context, db *database, stmt string, rate, conns int, rec *commits) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, conns)
 	per := time.Duration(float64(time.Second) * float64(conns) / float64(rate))
@@ -53,7 +79,7 @@ func produce(ctx context.Context, db *database, rate, conns int, rec *commits) e
 				}
 				next = next.Add(per)
 				var id int64
-				if err := conn.QueryRow(context.Background(), `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}')`).Scan(&id); err != nil {
+				if err := conn.QueryRow(context.Background(), stmt).Scan(&id); err != nil {
 					errs <- err
 					return
 				}
@@ -108,6 +134,19 @@ func latencies(rec *commits, sent map[int64]time.Time, from, to time.Time) []flo
 	return out
 }
 
+// firstCommit is the earliest recorded commit (zero when there is none).
+func firstCommit(rec *commits) time.Time {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var first time.Time
+	for _, c := range rec.at {
+		if first.IsZero() || c.Before(first) {
+			first = c
+		}
+	}
+	return first
+}
+
 func pct(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
 		return 0
@@ -139,7 +178,7 @@ func latency(ctx context.Context, db *database, o options) ([]row, error) {
 		pctx, cancel := context.WithTimeout(ctx, o.latencyDuration)
 		fmt.Fprintf(os.Stderr, "latency: %d msgs/s for %s\n", rate, o.latencyDuration)
 		// One connection manages about 500 autocommit enqueues a second here: use enough.
-		err = produce(pctx, db, rate, max(o.producers, rate/500), rec)
+		err = produce(pctx, db, enqueueSQL, rate, max(o.producers, rate/500), rec)
 		cancel()
 		if err != nil {
 			p.stop()
@@ -159,6 +198,13 @@ func latency(ctx context.Context, db *database, o options) ([]row, error) {
 			return nil, err
 		}
 		lat := latencies(rec, sent, time.Time{}, time.Time{})
+		if first := firstCommit(rec); !first.IsZero() {
+			for w := time.Duration(0); w < o.latencyDuration; w += 5 * time.Second {
+				l := latencies(rec, sent, first.Add(w), first.Add(w+5*time.Second))
+				fmt.Fprintf(os.Stderr, "latency %d msgs/s, %s–%s: %d messages, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+					rate, w, w+5*time.Second, len(l), pct(l, .5), pct(l, .99), pct(l, 1))
+			}
+		}
 		os.Remove(sinkFile)
 		label := fmt.Sprintf("%d msgs/s", rate)
 		hist[label] = lat
@@ -172,6 +218,117 @@ func latency(ctx context.Context, db *database, o options) ([]row, error) {
 		rows = append(rows,
 			absRow(fmt.Sprintf("latency p50 at %d msgs/s (%.0f/s achieved), commit → send start", rate, achieved), "ms", pct(lat, .5), p50Limit),
 			absRow(fmt.Sprintf("latency p99 at %d msgs/s", rate), "ms", pct(lat, .99), p99Limit))
+		if o.latencyBaseline {
+			bare, err := bareLatency(ctx, db, o, rate)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(os.Stderr, "latency baseline %s: %d messages, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+				label, len(bare), pct(bare, .5), pct(bare, .99), pct(bare, 1))
+			for _, q := range []struct {
+				name string
+				p    float64
+			}{{"p50", .5}, {"p99", .99}} {
+				rows = append(rows, latencyRow(fmt.Sprintf("latency %s at %d msgs/s vs a bare LISTEN/NOTIFY + SKIP LOCKED loop (ratio: herald's latency over the loop's)", q.name, rate),
+					pct(lat, q.p), pct(bare, q.p)))
+			}
+		}
 	}
 	return rows, writeHistogram(o.outDir+"/latency-histogram.svg", "enqueue commit → send start", hist)
+}
+
+// latencyRow reports a latency beside the baseline's; the ratio is herald's over
+// the baseline's (lower is better, unlike the throughput rows), with no target.
+func latencyRow(figure string, herald, baseline float64) row {
+	r := row{Figure: figure, Unit: "ms", Herald: herald, Baseline: baseline}
+	if baseline > 0 {
+		r.Ratio = herald / baseline
+	}
+	return r
+}
+
+// bareLatency is the latency scenario's baseline at one rate, run right after
+// herald's: the same producers insert the message into public.bare and NOTIFY in one
+// autocommit statement (bareEnqueueSQL), and one connection of the bench LISTENs
+// and, at each notification and at least once a second, claims with bareClaimSQL
+// and marks what it claimed sent (bareDoneSQL), until a claim comes back short.
+// Latency = commit → the claim's rows in the bench's hands. It is what a plain
+// LISTEN/NOTIFY queue gets from this machine at that moment: no runner process,
+// no lease tokens, no log, no notify throttling.
+// Returns the latencies in milliseconds, sorted.
+func bareLatency(ctx context.Context, db *database, o options, rate int) ([]float64, error) {
+	if err := db.reset(ctx); err != nil {
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, db.url)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `LISTEN bench_bare`); err != nil {
+		return nil, err
+	}
+	claimed := map[int64]time.Time{} // written by the consumer only, read after it ended
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	consumed := make(chan error, 1)
+	go func() {
+		for {
+			wctx, cancel := context.WithTimeout(cctx, time.Second)
+			_, err := conn.WaitForNotification(wctx)
+			cancel()
+			if cctx.Err() != nil {
+				consumed <- nil
+				return
+			}
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				consumed <- err
+				return
+			}
+			for n := 1000; n == 1000; {
+				rows, _ := conn.Query(cctx, bareClaimSQL)
+				ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+				if err != nil {
+					if cctx.Err() != nil {
+						err = nil
+					}
+					consumed <- err
+					return
+				}
+				at := time.Now()
+				for _, id := range ids {
+					claimed[id] = at
+				}
+				if n = len(ids); n > 0 {
+					if _, err := conn.Exec(cctx, bareDoneSQL, ids); err != nil {
+						if cctx.Err() != nil {
+							err = nil
+						}
+						consumed <- err
+						return
+					}
+				}
+			}
+		}
+	}()
+	rec := &commits{at: map[int64]time.Time{}}
+	pctx, cancel := context.WithTimeout(ctx, o.latencyDuration)
+	fmt.Fprintf(os.Stderr, "latency baseline: %d msgs/s for %s\n", rate, o.latencyDuration)
+	err = produce(pctx, db, bareEnqueueSQL, rate, max(o.producers, rate/500), rec)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	// The last claim's rows may still be processing: wait for the queued only.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var left bool
+		if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM public.bare WHERE status = 'queued')`).Scan(&left); err != nil || !left {
+			break
+		}
+	}
+	stop()
+	if err := <-consumed; err != nil {
+		return nil, fmt.Errorf("latency baseline consumer: %w", err)
+	}
+	return latencies(rec, claimed, time.Time{}, time.Time{}), nil
 }

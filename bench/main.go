@@ -44,6 +44,7 @@ type options struct {
 	producers       int
 	latencyRates    []int
 	latencyDuration time.Duration
+	latencyBaseline bool
 	soakDuration    time.Duration
 	soakHold        time.Duration
 	soakRate        int
@@ -65,6 +66,7 @@ func main() {
 	flag.IntVar(&o.producers, "producers", 4, "latency, soak: producer connections")
 	rates := flag.String("latency-rates", "1000,5000", "latency: producer rates, messages per second")
 	flag.DurationVar(&o.latencyDuration, "latency-duration", 6*time.Second, "latency: how long each rate runs")
+	flag.BoolVar(&o.latencyBaseline, "latency-baseline", true, "latency: after herald, run each rate again through a bare LISTEN/NOTIFY + SKIP LOCKED loop, for reference")
 	flag.DurationVar(&o.soakDuration, "soak", 40*time.Second, "soak: duration (the issue's figure: 10m)")
 	flag.DurationVar(&o.soakHold, "soak-hold", 10*time.Second, "soak: how long the transaction is held open in the middle (the issue's: 60s)")
 	flag.IntVar(&o.soakRate, "soak-rate", 700, "soak: producer rate, messages per second (the issue's: half the drain rate; here about half of what producers, runners and PostgreSQL sharing 2 cores deliver end to end)")

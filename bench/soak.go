@@ -46,7 +46,7 @@ func soak(ctx context.Context, db *database, o options) ([]row, error) {
 	pctx, cancel := context.WithTimeout(ctx, o.soakDuration)
 	defer cancel()
 	prodErr := make(chan error, 1)
-	go func() { prodErr <- produce(pctx, db, o.soakRate, max(o.producers, o.soakRate/500), rec) }()
+	go func() { prodErr <- produce(pctx, db, enqueueSQL, o.soakRate, max(o.producers, o.soakRate/500), rec) }()
 	holdErr := make(chan error, 1)
 	go func() { holdErr <- holdTransaction(pctx, db, holdFrom, o.soakHold) }()
 
