@@ -174,12 +174,7 @@ func latency(ctx context.Context, db *database, o options) ([]row, error) {
 			return nil, err
 		}
 		time.Sleep(500 * time.Millisecond) // let it connect and LISTEN before the first message
-		rec := &commits{at: map[int64]time.Time{}}
-		pctx, cancel := context.WithTimeout(ctx, o.latencyDuration)
-		fmt.Fprintf(os.Stderr, "latency: %d msgs/s for %s\n", rate, o.latencyDuration)
-		// One connection manages about 500 autocommit enqueues a second here: use enough.
-		err = produce(pctx, db, enqueueSQL, rate, max(o.producers, rate/500), rec)
-		cancel()
+		rec, err := produceFor(ctx, db, o, "latency", enqueueSQL, rate)
 		if err != nil {
 			p.stop()
 			return nil, err
@@ -235,6 +230,17 @@ func latency(ctx context.Context, db *database, o options) ([]row, error) {
 		}
 	}
 	return rows, writeHistogram(o.outDir+"/latency-histogram.svg", "enqueue commit → send start", hist)
+}
+
+// produceFor runs the latency producers (stmt at rate) for o.latencyDuration and
+// returns their commits.
+func produceFor(ctx context.Context, db *database, o options, label, stmt string, rate int) (*commits, error) {
+	rec := &commits{at: map[int64]time.Time{}}
+	pctx, cancel := context.WithTimeout(ctx, o.latencyDuration)
+	defer cancel()
+	fmt.Fprintf(os.Stderr, "%s: %d msgs/s for %s\n", label, rate, o.latencyDuration)
+	// One connection manages about 500 autocommit enqueues a second here: use enough.
+	return rec, produce(pctx, db, stmt, rate, max(o.producers, rate/500), rec)
 }
 
 // latencyRow reports a latency beside the baseline's; the ratio is herald's over
@@ -311,11 +317,7 @@ func bareLatency(ctx context.Context, db *database, o options, rate int) ([]floa
 			}
 		}
 	}()
-	rec := &commits{at: map[int64]time.Time{}}
-	pctx, cancel := context.WithTimeout(ctx, o.latencyDuration)
-	fmt.Fprintf(os.Stderr, "latency baseline: %d msgs/s for %s\n", rate, o.latencyDuration)
-	err = produce(pctx, db, bareEnqueueSQL, rate, max(o.producers, rate/500), rec)
-	cancel()
+	rec, err := produceFor(ctx, db, o, "latency baseline", bareEnqueueSQL, rate)
 	if err != nil {
 		return nil, err
 	}

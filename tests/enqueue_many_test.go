@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/herald/herald/runner/intake"
 )
 
@@ -92,7 +94,7 @@ func TestEnqueueMany(t *testing.T) {
 // 'accepted' row lists the ids in that order. enqueue_batch's fast path, which hands
 // its arrays to enqueue_many, gives the same order.
 func TestEnqueueManyWithoutKeysKeepsInputOrder(t *testing.T) {
-	ctx, pool := setup(t)
+	_, pool := setup(t)
 	var msgs []intake.Message
 	var items []string
 	for i := range 40 {
@@ -103,15 +105,7 @@ func TestEnqueueManyWithoutKeysKeepsInputOrder(t *testing.T) {
 		msgs = append(msgs, m)
 		items = append(items, fmt.Sprintf(`{"channel":%q,"recipient":%q,"payload":%s}`, m.Channel, m.Recipient, m.Payload))
 	}
-	many, err := intake.EnqueueMany(ctx, pool, msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fromBatch []int64
-	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1)`, "["+strings.Join(items, ",")+"]").Scan(&fromBatch); err != nil {
-		t.Fatal(err)
-	}
-	for _, ids := range [][]int64{many, fromBatch} {
+	for _, ids := range enqueueBoth(t, pool, msgs, items) {
 		if len(ids) != len(msgs) {
 			t.Fatalf("%d ids for %d messages", len(ids), len(msgs))
 		}
@@ -152,15 +146,7 @@ func TestOneChannelBatchStoresDefaultsAndRefusesBadMessages(t *testing.T) {
 		msgs[i] = intake.Message{Channel: "bulk", Recipient: fmt.Sprintf("u%d@example.com", i), Payload: json.RawMessage(payload)}
 		items[i] = fmt.Sprintf(`{"channel":"bulk","recipient":"u%d@example.com","payload":%s}`, i, payload)
 	}
-	many, err := intake.EnqueueMany(ctx, pool, msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fromBatch []int64
-	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1)`, "["+strings.Join(items, ",")+"]").Scan(&fromBatch); err != nil {
-		t.Fatal(err)
-	}
-	for _, ids := range [][]int64{many, fromBatch} {
+	for _, ids := range enqueueBoth(t, pool, msgs, items) {
 		if len(ids) != len(msgs) {
 			t.Fatalf("%d ids for %d messages", len(ids), len(msgs))
 		}
@@ -207,7 +193,7 @@ func TestOneChannelBatchStoresDefaultsAndRefusesBadMessages(t *testing.T) {
 	for i := range unknown {
 		unknown[i].Channel = "nope"
 	}
-	_, err = intake.EnqueueMany(ctx, pool, unknown)
+	_, err := intake.EnqueueMany(ctx, pool, unknown)
 	var ie *intake.InputError
 	if !errors.As(err, &ie) || ie.Code != "unknown_channel" || ie.Field != "channel" || ie.Index == nil || *ie.Index != 0 {
 		t.Fatalf("want unknown_channel at message 0, got %v", err)
@@ -393,4 +379,19 @@ func TestChannelsJoinHashesTheChannels(t *testing.T) {
 	if opts := scalar[[]string](t, pool, `SELECT reloptions FROM pg_class WHERE oid = 'herald.channels'::regclass`); !slices.Contains(opts, "autovacuum_analyze_threshold=0") {
 		t.Fatalf("herald.channels options %v: want autovacuum_analyze_threshold=0", opts)
 	}
+}
+
+// enqueueBoth stores msgs through intake.EnqueueMany and the same messages, as the
+// JSON elements items, through herald.enqueue_batch; it returns both calls' ids.
+func enqueueBoth(t *testing.T, pool *pgxpool.Pool, msgs []intake.Message, items []string) [][]int64 {
+	t.Helper()
+	many, err := intake.EnqueueMany(t.Context(), pool, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromBatch []int64
+	if err := pool.QueryRow(t.Context(), `SELECT herald.enqueue_batch($1)`, "["+strings.Join(items, ",")+"]").Scan(&fromBatch); err != nil {
+		t.Fatal(err)
+	}
+	return [][]int64{many, fromBatch}
 }
