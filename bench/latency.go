@@ -256,11 +256,9 @@ func latencyRow(figure string, herald, baseline float64) row {
 // bareLatency is the latency scenario's baseline at one rate, run right after
 // herald's: the same producers insert the message into public.bare and NOTIFY in one
 // autocommit statement (bareEnqueueSQL), and one connection of the bench LISTENs
-// and, at each notification and at least once a second, claims with bareClaimSQL
-// and marks what it claimed sent (bareDoneSQL), until a claim comes back short.
-// Latency = commit → the claim's rows in the bench's hands. It is what a plain
-// LISTEN/NOTIFY queue gets from this machine at that moment: no runner process,
-// no lease tokens, no log, no notify throttling.
+// and claims (consumeBare). Latency = commit → the claim's rows in the bench's
+// hands. It is what a plain LISTEN/NOTIFY queue gets from this machine at that
+// moment: no runner process, no lease tokens, no log, no notify throttling.
 // Returns the latencies in milliseconds, sorted.
 func bareLatency(ctx context.Context, db *database, o options, rate int) ([]float64, error) {
 	if err := db.reset(ctx); err != nil {
@@ -278,45 +276,7 @@ func bareLatency(ctx context.Context, db *database, o options, rate int) ([]floa
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	consumed := make(chan error, 1)
-	go func() {
-		for {
-			wctx, cancel := context.WithTimeout(cctx, time.Second)
-			_, err := conn.WaitForNotification(wctx)
-			cancel()
-			if cctx.Err() != nil {
-				consumed <- nil
-				return
-			}
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				consumed <- err
-				return
-			}
-			for n := 1000; n == 1000; {
-				rows, _ := conn.Query(cctx, bareClaimSQL)
-				ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-				if err != nil {
-					if cctx.Err() != nil {
-						err = nil
-					}
-					consumed <- err
-					return
-				}
-				at := time.Now()
-				for _, id := range ids {
-					claimed[id] = at
-				}
-				if n = len(ids); n > 0 {
-					if _, err := conn.Exec(cctx, bareDoneSQL, ids); err != nil {
-						if cctx.Err() != nil {
-							err = nil
-						}
-						consumed <- err
-						return
-					}
-				}
-			}
-		}
-	}()
+	go func() { consumed <- consumeBare(cctx, conn, claimed) }()
 	rec, err := produceFor(ctx, db, o, "latency baseline", bareEnqueueSQL, rate)
 	if err != nil {
 		return nil, err
@@ -333,4 +293,40 @@ func bareLatency(ctx context.Context, db *database, o options, rate int) ([]floa
 		return nil, fmt.Errorf("latency baseline consumer: %w", err)
 	}
 	return latencies(rec, claimed, time.Time{}, time.Time{}), nil
+}
+
+// consumeBare is the latency baseline's consumer on conn (which LISTENs): at each
+// notification, and at least once a second, it claims with bareClaimSQL until a
+// claim comes back short, records when each claimed id was in hand, and marks the
+// claimed rows sent (bareDoneSQL). It returns nil once ctx ends.
+func consumeBare(ctx context.Context, conn *pgx.Conn, claimed map[int64]time.Time) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		for n := 1000; n == 1000; {
+			rows, _ := conn.Query(ctx, bareClaimSQL)
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err == nil && len(ids) > 0 {
+				at := time.Now()
+				for _, id := range ids {
+					claimed[id] = at
+				}
+				_, err = conn.Exec(ctx, bareDoneSQL, ids)
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			n = len(ids)
+		}
+	}
 }
