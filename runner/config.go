@@ -26,7 +26,8 @@ type Config struct {
 	// Lease is the lease asked of claim_batch (default 30s). A send still running
 	// when half of it is left gets it extended.
 	Lease time.Duration
-	// PollInterval is how often the runner claims without a notification (default 1s).
+	// PollInterval is how often the runner claims without a notification, and calls
+	// herald.log_sequence and herald.refresh_statistics (default 1s).
 	PollInterval time.Duration
 	// ShutdownGrace is how long in-flight sends may finish after a stop (default 10s);
 	// what is still unsent then is released (failed as transient, retry now).

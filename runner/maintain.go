@@ -10,7 +10,9 @@ import (
 const reaperLockKey int64 = 0x6865_7261_6c64_01 // "herald" 1
 
 // maintain runs the periodic work: reap_stale (one runner at a time), log_sequence
-// (so the ordered log moves on when no consumer reads), and the queue-depth sample.
+// (so the ordered log moves on when no consumer reads) and refresh_statistics (so
+// that no connection keeps a plan made while the tables were small) every poll
+// interval, and the queue-depth sample.
 func (r *Runner) maintain(ctx context.Context) {
 	reap := time.NewTicker(r.cfg.ReapInterval)
 	defer reap.Stop()
@@ -29,6 +31,7 @@ func (r *Runner) maintain(ctx context.Context) {
 			if _, err := r.pool.Exec(ctx, `SELECT herald.log_sequence()`); err != nil && ctx.Err() == nil {
 				r.log.Warn("log_sequence failed", "err", err)
 			}
+			r.refreshStatistics(ctx)
 		case <-stats.C:
 			r.sampleStats(ctx)
 		}
@@ -67,6 +70,20 @@ func (r *Runner) reap(ctx context.Context) {
 	if total > 0 {
 		r.m.reaped.Add(float64(total))
 		r.log.Info("reaped expired leases", "messages", total)
+	}
+}
+
+// refreshStatistics calls herald.refresh_statistics and logs what it analyzed.
+func (r *Runner) refreshStatistics(ctx context.Context) {
+	var analyzed []string
+	if err := r.pool.QueryRow(ctx, `SELECT herald.refresh_statistics()`).Scan(&analyzed); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("refresh_statistics failed", "err", err)
+		}
+		return
+	}
+	if len(analyzed) > 0 {
+		r.log.Info("analyzed tables that outgrew their statistics", "tables", analyzed)
 	}
 }
 

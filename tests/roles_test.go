@@ -48,6 +48,7 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.fail(ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['e'], ARRAY['transient'])`,
 			`SELECT herald.extend_lease(ARRAY[1]::bigint[], ARRAY[1]::bigint[], '1 minute')`,
 			`SELECT herald.reap_stale()`,
+			`SELECT herald.refresh_statistics()`,
 			`SELECT * FROM herald.queue_stats`,
 		},
 		"herald_admin": {
@@ -76,6 +77,7 @@ func TestRolePrivileges(t *testing.T) {
 			`INSERT INTO herald.messages (channel, recipient, payload, run_at, max_attempts, created_at) VALUES ('email', 'x', '{}', now(), 1, now())`,
 			`SELECT * FROM herald.claim_batch('w', 10)`,
 			`SELECT herald.complete(ARRAY[1]::bigint[], ARRAY[1]::bigint[])`,
+			`SELECT herald.refresh_statistics()`,
 			`SELECT herald.cancel(1)`,
 			`SELECT * FROM herald.queue_stats`,
 			`SELECT herald._validate('email', 'a@example.com', '{}', NULL, NULL, NULL, NULL, NULL, NULL, now(), '')`,

@@ -73,7 +73,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	batch := fs.Int("batch-size", ev.int("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
 	conc := fs.Int("concurrency", ev.int("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
 	lease := fs.Duration("lease", ev.duration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
-	poll := fs.Duration("poll-interval", ev.duration("HERALD_POLL_INTERVAL", runner.DefaultPollInterval), "claim this often without a notification (env HERALD_POLL_INTERVAL)")
+	poll := fs.Duration("poll-interval", ev.duration("HERALD_POLL_INTERVAL", runner.DefaultPollInterval), "claim this often without a notification; also how often log_sequence and refresh_statistics run (env HERALD_POLL_INTERVAL)")
 	grace := fs.Duration("shutdown-grace", ev.duration("HERALD_SHUTDOWN_GRACE", runner.DefaultShutdownGrace), "time in-flight sends get after SIGTERM (env HERALD_SHUTDOWN_GRACE)")
 	reap := fs.Duration("reap-interval", ev.duration("HERALD_REAP_INTERVAL", runner.DefaultReapInterval), "how often one runner reaps expired leases (env HERALD_REAP_INTERVAL)")
 	stats := fs.Duration("stats-interval", ev.duration("HERALD_STATS_INTERVAL", runner.DefaultStatsInterval), "how often queue depth is sampled (env HERALD_STATS_INTERVAL)")

@@ -1,0 +1,1 @@
+schema/021_code.sql
