@@ -37,12 +37,22 @@ const bareEnqueueSQL = `WITH m AS (INSERT INTO public.bare (channel, recipient, 
 	VALUES ('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now()) RETURNING id)
 	SELECT m.id FROM m, pg_notify('bench_bare', '')`
 
-// bareClaimSQL is the latency baseline's claim: up to 1,000 queued rows of
-// public.bare, oldest first, locked with SKIP LOCKED and marked processing.
+// bareClaimSQL is the latency baseline's claim: up to 1,000 ready rows of
+// public.bare in (priority, run_at, id) order, the order of its partial index on
+// queued rows (as the drain's baseline reads them), locked with SKIP LOCKED and
+// marked processing.
 const bareClaimSQL = `UPDATE public.bare b SET status = 'processing', lease_token = 1,
 	lease_expires_at = now() + interval '30 seconds'
-	FROM (SELECT id FROM public.bare WHERE status = 'queued' ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED) c
+	FROM (SELECT id FROM public.bare WHERE status = 'queued' AND run_at <= now()
+	      ORDER BY priority, run_at, id LIMIT 1000 FOR UPDATE SKIP LOCKED) c
 	WHERE b.id = c.id RETURNING b.id`
+
+// bareAnalyzeDueSQL tells whether public.bare has outgrown its statistics, by the
+// rule of herald.refresh_statistics (relpages under 1,024 and the table past twice
+// that and 16 pages).
+const bareAnalyzeDueSQL = `SELECT c.relpages < 1024
+	AND pg_relation_size(c.oid) / current_setting('block_size')::bigint > greatest(2 * c.relpages, 16)
+	FROM pg_class c WHERE c.oid = 'public.bare'::regclass`
 
 // bareDoneSQL is the latency baseline's completion: the claimed rows ($1, their
 // ids) marked sent, as herald's runner completes what it sent.
@@ -277,6 +287,8 @@ func bareLatency(ctx context.Context, db *database, o options, rate int) ([]floa
 	defer stop()
 	consumed := make(chan error, 1)
 	go func() { consumed <- consumeBare(cctx, conn, claimed) }()
+	refreshed := make(chan struct{})
+	go func() { defer close(refreshed); refreshBare(cctx, db) }()
 	rec, err := produceFor(ctx, db, o, "latency baseline", bareEnqueueSQL, rate)
 	if err != nil {
 		return nil, err
@@ -289,10 +301,32 @@ func bareLatency(ctx context.Context, db *database, o options, rate int) ([]floa
 		}
 	}
 	stop()
+	<-refreshed
 	if err := <-consumed; err != nil {
 		return nil, fmt.Errorf("latency baseline consumer: %w", err)
 	}
 	return latencies(rec, claimed, time.Time{}, time.Time{}), nil
+}
+
+// refreshBare gives the latency baseline the statistics upkeep herald's runner has
+// (herald.refresh_statistics every poll interval): once a second, until ctx ends, it
+// ANALYZEs public.bare when the table has outgrown its statistics. Without it the
+// loop's statements keep the plans made on the new, empty table, which read more of
+// it the more it grows.
+func refreshBare(ctx context.Context, db *database) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var due bool
+		if db.pool.QueryRow(ctx, bareAnalyzeDueSQL).Scan(&due) == nil && due {
+			_, _ = db.pool.Exec(ctx, `ANALYZE public.bare`)
+		}
+	}
 }
 
 // consumeBare is the latency baseline's consumer on conn (which LISTENs): at each
