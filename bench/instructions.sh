@@ -70,6 +70,7 @@ SQL
 # count SCRIPT STATEMENTS: callgrind's total for SETUP_SQL, warm-up and STATEMENTS runs
 count() {
   { echo "$setup"; echo "TRUNCATE herald.messages, herald.log_statements, public.bare"
+    tail -n +2 "$1"
     if [ -n "$prepared" ]; then
       echo "PREPARE s AS $(head -1 "$1" | sed 's/;[[:space:]]*$//');"
       for _ in $(seq $((5 + $2))); do echo "EXECUTE s;"; done

@@ -1,28 +1,36 @@
 #!/usr/bin/env bash
-# bench/compare/run.sh — the drain of the benchmark issue, herald against River and
-# graphile-worker on the same server in the same run: JOBS no-op jobs preloaded, two
-# worker processes each, time until none is left. Every clock starts when the
-# workers have started, not when their processes are launched: herald's when both
-# runners listen (the bench holds the channel paused until then), River's and
-# graphile-worker's when the first of their two processes has started (a file it
-# creates), so process start-up is no part of any figure.
+# bench/compare/run.sh — the drain of the benchmark issue, herald against River,
+# graphile-worker and pgmq on the same server in the same run: JOBS no-op jobs
+# preloaded, two worker processes each, time until none is left. Every clock starts
+# when the workers have started, not when their processes are launched: herald's
+# when both runners listen (the bench holds the channel paused until then), the
+# others' when the first of their two processes has started (a file it creates), so
+# process start-up is no part of any figure.
 #
 #   bench/compare/run.sh                   (JOBS=200000; DATABASE_URL or the local cluster)
 #   RIVER_WORKERS=1000 GRAPHILE_CONCURRENCY=100 bench/compare/run.sh
+#   SYSTEMS="herald pgmq" ROUNDS=3 bench/compare/run.sh   (some systems, alternated ROUNDS times)
 #
 # herald: `go run ./bench drain` (2 `herald run` processes, noop sender, batch 1000,
 # leases, fencing and receipts on). River: 2 processes of river/main.go (a no-op
 # worker, MaxWorkers RIVER_WORKERS). graphile-worker 0.18: 2 processes of
 # graphile/drain.mjs with its batching on (local queue, batched completion),
-# GRAPHILE_CONCURRENCY jobs at once each. Each system gets its own fresh database
-# on the server. Not part of `make bench`: it needs the module proxy and the npm
-# registry for River and graphile-worker (a separate Go module here, and npm).
+# GRAPHILE_CONCURRENCY jobs at once each. pgmq: 2 processes of pgmq/main.go, each
+# pgmq.read of PGMQ_BATCH messages then one pgmq.delete of them (the message is gone:
+# no receipt, no log); it needs the pgmq extension installed on the server (its
+# row says so and the others still run when it is not). Each system gets its own
+# fresh database on the server. Not part of `make bench`: it needs the module proxy
+# and the npm registry for River and graphile-worker (a separate Go module here, and
+# npm), and pgmq on the server.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 jobs=${JOBS:-200000}
 river_workers=${RIVER_WORKERS:-1000}
 graphile_concurrency=${GRAPHILE_CONCURRENCY:-100}
+pgmq_batch=${PGMQ_BATCH:-1000}
+systems=${SYSTEMS:-herald river graphile pgmq}
+rounds=${ROUNDS:-1}
 server=${DATABASE_URL:-$(tests/devdb.sh up)}
 work=$(mktemp -d)
 pids=()
@@ -42,29 +50,78 @@ stop_workers() {
   pids=()
 }
 
-echo "herald (go run ./bench drain) …" >&2
-go run ./bench -drain-messages "$jobs" -json "$work/herald.json" -out "$work" drain >/dev/null
-herald=$(grep -m1 -o '"herald": [0-9.]*' "$work/herald.json" | grep -o '[0-9.]*$')
+# One system's drain, run in this shell (its workers are in pids for the EXIT trap):
+# writes its rate (jobs/s) to $work/rate, or "—" for pgmq when the server lacks it.
+herald() {
+  echo "herald (go run ./bench drain) …" >&2
+  go run ./bench -drain-messages "$jobs" -drain-rounds 1 -json "$work/herald.json" -out "$work" drain >/dev/null
+  grep -m1 -o '"herald": [0-9.]*' "$work/herald.json" | grep -o '[0-9.]*$' >"$work/rate"
+}
+river() {
+  echo "River …" >&2
+  [ -x "$work/river" ] || (cd bench/compare && go build -o "$work/river" ./river)
+  fresh herald_compare_river
+  local db; db=$(url herald_compare_river)
+  rm -f "$work/river-ready"
+  "$work/river" prepare -db "$db" -jobs "$jobs"
+  for _ in 1 2; do "$work/river" work -db "$db" -workers "$river_workers" -ready "$work/river-ready" >&2 & pids+=($!); done
+  "$work/river" watch -db "$db" -jobs "$jobs" -ready "$work/river-ready" >"$work/rate"
+  stop_workers
+}
+graphile() {
+  echo "graphile-worker …" >&2
+  [ -d bench/compare/graphile/node_modules/graphile-worker ] || (cd bench/compare/graphile && npm ci --silent --no-audit --no-fund)
+  fresh herald_compare_graphile
+  local db; db=$(url herald_compare_graphile)
+  rm -f "$work/graphile-ready"
+  node bench/compare/graphile/drain.mjs prepare "$db" "$jobs"
+  for _ in 1 2; do node bench/compare/graphile/drain.mjs work "$db" "$graphile_concurrency" "$work/graphile-ready" >/dev/null 2>&1 & pids+=($!); done
+  node bench/compare/graphile/drain.mjs watch "$db" "$jobs" "$work/graphile-ready" >"$work/rate"
+  stop_workers
+}
+pgmq() {
+  if [ "$(psql -qAt "$server" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgmq'")" = 0 ]; then
+    echo "pgmq: the server has no pgmq extension (skipped)" >&2
+    echo "—" >"$work/rate"
+    return
+  fi
+  echo "pgmq …" >&2
+  [ -x "$work/pgmq" ] || (cd bench/compare && go build -o "$work/pgmq" ./pgmq)
+  fresh herald_compare_pgmq
+  local db; db=$(url herald_compare_pgmq)
+  rm -f "$work/pgmq-ready"
+  "$work/pgmq" prepare -db "$db" -jobs "$jobs"
+  for _ in 1 2; do "$work/pgmq" work -db "$db" -batch "$pgmq_batch" -ready "$work/pgmq-ready" >&2 & pids+=($!); done
+  "$work/pgmq" watch -db "$db" -jobs "$jobs" -ready "$work/pgmq-ready" >"$work/rate"
+  stop_workers
+}
+label() {
+  case $1 in
+  herald) echo "herald (leases, fencing, receipts)" ;;
+  river) echo "River (MaxWorkers $river_workers)" ;;
+  graphile) echo "graphile-worker 0.18, batching on (concurrency $graphile_concurrency)" ;;
+  pgmq) echo "pgmq read $pgmq_batch + delete" ;;
+  esac
+}
 
-echo "River …" >&2
-(cd bench/compare && go build -o "$work/river" ./river)
-fresh herald_compare_river
-db=$(url herald_compare_river)
-"$work/river" prepare -db "$db" -jobs "$jobs"
-for _ in 1 2; do "$work/river" work -db "$db" -workers "$river_workers" -ready "$work/river-ready" & pids+=($!); done
-river=$("$work/river" watch -db "$db" -jobs "$jobs" -ready "$work/river-ready")
-stop_workers
+declare -A rate
+for r in $(seq "$rounds"); do
+  for s in $systems; do
+    case $s in herald | river | graphile | pgmq) ;; *) echo "unknown system $s (herald, river, graphile, pgmq)" >&2; exit 2 ;; esac
+    "$s"
+    rate[$s,$r]=$(cat "$work/rate")
+  done
+done
 
-echo "graphile-worker …" >&2
-(cd bench/compare/graphile && npm ci --silent --no-audit --no-fund)
-fresh herald_compare_graphile
-db=$(url herald_compare_graphile)
-node bench/compare/graphile/drain.mjs prepare "$db" "$jobs"
-for _ in 1 2; do node bench/compare/graphile/drain.mjs work "$db" "$graphile_concurrency" "$work/graphile-ready" >/dev/null 2>&1 & pids+=($!); done
-graphile=$(node bench/compare/graphile/drain.mjs watch "$db" "$jobs" "$work/graphile-ready")
-stop_workers
-
-printf '\n| drain of %s no-op jobs, 2 worker processes | jobs/s | herald / it |\n|---|---|---|\n' "$jobs"
-printf '| herald (leases, fencing, receipts) | %.0f | — |\n' "$herald"
-printf '| River (MaxWorkers %s) | %s | %.2f |\n' "$river_workers" "$river" "$(echo "$herald / $river" | bc -l)"
-printf '| graphile-worker 0.18, batching on (concurrency %s) | %s | %.2f |\n' "$graphile_concurrency" "$graphile" "$(echo "$herald / $graphile" | bc -l)"
+printf '\n| drain of %s no-op jobs, 2 worker processes | round | jobs/s | herald / it |\n|---|---|---|---|\n' "$jobs"
+for r in $(seq "$rounds"); do
+  for s in $systems; do
+    v=${rate[$s,$r]}
+    ratio="—"
+    if [ "$s" != herald ] && [ -n "${rate[herald,$r]:-}" ] && [ "$v" != "—" ]; then
+      ratio=$(printf '%.2f' "$(echo "${rate[herald,$r]} / $v" | bc -l)")
+    fi
+    [ "$v" = "—" ] || v=$(printf '%.0f' "$v")
+    printf '| %s | %s | %s | %s |\n' "$(label "$s")" "$r" "$v" "$ratio"
+  done
+done
