@@ -57,16 +57,23 @@ herald() {
   go run ./bench -drain-messages "$jobs" -drain-rounds 1 -json "$work/herald.json" -out "$work" drain >/dev/null
   grep -m1 -o '"herald": [0-9.]*' "$work/herald.json" | grep -o '[0-9.]*$' >"$work/rate"
 }
+# go_system NAME FLAG…: the drain of the Go command ./NAME (bench/compare/drain's
+# command line), its two workers given FLAG….
+go_system() {
+  local name=$1 db
+  shift
+  [ -x "$work/$name" ] || (cd bench/compare && go build -o "$work/$name" "./$name")
+  fresh "herald_compare_$name"
+  db=$(url "herald_compare_$name")
+  rm -f "$work/$name-ready"
+  "$work/$name" prepare -db "$db" -jobs "$jobs"
+  for _ in 1 2; do "$work/$name" work -db "$db" -ready "$work/$name-ready" "$@" >&2 & pids+=($!); done
+  "$work/$name" watch -db "$db" -jobs "$jobs" -ready "$work/$name-ready" >"$work/rate"
+  stop_workers
+}
 river() {
   echo "River …" >&2
-  [ -x "$work/river" ] || (cd bench/compare && go build -o "$work/river" ./river)
-  fresh herald_compare_river
-  local db; db=$(url herald_compare_river)
-  rm -f "$work/river-ready"
-  "$work/river" prepare -db "$db" -jobs "$jobs"
-  for _ in 1 2; do "$work/river" work -db "$db" -workers "$river_workers" -ready "$work/river-ready" >&2 & pids+=($!); done
-  "$work/river" watch -db "$db" -jobs "$jobs" -ready "$work/river-ready" >"$work/rate"
-  stop_workers
+  go_system river -workers "$river_workers"
 }
 graphile() {
   echo "graphile-worker …" >&2
@@ -86,14 +93,7 @@ pgmq() {
     return
   fi
   echo "pgmq …" >&2
-  [ -x "$work/pgmq" ] || (cd bench/compare && go build -o "$work/pgmq" ./pgmq)
-  fresh herald_compare_pgmq
-  local db; db=$(url herald_compare_pgmq)
-  rm -f "$work/pgmq-ready"
-  "$work/pgmq" prepare -db "$db" -jobs "$jobs"
-  for _ in 1 2; do "$work/pgmq" work -db "$db" -batch "$pgmq_batch" -ready "$work/pgmq-ready" >&2 & pids+=($!); done
-  "$work/pgmq" watch -db "$db" -jobs "$jobs" -ready "$work/pgmq-ready" >"$work/rate"
-  stop_workers
+  go_system pgmq -batch "$pgmq_batch"
 }
 label() {
   case $1 in

@@ -18,7 +18,7 @@
 // of every message scanned as a sender would need it, then one pgmq.delete(queue,
 // ids) — the message is gone, no receipt kept. pgmq has no notifications: a read
 // that finds nothing waits 10 ms before the next (during a drain none does).
-// watch's clock starts as the River command's does: when FILE exists.
+// The command line and watch are bench/compare/drain's, shared with the River command.
 package main
 
 import (
@@ -26,52 +26,28 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
 	"time"
 
+	"github.com/herald/herald/bench/compare/drain"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // queue is the pgmq queue the comparison uses (its table is pgmq.q_herald_bench).
 const queue = "herald_bench"
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: pgmq prepare|work|watch -db URL [-jobs N] [-batch B]")
-		os.Exit(2)
-	}
-	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	db := fs.String("db", "", "database URL")
-	jobs := fs.Int("jobs", 200000, "messages to send or wait for")
-	batch := fs.Int("batch", 1000, "work: messages per pgmq.read")
-	ready := fs.String("ready", "", "work: create this file once connected; watch: start the clock when it exists")
-	_ = fs.Parse(os.Args[2:])
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	pool, err := pgxpool.New(ctx, *db)
-	if err != nil {
-		fail(err)
-	}
-	defer pool.Close()
-	switch os.Args[1] {
-	case "prepare":
-		err = prepare(ctx, pool, *jobs)
-	case "work":
-		err = work(ctx, pool, *batch, *ready)
-	case "watch":
-		err = watch(ctx, pool, *jobs, *ready)
-	default:
-		err = fmt.Errorf("unknown command %q", os.Args[1])
-	}
-	if err != nil && ctx.Err() == nil {
-		fail(err)
-	}
-}
+// batch is how many messages a worker reads at a time (-batch).
+var batch int
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "pgmq:", err)
-	os.Exit(1)
+func main() {
+	drain.Main(drain.System{
+		Name: "pgmq",
+		Flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&batch, "batch", 1000, "work: messages per pgmq.read")
+		},
+		Prepare: prepare,
+		Work:    work,
+		Pending: `FROM pgmq.q_` + queue,
+	})
 }
 
 // prepare sends n messages shaped like the herald drain's (channel, recipient,
@@ -103,16 +79,14 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, n int) error {
 }
 
 // work reads and deletes until killed.
-func work(ctx context.Context, pool *pgxpool.Pool, batch int, ready string) error {
+func work(ctx context.Context, pool *pgxpool.Pool, started func() error) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	if ready != "" {
-		if err := os.WriteFile(ready, nil, 0o644); err != nil {
-			return err
-		}
+	if err := started(); err != nil {
+		return err
 	}
 	for {
 		rows, err := conn.Query(ctx, `SELECT msg_id, read_ct, enqueued_at, vt, message FROM pgmq.read($1, 30, $2)`, queue, batch)
@@ -143,49 +117,6 @@ func work(ctx context.Context, pool *pgxpool.Pool, batch int, ready string) erro
 		}
 		if _, err := conn.Exec(ctx, `SELECT count(*) FROM pgmq.delete($1, $2::bigint[])`, queue, ids); err != nil {
 			return err
-		}
-	}
-}
-
-// watch waits for ready, then polls every 50 ms until the queue is empty and prints
-// the rate.
-func watch(ctx context.Context, pool *pgxpool.Pool, n int, ready string) error {
-	for ready != "" {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	start := time.Now()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	lastCount := start
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		var more bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pgmq.q_`+queue+`)`).Scan(&more); err != nil {
-			return err
-		}
-		if !more {
-			elapsed := time.Since(start)
-			fmt.Fprintf(os.Stderr, "\r\033[Kpgmq: %d messages in %.2fs\n", n, elapsed.Seconds())
-			fmt.Printf("%.0f\n", float64(n)/elapsed.Seconds())
-			return nil
-		}
-		if time.Since(lastCount) >= time.Second {
-			var left int64
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pgmq.q_`+queue).Scan(&left); err != nil {
-				return err
-			}
-			lastCount = time.Now()
-			fmt.Fprintf(os.Stderr, "\r\033[Kpgmq: %d of %d left, %.1fs", left, n, time.Since(start).Seconds())
-		}
-		if time.Since(start) > 10*time.Minute {
-			return fmt.Errorf("messages left after 10 minutes")
 		}
 	}
 }

@@ -17,11 +17,9 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
 	"time"
 
+	"github.com/herald/herald/bench/compare/drain"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -40,42 +38,19 @@ type noopWorker struct {
 
 func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: river prepare|work|watch -db URL [-jobs N] [-workers W]")
-		os.Exit(2)
-	}
-	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	db := fs.String("db", "", "database URL")
-	jobs := fs.Int("jobs", 200000, "jobs to insert or wait for")
-	workers := fs.Int("workers", 1000, "River MaxWorkers of the default queue")
-	ready := fs.String("ready", "", "work: create this file once the client has started; watch: start the clock when it exists")
-	_ = fs.Parse(os.Args[2:])
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	pool, err := pgxpool.New(ctx, *db)
-	if err != nil {
-		fail(err)
-	}
-	defer pool.Close()
-	switch os.Args[1] {
-	case "prepare":
-		err = prepare(ctx, pool, *jobs)
-	case "work":
-		err = work(ctx, pool, *workers, *ready)
-	case "watch":
-		err = watch(ctx, pool, *jobs, *ready)
-	default:
-		err = fmt.Errorf("unknown command %q", os.Args[1])
-	}
-	if err != nil {
-		fail(err)
-	}
-}
+// maxWorkers is River's MaxWorkers of the default queue (-workers).
+var maxWorkers int
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "river:", err)
-	os.Exit(1)
+func main() {
+	drain.Main(drain.System{
+		Name: "river",
+		Flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&maxWorkers, "workers", 1000, "River MaxWorkers of the default queue")
+		},
+		Prepare: prepare,
+		Work:    work,
+		Pending: `FROM river_job WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending')`,
+	})
 }
 
 func prepare(ctx context.Context, pool *pgxpool.Pool, n int) error {
@@ -103,7 +78,7 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return err
 }
 
-func work(ctx context.Context, pool *pgxpool.Pool, maxWorkers int, ready string) error {
+func work(ctx context.Context, pool *pgxpool.Pool, started func() error) error {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, noopWorker{})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
@@ -116,60 +91,11 @@ func work(ctx context.Context, pool *pgxpool.Pool, maxWorkers int, ready string)
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
-	if ready != "" {
-		if err := os.WriteFile(ready, nil, 0o644); err != nil {
-			return err
-		}
+	if err := started(); err != nil {
+		return err
 	}
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return client.Stop(stopCtx)
-}
-
-func watch(ctx context.Context, pool *pgxpool.Pool, n int, ready string) error {
-	// The clock starts when the first worker process has started (as herald's starts
-	// when its runners listen): process start-up is not part of the drain.
-	for ready != "" {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	start := time.Now()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	lastCount := start
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		// EXISTS every 50 ms (cheap), a count every second for the progress line only,
-		// as the herald bench's drain does.
-		var more bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM river_job
-			WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending'))`).Scan(&more); err != nil {
-			return err
-		}
-		if !more {
-			elapsed := time.Since(start)
-			fmt.Fprintf(os.Stderr, "\r\033[Kriver: %d jobs in %.2fs\n", n, elapsed.Seconds())
-			fmt.Printf("%.0f\n", float64(n)/elapsed.Seconds())
-			return nil
-		}
-		if time.Since(lastCount) >= time.Second {
-			var left int64
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job
-				WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending')`).Scan(&left); err != nil {
-				return err
-			}
-			lastCount = time.Now()
-			fmt.Fprintf(os.Stderr, "\r\033[Kriver: %d of %d left, %.1fs", left, n, time.Since(start).Seconds())
-		}
-		if time.Since(start) > 10*time.Minute {
-			return fmt.Errorf("jobs left after 10 minutes")
-		}
-	}
 }
