@@ -67,7 +67,8 @@ CREATE TABLE public.args AS
 SQL
 "${as[@]}" "$bin/pg_ctl" -D "$work/data" -w stop >/dev/null
 
-# count SCRIPT STATEMENTS: callgrind's total for SETUP_SQL, warm-up and STATEMENTS runs
+# count SCRIPT STATEMENTS: callgrind's total for SETUP_SQL, the script's own setup
+# (its lines after the first), warm-up and STATEMENTS runs
 count() {
   { echo "$setup"; echo "TRUNCATE herald.messages, herald.log_statements, public.bare"
     tail -n +2 "$1"
