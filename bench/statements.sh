@@ -23,6 +23,7 @@ cd "$root"
 rounds=${ROUNDS:-3}
 preload=${PRELOAD:-200000}
 [ "$preload" -ge 2000 ] || { echo "PRELOAD must be at least 2000" >&2; exit 2; }
+preload=$((preload / 1000 * 1000)) # whole claims of 1,000, the same for every variant
 [ "$rounds" -ge 1 ] || { echo "ROUNDS must be at least 1" >&2; exit 2; }
 bin=$(pg_config --bindir 2>/dev/null || true)
 [ -x "$bin/pgbench" ] || bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
