@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/statements.sh — the database time of draining 1,000 messages, statement by
 # statement, without a client or a network in the figure: herald's claim_batch +
-# complete; the same claim + bench.complete_delete, a prototype that deletes the row
+# complete; `make bench`'s drain baseline, the raw SQL loop (a CTE claim of 1,000
+# FOR UPDATE SKIP LOCKED, then an UPDATE to sent) on public.bare, the same-shaped
+# table without triggers; the same claim + bench.complete_delete, a prototype that deletes the row
 # instead of marking it 'sent' (bench/sql/statements/complete_delete.sql, not part of
 # herald); and, when the server offers the pgmq extension, pgmq.read + pgmq.delete
 # (the message is gone) and pgmq.read + pgmq.archive (pgmq's way of keeping a record).
@@ -35,8 +37,9 @@ trap 'rm -rf "$work"' EXIT
 
 psql -qX "$server" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS herald_statements WITH (FORCE)" -c "CREATE DATABASE herald_statements"
 DATABASE_URL=$db go run ./cmd/herald migrate >/dev/null
-psql -qX "$db" -v ON_ERROR_STOP=1 -f "$scripts/complete_delete.sql" >/dev/null
-variants="herald herald-delete"
+psql -qX "$db" -v ON_ERROR_STOP=1 -f "$scripts/complete_delete.sql" \
+  -c "CREATE TABLE public.bare (LIKE herald.messages INCLUDING ALL)" >/dev/null
+variants="herald bare herald-delete"
 if [ "$(psql -qXAt "$db" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgmq'")" = 1 ]; then
   psql -qX "$db" -c "CREATE EXTENSION pgmq" -c "SELECT pgmq.create('bench')" >/dev/null
   variants="$variants pgmq-delete pgmq-archive"
@@ -56,6 +59,12 @@ load() {
     # The accepted events get their offsets now, as in `make bench`'s drain.
     while [ "$(psql -qXAt "$db" -c "SELECT herald.log_sequence(100000)")" != 0 ]; do :; done
     psql -qX "$db" -c "VACUUM ANALYZE herald.messages" -c "CHECKPOINT" ;;
+  bare)
+    psql -qX "$db" -v ON_ERROR_STOP=1 -c "TRUNCATE public.bare" \
+      -c "INSERT INTO public.bare (channel, recipient, payload, run_at, max_attempts, created_at)
+          SELECT 'email', 'u' || g || '@example.com', '{\"subject\":\"Hi\",\"text\":\"Hello\"}', now(), 5, now()
+          FROM generate_series(1, $preload) g" >/dev/null
+    psql -qX "$db" -c "VACUUM ANALYZE public.bare" -c "CHECKPOINT" ;;
   pgmq*)
     psql -qX "$db" -v ON_ERROR_STOP=1 -c "TRUNCATE pgmq.q_bench, pgmq.a_bench" \
       -c "SELECT count(*) FROM pgmq.send_batch('bench', ARRAY(SELECT jsonb_build_object('channel', 'email',

@@ -37,8 +37,8 @@ type Config struct {
 	ReapInterval time.Duration
 	// FlushInterval is the longest a result waits before it is reported (default 5ms).
 	FlushInterval time.Duration
-	// StatsInterval is how often herald.queue_stats is sampled for the queue-depth
-	// metric (default 15s; it scans the messages table).
+	// StatsInterval is how often herald.queue_depth is sampled for the queue-depth
+	// metric (default 15s; it reads the queued and processing rows).
 	StatsInterval time.Duration
 	// NotifyWindow is how long after a notification the runner claims once more, for
 	// a message committed while the first claim ran, whose producer saw no runner

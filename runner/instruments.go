@@ -38,7 +38,7 @@ func newInstruments() *instruments {
 		notifications: r.Counter("herald_notifications_total", "NOTIFY herald_queue received."),
 		listenerUp:    r.Gauge("herald_listener_connected", "1 while the LISTEN connection is up."),
 		inflight:      r.Gauge("herald_inflight", "Messages claimed and not yet reported."),
-		queueDepth:    r.Gauge("herald_queue_depth", "Messages per channel and status, sampled from herald.queue_stats.", "channel", "status"),
+		queueDepth:    r.Gauge("herald_queue_depth", "Messages queued and processing per channel, sampled from herald.queue_depth.", "channel", "status"),
 		sendSeconds:   r.Histogram("herald_send_seconds", "Time a sender took per message.", latencyBuckets, "channel"),
 		claimSeconds:  r.Histogram("herald_claim_seconds", "Time a claim_batch call took.", latencyBuckets),
 	}

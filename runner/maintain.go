@@ -87,9 +87,10 @@ func (r *Runner) refreshStatistics(ctx context.Context) {
 	}
 }
 
-// sampleStats copies herald.queue_stats into the queue-depth gauge.
+// sampleStats copies herald.queue_depth (queued and processing per channel, read
+// through the partial indexes) into the queue-depth gauge.
 func (r *Runner) sampleStats(ctx context.Context) {
-	rows, err := r.pool.Query(ctx, `SELECT channel, status, count FROM herald.queue_stats`)
+	rows, err := r.pool.Query(ctx, `SELECT channel, status, count FROM herald.queue_depth`)
 	if err != nil {
 		return
 	}

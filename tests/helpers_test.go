@@ -101,3 +101,11 @@ func ids(cs []claimed) []int64 {
 	}
 	return out
 }
+
+func leaseTokens(cs []claimed) []int64 {
+	out := make([]int64, len(cs))
+	for i, c := range cs {
+		out[i] = c.Token
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -231,5 +232,93 @@ func TestLogArraysUseLZ4(t *testing.T) {
 	sequenceAll(t, pool)
 	if n := scalar[int64](t, pool, `SELECT count(DISTINCT message_id) FROM herald.log WHERE kind = 'accepted' AND channel = 'email'`); n != 1000 {
 		t.Fatalf("herald.log shows %d of the 1,000 events", n)
+	}
+}
+
+// complete writes its 'sent' events in id order whatever the order of the ids it is
+// given, and each event's channel, key hash and detail belong to its own message
+// (the four arrays of the row are filled from one sorted stream).
+func TestCompleteLogsInIDOrder(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.enqueue('email', 'u' || g || '@example.com', '{"subject":"s","text":"t"}', now => $1)
+		FROM generate_series(1, 6) g`, t0)
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+1415555010' || g, '{"text":"t"}', ordering_key => 'k' || g, now => $1)
+		FROM generate_series(1, 6) g`, t0)
+	c := claim(t, pool, 12, t0)
+	if len(c) != 12 {
+		t.Fatalf("claimed %d of 12", len(c))
+	}
+	// Reported in descending id order, with a receipt naming each message. The plan
+	// is pinned to probe the table for each id in the order given (on a table this
+	// small the planner would rather hash it, and return the rows in heap order, which
+	// is id order already).
+	slices.SortFunc(c, func(a, b claimed) int { return int(b.ID - a.ID) })
+	var receipts []string
+	for _, m := range c {
+		receipts = append(receipts, fmt.Sprintf("p-%d", m.ID))
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var n int32
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT herald.complete($1::bigint[], $2::bigint[], $3::text[], $4)`,
+		ids(c), leaseTokens(c), receipts, t0).Scan(&n); err != nil || n != 12 {
+		t.Fatalf("complete changed %d of 12: %v", n, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, pool, `SELECT herald.log_sequence()`)
+	rows, err := pool.Query(ctx, `SELECT l.message_id, l.detail ->> 'provider_message_id', (l.detail ->> 'attempts')::int,
+		l.channel = m.channel AND l.key_hash = hashtext(coalesce(m.ordering_key, m.recipient))
+		FROM herald.log l JOIN herald.messages m ON m.id = l.message_id
+		WHERE l.kind = 'sent' ORDER BY l."offset"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int64
+	for rows.Next() {
+		var id int64
+		var receipt string
+		var attempts int32
+		var same bool
+		if err := rows.Scan(&id, &receipt, &attempts, &same); err != nil {
+			t.Fatal(err)
+		}
+		if receipt != fmt.Sprintf("p-%d", id) || attempts != 1 || !same {
+			t.Fatalf("sent event of message %d: receipt %s, attempts %d, channel and key hash its own: %v", id, receipt, attempts, same)
+		}
+		order = append(order, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 12 || !slices.IsSorted(order) {
+		t.Fatalf("sent events in offset order: %v, want the 12 ids ascending", order)
+	}
+}
+
+// herald._event_detail gives a 'sent' event only its non-null members, as
+// jsonb_strip_nulls would.
+func TestSentEventDetail(t *testing.T) {
+	_, pool := setup(t)
+	for _, c := range []struct {
+		receipt  *string
+		attempts *int32
+		want     string
+	}{
+		{ptr("p-1"), ptr[int32](2), `{"attempts": 2, "provider_message_id": "p-1"}`},
+		{nil, ptr[int32](2), `{"attempts": 2}`},
+		{ptr("p-1"), nil, `{"provider_message_id": "p-1"}`},
+		{nil, nil, `{}`},
+	} {
+		if got := scalar[string](t, pool, `SELECT herald._event_detail('sent', $1, NULL, NULL, $2)::text`, c.receipt, c.attempts); got != c.want {
+			t.Errorf("_event_detail('sent', %v, %v) = %s, want %s", c.receipt, c.attempts, got, c.want)
+		}
 	}
 }

@@ -3,8 +3,11 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // complete marks processing rows sent under the right token only; a stale token
@@ -332,6 +335,56 @@ func TestStatusAndQueueStats(t *testing.T) {
 	if stats["email/queued"] != [2]int64{2, 1} || stats["sms/queued"] != [2]int64{1, 0} || len(stats) != 2 {
 		b, _ := json.Marshal(stats)
 		t.Fatalf("queue_stats %s", b)
+	}
+}
+
+// herald.queue_depth counts queued and processing messages per channel (0 where
+// there are none, for every channel), and reads them through the partial indexes:
+// with a long history of sent messages kept, its plan scans no table.
+func TestQueueDepth(t *testing.T) {
+	ctx, pool := setup(t)
+	enqueueMany(t, pool, 3000, "email")
+	mustExec(t, pool, `SELECT herald.complete(array_agg(id), array_agg(lease_token))
+		FROM herald.claim_batch('w', 2990, '30 seconds', NULL, now())`)
+	mustExec(t, pool, `SELECT count(*) FROM herald.claim_batch('w', 4, '30 seconds', NULL, now())`)
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}', run_at => now() + interval '1 hour')`)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+
+	depth := map[string]int64{}
+	rows, err := pool.Query(ctx, `SELECT channel || '/' || status, count FROM herald.queue_depth`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		depth[k] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	channels := scalar[int64](t, pool, `SELECT count(*) FROM herald.channels`)
+	if depth["email/queued"] != 6 || depth["email/processing"] != 4 || depth["sms/queued"] != 1 || depth["sms/processing"] != 0 ||
+		int64(len(depth)) != 2*channels {
+		b, _ := json.Marshal(depth)
+		t.Fatalf("queue_depth %s (want every one of %d channels twice)", b, channels)
+	}
+
+	rows, err = pool.Query(ctx, `EXPLAIN (COSTS OFF) SELECT * FROM herald.queue_depth`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if strings.Contains(plan, "Seq Scan on messages") || !strings.Contains(plan, "messages_claim_idx") ||
+		!strings.Contains(plan, "messages_lease_expiry_idx") {
+		t.Fatalf("queue_depth should read the partial indexes, not the table:\n%s", plan)
 	}
 }
 

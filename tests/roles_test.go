@@ -50,6 +50,7 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.reap_stale()`,
 			`SELECT herald.refresh_statistics()`,
 			`SELECT * FROM herald.queue_stats`,
+			`SELECT * FROM herald.queue_depth`,
 		},
 		"herald_admin": {
 			`SELECT herald.enqueue('email', 'p@example.com', '{"subject":"s","text":"t"}')`,
@@ -59,6 +60,7 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.purge('30 days')`,
 			`SELECT count(*) FROM herald.messages`,
 			`SELECT * FROM herald.dead_letters`,
+			`SELECT * FROM herald.queue_depth`,
 			`UPDATE herald.channels SET paused = false`,
 			`SELECT herald.log_truncate(1)`,
 		},
@@ -80,6 +82,7 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.refresh_statistics()`,
 			`SELECT herald.cancel(1)`,
 			`SELECT * FROM herald.queue_stats`,
+			`SELECT * FROM herald.queue_depth`,
 			`SELECT herald._validate('email', 'a@example.com', '{}', NULL, NULL, NULL, NULL, NULL, NULL, now(), '')`,
 			`SELECT herald.create_consumer_group('g')`,
 			`SELECT * FROM herald.log_read('g', 0)`,

@@ -174,6 +174,13 @@ func TestRunnersDeliverEachMessageOnce(t *testing.T) {
 			t.Fatalf("/metrics lacks %s:\n%s", want, rr.Body.String())
 		}
 	}
+	// The queue-depth gauge comes from herald.queue_depth: every channel, with 0 for
+	// one that has no message at all (herald.queue_stats has no row for it).
+	eventually(t, 10*time.Second, "the queue-depth sample", func() bool {
+		rr := httptest.NewRecorder()
+		runners[0].Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+		return strings.Contains(rr.Body.String(), `herald_queue_depth{channel="sms",status="processing"} 0`)
+	})
 	rr = httptest.NewRecorder()
 	runners[0].Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/healthz", nil))
 	if rr.Code != 200 || !strings.Contains(rr.Body.String(), `"listener":"connected"`) {

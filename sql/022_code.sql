@@ -1,0 +1,1 @@
+schema/022_code.sql
