@@ -1,6 +1,6 @@
 -- bench.complete_delete(ids, lease_tokens, provider_message_ids, now) — a PROTOTYPE
 -- for bench/statements.sh, not part of herald and never installed by a migration:
--- herald.complete (release 12) with the UPDATE to 'sent' replaced by a DELETE of the
+-- herald.complete (release 13) with the UPDATE to 'sent' replaced by a DELETE of the
 -- row. It keeps the fencing (lease token match) and the receipt (the 'sent' event in
 -- herald.log_statements, with the same details), so it measures what a
 -- delete-on-complete design (docs/decisions.md, "pgmq is compared…") would save.
@@ -33,10 +33,10 @@ BEGIN
     RETURNING m.id, m.channel, m.recipient, m.ordering_key, u.provider_message_id, m.attempts
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
-    SELECT 'sent', complete_delete.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
-           array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id),
-           array_agg(herald._event_detail('sent', s.provider_message_id, NULL, NULL, s.attempts) ORDER BY s.id)
-    FROM sent s
+    SELECT 'sent', complete_delete.now, array_agg(s.id), array_agg(s.channel),
+           array_agg(herald._key_hash(s.ordering_key, s.recipient)),
+           array_agg(herald._event_detail('sent', s.provider_message_id, NULL, NULL, s.attempts))
+    FROM (SELECT * FROM sent ORDER BY id) s
     HAVING count(*) > 0
   )
   SELECT count(*) INTO changed FROM sent;
