@@ -3,9 +3,11 @@ package tests
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -108,4 +110,18 @@ func leaseTokens(cs []claimed) []int64 {
 		out[i] = c.Token
 	}
 	return out
+}
+
+// explain returns the plan of query (EXPLAIN (COSTS OFF)), one line per node.
+func explain(t *testing.T, pool *pgxpool.Pool, query string) string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `EXPLAIN (COSTS OFF) `+query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }

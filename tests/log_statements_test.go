@@ -191,19 +191,11 @@ func TestUpgradeKeepsLogEvents(t *testing.T) {
 // Reading the middle of a long log probes log_statements_offset_idx and stops at the
 // LIMIT: no scan of the whole log, no sort of all of it.
 func TestLogReadPlanUsesOffsetIndex(t *testing.T) {
-	ctx, pool := setup(t)
+	_, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
 		SELECT 'accepted', now(), ARRAY[g], ARRAY['email'], ARRAY[g::integer], g FROM generate_series(1, 20000) g`)
 	mustExec(t, pool, `ANALYZE herald.log_statements`)
-	rows, err := pool.Query(ctx, `EXPLAIN (COSTS OFF) SELECT * FROM herald._log_after(10000, 1, 0, 100)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
+	plan := explain(t, pool, `SELECT * FROM herald._log_after(10000, 1, 0, 100)`)
 	if !strings.Contains(plan, "Index Scan using log_statements_offset_idx") || strings.Contains(plan, "Seq Scan") ||
 		regexp.MustCompile(`(?m)^\s*(->\s+)?Sort$`).MatchString(plan) {
 		t.Fatalf("log read plan scans or sorts the whole log:\n%s", plan)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // complete marks processing rows sent under the right token only; a stale token
@@ -373,15 +371,7 @@ func TestQueueDepth(t *testing.T) {
 		t.Fatalf("queue_depth %s (want every one of %d channels twice)", b, channels)
 	}
 
-	rows, err = pool.Query(ctx, `EXPLAIN (COSTS OFF) SELECT * FROM herald.queue_depth`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
+	plan := explain(t, pool, `SELECT * FROM herald.queue_depth`)
 	if strings.Contains(plan, "Seq Scan on messages") || !strings.Contains(plan, "messages_claim_idx") ||
 		!strings.Contains(plan, "messages_lease_expiry_idx") {
 		t.Fatalf("queue_depth should read the partial indexes, not the table:\n%s", plan)
