@@ -20,7 +20,7 @@ func (r *Runner) maintain(ctx context.Context) {
 	defer seq.Stop()
 	stats := time.NewTicker(r.cfg.StatsInterval)
 	defer stats.Stop()
-	r.sampleStats(ctx)
+	r.sampleQueueDepth(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -33,7 +33,7 @@ func (r *Runner) maintain(ctx context.Context) {
 			}
 			r.refreshStatistics(ctx)
 		case <-stats.C:
-			r.sampleStats(ctx)
+			r.sampleQueueDepth(ctx)
 		}
 	}
 }
@@ -87,9 +87,9 @@ func (r *Runner) refreshStatistics(ctx context.Context) {
 	}
 }
 
-// sampleStats copies herald.queue_depth (queued and processing per channel, read
+// sampleQueueDepth copies herald.queue_depth (queued and processing per channel, read
 // through the partial indexes) into the queue-depth gauge.
-func (r *Runner) sampleStats(ctx context.Context) {
+func (r *Runner) sampleQueueDepth(ctx context.Context) {
 	rows, err := r.pool.Query(ctx, `SELECT channel, status, count FROM herald.queue_depth`)
 	if err != nil {
 		return
