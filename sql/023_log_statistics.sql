@@ -1,0 +1,1 @@
+schema/023_log_statistics.sql
