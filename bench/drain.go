@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // drain: preload messages, then drain them. herald = `herald run` processes with the
@@ -18,22 +20,28 @@ func drain(ctx context.Context, db *database, o options) ([]row, error) {
 		return nil, err
 	}
 	herald, baseline := result{name: "herald"}, result{name: "baseline"}
+	var serverCPU, clientCPU [2]result // per message, µs: herald's and the baseline's
+	cpuKnown := true
 	var maxRSS int64
 	var curves []series
 	for r := 0; r < o.drainRounds; r++ {
-		rate, curve, rss, err := drainHerald(ctx, db, o, bin, r)
+		h, err := drainHerald(ctx, db, o, bin, r)
 		if err != nil {
 			return nil, err
 		}
-		herald.rates = append(herald.rates, rate)
-		maxRSS = max(maxRSS, rss)
-		curves = append(curves, curve)
-		rate, curve, err = drainBaseline(ctx, db, o, r)
+		b, err := drainBaseline(ctx, db, o, r)
 		if err != nil {
 			return nil, err
 		}
-		baseline.rates = append(baseline.rates, rate)
-		curves = append(curves, curve)
+		for i, d := range []drainRun{h, b} {
+			serverCPU[i].rates = append(serverCPU[i].rates, perMessage(d.serverCPU, o.drainMessages))
+			clientCPU[i].rates = append(clientCPU[i].rates, perMessage(d.clientCPU, o.drainMessages))
+			cpuKnown = cpuKnown && d.cpuKnown
+			curves = append(curves, d.curve)
+		}
+		herald.rates = append(herald.rates, h.rate)
+		baseline.rates = append(baseline.rates, b.rate)
+		maxRSS = max(maxRSS, h.rss)
 	}
 	if err := writeLineChart(o.outDir+"/drain-throughput.svg", fmt.Sprintf("drain of %d messages: messages done per second", o.drainMessages),
 		"seconds", "messages/s", curves); err != nil {
@@ -43,7 +51,26 @@ func drain(ctx context.Context, db *database, o options) ([]row, error) {
 		ratioRow(fmt.Sprintf("drain: %d messages, %d runners vs raw SQL loop (2 clients)", o.drainMessages, o.runners), "messages/s", herald, baseline, 0.90),
 		absRow("memory: max runner RSS during drain", "MiB", float64(maxRSS)/(1<<20), 64),
 	}
+	// Where the CPU went (lower is better; the ratio is herald's over the loop's).
+	if cpuKnown {
+		rows = append(rows, ratioRow("drain: database server CPU per message (ratio: herald's / the loop's)", "µs", serverCPU[0], serverCPU[1], 0))
+	}
+	rows = append(rows, ratioRow("drain: client CPU per message, herald's runners vs the loop's client (ratio: herald's / the loop's)", "µs", clientCPU[0], clientCPU[1], 0))
 	return rows, nil
+}
+
+// drainRun is what one drain (herald's or the baseline's) measured.
+type drainRun struct {
+	rate      float64 // messages per second over the whole drain
+	curve     series
+	rss       int64         // the runners' largest RSS (herald only)
+	serverCPU time.Duration // the database server's processes, from the start of the clock to the end
+	clientCPU time.Duration // the runners (herald) or the loop (baseline), plus the bench's watcher
+	cpuKnown  bool          // the server's processes were found on this machine
+}
+
+func perMessage(d time.Duration, n int) float64 {
+	return float64(d.Microseconds()) / float64(n)
 }
 
 func preload(ctx context.Context, db *database, n int, bare bool) error {
@@ -147,15 +174,15 @@ func watch(ctx context.Context, db *database, table, label string, n int, sample
 	}
 }
 
-func drainHerald(ctx context.Context, db *database, o options, bin string, round int) (float64, series, int64, error) {
+func drainHerald(ctx context.Context, db *database, o options, bin string, round int) (drainRun, error) {
 	if err := preload(ctx, db, o.drainMessages, false); err != nil {
-		return 0, series{}, 0, err
+		return drainRun{}, err
 	}
 	// The runners start with the channel paused and the clock starts when all of them
 	// listen: the figure is the drain, not process start-up (the baseline's clients
 	// are connected before its clock starts too).
 	if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET paused = true WHERE name = 'email'`); err != nil {
-		return 0, series{}, 0, err
+		return drainRun{}, err
 	}
 	defer db.pool.Exec(context.WithoutCancel(ctx), `UPDATE herald.channels SET paused = false WHERE name = 'email'`)
 	var procs []*runnerProc
@@ -164,7 +191,7 @@ func drainHerald(ctx context.Context, db *database, o options, bin string, round
 			fmt.Sprintf("HERALD_BATCH_SIZE=%d", o.runnerBatch), fmt.Sprintf("HERALD_CONCURRENCY=%d", 2*o.runnerBatch),
 			"HERALD_POLL_INTERVAL=100ms", "HERALD_STATS_INTERVAL=1h")
 		if err != nil {
-			return 0, series{}, 0, err
+			return drainRun{}, err
 		}
 		procs = append(procs, p)
 	}
@@ -174,18 +201,25 @@ func drainHerald(ctx context.Context, db *database, o options, bin string, round
 		}
 	}()
 	if err := waitListening(ctx, db, o.runners); err != nil {
-		return 0, series{}, 0, err
+		return drainRun{}, err
 	}
+	clients := []int{os.Getpid()}
+	for _, p := range procs {
+		clients = append(clients, p.cmd.Process.Pid)
+	}
+	cpu := startCPU(postmaster(ctx, db), clients)
 	if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET paused = false WHERE name = 'email'; NOTIFY herald_queue`); err != nil {
-		return 0, series{}, 0, err
+		return drainRun{}, err
 	}
-	var maxRSS int64
-	rate, curve, err := watch(ctx, db, "herald.messages", fmt.Sprintf("herald round %d", round+1), o.drainMessages, func() {
+	d := drainRun{}
+	var err error
+	d.rate, d.curve, err = watch(ctx, db, "herald.messages", fmt.Sprintf("herald round %d", round+1), o.drainMessages, func() {
 		for _, p := range procs {
-			maxRSS = max(maxRSS, p.rssBytes())
+			d.rss = max(d.rss, p.rssBytes())
 		}
 	})
-	return rate, curve, maxRSS, err
+	d.serverCPU, d.clientCPU, d.cpuKnown = cpu.stop()
+	return d, err
 }
 
 // waitListening waits until n sessions of this database listen on herald_queue (the
@@ -214,19 +248,29 @@ func waitListening(ctx context.Context, db *database, n int) error {
 	}
 }
 
-func drainBaseline(ctx context.Context, db *database, o options, round int) (float64, series, error) {
+func drainBaseline(ctx context.Context, db *database, o options, round int) (drainRun, error) {
 	if err := preload(ctx, db, o.drainMessages, true); err != nil {
-		return 0, series{}, err
+		return drainRun{}, err
 	}
-	errs := make(chan error, 2)
+	// Both connections are open before the clock starts (as herald's runners are).
+	var conns []*pgxpool.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
 	for c := 0; c < 2; c++ {
+		conn, err := db.pool.Acquire(ctx)
+		if err != nil {
+			return drainRun{}, err
+		}
+		conns = append(conns, conn)
+	}
+	cpu := startCPU(postmaster(ctx, db), []int{os.Getpid()})
+	errs := make(chan error, len(conns))
+	for _, conn := range conns {
 		go func() {
 			errs <- func() error {
-				conn, err := db.pool.Acquire(ctx)
-				if err != nil {
-					return err
-				}
-				defer conn.Release()
 				for {
 					rows, err := conn.Query(ctx, `WITH c AS (
 						SELECT id FROM public.bare WHERE status = 'queued' AND run_at <= now()
@@ -262,11 +306,14 @@ func drainBaseline(ctx context.Context, db *database, o options, round int) (flo
 			}()
 		}()
 	}
-	rate, curve, err := watch(ctx, db, "public.bare", fmt.Sprintf("baseline round %d", round+1), o.drainMessages, nil)
-	for c := 0; c < 2; c++ {
+	d := drainRun{}
+	var err error
+	d.rate, d.curve, err = watch(ctx, db, "public.bare", fmt.Sprintf("baseline round %d", round+1), o.drainMessages, nil)
+	d.serverCPU, d.clientCPU, d.cpuKnown = cpu.stop()
+	for range conns {
 		if e := <-errs; e != nil && err == nil {
 			err = e
 		}
 	}
-	return rate, curve, err
+	return d, err
 }
