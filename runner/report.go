@@ -74,8 +74,8 @@ func (r *Runner) report(stop <-chan struct{}) {
 // error is retried with backoff; at shutdown for at most ShutdownGrace, after which
 // the lease expiry returns the messages.
 func (r *Runner) flush(batch []outcome) {
-	var doneIDs, doneTokens []int64
-	var providerIDs []string
+	doneIDs, doneTokens := make([]int64, 0, len(batch)), make([]int64, 0, len(batch))
+	providerIDs := make([]string, 0, len(batch))
 	var failIDs, failTokens []int64
 	var errs, classes []string
 	var retryAt []*time.Time

@@ -20,6 +20,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald/herald/runner/sender"
@@ -190,16 +192,30 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	msgs := make([]sender.Message, 0, n)
+	// Scanned straight into the batch's flights (no second copy of the batch), with
+	// the channel's name shared, the JSON copied into a few large blocks and one
+	// Scan argument list for all rows: a claim allocates one string per message (the
+	// recipient) and a handful of blocks. Garbage collection was the largest part of
+	// the runner's CPU in a drain; a runner draining 200,000 messages went from 6.1 to
+	// 3.1 allocations and from 860 to 520-580 bytes per message (the rest is mostly
+	// pgx encoding complete's arrays).
+	fl := make([]flight, 0, n)
+	var channel, payload, metadata pgtype.DriverBytes // valid until the next row
+	var blocks jsonBlocks
+	dest := make([]any, 8)
 	for rows.Next() {
-		msgs = append(msgs, sender.Message{})
-		m := &msgs[len(msgs)-1]
-		// Payload and metadata as bytes: PostgreSQL has already checked the JSON.
-		if err := rows.Scan(&m.ID, &m.Channel, &m.Recipient, (*[]byte)(&m.Payload), (*[]byte)(&m.Metadata),
-			&m.Attempt, &m.LeaseToken, &m.LeaseUntil); err != nil {
+		fl = append(fl, flight{})
+		m := &fl[len(fl)-1].msg
+		dest[0], dest[1], dest[2], dest[3], dest[4], dest[5], dest[6], dest[7] =
+			&m.ID, &channel, &m.Recipient, &payload, &metadata, &m.Attempt, &m.LeaseToken, &m.LeaseUntil
+		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return false, err
 		}
+		m.Channel = r.channelName(channel)
+		// Payload and metadata as bytes: PostgreSQL has already checked the JSON.
+		m.Payload, m.Metadata = blocks.keep(payload), blocks.keep(metadata)
+		fl[len(fl)-1].leaseUntil = m.LeaseUntil
 	}
 	if err := rows.Err(); err != nil {
 		// The claim may have committed before the error: those messages come back
@@ -207,11 +223,45 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 		return false, err
 	}
 	r.m.claimSeconds.Observe(time.Since(start).Seconds())
-	for ch, k := range countByChannel(msgs) {
+	for ch, k := range countByChannel(fl) {
 		r.m.claimed.Add(float64(k), ch)
 	}
-	r.start(sendCtx, msgs)
-	return len(msgs) == n, nil
+	r.start(sendCtx, fl)
+	return len(fl) == n, nil
+}
+
+// channelName returns the runner's own copy of a claimed message's channel name (the
+// runner claims only channels it has senders for), so that messages share it.
+func (r *Runner) channelName(b []byte) string {
+	for _, ch := range r.channels {
+		if string(b) == ch {
+			return ch
+		}
+	}
+	return string(b)
+}
+
+// jsonBlockSize is the size of the blocks a claim copies JSON values into.
+const jsonBlockSize = 64 << 10
+
+// jsonBlocks copies the JSON values of a claimed batch out of the driver's buffer
+// into shared blocks of jsonBlockSize (a value too big for one gets its own): one
+// allocation per block instead of one per value. A block lives as long as any
+// message whose value is in it.
+type jsonBlocks struct{ cur []byte }
+
+// keep returns a copy of b (nil for nil: SQL NULL), capped so that an append to it
+// cannot write over the next value.
+func (j *jsonBlocks) keep(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	if cap(j.cur)-len(j.cur) < len(b) {
+		j.cur = make([]byte, 0, max(jsonBlockSize, len(b)))
+	}
+	at := len(j.cur)
+	j.cur = append(j.cur, b...)
+	return json.RawMessage(j.cur[at:len(j.cur):len(j.cur)])
 }
 
 // growInterval is how long claimed messages may wait in the work queue before the
@@ -225,19 +275,17 @@ const growInterval = time.Millisecond
 // goroutines (cheap to wake, cheap for the garbage collector to scan), and a slow
 // one gets Concurrency sends at once within about ten intervals. Workers stay for
 // the runner's life.
-func (r *Runner) start(ctx context.Context, msgs []sender.Message) {
-	r.busy.Add(int64(len(msgs)))
-	r.sends.Add(len(msgs))
+func (r *Runner) start(ctx context.Context, fl []flight) {
+	r.busy.Add(int64(len(fl)))
+	r.sends.Add(len(fl))
 	r.mu.Lock()
-	fl := make([]flight, len(msgs)) // one allocation per batch
-	for i, m := range msgs {
-		fl[i] = flight{msg: m, leaseUntil: m.LeaseUntil}
-		r.flights[m.ID] = &fl[i]
+	for i := range fl {
+		r.flights[fl[i].msg.ID] = &fl[i]
 	}
 	r.m.inflight.Set(float64(len(r.flights)))
 	r.mu.Unlock()
-	for _, m := range msgs {
-		r.work <- m // never blocks: claims never exceed the free slots, the queue's capacity
+	for i := range fl {
+		r.work <- fl[i].msg // never blocks: claims never exceed the free slots, the queue's capacity
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -318,11 +366,12 @@ func (r *Runner) send(ctx context.Context, m sender.Message) (res sender.Result,
 	return s.Send(ctx, m)
 }
 
-// countByChannel counts messages per channel (metrics are updated once per batch).
-func countByChannel(msgs []sender.Message) map[string]int {
+// countByChannel counts a claimed batch's messages per channel (metrics are updated
+// once per batch).
+func countByChannel(fl []flight) map[string]int {
 	n := map[string]int{}
-	for _, m := range msgs {
-		n[m.Channel]++
+	for i := range fl {
+		n[fl[i].msg.Channel]++
 	}
 	return n
 }

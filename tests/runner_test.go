@@ -539,3 +539,106 @@ func TestSendsRunConcurrencyAtOnce(t *testing.T) {
 		t.Fatalf("peak of %d sends at once, want %d", peak, concurrency)
 	}
 }
+
+// A sender gets each message as it was stored: its channel, recipient, payload and
+// metadata (nil when NULL), whatever the sizes. The runner copies a claim's JSON
+// values into shared blocks of 64 KiB, so the payloads here span several blocks,
+// some of them bigger than a block, and each value must be capped: a sender
+// that appends to its payload must not write over another message's.
+func TestSendersGetWhatWasStored(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	const n = 60
+	// E-mails with texts from 0 to about 100,000 bytes (the channel allows them), every
+	// third with metadata; and SMS, so that two channels share the claims.
+	mustExec(t, pool, `UPDATE herald.channels SET max_payload_bytes = 200000 WHERE name = 'email'`)
+	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(CASE WHEN g % 5 = 0 THEN
+		jsonb_build_object('channel', 'sms', 'recipient', '+1415' || lpad(g::text, 7, '0'),
+		                   'payload', jsonb_build_object('text', 'sms ' || g))
+		ELSE jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com',
+		     'payload', jsonb_build_object('subject', 's' || g, 'text', 't' || repeat('x', (g * 7919) % 100000)))
+		  || CASE WHEN g % 3 = 0 THEN jsonb_build_object('metadata', jsonb_build_object('tenant', g)) ELSE '{}' END
+		END) FROM generate_series(1, $1::integer) g))`, n)
+
+	type got struct {
+		channel, recipient, payload string
+		metadata                    *string
+	}
+	var mu sync.Mutex
+	sent := map[int64]got{}
+	var capped []string
+	rec := newRecorder()
+	rec.behave = func(_ context.Context, m sender.Message) error {
+		g := got{channel: m.Channel, recipient: m.Recipient, payload: string(m.Payload)}
+		if m.Metadata != nil {
+			s := string(m.Metadata)
+			g.metadata = &s
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if cap(m.Payload) != len(m.Payload) || cap(m.Metadata) != len(m.Metadata) {
+			capped = append(capped, fmt.Sprintf("message %d: payload len %d cap %d, metadata len %d cap %d",
+				m.ID, len(m.Payload), cap(m.Payload), len(m.Metadata), cap(m.Metadata)))
+		}
+		_ = append(m.Payload, `"appended by the sender"`...)
+		sent[m.ID] = g
+		return nil
+	}
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec, "sms": rec},
+		BatchSize: 25, PollInterval: 50 * time.Millisecond})
+	eventually(t, 30*time.Second, "every message sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == n })
+
+	rows, err := pool.Query(context.Background(), `SELECT id, channel, recipient, payload::text, metadata::text FROM herald.messages`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []got
+	var wantIDs []int64
+	for rows.Next() {
+		var id int64
+		var w got
+		if err := rows.Scan(&id, &w.channel, &w.recipient, &w.payload, &w.metadata); err != nil {
+			t.Fatal(err)
+		}
+		wantIDs, want = append(wantIDs, id), append(want, w)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(capped) > 0 {
+		t.Errorf("values handed to senders with room to append into:\n%s", strings.Join(capped, "\n"))
+	}
+	big, withMeta := 0, 0
+	for i, id := range wantIDs {
+		g, ok := sent[id]
+		if !ok {
+			t.Errorf("message %d was never handed to a sender", id)
+			continue
+		}
+		w := want[i]
+		if len(w.payload) > 64<<10 {
+			big++
+		}
+		if w.metadata != nil {
+			withMeta++
+		}
+		if g.channel != w.channel || g.recipient != w.recipient || g.payload != w.payload ||
+			(g.metadata == nil) != (w.metadata == nil) || (g.metadata != nil && *g.metadata != *w.metadata) {
+			t.Errorf("message %d: the sender got channel %q, recipient %q, payload of %d bytes, metadata %v; stored: %q, %q, %d bytes, %v",
+				id, g.channel, g.recipient, len(g.payload), orNull(g.metadata), w.channel, w.recipient, len(w.payload), orNull(w.metadata))
+		}
+	}
+	if big == 0 || withMeta == 0 {
+		t.Fatalf("%d payloads over 64 KiB and %d messages with metadata: the test checks nothing", big, withMeta)
+	}
+}
+
+func orNull(s *string) string {
+	if s == nil {
+		return "NULL"
+	}
+	return *s
+}
