@@ -153,7 +153,32 @@ func (r *Runner) retry(messages int, report func() error) {
 // complete reports deliveries (see report for lost leases).
 func (r *Runner) complete(ids, tokens []int64, providerIDs []string) error {
 	return r.report1("complete", ids, `SELECT herald.complete($1::bigint[], $2::bigint[], $3::text[])`,
-		ids, tokens, providerIDs)
+		ids, tokens, receipts(providerIDs))
+}
+
+// receipts gives complete its provider_message_ids argument: an empty id (the
+// provider gave none) is stored as NULL, not as an empty receipt; when no delivery of
+// the batch has one, the whole array is NULL.
+func receipts(providerIDs []string) any {
+	empty := 0
+	for _, id := range providerIDs {
+		if id == "" {
+			empty++
+		}
+	}
+	switch empty {
+	case 0:
+		return providerIDs
+	case len(providerIDs):
+		return []string(nil)
+	}
+	out := make([]*string, len(providerIDs))
+	for i := range providerIDs {
+		if providerIDs[i] != "" {
+			out[i] = &providerIDs[i]
+		}
+	}
+	return out
 }
 
 // fail reports failures; SQL decides what follows (see report for lost leases).

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -641,4 +642,53 @@ func orNull(s *string) string {
 		return "NULL"
 	}
 	return *s
+}
+
+// A delivery whose provider gave no id (an empty Result.ProviderMessageID) gets no
+// receipt: provider_message_id NULL and a 'sent' event without one, never ”. Two
+// batches: one where no delivery has an id (the whole argument is NULL) and one
+// where some have.
+func TestEmptyProviderIDIsNoReceipt(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	var withID atomic.Bool
+	noID := sendFunc(func(ctx context.Context, m sender.Message) (sender.Result, error) {
+		if withID.Load() && m.ID%2 == 0 {
+			return sender.Result{ProviderMessageID: fmt.Sprintf("p-%d", m.ID)}, nil
+		}
+		return sender.Result{}, nil
+	})
+	_, stop := startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": noID}, BatchSize: 100,
+		PollInterval: 50 * time.Millisecond})
+	enqueueMany(t, pool, 10, "email")
+	eventually(t, 30*time.Second, "the first 10 sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 10 })
+	withID.Store(true)
+	enqueueMany(t, pool, 10, "email")
+	eventually(t, 30*time.Second, "all 20 sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 20 })
+	stop()
+
+	if n := countWhere(t, pool, `provider_message_id = ''`); n != 0 {
+		t.Errorf("%d messages stored an empty receipt", n)
+	}
+	if n := countWhere(t, pool, `provider_message_id IS NULL AND (id <= 10 OR id % 2 = 1)`); n != 15 {
+		t.Errorf("%d messages without a provider id have a NULL receipt, want 15", n)
+	}
+	if n := countWhere(t, pool, `id > 10 AND id % 2 = 0 AND provider_message_id = 'p-' || id`); n != 5 {
+		t.Errorf("%d messages kept their provider id, want 5", n)
+	}
+	events := `SELECT count(*) FROM herald.log_statements s, unnest(s.details) d WHERE s.kind = 'sent' AND `
+	if n := scalar[int64](t, pool, events+`d->>'provider_message_id' = ''`); n != 0 {
+		t.Errorf("%d 'sent' events carry an empty provider_message_id", n)
+	}
+	if n := scalar[int64](t, pool, events+`NOT d ? 'provider_message_id'`); n != 15 {
+		t.Errorf("%d 'sent' events have no provider_message_id, want 15", n)
+	}
+}
+
+// sendFunc is a Sender made of a function.
+type sendFunc func(ctx context.Context, m sender.Message) (sender.Result, error)
+
+func (f sendFunc) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
+	return f(ctx, m)
 }
