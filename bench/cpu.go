@@ -47,21 +47,28 @@ func ticks(f []string, fields ...int) time.Duration {
 // postmaster finds the PostgreSQL server the bench uses when it runs on this
 // machine: the parent of this session's backend. It returns 0 for a server
 // elsewhere (or one whose processes this user cannot see): the server's CPU is then
-// not reported.
+// not reported. A local process that merely has a remote backend's pid is told
+// apart by its name: both it and its parent must be called postgres.
 func postmaster(ctx context.Context, db *database) int {
 	var backend int
 	if err := db.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
 		return 0
 	}
 	f := statFields(backend)
-	if f == nil {
+	if f == nil || !isPostgres(backend) {
 		return 0
 	}
 	pm, _ := strconv.Atoi(f[1])
-	if pm <= 1 || statFields(pm) == nil {
+	if pm <= 1 || statFields(pm) == nil || !isPostgres(pm) {
 		return 0
 	}
 	return pm
+}
+
+// isPostgres tells whether a process's command name (/proc/<pid>/comm) is postgres.
+func isPostgres(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+	return err == nil && strings.TrimSpace(string(b)) == "postgres"
 }
 
 // serverCPU is all the CPU time the server has used so far: the postmaster's own,
