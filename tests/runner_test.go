@@ -628,20 +628,14 @@ func TestSendersGetWhatWasStored(t *testing.T) {
 		}
 		if g.channel != w.channel || g.recipient != w.recipient || g.payload != w.payload ||
 			(g.metadata == nil) != (w.metadata == nil) || (g.metadata != nil && *g.metadata != *w.metadata) {
-			t.Errorf("message %d: the sender got channel %q, recipient %q, payload of %d bytes, metadata %v; stored: %q, %q, %d bytes, %v",
-				id, g.channel, g.recipient, len(g.payload), orNull(g.metadata), w.channel, w.recipient, len(w.payload), orNull(w.metadata))
+			t.Errorf("message %d: the sender got channel %q, recipient %q, payload of %d bytes, metadata (set %t) %q; stored: %q, %q, %d bytes, (set %t) %q",
+				id, g.channel, g.recipient, len(g.payload), g.metadata != nil, deref(g.metadata),
+				w.channel, w.recipient, len(w.payload), w.metadata != nil, deref(w.metadata))
 		}
 	}
 	if big == 0 || withMeta == 0 {
 		t.Fatalf("%d payloads over 64 KiB and %d messages with metadata: the test checks nothing", big, withMeta)
 	}
-}
-
-func orNull(s *string) string {
-	if s == nil {
-		return "NULL"
-	}
-	return *s
 }
 
 // A delivery whose provider gave no id (an empty Result.ProviderMessageID) gets no
