@@ -14,9 +14,12 @@ import (
 // benchDatabase is the database the bench creates afresh on the server.
 const benchDatabase = "herald_bench"
 
-// database is the bench's own database with herald installed, plus the baseline
-// table public.bare: the same columns, defaults, constraints and indexes as
-// herald.messages, and no triggers.
+// database is the bench's own database with herald installed, plus two baseline
+// tables without triggers: public.bare, the same columns, defaults, constraints and
+// indexes as herald.messages (the enqueue and latency baselines, and the drain's
+// with -drain-baseline herald), and public.bare_queue, the same columns, defaults
+// and constraints with only the indexes a raw SQL queue loop needs, the primary key
+// and the claim order (the drain's baseline by default).
 type database struct {
 	pool *pgxpool.Pool
 	url  string
@@ -52,6 +55,11 @@ func prepareDatabase(ctx context.Context, server string) (*database, error) {
 	if _, err := conn.Exec(ctx, `CREATE TABLE public.bare (LIKE herald.messages INCLUDING ALL)`); err != nil {
 		return nil, err
 	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE public.bare_queue (LIKE herald.messages INCLUDING DEFAULTS
+			INCLUDING IDENTITY INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION, PRIMARY KEY (id));
+		CREATE INDEX bare_queue_claim_idx ON public.bare_queue (priority, run_at, id) WHERE status = 'queued'`); err != nil {
+		return nil, err
+	}
 	conf, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
 		return nil, err
@@ -68,7 +76,7 @@ func (d *database) close() { d.pool.Close() }
 
 // reset empties the tables the scenarios write, so every phase starts alike.
 func (d *database) reset(ctx context.Context) error {
-	_, err := d.pool.Exec(ctx, `TRUNCATE herald.messages, herald.log_statements, public.bare;
+	_, err := d.pool.Exec(ctx, `TRUNCATE herald.messages, herald.log_statements, public.bare, public.bare_queue;
 		UPDATE herald.log_counter SET next_offset = 1; CHECKPOINT`)
 	return err
 }

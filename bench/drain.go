@@ -13,7 +13,9 @@ import (
 // noop sender (claim → send → complete, leases, fencing and the log's receipts on);
 // baseline = 2 connections looping a CTE claim of 1,000 with FOR UPDATE SKIP LOCKED
 // (returning what a sender needs: id, channel, recipient, payload) and an UPDATE to
-// done, on public.bare. Also samples the runners' RSS (memory).
+// done, on public.bare_queue (the primary key and the claim index) or, with
+// -drain-baseline herald, on public.bare (herald's indexes). Also samples the
+// runners' RSS (memory).
 func drain(ctx context.Context, db *database, o options) ([]row, error) {
 	bin, err := buildHerald(ctx)
 	if err != nil {
@@ -48,7 +50,7 @@ func drain(ctx context.Context, db *database, o options) ([]row, error) {
 		return nil, err
 	}
 	rows := []row{
-		ratioRow(fmt.Sprintf("drain: %d messages, %d runners vs raw SQL loop (2 clients)", o.drainMessages, o.runners), "messages/s", herald, baseline, 0.90),
+		ratioRow(fmt.Sprintf("drain: %d messages, %d runners vs raw SQL loop (2 clients, %s)", o.drainMessages, o.runners, drainBaselines[o.drainBaseline].label), "messages/s", herald, baseline, 0.90),
 		absRow("memory: max runner RSS during drain", "MiB", float64(maxRSS)/(1<<20), 64),
 	}
 	// Where the CPU went (lower is better; the ratio is herald's over the loop's).
@@ -73,16 +75,25 @@ func perMessage(d time.Duration, n int) float64 {
 	return float64(d.Microseconds()) / float64(n)
 }
 
-func preload(ctx context.Context, db *database, n int, bare bool) error {
+// drainBaselines are the tables the drain's baseline loop may run on, by the value
+// of -drain-baseline.
+var drainBaselines = map[string]struct{ table, label string }{
+	"queue":  {"public.bare_queue", "primary key and claim index"},
+	"herald": {"public.bare", "herald's indexes"},
+}
+
+// preload empties the tables and fills herald.messages with n messages, or, when
+// bareTable is not empty, that baseline table.
+func preload(ctx context.Context, db *database, n int, bareTable string) error {
 	if err := db.reset(ctx); err != nil {
 		return err
 	}
-	if bare {
-		if _, err := db.pool.Exec(ctx, `INSERT INTO public.bare (channel, recipient, payload, run_at, max_attempts, created_at)
+	if bareTable != "" {
+		if _, err := db.pool.Exec(ctx, `INSERT INTO `+bareTable+` (channel, recipient, payload, run_at, max_attempts, created_at)
 			SELECT 'email', 'u' || g || '@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now() FROM generate_series(1, $1) g`, n); err != nil {
 			return err
 		}
-		_, err := db.pool.Exec(ctx, `VACUUM ANALYZE public.bare`)
+		_, err := db.pool.Exec(ctx, `VACUUM ANALYZE `+bareTable)
 		return err
 	}
 	for done := 0; done < n; done += 1000 {
@@ -175,7 +186,7 @@ func watch(ctx context.Context, db *database, table, label string, n int, sample
 }
 
 func drainHerald(ctx context.Context, db *database, o options, bin string, round int) (drainRun, error) {
-	if err := preload(ctx, db, o.drainMessages, false); err != nil {
+	if err := preload(ctx, db, o.drainMessages, ""); err != nil {
 		return drainRun{}, err
 	}
 	// The runners start with the channel paused and the clock starts when all of them
@@ -248,8 +259,10 @@ func waitListening(ctx context.Context, db *database, n int) error {
 	}
 }
 
+// drainBaseline is one round of the raw SQL loop on the -drain-baseline table.
 func drainBaseline(ctx context.Context, db *database, o options, round int) (drainRun, error) {
-	if err := preload(ctx, db, o.drainMessages, true); err != nil {
+	table := drainBaselines[o.drainBaseline].table
+	if err := preload(ctx, db, o.drainMessages, table); err != nil {
 		return drainRun{}, err
 	}
 	// Both connections are open before the clock starts (as herald's runners are).
@@ -273,9 +286,9 @@ func drainBaseline(ctx context.Context, db *database, o options, round int) (dra
 			errs <- func() error {
 				for {
 					rows, err := conn.Query(ctx, `WITH c AS (
-						SELECT id FROM public.bare WHERE status = 'queued' AND run_at <= now()
+						SELECT id FROM `+table+` WHERE status = 'queued' AND run_at <= now()
 						ORDER BY priority, run_at, id LIMIT 1000 FOR UPDATE SKIP LOCKED)
-					  UPDATE public.bare b SET status = 'processing', attempts = b.attempts + 1, lease_token = 1,
+					  UPDATE `+table+` b SET status = 'processing', attempts = b.attempts + 1, lease_token = 1,
 					         leased_by = 'baseline', lease_expires_at = now() + interval '30 seconds'
 					  FROM c WHERE b.id = c.id RETURNING b.id, b.channel, b.recipient, b.payload`)
 					if err != nil {
@@ -298,7 +311,7 @@ func drainBaseline(ctx context.Context, db *database, o options, round int) (dra
 					if len(ids) == 0 {
 						return nil
 					}
-					if _, err := conn.Exec(ctx, `UPDATE public.bare SET status = 'sent', finished_at = now(), lease_token = NULL,
+					if _, err := conn.Exec(ctx, `UPDATE `+table+` SET status = 'sent', finished_at = now(), lease_token = NULL,
 						lease_expires_at = NULL WHERE id = ANY($1) AND status = 'processing'`, ids); err != nil {
 						return err
 					}
@@ -308,7 +321,7 @@ func drainBaseline(ctx context.Context, db *database, o options, round int) (dra
 	}
 	d := drainRun{}
 	var err error
-	d.rate, d.curve, err = watch(ctx, db, "public.bare", fmt.Sprintf("baseline round %d", round+1), o.drainMessages, nil)
+	d.rate, d.curve, err = watch(ctx, db, table, fmt.Sprintf("baseline round %d", round+1), o.drainMessages, nil)
 	d.serverCPU, d.clientCPU, d.cpuKnown = cpu.stop()
 	for range conns {
 		if e := <-errs; e != nil && err == nil {

@@ -40,6 +40,7 @@ type options struct {
 	runners         int
 	runnerBatch     int
 	drainMessages   int
+	drainBaseline   string
 	drainRounds     int
 	producers       int
 	latencyRates    []int
@@ -63,6 +64,7 @@ func main() {
 	flag.IntVar(&o.runnerBatch, "runner-batch", 1000, "drain: HERALD_BATCH_SIZE of the runners (concurrency is twice that)")
 	flag.IntVar(&o.drainMessages, "drain-messages", 200000, "drain: messages preloaded")
 	flag.IntVar(&o.drainRounds, "drain-rounds", 3, "drain: rounds, each herald then the baseline (ratio: the median of the rounds' quotients)")
+	flag.StringVar(&o.drainBaseline, "drain-baseline", "queue", "drain: the baseline loop's table: queue (herald.messages' columns and constraints, with the primary key and the claim index only) or herald (herald's indexes too)")
 	flag.IntVar(&o.producers, "producers", 4, "latency, soak: producer connections")
 	rates := flag.String("latency-rates", "1000,5000", "latency: producer rates, messages per second")
 	flag.DurationVar(&o.latencyDuration, "latency-duration", 6*time.Second, "latency: how long each rate runs")
@@ -101,6 +103,10 @@ func main() {
 	if o.conns < 1 || o.rounds < 1 || o.batch < 1 || o.duration <= 0 || o.warmup < 0 || o.runners < 1 || o.runnerBatch < 1 ||
 		o.drainMessages < 1 || o.drainRounds < 1 || o.producers < 1 || o.soakRate < 1 || o.soakDuration <= o.soakHold || o.soakSample <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: counts and durations must be positive (-warmup may be 0), and -soak longer than -soak-hold")
+		os.Exit(2)
+	}
+	if _, ok := drainBaselines[o.drainBaseline]; !ok {
+		fmt.Fprintf(os.Stderr, "bench: -drain-baseline %q: want queue or herald\n", o.drainBaseline)
 		os.Exit(2)
 	}
 
@@ -149,8 +155,8 @@ func run(ctx context.Context, o options, names []string) error {
 }
 
 func (o options) describe() string {
-	return fmt.Sprintf("-duration %s -warmup %s -conns %d -rounds %d -batch %d -runners %d -runner-batch %d -drain-messages %d -drain-rounds %d -producers %d -latency-rates %v -latency-duration %s -soak %s -soak-hold %s -soak-rate %d",
-		o.duration, o.warmup, o.conns, o.rounds, o.batch, o.runners, o.runnerBatch, o.drainMessages, o.drainRounds, o.producers, o.latencyRates,
+	return fmt.Sprintf("-duration %s -warmup %s -conns %d -rounds %d -batch %d -runners %d -runner-batch %d -drain-messages %d -drain-rounds %d -drain-baseline %s -producers %d -latency-rates %v -latency-duration %s -soak %s -soak-hold %s -soak-rate %d",
+		o.duration, o.warmup, o.conns, o.rounds, o.batch, o.runners, o.runnerBatch, o.drainMessages, o.drainRounds, o.drainBaseline, o.producers, o.latencyRates,
 		o.latencyDuration, o.soakDuration, o.soakHold, o.soakRate)
 }
 
