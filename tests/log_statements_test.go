@@ -2,11 +2,13 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -313,4 +315,117 @@ func TestSentEventDetail(t *testing.T) {
 			t.Errorf("_event_detail('sent', %v, %v) = %s, want %s", c.receipt, c.attempts, got, c.want)
 		}
 	}
+}
+
+// Release 15 (024_log_receipts.sql): complete stores its 'sent' events' receipts and
+// attempts as typed arrays and no JSON; herald.log (read as herald_consumer too) and
+// herald.log_read build the same detail from them, a row written the old way reads
+// as before, log_truncate keeps the arrays aligned when it cuts a row, and
+// log_sequence refuses a row whose new arrays have the wrong length.
+func TestSentReceiptsStoredAsArrays(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('g', 1, 'earliest')`)
+	enqueueBatchEmails(t, pool, 4) // 1..4
+	c := claim(t, pool, 4, t0.Add(time.Minute))
+	slices.SortFunc(c, func(a, b claimed) int { return int(a.ID - b.ID) })
+	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[], ARRAY['p-1', NULL, 'p-3', NULL])`,
+		ids(c), leaseTokens(c)); n != 4 {
+		t.Fatalf("complete changed %d of 4", n)
+	}
+	enqueueBatchEmails(t, pool, 2) // 5, 6
+	c = claim(t, pool, 2, t0.Add(time.Minute))
+	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[])`, ids(c), leaseTokens(c)); n != 2 {
+		t.Fatalf("complete changed %d of 2", n)
+	}
+	// A 'sent' row as release 14 wrote it: the detail stored as JSON.
+	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+		VALUES ('sent', now(), ARRAY[101, 102]::bigint[], ARRAY['email', 'email'], ARRAY[1, 2],
+		        ARRAY['{"provider_message_id": "old-1", "attempts": 3}', '{"attempts": 2}']::jsonb[])`)
+	stored := scalar[[]string](t, pool, `SELECT array_agg(concat_ws(' ', details IS NULL, provider_message_ids::text, attempts::text) ORDER BY seq)
+		FROM herald.log_statements WHERE kind = 'sent'`)
+	if want := []string{"t {p-1,NULL,p-3,NULL} {1,1,1,1}", "t {1,1}", "f"}; !slices.Equal(stored, want) {
+		t.Fatalf("sent rows store %q, want %q", stored, want)
+	}
+	sequenceAll(t, pool)
+	want := map[int64]string{
+		1: `{"attempts": 1, "provider_message_id": "p-1"}`, 2: `{"attempts": 1}`,
+		3: `{"attempts": 1, "provider_message_id": "p-3"}`, 4: `{"attempts": 1}`,
+		5: `{"attempts": 1}`, 6: `{"attempts": 1}`,
+		101: `{"attempts": 3, "provider_message_id": "old-1"}`, 102: `{"attempts": 2}`,
+	}
+	checkView := func(what string, q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}, from int64) {
+		t.Helper()
+		rows, err := q.Query(ctx, `SELECT message_id, detail::text FROM herald.log WHERE kind = 'sent' AND message_id >= $1`, from)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got := map[int64]string{}
+		for rows.Next() {
+			var id int64
+			var d string
+			if err := rows.Scan(&id, &d); err != nil {
+				t.Fatal(err)
+			}
+			got[id] = d
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for id, d := range want {
+			if id >= from && got[id] != d {
+				t.Errorf("%s: message %d's sent detail is %q, want %q", what, id, got[id], d)
+			}
+		}
+		if n := len(got); n == 0 {
+			t.Errorf("%s: no sent events", what)
+		}
+	}
+	checkView("herald.log", pool, 0)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL ROLE herald_consumer`); err != nil {
+		t.Fatal(err)
+	}
+	checkView("herald.log as herald_consumer", tx, 0)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, e := range readLog(t, pool, "g", 0, 100) {
+		if e.Kind != "sent" {
+			continue
+		}
+		read++
+		b, _ := json.Marshal(e.Detail)
+		var w map[string]any
+		if err := json.Unmarshal([]byte(want[e.MessageID]), &w); err != nil {
+			t.Fatal(err)
+		}
+		wb, _ := json.Marshal(w)
+		if string(b) != string(wb) {
+			t.Errorf("log_read: message %d's sent detail is %s, want %s", e.MessageID, b, wb)
+		}
+	}
+	if read != 8 {
+		t.Errorf("log_read gave %d sent events, want 8", read)
+	}
+	// Cut the first 'sent' row after its second event: 3 and 4 keep their own details.
+	bound := scalar[int64](t, pool, `SELECT "offset" FROM herald.log WHERE kind = 'sent' AND message_id = 3`)
+	mustExec(t, pool, `SELECT herald.log_ack('g', 0, $1)`, bound-1)
+	mustExec(t, pool, `SELECT herald.log_truncate($1)`, bound)
+	if got := scalar[string](t, pool, `SELECT concat_ws(' ', provider_message_ids::text, attempts::text) FROM herald.log_statements
+		WHERE kind = 'sent' AND first_offset = $1`, bound); got != "{p-3,NULL} {1,1}" {
+		t.Fatalf("the cut row holds %q, want {p-3,NULL} {1,1}", got)
+	}
+	checkView("herald.log after log_truncate", pool, 3)
+
+	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, attempts)
+		VALUES ('sent', now(), ARRAY[201, 202]::bigint[], ARRAY['email', 'email'], ARRAY[1, 2], ARRAY[1])`)
+	_, err = pool.Exec(ctx, `SELECT herald.log_sequence(10000)`)
+	wantPgError(t, err, "XX000", "")
 }

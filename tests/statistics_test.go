@@ -117,7 +117,7 @@ func TestAnalyzeSkipsLogEventArrays(t *testing.T) {
 	if !slices.Contains(got, "kind") || !slices.Contains(got, "first_offset") {
 		t.Fatalf("ANALYZE left statistics for %v; want kind and first_offset among them (the test proves nothing)", got)
 	}
-	for _, col := range []string{"message_ids", "channels", "key_hashes", "details"} {
+	for _, col := range []string{"message_ids", "channels", "key_hashes", "details", "provider_message_ids", "attempts"} {
 		if slices.Contains(got, col) {
 			t.Errorf("ANALYZE computed statistics for %s (columns with statistics: %v)", col, got)
 		}

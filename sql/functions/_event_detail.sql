@@ -1,7 +1,11 @@
 -- herald._event_detail(kind, provider_message_id, error_class, error, attempts) — the
 -- detail object of a log event: sent {provider_message_id, attempts}; dead
 -- {error_class, error, attempts}; otherwise {} (nulls left out). Inlined into the
--- statements that append terminal events (complete, fail, reap_stale, cancel).
+-- statements that append terminal events (fail, reap_stale, cancel) and, for the
+-- 'sent' events complete stores as typed arrays (release 15), into the readers that
+-- build their detail: the view herald.log and herald._log_after. EXECUTE for
+-- herald_consumer and herald_admin, who read the view (a view's functions run with
+-- its reader's privileges).
 -- STABLE, not IMMUTABLE: jsonb_build_object is STABLE, and PostgreSQL does not
 -- inline a function declared less volatile than its body (release 2 declared it
 -- IMMUTABLE, so each event ran it as a separate SQL-function call: ~1 s of a
@@ -29,3 +33,4 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._event_detail(text, text, text, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald._event_detail(text, text, text, text, integer) TO herald_consumer, herald_admin;

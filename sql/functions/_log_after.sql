@@ -1,7 +1,10 @@
 -- herald._log_after(after, partitions, partition, max) — the first `max` events with
 -- an offset above `after` whose key falls in `partition` of `partitions`
 -- ((key_hash & 2147483647) % partitions), in offset order. Used by log_read and
--- log_dead_letter.
+-- log_dead_letter. Each event's detail is built as the view herald.log builds it
+-- (stored JSON, or a 'sent' event's typed receipt and attempts), and only for the
+-- events returned: above the LIMIT, not for every event of the statements the scan
+-- expands (a statement holds up to 10,000).
 -- Index: log_statements_offset_idx, twice: a backward probe for the statement that
 -- holds offset after + 1, then a forward scan from it. The scan yields statements
 -- in offset order and an incremental sort orders each one's events, so the LIMIT
@@ -11,17 +14,26 @@ RETURNS TABLE ("offset" bigint, message_id bigint, kind text, channel text, key_
 LANGUAGE sql
 STABLE
 AS $$
-  SELECT s.first_offset + e.pos - 1, e.message_id, s.kind, e.channel, e.key_hash, s.at,
-         coalesce(e.detail, '{}'::jsonb)
-  FROM herald.log_statements s
-  CROSS JOIN LATERAL unnest(s.message_ids, s.channels, s.key_hashes, s.details)
-    WITH ORDINALITY AS e(message_id, channel, key_hash, detail, pos)
-  WHERE s.first_offset >= coalesce((SELECT max(h.first_offset) FROM herald.log_statements h
-                                    WHERE h.first_offset <= _log_after.after + 1), 0)
-    AND s.first_offset + e.pos - 1 > _log_after.after
-    AND (e.key_hash & 2147483647) % _log_after.partitions = _log_after.partition
-  ORDER BY s.first_offset, e.pos
-  LIMIT _log_after.max
+  SELECT o.first_offset + o.pos - 1, o.message_id, o.kind, o.channel, o.key_hash, o.at,
+         coalesce(o.detail,
+           CASE WHEN o.attempts IS NOT NULL
+             THEN herald._event_detail(o.kind, o.provider_message_id, NULL, NULL, o.attempts) END,
+           '{}'::jsonb)
+  FROM (
+    SELECT s.first_offset, e.pos, e.message_id, s.kind, e.channel, e.key_hash, s.at,
+           e.detail, e.provider_message_id, e.attempts
+    FROM herald.log_statements s
+    CROSS JOIN LATERAL unnest(s.message_ids, s.channels, s.key_hashes, s.details, s.provider_message_ids, s.attempts)
+      WITH ORDINALITY AS e(message_id, channel, key_hash, detail, provider_message_id, attempts, pos)
+    WHERE s.first_offset >= coalesce((SELECT max(h.first_offset) FROM herald.log_statements h
+                                      WHERE h.first_offset <= _log_after.after + 1), 0)
+      AND s.first_offset + e.pos - 1 > _log_after.after
+      AND (e.key_hash & 2147483647) % _log_after.partitions = _log_after.partition
+    ORDER BY s.first_offset, e.pos
+    LIMIT _log_after.max
+  ) o
+  -- The subquery's order, which the planner knows it has: no second sort.
+  ORDER BY o.first_offset, o.pos
 $$;
 
 REVOKE ALL ON FUNCTION herald._log_after(bigint, integer, integer, integer) FROM PUBLIC;

@@ -10,6 +10,9 @@
 -- Each changed row gets a 'sent' log event ({provider_message_id, attempts}),
 -- appended to herald.log_statements in the same statement (one row for all of them, in
 -- id order, whatever the order of ids); log consumers are woken through herald._notify.
+-- The row keeps the receipts and attempts as typed arrays (provider_message_ids,
+-- attempts; details NULL): herald.log and herald.log_read build each event's JSON
+-- detail when they read it, off the delivery path (024_log_receipts.sql).
 -- Index: the primary key, one probe per id. The statement does not test status:
 -- the lease token match implies 'processing' (constraint
 -- messages_lease_when_processing), and leaving status out keeps the planner off
@@ -48,12 +51,14 @@ BEGIN
       AND m.lease_token = u.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
     RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.provider_message_id, m.attempts
   ), appended AS (
-    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes,
+                                       provider_message_ids, attempts)
     SELECT 'sent', complete.now, array_agg(s.id), array_agg(s.channel),
            array_agg(herald._key_hash(s.ordering_key, s.recipient)),
-           array_agg(herald._event_detail('sent', s.provider_message_id, NULL, NULL, s.attempts))
+           CASE WHEN count(s.provider_message_id) > 0 THEN array_agg(s.provider_message_id) END,
+           array_agg(s.attempts)
     -- Sorted once, below the aggregate, instead of once per array_agg(… ORDER BY):
-    -- the four arrays are filled from the same rows in the same order.
+    -- the arrays are filled from the same rows in the same order.
     FROM (SELECT * FROM sent ORDER BY id) s
     HAVING count(*) > 0
   )

@@ -37,6 +37,8 @@ BEGIN
         channels = s.channels[x.k:],
         key_hashes = s.key_hashes[x.k:],
         details = s.details[x.k:],
+        provider_message_ids = s.provider_message_ids[x.k:],
+        attempts = s.attempts[x.k:],
         first_offset = bound
     FROM (SELECT h.seq, bound - h.first_offset + 1 AS k
           FROM herald.log_statements h

@@ -1,0 +1,1 @@
+schema/024_log_receipts.sql

@@ -1,0 +1,1 @@
+schema/025_code.sql
