@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # bench/statements.sh — the database time of draining 1,000 messages, statement by
 # statement, without a client or a network in the figure: herald's claim_batch +
-# complete; `make bench`'s drain baseline, the raw SQL loop (a CTE claim of 1,000
+# complete; the raw SQL loop of `make bench`'s drain (a CTE claim of 1,000
 # FOR UPDATE SKIP LOCKED, then an UPDATE to sent) on public.bare, the same-shaped
-# table without triggers; the same claim + bench.complete_delete, a prototype that deletes the row
+# table without triggers and with herald's indexes (the drain's baseline until
+# release 14, `-drain-baseline herald` now); the same claim + bench.complete_delete, a prototype that deletes the row
 # instead of marking it 'sent' (bench/sql/statements/complete_delete.sql, not part of
 # herald); and, when the server offers the pgmq extension, pgmq.read + pgmq.delete
 # (the message is gone) and pgmq.read + pgmq.archive (pgmq's way of keeping a record).

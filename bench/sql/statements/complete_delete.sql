@@ -32,10 +32,12 @@ BEGIN
       AND m.lease_token = u.lease_token
     RETURNING m.id, m.channel, m.recipient, m.ordering_key, u.provider_message_id, m.attempts
   ), appended AS (
-    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes,
+                                       provider_message_ids, attempts)
     SELECT 'sent', complete_delete.now, array_agg(s.id), array_agg(s.channel),
            array_agg(herald._key_hash(s.ordering_key, s.recipient)),
-           array_agg(herald._event_detail('sent', s.provider_message_id, NULL, NULL, s.attempts))
+           CASE WHEN count(s.provider_message_id) > 0 THEN array_agg(s.provider_message_id) END,
+           array_agg(s.attempts)
     FROM (SELECT * FROM sent ORDER BY id) s
     HAVING count(*) > 0
   )
