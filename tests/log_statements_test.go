@@ -397,14 +397,12 @@ func TestSentReceiptsStoredAsArrays(t *testing.T) {
 			continue
 		}
 		read++
-		b, _ := json.Marshal(e.Detail)
 		var w map[string]any
 		if err := json.Unmarshal([]byte(want[e.MessageID]), &w); err != nil {
 			t.Fatal(err)
 		}
-		wb, _ := json.Marshal(w)
-		if string(b) != string(wb) {
-			t.Errorf("log_read: message %d's sent detail is %s, want %s", e.MessageID, b, wb)
+		if !reflect.DeepEqual(e.Detail, w) {
+			t.Errorf("log_read: message %d's sent detail is %v, want %s", e.MessageID, e.Detail, want[e.MessageID])
 		}
 	}
 	if read != 8 {

@@ -2,10 +2,9 @@
 -- detail object of a log event: sent {provider_message_id, attempts}; dead
 -- {error_class, error, attempts}; otherwise {} (nulls left out). Inlined into the
 -- statements that append terminal events (fail, reap_stale, cancel) and, for the
--- 'sent' events complete stores as typed arrays (release 15), into the readers that
--- build their detail: the view herald.log and herald._log_after. EXECUTE for
--- herald_consumer and herald_admin, who read the view (a view's functions run with
--- its reader's privileges).
+-- 'sent' events complete stores as typed arrays (release 15), into herald._log_detail,
+-- which the readers use. EXECUTE for herald_consumer and herald_admin, who read the
+-- view herald.log (a view's functions run with its reader's privileges).
 -- STABLE, not IMMUTABLE: jsonb_build_object is STABLE, and PostgreSQL does not
 -- inline a function declared less volatile than its body (release 2 declared it
 -- IMMUTABLE, so each event ran it as a separate SQL-function call: ~1 s of a

@@ -2,7 +2,8 @@
 -- an offset above `after` whose key falls in `partition` of `partitions`
 -- ((key_hash & 2147483647) % partitions), in offset order. Used by log_read and
 -- log_dead_letter. Each event's detail is built as the view herald.log builds it
--- (stored JSON, or a 'sent' event's typed receipt and attempts), and only for the
+-- (herald._log_detail: stored JSON, or a 'sent' event's typed receipt and
+-- attempts), and only for the
 -- events returned: above the LIMIT, not for every event of the statements the scan
 -- expands (a statement holds up to 10,000).
 -- Index: log_statements_offset_idx, twice: a backward probe for the statement that
@@ -15,10 +16,7 @@ LANGUAGE sql
 STABLE
 AS $$
   SELECT o.first_offset + o.pos - 1, o.message_id, o.kind, o.channel, o.key_hash, o.at,
-         coalesce(o.detail,
-           CASE WHEN o.attempts IS NOT NULL
-             THEN herald._event_detail(o.kind, o.provider_message_id, NULL, NULL, o.attempts) END,
-           '{}'::jsonb)
+         herald._log_detail(o.kind, o.detail, o.provider_message_id, o.attempts)
   FROM (
     SELECT s.first_offset, e.pos, e.message_id, s.kind, e.channel, e.key_hash, s.at,
            e.detail, e.provider_message_id, e.attempts

@@ -2,8 +2,8 @@
 -- channel, key_hash, at, detail), expanded from herald.log_statements rows that
 -- have their offsets. Pending events (first_offset NULL) are not in it. detail is
 -- the row's stored JSON, or, for 'sent' events stored as typed arrays (release 15,
--- 024_log_receipts.sql), built from their provider_message_ids and attempts by
--- herald._event_detail: the same object either way; {} when neither is stored.
+-- 024_log_receipts.sql), built from their provider_message_ids and attempts
+-- (herald._log_detail): the same object either way; {} when neither is stored.
 -- For ad-hoc reading and counting; it has no index on "offset", so consumers read
 -- with herald.log_read, which goes through log_statements_offset_idx.
 -- Readable by herald_consumer and herald_admin.
@@ -14,10 +14,7 @@ SELECT s.first_offset + e.pos - 1 AS "offset",
        e.channel,
        e.key_hash,
        s.at,
-       coalesce(e.detail,
-           CASE WHEN e.attempts IS NOT NULL
-             THEN herald._event_detail(s.kind, e.provider_message_id, NULL, NULL, e.attempts) END,
-           '{}'::jsonb) AS detail
+       herald._log_detail(s.kind, e.detail, e.provider_message_id, e.attempts) AS detail
 FROM herald.log_statements s
 CROSS JOIN LATERAL unnest(s.message_ids, s.channels, s.key_hashes, s.details, s.provider_message_ids, s.attempts)
   WITH ORDINALITY AS e(message_id, channel, key_hash, detail, provider_message_id, attempts, pos)

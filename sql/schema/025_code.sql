@@ -6,8 +6,8 @@
 -- changed since release 14: herald.complete stores its 'sent' events' receipts and
 -- attempts in the typed arrays of 024_log_receipts.sql instead of one JSON detail
 -- per event; the view herald.log and herald._log_after build the same detail when
--- they read such a row (herald._event_detail, now executable by herald_consumer and
--- herald_admin, who read the view); herald.log_truncate cuts the new arrays with the
+-- they read such a row (the new herald._log_detail, and herald._event_detail, both
+-- executable by herald_consumer and herald_admin, who read the view); herald.log_truncate cuts the new arrays with the
 -- others and herald.log_sequence checks their lengths. No signature changes.
 -- Release 13's changes over release 12 (022_code.sql):
 -- the new view herald.queue_depth, which counts queued and processing
@@ -124,6 +124,7 @@ DROP FUNCTION IF EXISTS herald._listening(text);
 {{ template "functions/_append_error.sql" . }}
 {{ template "functions/_key_hash.sql" . }}
 {{ template "functions/_event_detail.sql" . }}
+{{ template "functions/_log_detail.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}
 {{ template "functions/_json_text.sql" . }}
 {{ template "functions/_json_integer.sql" . }}
