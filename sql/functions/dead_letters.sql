@@ -1,6 +1,6 @@
 -- herald.dead_letters — view: messages that will not be sent again unless redriven
 -- (herald.redrive), newest first, with why they died and their error history.
--- Index: messages_finished_idx (status 'dead' is part of its predicate).
+-- Index: messages_dead_idx (finished_at, id) WHERE status = 'dead', read backwards.
 -- Readable by herald_admin.
 CREATE OR REPLACE VIEW herald.dead_letters AS
 SELECT m.id, m.channel, m.recipient, m.attempts, m.max_attempts, m.last_error,

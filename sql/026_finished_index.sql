@@ -1,0 +1,1 @@
+schema/026_finished_index.sql
