@@ -2,7 +2,8 @@
 -- hour: sent, dead, cancelled. For humans and dashboards.
 -- Index: none by default: a scan of herald.messages (about 110 ms per 1,000,000 rows
 -- here; release 16 dropped messages_finished_idx from the delivery path). With that
--- index re-created by a DBA (026_finished_index.sql), a range scan from an hour ago. Readable by herald_worker and herald_admin.
+-- index re-created by a DBA (026_finished_index.sql), a range scan from an hour ago.
+-- Readable by herald_worker and herald_admin.
 CREATE OR REPLACE VIEW herald.throughput AS
 SELECT m.channel,
        date_trunc('minute', m.finished_at) AS minute,
