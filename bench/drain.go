@@ -93,8 +93,7 @@ func preload(ctx context.Context, db *database, n int, bareTable string) error {
 			SELECT 'email', 'u' || g || '@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now() FROM generate_series(1, $1) g`, n); err != nil {
 			return err
 		}
-		_, err := db.pool.Exec(ctx, `VACUUM ANALYZE `+bareTable)
-		return err
+		return settle(ctx, db, bareTable)
 	}
 	for done := 0; done < n; done += 1000 {
 		k := min(1000, n-done)
@@ -113,9 +112,18 @@ func preload(ctx context.Context, db *database, n int, bareTable string) error {
 			break
 		}
 	}
-	// Both sides start from a vacuumed, analysed table (as autovacuum leaves a queue
-	// in steady state), not from whatever autovacuum happens to do mid-drain.
-	_, err := db.pool.Exec(ctx, `VACUUM ANALYZE herald.messages`)
+	return settle(ctx, db, "herald.messages")
+}
+
+// settle vacuums and analyses a preloaded table, then checkpoints, so that both
+// sides of the drain start from a table in the state autovacuum leaves a queue in
+// (not from whatever autovacuum happens to do mid-drain) and with no dirty buffers
+// left from the preload for a checkpoint to write while the drain runs.
+func settle(ctx context.Context, db *database, table string) error {
+	if _, err := db.pool.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
+		return err
+	}
+	_, err := db.pool.Exec(ctx, `CHECKPOINT`)
 	return err
 }
 

@@ -7,6 +7,19 @@
 # others' when the first of their two processes has started (a file it creates), so
 # process start-up is no part of any figure.
 #
+# Besides each drain's rate the table gives the CPU it cost per job, where the
+# server runs on this machine (its postmaster visible in /proc): the server's
+# processes from the workers' start to the queue's end, and the worker processes'
+# own (herald's: its two runners and the bench's watcher, as `make bench` counts
+# them). On a machine the drain keeps busy, the CPU per job is what decides the
+# rate. herald's run also drains the raw SQL loop of `make bench`, which gets a row
+# of its own (its client: the bench's two loop connections).
+#
+# Every drain starts alike: the preloaded table vacuumed and analysed, a CHECKPOINT
+# taken, and no other system's database left on the server (each is dropped after
+# its drain, and any left by an earlier run at the start), so that no drain pays for
+# another's autovacuum or dirty buffers.
+#
 #   bench/compare/run.sh                   (JOBS=200000; DATABASE_URL or the local cluster)
 #   RIVER_WORKERS=1000 GRAPHILE_CONCURRENCY=100 bench/compare/run.sh
 #   SYSTEMS="herald pgmq" ROUNDS=3 bench/compare/run.sh   (some systems, alternated ROUNDS times)
@@ -44,18 +57,80 @@ trap cleanup EXIT
 # url DB: the server's URL with its database replaced by DB.
 url() { sed -E "s#^([a-z]+://[^/]*)/[^?]*#\1/$1#" <<<"$server"; }
 fresh() { psql -q "$server" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1"; }
+# checkpoint: writes the preload's dirty buffers before a drain's clock starts, as
+# the herald bench does after its preload, so that no drain pays for them.
+checkpoint() { psql -q "$server" -c "CHECKPOINT"; }
+# drop DB: removes a drained system's database, so that autovacuum does not clean
+# up its 200,000 dead jobs on the CPU of the next system's drain.
+drop() { PGOPTIONS="-c client_min_messages=warning" psql -q "$server" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)"; }
 stop_workers() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   pids=()
 }
 
+# postmaster: the server's postmaster pid when it runs here and this user sees it
+# (its data directory's postmaster.pid names a live process called postgres), else
+# nothing.
+postmaster() {
+  local dir pm
+  dir=$(psql -qAt "$server" -c "SHOW data_directory" 2>/dev/null) || return 0
+  pm=$(head -1 "$dir/postmaster.pid" 2>/dev/null) || return 0
+  [ "$(cat "/proc/$pm/comm" 2>/dev/null)" = postgres ] && echo "$pm"
+  return 0
+}
+pm=$(postmaster)
+# server_ticks: the CPU the server has used so far, in clock ticks: the postmaster's
+# own and its ended children's (cutime, cstime), and its live children's.
+server_ticks() {
+  local t c
+  t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
+  for c in $(pgrep -P "$pm"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0))); done
+  echo "$t"
+}
+# per_job TICKS: TICKS of CPU over the drain's jobs, in µs per job.
+per_job() { printf '%.1f' "$(echo "$1 * 1000000 / $(getconf CLK_TCK) / $jobs" | bc -l)"; }
+# json_field FIGURE FIELD: FIELD ("herald", "baseline") of the row of herald.json
+# whose figure starts with FIGURE.
+json_field() {
+  awk -v fig="\"figure\": \"$1" -v key="\"$2\": " 'index($0, fig) {on = 1} on && index($0, key) {
+    v = substr($0, index($0, key) + length(key)); sub(/,$/, "", v); print v; exit}' "$work/herald.json"
+}
+
 # One system's drain, run in this shell (its workers are in pids for the EXIT trap):
-# writes its rate (jobs/s) to $work/rate, or "—" for pgmq when the server lacks it.
+# writes its rate (jobs/s) to $work/rate, or "—" for pgmq when the server lacks it,
+# and the server's and the workers' CPU per job to $work/server and $work/client
+# ("—" when not measured). herald's also writes the raw SQL loop's three figures to
+# $work/loop.
 herald() {
   echo "herald (go run ./bench drain) …" >&2
   go run ./bench -drain-messages "$jobs" -drain-rounds 1 -json "$work/herald.json" -out "$work" drain >/dev/null
-  grep -m1 -o '"herald": [0-9.]*' "$work/herald.json" | grep -o '[0-9.]*$' >"$work/rate"
+  drop herald_bench
+  json_field "drain: $jobs messages" herald >"$work/rate"
+  local side s c
+  for side in herald baseline; do
+    s=$(json_field "drain: database server CPU" "$side")
+    c=$(json_field "drain: client CPU" "$side")
+    if [ -n "$s" ]; then s=$(printf '%.1f' "$s"); else s="—"; fi
+    if [ -n "$c" ]; then c=$(printf '%.1f' "$c"); else c="—"; fi
+    if [ "$side" = herald ]; then
+      echo "$s" >"$work/server"
+      echo "$c" >"$work/client"
+    else
+      echo "$(json_field "drain: $jobs messages" baseline) $s $c" >"$work/loop"
+    fi
+  done
+}
+# measured COMMAND…: runs the watch COMMAND while the workers in pids drain, and
+# writes the server's and the workers' CPU per job.
+measured() {
+  local s0 s1 w=0 p
+  [ -z "$pm" ] || s0=$(server_ticks)
+  "$@" >"$work/rate"
+  [ -z "$pm" ] || s1=$(server_ticks)
+  for p in "${pids[@]}"; do w=$((w + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+  if [ -n "$pm" ]; then per_job $((s1 - s0)) >"$work/server"; else echo "—" >"$work/server"; fi
+  per_job "$w" >"$work/client"
 }
 # go_system NAME FLAG…: the drain of the Go command ./NAME (bench/compare/drain's
 # command line), its two workers given FLAG….
@@ -67,9 +142,11 @@ go_system() {
   db=$(url "herald_compare_$name")
   rm -f "$work/$name-ready"
   "$work/$name" prepare -db "$db" -jobs "$jobs"
+  checkpoint
   for _ in 1 2; do "$work/$name" work -db "$db" -ready "$work/$name-ready" "$@" >&2 & pids+=($!); done
-  "$work/$name" watch -db "$db" -jobs "$jobs" -ready "$work/$name-ready" >"$work/rate"
+  measured "$work/$name" watch -db "$db" -jobs "$jobs" -ready "$work/$name-ready"
   stop_workers
+  drop "herald_compare_$name"
 }
 river() {
   echo "River …" >&2
@@ -82,14 +159,16 @@ graphile() {
   local db; db=$(url herald_compare_graphile)
   rm -f "$work/graphile-ready"
   node bench/compare/graphile/drain.mjs prepare "$db" "$jobs"
+  checkpoint
   for _ in 1 2; do node bench/compare/graphile/drain.mjs work "$db" "$graphile_concurrency" "$work/graphile-ready" >/dev/null 2>&1 & pids+=($!); done
-  node bench/compare/graphile/drain.mjs watch "$db" "$jobs" "$work/graphile-ready" >"$work/rate"
+  measured node bench/compare/graphile/drain.mjs watch "$db" "$jobs" "$work/graphile-ready"
   stop_workers
+  drop herald_compare_graphile
 }
 pgmq() {
   if [ "$(psql -qAt "$server" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgmq'")" = 0 ]; then
     echo "pgmq: the server has no pgmq extension (skipped)" >&2
-    echo "—" >"$work/rate"
+    echo "—" | tee "$work/server" "$work/client" >"$work/rate"
     return
   fi
   echo "pgmq …" >&2
@@ -98,30 +177,40 @@ pgmq() {
 label() {
   case $1 in
   herald) echo "herald (leases, fencing, receipts)" ;;
+  loop) echo "raw SQL loop (make bench's drain baseline, in herald's run)" ;;
   river) echo "River (MaxWorkers $river_workers)" ;;
   graphile) echo "graphile-worker 0.18, batching on (concurrency $graphile_concurrency)" ;;
   pgmq) echo "pgmq read $pgmq_batch + delete" ;;
   esac
 }
 
-declare -A rate
+for d in herald_bench herald_compare_river herald_compare_graphile herald_compare_pgmq; do drop "$d"; done
+
+declare -A rate server client
 for r in $(seq "$rounds"); do
   for s in $systems; do
     case $s in herald | river | graphile | pgmq) ;; *) echo "unknown system $s (herald, river, graphile, pgmq)" >&2; exit 2 ;; esac
     "$s"
     rate[$s,$r]=$(cat "$work/rate")
+    server[$s,$r]=$(cat "$work/server")
+    client[$s,$r]=$(cat "$work/client")
+    if [ "$s" = herald ]; then
+      read -r "rate[loop,$r]" "server[loop,$r]" "client[loop,$r]" <"$work/loop"
+    fi
   done
 done
 
-printf '\n| drain of %s no-op jobs, 2 worker processes | round | jobs/s | herald / it |\n|---|---|---|---|\n' "$jobs"
+shown=$systems
+case " $systems " in *" herald "*) shown="herald loop ${systems/herald/}" ;; esac
+printf '\n| drain of %s no-op jobs, 2 worker processes | round | jobs/s | herald / it | server CPU µs/job | workers'"'"' CPU µs/job |\n|---|---|---|---|---|---|\n' "$jobs"
 for r in $(seq "$rounds"); do
-  for s in $systems; do
+  for s in $shown; do
     v=${rate[$s,$r]}
     ratio="—"
     if [ "$s" != herald ] && [ -n "${rate[herald,$r]:-}" ] && [ "$v" != "—" ]; then
       ratio=$(printf '%.2f' "$(echo "${rate[herald,$r]} / $v" | bc -l)")
     fi
     [ "$v" = "—" ] || v=$(printf '%.0f' "$v")
-    printf '| %s | %s | %s | %s |\n' "$(label "$s")" "$r" "$v" "$ratio"
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$(label "$s")" "$r" "$v" "$ratio" "${server[$s,$r]}" "${client[$s,$r]}"
   done
 done
