@@ -146,6 +146,95 @@ func TestLogTruncateCutsAStatement(t *testing.T) {
 	}
 }
 
+// log_truncate finds the row that holds its bound with one backward probe of
+// log_statements_offset_idx, under a custom plan and a generic one alike: no scan of
+// the whole log to cut one row (release 16's join did one at every call).
+func TestLogTruncatePlanProbesOffsetIndex(t *testing.T) {
+	ctx, pool := setup(t)
+	// 20,000 statements of 3 events: statement g holds offsets 3g-2 .. 3g.
+	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
+		SELECT 'accepted', now(), ARRAY[3*g-2, 3*g-1, 3*g], ARRAY['email', 'email', 'email'], ARRAY[1, 2, 3], 3*g-2
+		FROM generate_series(1, 20000) g`)
+	mustExec(t, pool, `ANALYZE herald.log_statements`)
+	conn, notices := explainConn(t, pool)
+	for _, c := range []struct {
+		mode  string
+		bound int64
+		want  int64 // events removed
+		kept  string
+	}{
+		// Statements 1..10,000 go and 10,001 (30,001..30,003) loses its first event.
+		{"auto", 30002, 30001, "30002+2"},
+		// Statements 10,001 (now 30,002..30,003) .. 15,000 go, 15,001 loses one.
+		{"force_generic_plan", 45002, 15000, "45002+2"},
+	} {
+		*notices = (*notices)[:0]
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+c.mode); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT herald.log_truncate($1)`, c.bound).Scan(&n); err != nil || n != c.want {
+			t.Fatalf("%s: log_truncate(%d) removed %d events (%v), want %d", c.mode, c.bound, n, err, c.want)
+		}
+		if got := scalar[string](t, pool, `SELECT min(first_offset) || '+' || (SELECT cardinality(message_ids) FROM herald.log_statements
+			ORDER BY first_offset LIMIT 1) FROM herald.log_statements`); got != c.kept {
+			t.Fatalf("%s: the log starts with %s, want %s", c.mode, got, c.kept)
+		}
+		if cut := planOf(t, *notices, "Update on log_statements"); strings.Contains(cut, "Seq Scan") || strings.Contains(cut, "Hash") {
+			t.Fatalf("%s: the cut scans the log:\n%s", c.mode, cut)
+		}
+		probe := planOf(t, *notices, "ORDER BY h.first_offset DESC")
+		if !strings.Contains(probe, "Index Scan Backward using log_statements_offset_idx") || strings.Contains(probe, "Seq Scan") {
+			t.Fatalf("%s: the probe for the row holding the bound is not one backward index probe:\n%s", c.mode, probe)
+		}
+	}
+}
+
+// Two truncates at once: the second waits for the first's lock on the row holding
+// both bounds, then cuts what the first left of it, not the row as it read it.
+func TestLogTruncateConcurrentCuts(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
+		SELECT 'accepted', now(), ARRAY[3*g-2, 3*g-1, 3*g], ARRAY['email', 'email', 'email'], ARRAY[1, 2, 3], 3*g-2
+		FROM generate_series(1, 100) g`)
+	first, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx)
+	var firstPID int32
+	var n int64
+	// Statements 1..10 go and 11 (31..33) loses 31.
+	if err := first.QueryRow(ctx, `SELECT pg_backend_pid(), herald.log_truncate(32)`).Scan(&firstPID, &n); err != nil || n != 31 {
+		t.Fatalf("first truncate removed %d (%v), want 31", n, err)
+	}
+	second, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Release()
+	var secondPID int32
+	if err := second.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&secondPID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var removed int64
+	go func() { done <- second.QueryRow(ctx, `SELECT herald.log_truncate(33)`).Scan(&removed) }()
+	eventually(t, 10*time.Second, "the second truncate waiting for the first", func() bool {
+		return scalar[bool](t, pool, `SELECT $1::integer = ANY (pg_blocking_pids($2))`, firstPID, secondPID)
+	})
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || removed != 1 {
+		t.Fatalf("second truncate removed %d (%v), want 1 (offset 32)", removed, err)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg("offset"::text || ':' || message_id, ',' ORDER BY "offset")
+		FROM herald.log WHERE "offset" < 37`); got != "33:33,34:34,35:35,36:36" {
+		t.Fatalf("after both truncates the log starts %s, want 33:33,34:34,35:35,36:36", got)
+	}
+}
+
 // A malformed statement row (arrays of different lengths; only a bug in herald's
 // own functions could write one) stops log_sequence with XX000 and gets no offsets.
 func TestLogSequenceRefusesMalformedRow(t *testing.T) {

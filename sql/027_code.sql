@@ -1,0 +1,1 @@
+schema/027_code.sql
