@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald/herald/tests/testdb"
 )
@@ -151,10 +152,7 @@ func TestLogTruncateCutsAStatement(t *testing.T) {
 // the whole log to cut one row (release 16's join did one at every call).
 func TestLogTruncatePlanProbesOffsetIndex(t *testing.T) {
 	ctx, pool := setup(t)
-	// 20,000 statements of 3 events: statement g holds offsets 3g-2 .. 3g.
-	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
-		SELECT 'accepted', now(), ARRAY[3*g-2, 3*g-1, 3*g], ARRAY['email', 'email', 'email'], ARRAY[1, 2, 3], 3*g-2
-		FROM generate_series(1, 20000) g`)
+	threeEventStatements(t, pool, 20000)
 	mustExec(t, pool, `ANALYZE herald.log_statements`)
 	conn, notices := explainConn(t, pool)
 	for _, c := range []struct {
@@ -190,13 +188,20 @@ func TestLogTruncatePlanProbesOffsetIndex(t *testing.T) {
 	}
 }
 
+// threeEventStatements writes n sequenced statements of 3 events each: statement g
+// holds offsets 3g-2 .. 3g, for messages of the same ids.
+func threeEventStatements(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
+		SELECT 'accepted', now(), ARRAY[3*g-2, 3*g-1, 3*g], ARRAY['email', 'email', 'email'], ARRAY[1, 2, 3], 3*g-2
+		FROM generate_series(1, $1::integer) g`, n)
+}
+
 // Two truncates at once: the second waits for the first's lock on the row holding
 // both bounds, then cuts what the first left of it, not the row as it read it.
 func TestLogTruncateConcurrentCuts(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
-		SELECT 'accepted', now(), ARRAY[3*g-2, 3*g-1, 3*g], ARRAY['email', 'email', 'email'], ARRAY[1, 2, 3], 3*g-2
-		FROM generate_series(1, 100) g`)
+	threeEventStatements(t, pool, 100)
 	first, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
