@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // clockTick is the unit of the CPU times in /proc/<pid>/stat (USER_HZ, 100 on Linux
@@ -138,4 +141,39 @@ func (m *cpuMeter) stop() (server, clients time.Duration, known bool) {
 		server = serverCPU(m.pm) - m.s0
 	}
 	return server, clientCPU(m.clients) - m.c0, m.pm > 0
+}
+
+// cpuCommand is `bench cpu [PID ...]`: it prints, in microseconds, the CPU time the
+// database server has used so far (serverCPU; "-" when the server is not on this
+// machine) and the CPU time the given processes have used so far (clientCPU), so
+// that bench/compare/run.sh takes two readings around another queue's drain with
+// the same accounting as the drain scenario. It creates no database.
+func cpuCommand(args []string) int {
+	var pids []int
+	for _, a := range args {
+		pid, err := strconv.Atoi(a)
+		if err != nil || pid < 1 {
+			fmt.Fprintf(os.Stderr, "bench cpu: %q is not a process id\n", a)
+			return 2
+		}
+		pids = append(pids, pid)
+	}
+	ctx := context.Background()
+	server, err := serverURL()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench cpu: %v\n", err)
+		return 1
+	}
+	pool, err := pgxpool.New(ctx, server)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench cpu: %v\n", err)
+		return 1
+	}
+	defer pool.Close()
+	serverTime := "-"
+	if pm := postmaster(ctx, &database{pool: pool, url: server}); pm > 0 {
+		serverTime = strconv.FormatInt(serverCPU(pm).Microseconds(), 10)
+	}
+	fmt.Println(serverTime, clientCPU(pids).Microseconds())
+	return 0
 }

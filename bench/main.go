@@ -5,6 +5,7 @@
 // Usage:
 //
 //	go run ./bench [flags] [scenario ...]      (make bench: every scenario, quick)
+//	go run ./bench cpu [PID ...]               (the CPU used so far, for bench/compare)
 //
 // Scenarios: enqueue-single, enqueue-batch (scenarios.go), drain (with the runners'
 // memory), latency and soak; the defaults are the quick version `make bench` runs
@@ -54,6 +55,9 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "cpu" {
+		os.Exit(cpuCommand(os.Args[2:]))
+	}
 	var o options
 	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "enqueue scenarios: how long each measured phase runs")
 	flag.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "enqueue scenarios: how long each variant runs, unmeasured, before the first round (0: none)")

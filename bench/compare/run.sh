@@ -7,11 +7,11 @@
 # others' when the first of their two processes has started (a file it creates), so
 # process start-up is no part of any figure.
 #
-# Besides each drain's rate the table gives the CPU it cost per job, where the
-# server runs on this machine (its postmaster visible in /proc): the server's
-# processes from the workers' start to the queue's end, and the worker processes'
-# own (herald's: its two runners and the bench's watcher, as `make bench` counts
-# them). On a machine the drain keeps busy, the CPU per job is what decides the
+# Besides each drain's rate the table gives the CPU it cost per job, read by the
+# bench's `cpu` command with the drain scenario's accounting: the server's
+# processes (where the server runs on this machine) and the worker processes', from
+# just before the clock starts to the queue's end (herald's workers: its two runners
+# and the bench's watcher, as `make bench` counts them). On a machine the drain keeps busy, the CPU per job is what decides the
 # rate. herald's run also drains the raw SQL loop of `make bench`, which gets a row
 # of its own (its client: the bench's two loop connections).
 #
@@ -24,7 +24,7 @@
 #   RIVER_WORKERS=1000 GRAPHILE_CONCURRENCY=100 bench/compare/run.sh
 #   SYSTEMS="herald pgmq" ROUNDS=3 bench/compare/run.sh   (some systems, alternated ROUNDS times)
 #
-# herald: `go run ./bench drain` (2 `herald run` processes, noop sender, batch 1000,
+# herald: the bench's drain, `./bench` built once (2 `herald run` processes, noop sender, batch 1000,
 # leases, fencing and receipts on). River: 2 processes of river/main.go (a no-op
 # worker, MaxWorkers RIVER_WORKERS). graphile-worker 0.18: 2 processes of
 # graphile/drain.mjs with its batching on (local queue, batched completion),
@@ -69,27 +69,13 @@ stop_workers() {
   pids=()
 }
 
-# postmaster: the server's postmaster pid when it runs here and this user sees it
-# (its data directory's postmaster.pid names a live process called postgres), else
-# nothing.
-postmaster() {
-  local dir pm
-  dir=$(psql -qAt "$server" -c "SHOW data_directory" 2>/dev/null) || return 0
-  pm=$(head -1 "$dir/postmaster.pid" 2>/dev/null) || return 0
-  [ "$(cat "/proc/$pm/comm" 2>/dev/null)" = postgres ] && echo "$pm"
-  return 0
-}
-pm=$(postmaster)
-# server_ticks: the CPU the server has used so far, in clock ticks: the postmaster's
-# own and its ended children's (cutime, cstime), and its live children's.
-server_ticks() {
-  local t c
-  t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
-  for c in $(pgrep -P "$pm"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0))); done
-  echo "$t"
-}
-# per_job TICKS: TICKS of CPU over the drain's jobs, in µs per job.
-per_job() { printf '%.1f' "$(echo "$1 * 1000000 / $(getconf CLK_TCK) / $jobs" | bc -l)"; }
+# The herald bench, built once: its drain is herald's row, and its `cpu` command
+# reads the CPU used so far with the drain scenario's accounting (the server's
+# processes, ended ones included, when the server runs here; and given processes').
+bench="$work/bench"
+go build -o "$bench" ./bench
+# per_job MICROSECONDS: over the drain's jobs, to one decimal ("—" for "-").
+per_job() { if [ "$1" = - ]; then echo "—"; else printf '%.1f' "$(echo "$1 / $jobs" | bc -l)"; fi; }
 # json_field FIGURE FIELD: FIELD ("herald", "baseline") of the row of herald.json
 # whose figure starts with FIGURE.
 json_field() {
@@ -103,8 +89,8 @@ json_field() {
 # ("—" when not measured). herald's also writes the raw SQL loop's three figures to
 # $work/loop.
 herald() {
-  echo "herald (go run ./bench drain) …" >&2
-  go run ./bench -drain-messages "$jobs" -drain-rounds 1 -json "$work/herald.json" -out "$work" drain >/dev/null
+  echo "herald (the bench's drain) …" >&2
+  "$bench" -drain-messages "$jobs" -drain-rounds 1 -json "$work/herald.json" -out "$work" drain >/dev/null
   drop herald_bench
   json_field "drain: $jobs messages" herald >"$work/rate"
   local side s c
@@ -124,13 +110,12 @@ herald() {
 # measured COMMAND…: runs the watch COMMAND while the workers in pids drain, and
 # writes the server's and the workers' CPU per job.
 measured() {
-  local s0 s1 w=0 p
-  [ -z "$pm" ] || s0=$(server_ticks)
+  local s0 c0 s1 c1
+  read -r s0 c0 < <("$bench" cpu "${pids[@]}")
   "$@" >"$work/rate"
-  [ -z "$pm" ] || s1=$(server_ticks)
-  for p in "${pids[@]}"; do w=$((w + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
-  if [ -n "$pm" ]; then per_job $((s1 - s0)) >"$work/server"; else echo "—" >"$work/server"; fi
-  per_job "$w" >"$work/client"
+  read -r s1 c1 < <("$bench" cpu "${pids[@]}")
+  if [ "$s0" = - ]; then per_job - >"$work/server"; else per_job $((s1 - s0)) >"$work/server"; fi
+  per_job $((c1 - c0)) >"$work/client"
 }
 # go_system NAME FLAG…: the drain of the Go command ./NAME (bench/compare/drain's
 # command line), its two workers given FLAG….
