@@ -49,7 +49,7 @@ func prepareDatabase(ctx context.Context, server string) (*database, error) {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	if err := heraldsql.Migrate(ctx, conn, 0); err != nil {
+	if _, err := heraldsql.Migrate(ctx, conn, false); err != nil {
 		return nil, err
 	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE public.bare (LIKE herald.messages INCLUDING ALL)`); err != nil {

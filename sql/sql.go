@@ -1,21 +1,23 @@
-// Package sql holds herald's SQL — the numbered schema migrations, the functions and
-// the triggers — and installs it with tern.
+// Package sql holds herald's SQL and installs it with tern.
 //
 // # Layout
 //
-// On disk, sql/schema holds the numbered migrations, sql/functions one function or
-// view per file and sql/triggers one trigger per file. tern reads numbered migrations
-// from the top of the folder it is given and every .sql file in a subfolder as a
-// template, so the tern CLI is pointed at sql/ itself, where 001_queue.sql and the
-// others are symbolic links into schema/. The embedded copy used by `herald migrate`
-// is laid out the same way by FS.
+// sql/schema holds the numbered migrations (tables, types, indexes, roles, grants),
+// applied once each, in order, and immutable once released. sql/functions holds one
+// function or view per file and sql/triggers one trigger per file; sql/install.sql
+// is a tern code package that includes them all in dependency order. The code is not
+// a migration: it is installed as a whole, in one transaction, after the migrations,
+// and again whenever its files change (CREATE OR REPLACE; functions of schema herald
+// that the package no longer defines are dropped by it).
 //
-// # Code migrations
+// # Installing
 //
-// Tables change only through new numbered migrations. Functions, views and triggers
-// are installed by the newest migration whose name ends in "_code.sql", which pulls
-// each file in as a template; ReinstallCode re-applies that migration as a whole, so
-// a DBA can edit a file in sql/functions and re-apply all of them.
+// Migrate runs the migrations and then installs the code unless the database already
+// holds the code of this build, which it knows by the hash recorded in
+// herald.installed_code. Without the herald binary the same two steps are
+//
+//	tern migrate -c tern.conf -m sql/schema
+//	tern code install -c tern.conf sql
 package sql
 
 import (
@@ -25,56 +27,31 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
-	"strings"
-	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
 )
 
-//go:embed schema/*.sql functions/*.sql triggers/*.sql
+//go:embed schema/*.sql functions/*.sql triggers/*.sql install.sql
 var files embed.FS
 
 // VersionTable is where tern records the applied migration version; tern.conf names
 // the same table so that `tern migrate` and `herald migrate` agree.
 const VersionTable = "public.herald_schema_version"
 
-// FS returns herald's SQL files laid out for tern: the numbered migrations of
-// schema/ at the top, and schema/, functions/ and triggers/ as template folders.
-func FS() fs.FS {
-	out := fstest.MapFS{}
-	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := files.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		out[p] = &fstest.MapFile{Data: data, Mode: 0o444}
-		if path.Dir(p) == "schema" {
-			out[path.Base(p)] = &fstest.MapFile{Data: data, Mode: 0o444}
-		}
-		return nil
-	})
-	if err != nil {
-		panic(fmt.Sprintf("herald sql: reading embedded files: %v", err)) // the embed is fixed at build time
-	}
-	return out
-}
-
-// Hash returns a hex SHA-256 over the path and content of every SQL file under sql/,
-// in path order: it changes whenever any migration, function or trigger changes.
-func Hash() string {
+// hash returns a hex SHA-256 over the path and content of the files of fsys under
+// the given roots, in path order.
+func hash(roots ...string) string {
 	var paths []string
-	_ = fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			paths = append(paths, p)
-		}
-		return err
-	})
+	for _, root := range roots {
+		_ = fs.WalkDir(files, root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				paths = append(paths, p)
+			}
+			return err
+		})
+	}
 	sort.Strings(paths)
 	h := sha256.New()
 	for _, p := range paths {
@@ -85,72 +62,90 @@ func Hash() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Hash identifies everything this build installs: migrations and code.
+func Hash() string { return hash("schema", "functions", "triggers", "install.sql") }
+
+// CodeHash identifies the code package (install.sql, functions, triggers); it is what
+// herald.installed_code records.
+func CodeHash() string { return hash("functions", "triggers", "install.sql") }
+
 func newMigrator(ctx context.Context, conn *pgx.Conn) (*migrate.Migrator, error) {
 	m, err := migrate.NewMigrator(ctx, conn, VersionTable)
 	if err != nil {
 		return nil, fmt.Errorf("herald sql: %w", err)
 	}
-	if err := m.LoadMigrations(FS()); err != nil {
+	schema, err := fs.Sub(files, "schema")
+	if err != nil {
+		return nil, fmt.Errorf("herald sql: %w", err)
+	}
+	if err := m.LoadMigrations(schema); err != nil {
 		return nil, fmt.Errorf("herald sql: loading migrations: %w", err)
 	}
 	return m, nil
 }
 
-// Migrate brings the database behind conn to migration version target, or to the
-// latest version when target is 0. Running it again changes nothing.
-func Migrate(ctx context.Context, conn *pgx.Conn, target int32) error {
+// Migrate brings the database behind conn to the latest schema and installs the code
+// of this build when the database holds other code (or when force is set). Running
+// it again changes nothing. It reports whether the code was installed.
+func Migrate(ctx context.Context, conn *pgx.Conn, force bool) (installed bool, err error) {
 	m, err := newMigrator(ctx, conn)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if target == 0 {
-		target = int32(len(m.Migrations))
+	if err := m.Migrate(ctx); err != nil {
+		return false, fmt.Errorf("herald sql: migrating: %w", err)
 	}
-	if err := m.MigrateTo(ctx, target); err != nil {
-		return fmt.Errorf("herald sql: migrating to version %d: %w", target, err)
+	if !force {
+		var current *string
+		err := conn.QueryRow(ctx, `SELECT hash FROM herald.installed_code`).Scan(&current)
+		if err != nil && err != pgx.ErrNoRows {
+			return false, fmt.Errorf("herald sql: reading herald.installed_code: %w", err)
+		}
+		if current != nil && *current == CodeHash() {
+			return false, nil
+		}
+	}
+	return true, InstallCode(ctx, conn)
+}
+
+// InstallCode applies the code package (sql/install.sql) in one transaction, under
+// tern's advisory lock, and records its hash in herald.installed_code.
+func InstallCode(ctx context.Context, conn *pgx.Conn) error {
+	sub, err := fs.Sub(files, ".")
+	if err != nil {
+		return fmt.Errorf("herald sql: %w", err)
+	}
+	pkg, err := migrate.LoadCodePackage(sub)
+	if err != nil {
+		return fmt.Errorf("herald sql: loading install.sql: %w", err)
+	}
+	code, err := pkg.Eval(map[string]any{})
+	if err != nil {
+		return fmt.Errorf("herald sql: %w", err)
+	}
+	code += fmt.Sprintf("\nUPDATE herald.installed_code SET hash = '%s';\n", CodeHash())
+	if err := migrate.LockExecTx(ctx, conn, code); err != nil {
+		return fmt.Errorf("herald sql: installing the code: %w", err)
 	}
 	return nil
 }
 
-// Versions returns the version the database is at and the latest version this build
-// knows.
-func Versions(ctx context.Context, conn *pgx.Conn) (current, latest int32, err error) {
+// Versions returns the migration version the database is at, the latest this build
+// knows, and whether the installed code is this build's.
+func Versions(ctx context.Context, conn *pgx.Conn) (current, latest int32, codeCurrent bool, err error) {
 	m, err := newMigrator(ctx, conn)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
-	current, err = m.GetCurrentVersion(ctx)
-	return current, int32(len(m.Migrations)), err
-}
-
-// ReinstallCode re-applies, in one transaction, the newest code migration (the
-// functions, views and triggers) that the database has already reached. It refuses a
-// database that is not migrated that far.
-func ReinstallCode(ctx context.Context, conn *pgx.Conn) error {
-	m, err := newMigrator(ctx, conn)
-	if err != nil {
-		return err
+	if current, err = m.GetCurrentVersion(ctx); err != nil {
+		return 0, 0, false, err
 	}
-	current, err := m.GetCurrentVersion(ctx)
-	if err != nil {
-		return fmt.Errorf("herald sql: %w", err)
-	}
-	var code *migrate.Migration
-	for _, mig := range m.Migrations {
-		if mig.Sequence <= current && strings.HasSuffix(mig.Name, "_code.sql") {
-			code = mig
+	if current > 0 {
+		var h *string
+		if err := conn.QueryRow(ctx, `SELECT hash FROM herald.installed_code`).Scan(&h); err != nil && err != pgx.ErrNoRows {
+			return 0, 0, false, err
 		}
+		codeCurrent = h != nil && *h == CodeHash()
 	}
-	if code == nil {
-		return fmt.Errorf("herald sql: database is at version %d, before any code migration; run migrate first", current)
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("herald sql: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, code.UpSQL); err != nil {
-		return fmt.Errorf("herald sql: re-applying %s: %w", code.Name, err)
-	}
-	return tx.Commit(ctx)
+	return current, int32(len(m.Migrations)), codeCurrent, nil
 }

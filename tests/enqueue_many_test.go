@@ -326,8 +326,9 @@ func TestValidAgreesWithValidate(t *testing.T) {
 			k.channel, k.recipient, k.payload, t0).Scan(&valid); err != nil {
 			t.Fatalf("%+v: %v", k, err)
 		}
-		err := pool.QueryRow(ctx, `SELECT herald._validate($1, $2, $3::jsonb, `+list+`, $4, '')`,
-			k.channel, k.recipient, k.payload, t0).Scan(new(int))
+		spec := fmt.Sprintf("ROW($1, $2, $3::jsonb, %s, %s, %s, %s, %s, %s::jsonb)::herald.message_spec", args["run_at"],
+			args["priority"], args["idempotency_key"], args["ordering_key"], args["max_attempts"], args["metadata"])
+		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, $4, '')`, k.channel, k.recipient, k.payload, t0)
 		if valid != (err == nil) {
 			t.Errorf("%s %q %s %s: _valid says %v, _validate says %v", k.channel, k.recipient, k.payload, k.extra, valid, err)
 		}

@@ -24,7 +24,6 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._nonempty_string(jsonb_build_object('k', g), g::text)`,
 		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, now())`,
 		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, now(), g::text)`,
-		`herald._item_shape(to_jsonb(g))`,
 		`herald._notify_due(g::text)`,
 		`herald._notify_clock_due(g)`,
 	} {

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/herald/herald/tests/testdb"
 )
 
 // enqueueBatchEmails stores n e-mails with one enqueue_batch call: one statement, so
@@ -254,34 +253,6 @@ func TestLogSequenceRefusesMalformedRow(t *testing.T) {
 	}
 	if n := scalar[int64](t, pool, `SELECT next_offset FROM herald.log_counter`); n != 1 {
 		t.Fatalf("the counter moved to %d", n)
-	}
-}
-
-// Upgrading a release-3 database (migration 8: events in the herald.log table,
-// pending ones in herald.log_pending) keeps every offset and event, and the pending
-// events get the next offsets.
-func TestUpgradeKeepsLogEvents(t *testing.T) {
-	t.Parallel()
-	url := testdb.EmptyDatabase(t)
-	migrateURL(t, url, 8)
-	pool := testdb.Pool(t, url)
-	mustExec(t, pool, `INSERT INTO herald.log ("offset", message_id, kind, channel, key_hash, at, detail) VALUES
-		(1, 101, 'accepted', 'email', 11, '2030-01-01Z', '{}'),
-		(2, 101, 'sent', 'email', 11, '2030-01-02Z', '{"attempts": 1}'),
-		(3, 102, 'accepted', 'sms', -12, '2030-01-03Z', '{}')`)
-	mustExec(t, pool, `UPDATE herald.log_counter SET next_offset = 4`)
-	mustExec(t, pool, `INSERT INTO herald.log_pending (kind, at, message_ids, channels, key_hashes, details)
-		VALUES ('dead', '2030-01-04Z', ARRAY[102, 103], ARRAY['sms', 'sms'], ARRAY[-12, 13], ARRAY['{"error": "x"}', '{"error": "y"}']::jsonb[])`)
-	migrateURL(t, url, 0)
-	sequenceAll(t, pool)
-	want := "1 101 accepted email 11 {};2 101 sent email 11 {\"attempts\": 1};3 102 accepted sms -12 {};" +
-		"4 102 dead sms -12 {\"error\": \"x\"};5 103 dead sms 13 {\"error\": \"y\"}"
-	got := scalar[string](t, pool, `SELECT string_agg(concat_ws(' ', "offset", message_id, kind, channel, key_hash, detail), ';' ORDER BY "offset") FROM herald.log`)
-	if got != want {
-		t.Fatalf("after the upgrade herald.log is\n%s\nwant\n%s", got, want)
-	}
-	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log WHERE at < '2030-01-01Z' OR at > '2030-01-04Z'`); n != 0 {
-		t.Fatalf("%d events lost their time", n)
 	}
 }
 

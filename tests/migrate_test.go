@@ -14,17 +14,22 @@ import (
 	"github.com/herald/herald/tests/testdb"
 )
 
-// schemaDump returns pg_dump --schema-only of the database, without the lines that
-// differ between two dumps of the same schema (psql's random \restrict key).
+// schemaFile is the committed pg_dump --schema-only --no-owner of an installed herald
+// (PostgreSQL 15), so that every schema change shows up in review as a diff.
+const schemaFile = "schema.sql"
+
+// schemaDump returns pg_dump --schema-only --no-owner of the database, without the
+// lines that differ between two dumps of the same schema (the versions, psql's
+// random \restrict key).
 func schemaDump(t *testing.T, url string) string {
 	t.Helper()
-	out, err := exec.Command(pgTool(t, "pg_dump"), "--schema-only", "--dbname", url).CombinedOutput()
+	out, err := exec.Command(pgTool(t, "pg_dump"), "--schema-only", "--no-owner", "--dbname", url).CombinedOutput()
 	if err != nil {
 		t.Fatalf("pg_dump: %v\n%s", err, out)
 	}
 	var keep []string
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, `\restrict`) || strings.HasPrefix(line, `\unrestrict`) {
+		if strings.HasPrefix(line, `\restrict`) || strings.HasPrefix(line, `\unrestrict`) || strings.HasPrefix(line, "-- Dumped ") {
 			continue
 		}
 		keep = append(keep, line)
@@ -47,7 +52,7 @@ func sameSchema(t *testing.T, what, want, got string) {
 	t.Fatalf("%s: schema differs in length: %d vs %d lines", what, len(w), len(g))
 }
 
-func migrateURL(t *testing.T, url string, target int32) {
+func migrateURL(t *testing.T, url string, force bool) bool {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
@@ -55,63 +60,90 @@ func migrateURL(t *testing.T, url string, target int32) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := heraldsql.Migrate(ctx, conn, target); err != nil {
+	installed, err := heraldsql.Migrate(ctx, conn, force)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return installed
 }
 
-// A fresh install, a second run, an upgrade one version at a time, a re-install of
-// the code, and the tern CLI all give the same pg_dump --schema-only.
-func TestInstallPathsGiveTheSameSchema(t *testing.T) {
+// A fresh install, a second run, a forced re-install of the code, and the tern CLI
+// all give the same pg_dump --schema-only, and that is the committed tests/schema.sql.
+// HERALD_UPDATE_SCHEMA=1 rewrites the file instead of comparing (then review the diff).
+func TestInstallPathsGiveTheCommittedSchema(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-
 	fresh := testdb.EmptyDatabase(t)
-	migrateURL(t, fresh, 0)
+	if !migrateURL(t, fresh, false) {
+		t.Fatal("a fresh install did not install the code")
+	}
 	want := schemaDump(t, fresh)
 	if !strings.Contains(want, "CREATE FUNCTION herald.claim_batch") || !strings.Contains(want, "messages_claim_idx") {
 		t.Fatal("the dump of a fresh install lacks herald's objects")
 	}
-
-	migrateURL(t, fresh, 0)
-	sameSchema(t, "herald migrate run twice", want, schemaDump(t, fresh))
-
-	conn, err := pgx.Connect(ctx, fresh)
+	path := filepath.Join(testdb.RepoRoot(), "tests", schemaFile)
+	if os.Getenv("HERALD_UPDATE_SCHEMA") != "" {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committed, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := heraldsql.ReinstallCode(ctx, conn); err != nil {
-		t.Fatal(err)
+	sameSchema(t, "tests/schema.sql (HERALD_UPDATE_SCHEMA=1 go test ./tests -run TestInstallPaths rewrites it)", string(committed), want)
+
+	if migrateURL(t, fresh, false) {
+		t.Error("herald migrate re-installed code whose hash had not changed")
 	}
-	conn.Close(ctx)
+	sameSchema(t, "herald migrate run twice", want, schemaDump(t, fresh))
+	if !migrateURL(t, fresh, true) {
+		t.Error("herald migrate --reinstall-code did not install")
+	}
 	sameSchema(t, "migrate --reinstall-code", want, schemaDump(t, fresh))
 
-	stepwise := testdb.EmptyDatabase(t)
-	_, latest, err := func() (int32, int32, error) {
-		c, err := pgx.Connect(ctx, stepwise)
-		if err != nil {
-			return 0, 0, err
-		}
-		defer c.Close(ctx)
-		return heraldsql.Versions(ctx, c)
-	}()
+	viaTern := testdb.EmptyDatabase(t)
+	ternInstall(t, viaTern)
+	sameSchema(t, "tern migrate + tern code install", want, schemaDump(t, viaTern))
+	ternInstall(t, viaTern)
+	sameSchema(t, "tern run twice", want, schemaDump(t, viaTern))
+	if !migrateURL(t, viaTern, false) {
+		t.Error("herald migrate after an install by hand did not re-install its own code")
+	}
+	sameSchema(t, "herald migrate after tern", want, schemaDump(t, viaTern))
+}
+
+// A function the code package no longer defines is dropped when it is installed,
+// and one a DBA edited by hand is put back.
+func TestInstallDropsStaleFunctions(t *testing.T) {
+	ctx, pool := setup(t)
+	if _, err := pool.Exec(ctx, `
+		CREATE FUNCTION herald.left_over(x integer) RETURNS integer LANGUAGE sql AS 'SELECT x';
+		CREATE OR REPLACE FUNCTION herald._key_hash(ordering_key text, recipient text) RETURNS integer
+		  LANGUAGE sql IMMUTABLE AS 'SELECT 7'`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for v := int32(1); v <= latest; v++ {
-		migrateURL(t, stepwise, v)
+	defer conn.Release()
+	if err := heraldsql.InstallCode(ctx, conn.Conn()); err != nil {
+		t.Fatal(err)
 	}
-	sameSchema(t, "upgrade one version at a time", want, schemaDump(t, stepwise))
-
-	viaTern := testdb.EmptyDatabase(t)
-	ternMigrate(t, viaTern)
-	sameSchema(t, "tern migrate -c tern.conf -m sql", want, schemaDump(t, viaTern))
-	ternMigrate(t, viaTern)
-	sameSchema(t, "tern migrate run twice", want, schemaDump(t, viaTern))
+	var stale bool
+	var hash int
+	if err := pool.QueryRow(ctx, `SELECT to_regprocedure('herald.left_over(integer)') IS NOT NULL,
+		herald._key_hash(NULL, 'x')`).Scan(&stale, &hash); err != nil {
+		t.Fatal(err)
+	}
+	if stale || hash == 7 {
+		t.Fatalf("after install: left_over present %v, _key_hash edited %v", stale, hash == 7)
+	}
 }
 
-// ternMigrate installs herald with the tern CLI, as a DBA without our binary would.
-func ternMigrate(t *testing.T, url string) {
+// ternInstall installs herald with the tern CLI, as a DBA without our binary would:
+// the migrations, then the code package.
+func ternInstall(t *testing.T, url string) {
 	t.Helper()
 	bin := os.Getenv("HERALD_TERN")
 	if bin == "" {
@@ -121,24 +153,25 @@ func ternMigrate(t *testing.T, url string) {
 		}
 	}
 	root := testdb.RepoRoot()
-	cmd := exec.Command(bin, "migrate", "-c", filepath.Join(root, "tern.conf"), "-m", filepath.Join(root, "sql"))
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("tern migrate: %v\n%s", err, out)
+	conf := filepath.Join(root, "tern.conf")
+	for _, args := range [][]string{
+		{"migrate", "-c", conf, "-m", filepath.Join(root, "sql", "schema")},
+		{"code", "install", "-c", conf, filepath.Join(root, "sql")},
+	} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("tern %s: %v\n%s", args[0], err, out)
+		}
 	}
 }
 
-// Every file of sql/functions and sql/triggers is installed by the newest code
-// migration, exactly once: a new file that is not listed would never reach a database.
-func TestCodeMigrationListsEveryFile(t *testing.T) {
+// Every file of sql/functions and sql/triggers is included by sql/install.sql exactly
+// once: a file that is not listed would never reach a database.
+func TestInstallListsEveryFile(t *testing.T) {
 	t.Parallel()
 	root := testdb.RepoRoot()
-	codes, _ := filepath.Glob(filepath.Join(root, "sql", "schema", "*_code.sql"))
-	if len(codes) == 0 {
-		t.Fatal("no code migration")
-	}
-	newest := codes[len(codes)-1]
-	body, err := os.ReadFile(newest)
+	body, err := os.ReadFile(filepath.Join(root, "sql", "install.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +180,7 @@ func TestCodeMigrationListsEveryFile(t *testing.T) {
 		for _, f := range files {
 			ref := `{{ template "` + dir + "/" + filepath.Base(f) + `" . }}`
 			if n := strings.Count(string(body), ref); n != 1 {
-				t.Errorf("%s includes %s %d times, want once", filepath.Base(newest), dir+"/"+filepath.Base(f), n)
+				t.Errorf("install.sql includes %s %d times, want once", dir+"/"+filepath.Base(f), n)
 			}
 		}
 	}

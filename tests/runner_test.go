@@ -403,7 +403,7 @@ func TestRunnerSurvivesPostgresRestart(t *testing.T) {
 	}
 	url := cluster("up")
 	t.Cleanup(func() { cluster("destroy"); os.RemoveAll(base) })
-	migrateURL(t, url, 0)
+	migrateURL(t, url, false)
 	pool := testdb.Pool(t, url)
 
 	rec := newRecorder()

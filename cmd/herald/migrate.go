@@ -15,20 +15,16 @@ import (
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("herald migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	target := fs.Int("target", 0, "migrate to this version instead of the latest (forward only)")
-	reinstall := fs.Bool("reinstall-code", false, "after migrating, re-apply all functions, views and triggers (CREATE OR REPLACE)")
-	status := fs.Bool("status", false, "only print the current and latest version (migrates nothing; creates the empty version table if missing)")
+	reinstall := fs.Bool("reinstall-code", false, "install the functions, views and triggers even when the database holds this build's code")
+	status := fs.Bool("status", false, "only print the schema version and whether the code is current (changes nothing but creating the empty version table)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: herald migrate [--target N] [--reinstall-code] [--status]")
-		fmt.Fprintln(stderr, "\nBrings the database (DATABASE_URL or PG*) to the latest herald schema. Idempotent.")
+		fmt.Fprintln(stderr, "usage: herald migrate [--reinstall-code] [--status]")
+		fmt.Fprintln(stderr, "\nBrings the database (DATABASE_URL or PG*) to the latest herald schema and installs")
+		fmt.Fprintln(stderr, "this build's functions, views and triggers when they differ. Idempotent.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
-	}
-	if *target < 0 {
-		fs.Usage()
-		return exitUsage
 	}
 
 	conn, err := pgx.Connect(ctx, os.Getenv("DATABASE_URL"))
@@ -39,22 +35,20 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	defer conn.Close(context.Background())
 
 	if !*status {
-		if err := heraldsql.Migrate(ctx, conn, int32(*target)); err != nil {
+		if _, err := heraldsql.Migrate(ctx, conn, *reinstall); err != nil {
 			fmt.Fprintf(stderr, "herald migrate: %v\n", err)
 			return exitFailure
 		}
-		if *reinstall {
-			if err := heraldsql.ReinstallCode(ctx, conn); err != nil {
-				fmt.Fprintf(stderr, "herald migrate: %v\n", err)
-				return exitFailure
-			}
-		}
 	}
-	current, latest, err := heraldsql.Versions(ctx, conn)
+	current, latest, codeCurrent, err := heraldsql.Versions(ctx, conn)
 	if err != nil {
 		fmt.Fprintf(stderr, "herald migrate: %v\n", err)
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "herald schema at version %d (latest %d)\n", current, latest)
+	code := "current"
+	if !codeCurrent {
+		code = "not this build's (run herald migrate)"
+	}
+	fmt.Fprintf(stdout, "herald schema at version %d (latest %d); code %s\n", current, latest, code)
 	return exitOK
 }

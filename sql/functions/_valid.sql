@@ -1,39 +1,12 @@
--- herald._valid(kind, max_payload_bytes, recipient, payload, run_at, priority,
--- max_attempts, metadata, idempotency_key, ordering_key, now, checked_kind) — true
--- when a message passes every rule of herald._validate for a channel of that kind
--- and payload limit (kind NULL = unknown channel: false). checked_kind (default
--- NULL) is the kind whose recipient syntax the caller has already matched for every
--- message of the statement (herald._recipient_list_kind, once per batch): a row of
--- that kind skips its own regular expression match and keeps the rest (the e-mail
--- lengths). The set-based twin of _validate: the
--- enqueue functions check with it in the same statement that inserts, and call
--- _validate, which names the field and raises, only when it is false. It must
--- therefore never be false where _validate passes (a test compares them).
--- One SQL expression without sub-selects, so the planner inlines it.
---
--- Written for few nodes as well as few instructions per row: PostgreSQL compiles a
--- statement's expressions each time the statement runs, about 1,000 instructions
--- per node, so for herald.enqueue (one row) compiling this expression cost seven
--- times evaluating it. Hence:
---   a range test (length(recipient) <@ int4range(1, 320, '[]'), the range folded to
---   a constant when planned) instead of BETWEEN, which repeats its left side; an
---   optional field tests IS NULL first, which settles the usual NULL in one step
---   (a coalesce into the range test is a node less but 250 instructions a row more);
---   the payload rule of each kind as one SQL/JSON path test instead of a
---   herald._nonempty_string per key (seven nodes each): in strict mode a key's
---   value `> ""` holds only for a string other than "" (strings compare by code
---   point; a missing key, a number, null, an array or an object is never greater
---   than a string), and the test also costs less per row (4,150 against 6,270
---   instructions for an e-mail's). herald._validate keeps _nonempty_string, to name
---   the key that fails; the agreement test covers each kind of value. One CASE on
---   the kind holds both the recipient's and the payload's rule (one comparison of
---   the kind per row, not two).
--- The e-mail and SMS branches leave out two tests their own rules imply (release 8):
--- the recipient's 1 to 320 characters (either expression admits only ASCII, an SMS
--- number 8 to 16 characters and an e-mail address at most 254 octets) and the
--- payload being an object (in strict mode a path's `@.key` on an array or a scalar
--- is an error, so the filter is false). Those two cost 2,700 instructions a row,
--- so only webhook and custom channels, in the ELSE branch, pay them now.
+-- herald._valid(kind, max_payload_bytes, recipient, …, now, checked_kind) — true when one
+-- message passes every enqueue rule for a channel of that kind and payload limit
+-- (kind NULL: unknown channel, false). The set-based twin of herald._validate, which
+-- states the rules and names the field: herald._enqueue stores only rows for which
+-- this is true, and calls _validate when one is not. It must never be false where
+-- _validate passes (tests/enqueue_test.go compares them).
+-- checked_kind: the kind whose recipient syntax the caller matched for every message
+-- of the call at once (herald._recipient_list_kind); such rows skip their own match.
+-- One SQL expression with scalar arguments, so the planner inlines it into the INSERT.
 -- Locks: none.
 CREATE OR REPLACE FUNCTION herald._valid(
   kind text,
@@ -76,3 +49,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz, text) IS
+  'Private: true when a message passes every enqueue rule (inlined set-based check).';

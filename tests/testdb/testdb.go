@@ -44,7 +44,8 @@ func (Migrator) Migrate(ctx context.Context, _ *sql.DB, conf pgtestdb.Config) er
 		return err
 	}
 	defer conn.Close(ctx)
-	return heraldsql.Migrate(ctx, conn, 0)
+	_, err = heraldsql.Migrate(ctx, conn, false)
+	return err
 }
 
 var (

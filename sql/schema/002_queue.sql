@@ -1,50 +1,21 @@
--- 001_queue.sql — herald's queue: schema, roles, channels, messages and their indexes.
+-- 002_queue.sql — the queue: channels, messages, their indexes, the message spec type.
 --
--- Immutable once released: later changes to tables come as new numbered migrations.
--- Functions, views and triggers are not here: they are installed by 002_code.sql from
--- sql/functions and sql/triggers, and can be re-installed as a whole
--- (`herald migrate --reinstall-code`).
---
--- Roles are cluster-wide, so they are created only when missing (several herald
--- databases can share one cluster):
---   herald_producer  EXECUTE on the enqueue functions and herald.status; nothing else
---   herald_worker    EXECUTE on claim_batch, complete, fail, extend_lease, reap_stale;
---                    SELECT on herald.queue_stats
---   herald_admin     everything in schema herald (member of the two roles above)
+-- herald.messages status transitions (each made by one function of sql/functions):
+--   queued     --claim_batch-->  processing
+--   processing --complete----->  sent                      (terminal)
+--   processing --fail--------->  queued (retry at run_at) | dead (permanent, or attempts exhausted)
+--   processing --reap_stale--->  queued                   | dead (attempts exhausted)
+--   queued     --cancel------->  cancelled                 (terminal)
+--   dead       --redrive------>  queued (attempts reset)
+-- Terminal rows carry finished_at and are removed by herald.purge.
+-- Every hot query has a partial index below that matches its WHERE and ORDER BY;
+-- docs/tuning.md says which query each serves and what to change.
 
-CREATE SCHEMA herald;
-COMMENT ON SCHEMA herald IS 'herald: Postgres-native notification queue. Public API: functions without a leading underscore.';
-
-DO $$
-DECLARE
-  r text;
-BEGIN
-  FOREACH r IN ARRAY ARRAY['herald_producer', 'herald_worker', 'herald_admin'] LOOP
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = r) THEN
-      BEGIN
-        EXECUTE format('CREATE ROLE %I NOLOGIN', r);
-      EXCEPTION WHEN duplicate_object OR unique_violation THEN
-        NULL; -- created meanwhile by a migration of another database of the cluster
-      END;
-    END IF;
-  END LOOP;
-END
-$$;
-
-DO $$
-BEGIN
-  GRANT herald_producer, herald_worker TO herald_admin;
-EXCEPTION WHEN unique_violation THEN
-  NULL; -- granted meanwhile by a migration of another database of the cluster
-END
-$$;
-GRANT USAGE ON SCHEMA herald TO herald_producer, herald_worker, herald_admin;
-
--- herald.channels: per-channel policy. `kind` decides how recipients and payloads are
--- validated by herald.enqueue: email (RFC 5322 addr-spec subset; payload needs
--- subject and one of text/html/body), sms (E.164; payload needs text or body),
--- webhook (http/https URL; any object payload), custom (any non-empty recipient, any
--- object payload).
+-- Per-channel policy. `kind` decides how herald.enqueue validates recipients and
+-- payloads: email (addr-spec; payload subject and text/html/body), sms (E.164; payload
+-- text or body), webhook (http/https URL; any object), custom (any non-empty
+-- recipient, any object). Analysed after every change (thresholds 0): every enqueue
+-- joins it, and unanalysed it looks like 500 rows to the planner.
 CREATE TABLE herald.channels (
   name              text PRIMARY KEY,
   kind              text NOT NULL,
@@ -60,27 +31,20 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_backoff_positive CHECK (backoff_base > '0' AND backoff_max >= backoff_base),
   CONSTRAINT channels_lease_range CHECK (lease BETWEEN '1 second' AND '1 day'),
   CONSTRAINT channels_max_payload_range CHECK (max_payload_bytes BETWEEN 64 AND 1048576)
-);
+) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
 COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
-
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
+ANALYZE herald.channels;
 
--- herald.lease_token_seq: one value per claim_batch call. A message's lease_token
--- changes at every claim, so complete/fail/extend_lease from an earlier owner (whose
--- lease expired and was reaped) match no row: the fencing token.
+-- One value per claim_batch call: a message's lease_token changes at every claim, so
+-- complete/fail/extend_lease from an earlier owner match no row (the fencing token).
 CREATE SEQUENCE herald.lease_token_seq AS bigint;
+COMMENT ON SEQUENCE herald.lease_token_seq IS 'Fencing tokens: one per claim_batch call.';
 
--- herald.messages: one row per notification.
---
--- status transitions (every one made by a function in sql/functions):
---   queued     --claim_batch-->  processing
---   processing --complete----->  sent                      (terminal)
---   processing --fail--------->  queued (retry at run_at) | dead (permanent, or attempts exhausted)
---   processing --reap_stale--->  queued                   | dead (attempts exhausted)
---   queued     --cancel------->  cancelled                 (terminal)
---   dead       --redrive------>  queued (attempts reset)
--- Terminal rows (sent, dead, cancelled) carry finished_at and are removed by purge.
+-- Every status change touches a column a partial index filters on, so no update is
+-- HOT: fillfactor 80 keeps the new version on the same page. Rows churn fast and the
+-- claim index must stay small: vacuum after 1 % of rows changed, unthrottled.
 CREATE TABLE herald.messages (
   id                  bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
   channel             text NOT NULL,
@@ -99,7 +63,6 @@ CREATE TABLE herald.messages (
   lease_expires_at    timestamptz,
   created_at          timestamptz NOT NULL,
   finished_at         timestamptz,
-  -- delivery outcome, kept apart from the pipeline state above
   provider_message_id text,
   last_error          text,
   last_error_class    text,
@@ -109,13 +72,7 @@ CREATE TABLE herald.messages (
   CONSTRAINT messages_lease_when_processing CHECK ((status = 'processing') = (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL)),
   CONSTRAINT messages_finished_when_terminal CHECK ((status IN ('sent', 'dead', 'cancelled')) = (finished_at IS NOT NULL)),
   CONSTRAINT messages_attempts_range CHECK (attempts >= 0 AND max_attempts BETWEEN 1 AND 100)
-)
--- Every status change touches a column that a partial index filters on, so no update
--- is HOT; fillfactor 80 leaves room on each page so the new row version usually lands
--- on the same page (cheaper index maintenance, less bloat spread). Rows churn fast
--- (insert, claim, complete) and the claim index must stay small: vacuum after 1% of
--- the rows changed instead of the default 20%, without cost-based throttling.
-WITH (
+) WITH (
   fillfactor = 80,
   autovacuum_vacuum_scale_factor = 0.01,
   autovacuum_vacuum_insert_scale_factor = 0.01,
@@ -131,13 +88,45 @@ COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at mos
 CREATE INDEX messages_claim_idx ON herald.messages (priority, run_at, id) WHERE status = 'queued';
 -- reap_stale: expired leases.
 CREATE INDEX messages_lease_expiry_idx ON herald.messages (lease_expires_at) WHERE status = 'processing';
--- enqueue: idempotency (ON CONFLICT target) and lookup of the first id.
+-- enqueue: idempotency (the ON CONFLICT arbiter) and lookup of the first id.
 CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages (idempotency_key) WHERE idempotency_key IS NOT NULL;
 -- claim_batch: "is an earlier message with my ordering key still pending?"
 CREATE INDEX messages_ordering_key_idx ON herald.messages (ordering_key, id)
   WHERE ordering_key IS NOT NULL AND status IN ('queued', 'processing');
--- purge and herald.dead_letters: finished rows by age.
-CREATE INDEX messages_finished_idx ON herald.messages (finished_at) WHERE status IN ('sent', 'dead', 'cancelled');
+-- dead_letters, newest first. Sent messages enter no index on the delivery path;
+-- purge and throughput scan the table (docs/tuning.md: when to add an index for them).
+CREATE INDEX messages_dead_idx ON herald.messages (finished_at, id) WHERE status = 'dead';
+
+-- One message as the enqueue functions hand it to their one writer (herald._enqueue).
+-- NULL fields take the defaults: run_at now, priority 0, the channel's max_attempts.
+CREATE TYPE herald.message_spec AS (
+  channel         text,
+  recipient       text,
+  payload         jsonb,
+  run_at          timestamptz,
+  priority        integer,
+  idempotency_key text,
+  ordering_key    text,
+  max_attempts    integer,
+  metadata        jsonb
+);
+COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of herald.enqueue; NULL takes the default.';
+
+-- The last time (microseconds since the epoch) a transaction notified herald_queue;
+-- 0 when a listener has started waiting since (herald._notify_due). A sequence:
+-- setval and last_value take no row lock and are not rolled back.
+CREATE SEQUENCE herald.notify_clock_queue AS bigint MINVALUE 0 START 0;
+COMMENT ON SEQUENCE herald.notify_clock_queue IS 'Time of the last herald_queue NOTIFY (µs), 0 when a listener waits.';
+
+-- Which code (sql/install.sql) is installed: herald migrate re-installs it when the
+-- hash of its build's files differs; an install by hand (tern code install) sets NULL.
+CREATE TABLE herald.installed_code (
+  singleton    boolean PRIMARY KEY DEFAULT true,
+  hash         text,
+  installed_at timestamptz NOT NULL,
+  CONSTRAINT installed_code_singleton CHECK (singleton)
+);
+COMMENT ON TABLE herald.installed_code IS 'Hash of the installed functions, views and triggers; NULL when installed by hand.';
 
 GRANT ALL ON ALL TABLES IN SCHEMA herald TO herald_admin;
 GRANT ALL ON ALL SEQUENCES IN SCHEMA herald TO herald_admin;

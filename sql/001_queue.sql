@@ -1,1 +1,0 @@
-schema/001_queue.sql

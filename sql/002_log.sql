@@ -1,1 +1,0 @@
-schema/002_log.sql

@@ -1,1 +1,0 @@
-schema/003_code.sql

@@ -1,1 +1,0 @@
-schema/004_listen_clocks.sql

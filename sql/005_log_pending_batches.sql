@@ -1,1 +1,0 @@
-schema/005_log_pending_batches.sql

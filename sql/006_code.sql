@@ -1,1 +1,0 @@
-schema/006_code.sql

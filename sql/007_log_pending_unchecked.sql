@@ -1,1 +1,0 @@
-schema/007_log_pending_unchecked.sql

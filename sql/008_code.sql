@@ -1,1 +1,0 @@
-schema/008_code.sql

@@ -1,1 +1,0 @@
-schema/009_log_statements.sql

@@ -1,1 +1,0 @@
-schema/010_code.sql

@@ -1,1 +1,0 @@
-schema/011_code.sql

@@ -1,1 +1,0 @@
-schema/012_log_lz4.sql

@@ -1,1 +1,0 @@
-schema/013_code.sql

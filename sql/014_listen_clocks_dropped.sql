@@ -1,1 +1,0 @@
-schema/014_listen_clocks_dropped.sql

@@ -1,1 +1,0 @@
-schema/015_channels_statistics.sql

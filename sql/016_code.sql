@@ -1,1 +1,0 @@
-schema/016_code.sql

@@ -1,1 +1,0 @@
-schema/017_code.sql

@@ -1,1 +1,0 @@
-schema/018_code.sql

@@ -1,1 +1,0 @@
-schema/019_code.sql

@@ -1,1 +1,0 @@
-schema/020_code.sql

@@ -1,1 +1,0 @@
-schema/021_code.sql

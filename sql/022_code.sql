@@ -1,1 +1,0 @@
-schema/022_code.sql

@@ -1,1 +1,0 @@
-schema/023_log_statistics.sql

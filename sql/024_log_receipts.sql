@@ -1,1 +1,0 @@
-schema/024_log_receipts.sql

@@ -1,1 +1,0 @@
-schema/025_code.sql

@@ -1,1 +1,0 @@
-schema/026_finished_index.sql

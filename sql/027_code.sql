@@ -1,1 +1,0 @@
-schema/027_code.sql

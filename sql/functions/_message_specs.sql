@@ -1,0 +1,49 @@
+-- herald._message_specs(messages) — the elements of an enqueue_batch array as message
+-- specs, read one by one: raises HR011 for an element that is not an object
+-- ('messages[i]'), an unknown field or a text field that is not a JSON string
+-- ('messages[i].field'), HR005 for a run_at that is not a timestamp string, HR006 /
+-- HR007 for a priority / max_attempts that is not an integer. The values themselves
+-- are checked later by herald._enqueue. enqueue_batch's path when its one SQL/JSON
+-- test refuses the batch; tests compare the two. Locks: none.
+CREATE OR REPLACE FUNCTION herald._message_specs(messages jsonb)
+RETURNS herald.message_spec[]
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+  specs herald.message_spec[] := '{}';
+  item jsonb;
+  p text;
+  k text;
+  i integer;
+BEGIN
+  FOR i IN 1 .. jsonb_array_length(messages) LOOP
+    item := messages -> (i - 1);
+    p := format('messages[%s]', i - 1);
+    IF jsonb_typeof(item) <> 'object' THEN
+      PERFORM herald._reject('HR011', p, 'must be a JSON object');
+    END IF;
+    FOR k IN SELECT jsonb_object_keys(item) LOOP
+      IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
+                   'ordering_key', 'max_attempts', 'metadata') THEN
+        PERFORM herald._reject('HR011', p || '.' || k, 'is not a message field',
+          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
+      END IF;
+    END LOOP;
+    specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => 'HR011'),
+                    herald._json_text(item => item, key => 'recipient', prefix => p, code => 'HR011'),
+                    nullif(item -> 'payload', 'null'),
+                    herald._json_timestamptz(item => item, key => 'run_at', prefix => p, code => 'HR005'),
+                    herald._json_integer(item => item, key => 'priority', prefix => p, code => 'HR006'),
+                    herald._json_text(item => item, key => 'idempotency_key', prefix => p, code => 'HR011'),
+                    herald._json_text(item => item, key => 'ordering_key', prefix => p, code => 'HR011'),
+                    herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => 'HR007'),
+                    nullif(item -> 'metadata', 'null'))::herald.message_spec;
+  END LOOP;
+  RETURN specs;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald._message_specs(jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION herald._message_specs(jsonb) IS
+  'Private: read enqueue_batch elements one by one, naming the first of the wrong shape.';

@@ -1,0 +1,79 @@
+-- install.sql — herald's functions, views and triggers, installed as a whole.
+--
+-- A tern code package: every line below pulls in one file of sql/functions or
+-- sql/triggers, in dependency order (SQL functions and views are checked when
+-- created, so what they call comes first). Each file is CREATE OR REPLACE, so the
+-- package can be applied again at any time, in one transaction:
+--   herald migrate                              (when the files' hash changed)
+--   tern code install -c tern.conf sql          (by hand, without our binary)
+--   psql -f sql/functions/claim_batch.sql       (one file, for a DBA's experiment)
+-- Schema herald belongs to herald: at the end, every function of the schema that
+-- this install did not (re)create is dropped, so a removed or re-typed function
+-- leaves nothing behind. Requires the tables of sql/schema (tern migrate first).
+{{ template "functions/_reject.sql" . }}
+{{ template "functions/_nonempty_string.sql" . }}
+{{ template "functions/_recipient_pattern.sql" . }}
+{{ template "functions/_email_address.sql" . }}
+{{ template "functions/_recipient_list_kind.sql" . }}
+{{ template "functions/_backoff.sql" . }}
+{{ template "functions/_append_error.sql" . }}
+{{ template "functions/_key_hash.sql" . }}
+{{ template "functions/_event_detail.sql" . }}
+{{ template "functions/_log_detail.sql" . }}
+{{ template "functions/_check_arrays.sql" . }}
+{{ template "functions/_json_text.sql" . }}
+{{ template "functions/_json_integer.sql" . }}
+{{ template "functions/_json_timestamptz.sql" . }}
+{{ template "functions/_message_specs.sql" . }}
+{{ template "functions/_valid.sql" . }}
+{{ template "functions/_validate.sql" . }}
+{{ template "functions/_idempotent_id.sql" . }}
+{{ template "functions/_enqueue.sql" . }}
+{{ template "functions/_notify_clock_due.sql" . }}
+{{ template "functions/_notify_due.sql" . }}
+{{ template "functions/_notify.sql" . }}
+{{ template "functions/_listening.sql" . }}
+{{ template "functions/_consumer_partition.sql" . }}
+{{ template "functions/log.sql" . }}
+{{ template "functions/_log_after.sql" . }}
+{{ template "functions/enqueue.sql" . }}
+{{ template "functions/enqueue_batch.sql" . }}
+{{ template "functions/enqueue_many.sql" . }}
+{{ template "functions/claim_batch.sql" . }}
+{{ template "functions/complete.sql" . }}
+{{ template "functions/fail.sql" . }}
+{{ template "functions/extend_lease.sql" . }}
+{{ template "functions/reap_stale.sql" . }}
+{{ template "functions/cancel.sql" . }}
+{{ template "functions/redrive.sql" . }}
+{{ template "functions/purge.sql" . }}
+{{ template "functions/status.sql" . }}
+{{ template "functions/queue_stats.sql" . }}
+{{ template "functions/queue_depth.sql" . }}
+{{ template "functions/dead_letters.sql" . }}
+{{ template "functions/throughput.sql" . }}
+{{ template "functions/log_sequence.sql" . }}
+{{ template "functions/refresh_statistics.sql" . }}
+{{ template "functions/create_consumer_group.sql" . }}
+{{ template "functions/log_read.sql" . }}
+{{ template "functions/log_ack.sql" . }}
+{{ template "functions/log_dead_letter.sql" . }}
+{{ template "functions/log_truncate.sql" . }}
+{{ template "functions/consumer_lag.sql" . }}
+{{ template "triggers/messages_notify.sql" . }}
+
+DO $$
+DECLARE
+  f regprocedure;
+BEGIN
+  FOR f IN
+    SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+    WHERE p.pronamespace = 'herald'::regnamespace
+      AND p.xmin::text <> (pg_catalog.pg_current_xact_id()::xid)::text
+  LOOP
+    EXECUTE format('DROP FUNCTION %s', f);
+  END LOOP;
+END
+$$;
+INSERT INTO herald.installed_code (hash, installed_at) VALUES (NULL, now())
+ON CONFLICT (singleton) DO UPDATE SET hash = NULL, installed_at = now();

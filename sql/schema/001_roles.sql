@@ -1,0 +1,38 @@
+-- 001_roles.sql — schema herald and its four roles.
+--
+-- Roles are cluster-wide, so they are created only when missing: several herald
+-- databases can share one cluster, and their migrations may run at the same time.
+--   herald_producer  enqueue and read the status of messages
+--   herald_worker    claim, report, extend leases, reap; read the queue views
+--   herald_consumer  read the ordered log as consumer groups
+--   herald_admin     everything in schema herald (member of the three above)
+-- What each role may execute is granted next to each function (sql/functions).
+
+CREATE SCHEMA herald;
+COMMENT ON SCHEMA herald IS 'herald: Postgres-native notification queue. Public API: objects without a leading underscore.';
+
+DO $$
+DECLARE
+  r text;
+BEGIN
+  FOREACH r IN ARRAY ARRAY['herald_producer', 'herald_worker', 'herald_consumer', 'herald_admin'] LOOP
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = r) THEN
+      BEGIN
+        EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+      EXCEPTION WHEN duplicate_object OR unique_violation THEN
+        NULL; -- created meanwhile by the migration of another database of the cluster
+      END;
+    END IF;
+  END LOOP;
+END
+$$;
+
+DO $$
+BEGIN
+  GRANT herald_producer, herald_worker, herald_consumer TO herald_admin;
+EXCEPTION WHEN unique_violation THEN
+  NULL; -- granted meanwhile by the migration of another database of the cluster
+END
+$$;
+
+GRANT USAGE ON SCHEMA herald TO herald_producer, herald_worker, herald_consumer, herald_admin;

@@ -1,0 +1,2715 @@
+--
+-- PostgreSQL database dump
+--
+
+
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: herald; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA herald;
+
+
+--
+-- Name: SCHEMA herald; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON SCHEMA herald IS 'herald: Postgres-native notification queue. Public API: objects without a leading underscore.';
+
+
+--
+-- Name: message_spec; Type: TYPE; Schema: herald; Owner: -
+--
+
+CREATE TYPE herald.message_spec AS (
+	channel text,
+	recipient text,
+	payload jsonb,
+	run_at timestamp with time zone,
+	priority integer,
+	idempotency_key text,
+	ordering_key text,
+	max_attempts integer,
+	metadata jsonb
+);
+
+
+--
+-- Name: TYPE message_spec; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of herald.enqueue; NULL takes the default.';
+
+
+--
+-- Name: _append_error(jsonb, jsonb); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._append_error(errors jsonb, entry jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT (CASE WHEN jsonb_array_length(errors) >= 20 THEN errors - 0 ELSE errors END) || jsonb_build_array(entry)
+$$;
+
+
+--
+-- Name: _backoff(integer, interval, interval); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._backoff(attempt integer, base interval, cap interval) RETURNS interval
+    LANGUAGE sql
+    AS $$
+  SELECT d * (0.5 + random() * 0.5)
+  FROM (SELECT least(cap, base * power(2, least(greatest(attempt, 1) - 1, 30))) AS d) AS s
+$$;
+
+
+--
+-- Name: _check_arrays(text[], integer[], integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+  i integer;
+BEGIN
+  FOR i IN 1 .. cardinality(fields) LOOP
+    IF lengths[i] IS NULL THEN
+      IF i <= required THEN
+        PERFORM herald._reject('HR012', fields[i], 'must not be NULL');
+      END IF;
+    ELSIF lengths[i] <> lengths[1] THEN
+      PERFORM herald._reject('HR012', fields[i],
+        format('has %s elements but %s has %s', lengths[i], fields[1], lengths[1]));
+    END IF;
+  END LOOP;
+END
+$$;
+
+
+--
+-- Name: _consumer_partition(text, integer, boolean); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._consumer_partition("group" text, partition integer, skip_locked boolean, OUT partitions integer, OUT committed_offset bigint) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  SELECT g.partitions INTO partitions FROM herald.consumer_groups g WHERE g.name = "group";
+  IF NOT FOUND THEN
+    PERFORM herald._reject('HR013', 'group', format('unknown consumer group %L', "group"),
+      hint => 'create it with herald.create_consumer_group');
+  END IF;
+  IF partition IS NULL OR partition NOT BETWEEN 0 AND partitions - 1 THEN
+    PERFORM herald._reject('HR014', 'partition',
+      format('%s is outside 0..%s for group %L', coalesce(partition::text, 'NULL'), partitions - 1, "group"));
+  END IF;
+  IF skip_locked THEN
+    SELECT o.committed_offset INTO committed_offset FROM herald.consumer_offsets o
+    WHERE o.group_name = "group" AND o.partition = _consumer_partition.partition
+    FOR UPDATE SKIP LOCKED;
+  ELSE
+    SELECT o.committed_offset INTO committed_offset FROM herald.consumer_offsets o
+    WHERE o.group_name = "group" AND o.partition = _consumer_partition.partition
+    FOR UPDATE;
+  END IF;
+END
+$$;
+
+
+--
+-- Name: _email_address(text, boolean); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._email_address(recipient text, syntax_checked boolean DEFAULT false) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  SELECT (octet_length(recipient) < 66 OR (octet_length(recipient) <= 254 AND recipient !~ '[^.@]{64}[^@]*$'))
+     AND (syntax_checked OR recipient ~ ('^(?:' || herald._recipient_pattern('email') || ')$'))
+$_$;
+
+
+--
+-- Name: _enqueue(herald.message_spec[], timestamp with time zone, boolean); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean) RETURNS bigint[]
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  n integer := cardinality(specs);
+  v_ids bigint[];
+  v_channels text[];
+  v_hashes integer[];
+  v_list text;
+  v_keyed boolean;
+  v_kind text;
+  v_stored bigint;
+  v_logged bigint[];
+  i integer;
+BEGIN
+  SELECT array_agg(nextval('herald.messages_id_seq')), array_agg(s.channel),
+         array_agg(herald._key_hash(ordering_key => s.ordering_key, recipient => s.recipient)),
+         string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL)
+  INTO v_ids, v_channels, v_hashes, v_list, v_keyed
+  FROM unnest(specs) AS s;
+  v_kind := herald._recipient_list_kind(list => v_list, n => n);
+
+  INSERT INTO herald.messages AS m
+    (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
+     idempotency_key, max_attempts, created_at)
+  SELECT v_ids[s.ord], c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
+         coalesce(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
+         coalesce(s.max_attempts, c.max_attempts), _enqueue.now
+  FROM unnest(specs) WITH ORDINALITY
+         AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
+  JOIN herald.channels c ON c.name = s.channel
+  WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
+                      payload => s.payload, run_at => s.run_at, priority => s.priority,
+                      max_attempts => s.max_attempts, metadata => s.metadata,
+                      idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
+                      now => _enqueue.now,
+                      checked_kind => v_kind)
+  ORDER BY s.ord
+  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
+  GET DIAGNOSTICS v_stored = ROW_COUNT;
+
+  v_logged := v_ids;
+  IF v_stored < n THEN
+    FOR i IN 1 .. n LOOP
+      PERFORM herald._validate(spec => specs[i], now => _enqueue.now,
+                               field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
+    END LOOP;
+    IF NOT v_keyed THEN
+      RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
+        USING ERRCODE = 'XX000';
+    END IF;
+    SELECT array_agg(m.id ORDER BY m.id), array_agg(m.channel ORDER BY m.id),
+           array_agg(herald._key_hash(ordering_key => m.ordering_key, recipient => m.recipient) ORDER BY m.id)
+    INTO v_logged, v_channels, v_hashes
+    FROM herald.messages m WHERE m.id = ANY (v_ids);
+    FOR i IN 1 .. n LOOP
+      IF (specs[i]).idempotency_key IS NOT NULL THEN
+        v_ids[i] := herald._idempotent_id(key => (specs[i]).idempotency_key);
+      END IF;
+    END LOOP;
+  END IF;
+
+  IF v_stored > 0 THEN
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+    VALUES ('accepted', _enqueue.now, v_logged, v_channels, v_hashes);
+  END IF;
+  RETURN v_ids;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean) IS 'Private: the one writer of herald.messages (check, store, log ''accepted''), behind every enqueue function.';
+
+
+--
+-- Name: _event_detail(text, text, text, text, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE kind
+           WHEN 'sent' THEN CASE
+             WHEN attempts IS NULL THEN jsonb_strip_nulls(jsonb_build_object(
+               'provider_message_id', provider_message_id, 'attempts', attempts))
+             WHEN provider_message_id IS NULL THEN jsonb_build_object('attempts', attempts)
+             ELSE jsonb_build_object('provider_message_id', provider_message_id, 'attempts', attempts)
+           END
+           WHEN 'dead' THEN jsonb_strip_nulls(jsonb_build_object(
+             'error_class', error_class, 'error', error, 'attempts', attempts))
+           ELSE '{}'::jsonb
+         END
+$$;
+
+
+--
+-- Name: _idempotent_id(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._idempotent_id(key text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+  v_id bigint;
+BEGIN
+  SELECT m.id INTO v_id FROM herald.messages m WHERE m.idempotency_key = key;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING
+      ERRCODE = 'serialization_failure',
+      MESSAGE = format('idempotency_key %L was stored by a concurrent transaction this snapshot cannot see', key),
+      HINT = 'retry the transaction';
+  END IF;
+  RETURN v_id;
+END
+$$;
+
+
+--
+-- Name: _json_integer(jsonb, text, text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._json_integer(item jsonb, key text, prefix text, code text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+  v jsonb := item -> key;
+  s text;
+BEGIN
+  IF v IS NULL OR v = 'null' THEN
+    RETURN NULL;
+  END IF;
+  s := v #>> '{}';
+  IF jsonb_typeof(v) NOT IN ('number', 'string') OR s !~ '^-?[0-9]{1,9}$' THEN
+    PERFORM herald._reject(code, prefix || '.' || key, format('must be an integer, not %s', v));
+  END IF;
+  RETURN s::integer;
+END
+$_$;
+
+
+--
+-- Name: _json_text(jsonb, text, text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._json_text(item jsonb, key text, prefix text, code text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+  v jsonb := item -> key;
+BEGIN
+  IF v IS NULL OR v = 'null' THEN
+    RETURN NULL;
+  ELSIF jsonb_typeof(v) <> 'string' THEN
+    PERFORM herald._reject(code, prefix || '.' || key, format('must be a string, not %s', jsonb_typeof(v)));
+  END IF;
+  RETURN v #>> '{}';
+END
+$$;
+
+
+--
+-- Name: _json_timestamptz(jsonb, text, text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._json_timestamptz(item jsonb, key text, prefix text, code text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+  v jsonb := item -> key;
+  t timestamptz;
+BEGIN
+  IF v IS NULL OR v = 'null' THEN
+    RETURN NULL;
+  END IF;
+  IF jsonb_typeof(v) = 'string' THEN
+    BEGIN
+      t := (v #>> '{}')::timestamptz;
+      RETURN t;
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_parameter_value THEN
+      NULL; -- fall through to the herald error below
+    END;
+  END IF;
+  PERFORM herald._reject(code, prefix || '.' || key,
+    format('must be a timestamp string such as "2030-01-02T03:04:05Z", not %s', v));
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: _key_hash(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._key_hash(ordering_key text, recipient text) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT hashtext(coalesce(ordering_key, recipient))
+$$;
+
+
+--
+-- Name: _listening(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._listening(channel text) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  SELECT setval(CASE channel WHEN 'herald_queue' THEN 'herald.notify_clock_queue'::regclass
+                             ELSE 'herald.notify_clock_log'::regclass END, 0)
+$$;
+
+
+--
+-- Name: _log_after(bigint, integer, integer, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._log_after(after bigint, partitions integer, partition integer, max integer) RETURNS TABLE("offset" bigint, message_id bigint, kind text, channel text, key_hash integer, at timestamp with time zone, detail jsonb)
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT o.first_offset + o.pos - 1, o.message_id, o.kind, o.channel, o.key_hash, o.at,
+         herald._log_detail(o.kind, o.detail, o.provider_message_id, o.attempts)
+  FROM (
+    SELECT s.first_offset, e.pos, e.message_id, s.kind, e.channel, e.key_hash, s.at,
+           e.detail, e.provider_message_id, e.attempts
+    FROM herald.log_statements s
+    CROSS JOIN LATERAL unnest(s.message_ids, s.channels, s.key_hashes, s.details, s.provider_message_ids, s.attempts)
+      WITH ORDINALITY AS e(message_id, channel, key_hash, detail, provider_message_id, attempts, pos)
+    WHERE s.first_offset >= coalesce((SELECT max(h.first_offset) FROM herald.log_statements h
+                                      WHERE h.first_offset <= _log_after.after + 1), 0)
+      AND s.first_offset + e.pos - 1 > _log_after.after
+      AND (e.key_hash & 2147483647) % _log_after.partitions = _log_after.partition
+    ORDER BY s.first_offset, e.pos
+    LIMIT _log_after.max
+  ) o
+  -- The subquery's order, which the planner knows it has: no second sort.
+  ORDER BY o.first_offset, o.pos
+$$;
+
+
+--
+-- Name: _log_detail(text, jsonb, text, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._log_detail(kind text, detail jsonb, provider_message_id text, attempts integer) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT coalesce(detail,
+                  CASE WHEN attempts IS NOT NULL
+                    THEN herald._event_detail(kind, provider_message_id, NULL, NULL, attempts) END,
+                  '{}'::jsonb)
+$$;
+
+
+--
+-- Name: _message_specs(jsonb); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._message_specs(messages jsonb) RETURNS herald.message_spec[]
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+  specs herald.message_spec[] := '{}';
+  item jsonb;
+  p text;
+  k text;
+  i integer;
+BEGIN
+  FOR i IN 1 .. jsonb_array_length(messages) LOOP
+    item := messages -> (i - 1);
+    p := format('messages[%s]', i - 1);
+    IF jsonb_typeof(item) <> 'object' THEN
+      PERFORM herald._reject('HR011', p, 'must be a JSON object');
+    END IF;
+    FOR k IN SELECT jsonb_object_keys(item) LOOP
+      IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
+                   'ordering_key', 'max_attempts', 'metadata') THEN
+        PERFORM herald._reject('HR011', p || '.' || k, 'is not a message field',
+          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
+      END IF;
+    END LOOP;
+    specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => 'HR011'),
+                    herald._json_text(item => item, key => 'recipient', prefix => p, code => 'HR011'),
+                    nullif(item -> 'payload', 'null'),
+                    herald._json_timestamptz(item => item, key => 'run_at', prefix => p, code => 'HR005'),
+                    herald._json_integer(item => item, key => 'priority', prefix => p, code => 'HR006'),
+                    herald._json_text(item => item, key => 'idempotency_key', prefix => p, code => 'HR011'),
+                    herald._json_text(item => item, key => 'ordering_key', prefix => p, code => 'HR011'),
+                    herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => 'HR007'),
+                    nullif(item -> 'metadata', 'null'))::herald.message_spec;
+  END LOOP;
+  RETURN specs;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _message_specs(messages jsonb); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._message_specs(messages jsonb) IS 'Private: read enqueue_batch elements one by one, naming the first of the wrong shape.';
+
+
+--
+-- Name: _messages_notify(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._messages_notify() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  -- The test inline (herald._notify_clock_due is one inlined expression): most
+  -- statements of a busy queue notify nobody and so make no nested call.
+  IF herald._notify_clock_due(least(coalesce(pg_sequence_last_value('herald.notify_clock_queue'::regclass), 0),
+                                    coalesce(pg_sequence_last_value('herald.notify_clock_log'::regclass), 0))) THEN
+    PERFORM herald._notify(ARRAY['herald_queue', 'herald_log']);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: _nonempty_string(jsonb, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._nonempty_string(obj jsonb, key text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT coalesce(jsonb_typeof(obj -> key) = 'string' AND obj ->> key <> '', false)
+$$;
+
+
+--
+-- Name: _notify(text[]); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._notify(channels text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  ch text;
+BEGIN
+  FOREACH ch IN ARRAY channels LOOP
+    CONTINUE WHEN NOT herald._notify_due(ch);
+    PERFORM setval(CASE ch WHEN 'herald_queue' THEN 'herald.notify_clock_queue'::regclass
+                           ELSE 'herald.notify_clock_log'::regclass END,
+                   (date_part('epoch', clock_timestamp()) * 1000000)::bigint);
+    PERFORM pg_notify(ch, '');
+  END LOOP;
+END
+$$;
+
+
+--
+-- Name: _notify_clock_due(bigint); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._notify_clock_due(clock bigint) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+  SELECT coalesce(clock, 0)
+           <= (date_part('epoch', clock_timestamp()) * 1000000)::bigint
+              - coalesce(nullif(current_setting('herald.notify_interval_ms', true), '')::bigint, 50) * 1000
+$$;
+
+
+--
+-- Name: _notify_due(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._notify_due(channel text) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+  SELECT herald._notify_clock_due(pg_sequence_last_value(CASE channel WHEN 'herald_queue' THEN 'herald.notify_clock_queue'::regclass
+                                                                      ELSE 'herald.notify_clock_log'::regclass END))
+$$;
+
+
+--
+-- Name: _recipient_list_kind(text, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._recipient_list_kind(list text, n integer) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  SELECT CASE
+           WHEN octet_length(list) - octet_length(replace(list, E'\n', '')) IS DISTINCT FROM n - 1 THEN NULL
+           WHEN list ~ ('^(?:' || herald._recipient_pattern('email') || ')(?:\n(?:' || herald._recipient_pattern('email') || '))*$') THEN 'email'
+           WHEN list ~ ('^(?:' || herald._recipient_pattern('sms') || ')(?:\n(?:' || herald._recipient_pattern('sms') || '))*$') THEN 'sms'
+           WHEN list ~ ('^(?:' || herald._recipient_pattern('webhook') || ')(?:\n(?:' || herald._recipient_pattern('webhook') || '))*$') THEN 'webhook'
+         END
+$_$;
+
+
+--
+-- Name: _recipient_pattern(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._recipient_pattern(kind text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  SELECT CASE kind
+           WHEN 'email' THEN '[A-Za-z0-9!#$%&''*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&''*+/=?^_`{|}~-]+)*@[A-Za-z0-9]+((\.|-+)[A-Za-z0-9]+)*'
+           WHEN 'sms' THEN '\+[1-9][0-9]{6,14}'
+           WHEN 'webhook' THEN 'https?://[^\s/?#]+([/?#]\S*)?'
+         END
+$_$;
+
+
+--
+-- Name: _reject(text, text, text, text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._reject(code text, field text, message text, detail text DEFAULT NULL::text, hint text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  -- RAISE refuses NULL options, so the optional DETAIL and HINT need their own branches.
+  IF detail IS NULL AND hint IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = code, COLUMN = field, MESSAGE = field || ': ' || message;
+  ELSIF detail IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = code, COLUMN = field, MESSAGE = field || ': ' || message, HINT = hint;
+  ELSIF hint IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = code, COLUMN = field, MESSAGE = field || ': ' || message, DETAIL = detail;
+  ELSE
+    RAISE EXCEPTION USING ERRCODE = code, COLUMN = field, MESSAGE = field || ': ' || message, DETAIL = detail, HINT = hint;
+  END IF;
+END
+$$;
+
+
+--
+-- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, jsonb, text, text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $_$
+  SELECT coalesce(
+        kind IS NOT NULL
+    AND CASE kind
+          WHEN 'email' THEN herald._email_address(recipient, coalesce(checked_kind = 'email', false))
+                            AND payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
+          WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
+                           OR recipient ~ ('^(?:' || herald._recipient_pattern('sms') || ')$'))
+                          AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
+          ELSE length(recipient) <@ int4range(1, 320, '[]')
+               AND jsonb_typeof(payload) = 'object'
+               AND (kind <> 'webhook' OR coalesce(checked_kind = 'webhook', false)
+                    OR recipient ~ ('^(?:' || herald._recipient_pattern('webhook') || ')$'))
+        END
+    AND pg_column_size(payload) <= max_payload_bytes
+    AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
+    AND (priority IS NULL OR priority <@ int4range(-100, 100, '[]'))
+    AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
+    AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
+    AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
+    AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]')),
+    false)
+$_$;
+
+
+--
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+
+
+--
+-- Name: _validate(herald.message_spec, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._validate(spec herald.message_spec, now timestamp with time zone, field_prefix text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $_$
+#variable_conflict use_variable
+DECLARE
+  ch herald.channels;
+  p text := field_prefix;
+BEGIN
+  SELECT c.* INTO ch FROM herald.channels c WHERE c.name = spec.channel;
+  IF NOT FOUND THEN
+    PERFORM herald._reject('HR001', p || 'channel', format('unknown channel %L', spec.channel),
+      hint => 'known channels are the rows of herald.channels');
+  END IF;
+
+  IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
+    PERFORM herald._reject('HR002', p || 'recipient', 'must be a non-empty string of at most 320 characters');
+  ELSIF ch.kind = 'email' AND NOT herald._email_address(spec.recipient) THEN
+    PERFORM herald._reject('HR002', p || 'recipient', format('%L is not an e-mail address', spec.recipient),
+      hint => 'expected local-part@domain, e.g. ana@example.com');
+  ELSIF ch.kind = 'sms' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern('sms') || ')$') THEN
+    PERFORM herald._reject('HR002', p || 'recipient', format('%L is not an E.164 phone number', spec.recipient),
+      hint => 'expected + and country code and number, digits only, e.g. +14155550100');
+  ELSIF ch.kind = 'webhook' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern('webhook') || ')$') THEN
+    PERFORM herald._reject('HR002', p || 'recipient', format('%L is not an http(s) URL', spec.recipient));
+  END IF;
+
+  IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN
+    PERFORM herald._reject('HR003', p || 'payload', 'must be a JSON object');
+  ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(spec.payload, 'subject') THEN
+    PERFORM herald._reject('HR003', p || 'payload', 'an e-mail needs "subject" (a non-empty string)');
+  ELSIF ch.kind = 'email' AND NOT (herald._nonempty_string(spec.payload, 'text')
+                                OR herald._nonempty_string(spec.payload, 'html')
+                                OR herald._nonempty_string(spec.payload, 'body')) THEN
+    PERFORM herald._reject('HR003', p || 'payload', 'an e-mail needs "text", "html" or "body" (a non-empty string)');
+  ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(spec.payload, 'text')
+                              OR herald._nonempty_string(spec.payload, 'body')) THEN
+    PERFORM herald._reject('HR003', p || 'payload', 'an SMS needs "text" or "body" (a non-empty string)');
+  ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
+    PERFORM herald._reject('HR004', p || 'payload',
+      format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
+  END IF;
+
+  IF spec.run_at NOT BETWEEN now - interval '1 year' AND now + interval '1 year' THEN
+    PERFORM herald._reject('HR005', p || 'run_at', format('%s is more than a year away from now', spec.run_at));
+  END IF;
+  IF spec.priority NOT BETWEEN -100 AND 100 THEN
+    PERFORM herald._reject('HR006', p || 'priority', format('%s is outside -100..100 (lower runs first)', spec.priority));
+  END IF;
+  IF spec.max_attempts NOT BETWEEN 1 AND 100 THEN
+    PERFORM herald._reject('HR007', p || 'max_attempts', format('%s is outside 1..100', spec.max_attempts));
+  END IF;
+  IF jsonb_typeof(spec.metadata) <> 'object' THEN
+    PERFORM herald._reject('HR008', p || 'metadata', 'must be a JSON object');
+  ELSIF pg_column_size(spec.metadata) > 8192 THEN
+    PERFORM herald._reject('HR008', p || 'metadata', format('is %s bytes, over the 8192-byte limit', pg_column_size(spec.metadata)));
+  END IF;
+  IF spec.idempotency_key = '' OR length(spec.idempotency_key) > 255 THEN
+    PERFORM herald._reject('HR009', p || 'idempotency_key', 'must be 1 to 255 characters');
+  END IF;
+  IF spec.ordering_key = '' OR length(spec.ordering_key) > 255 THEN
+    PERFORM herald._reject('HR010', p || 'ordering_key', 'must be 1 to 255 characters');
+  END IF;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _validate(spec herald.message_spec, now timestamp with time zone, field_prefix text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._validate(spec herald.message_spec, now timestamp with time zone, field_prefix text) IS 'Private: raise the error naming the first bad field of a message (the enqueue rules).';
+
+
+--
+-- Name: cancel(bigint, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.cancel(id bigint, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  done boolean;
+BEGIN
+  WITH cancelled AS (
+    UPDATE herald.messages m
+    SET status = 'cancelled', finished_at = cancel.now
+    WHERE m.id = cancel.id AND m.status = 'queued'
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+  ), appended AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+    SELECT 'cancelled', cancel.now, ARRAY[c.id], ARRAY[c.channel], ARRAY[herald._key_hash(c.ordering_key, c.recipient)]
+    FROM cancelled c
+  )
+  SELECT EXISTS (SELECT FROM cancelled) INTO done;
+  IF done THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  RETURN done;
+END
+$$;
+
+
+--
+-- Name: claim_batch(text, integer, interval, text[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.claim_batch(worker text, batch_size integer DEFAULT 100, lease interval DEFAULT '00:00:30'::interval, channels text[] DEFAULT NULL::text[], now timestamp with time zone DEFAULT now()) RETURNS TABLE(id bigint, channel text, recipient text, payload jsonb, metadata jsonb, attempt integer, lease_token bigint, lease_expires_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  v_token bigint;
+  v_channels text[];
+BEGIN
+  IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
+    PERFORM herald._reject('HR012', 'worker', 'must be a non-empty name of at most 200 characters');
+  END IF;
+  IF claim_batch.batch_size IS NULL OR claim_batch.batch_size NOT BETWEEN 1 AND 10000 THEN
+    PERFORM herald._reject('HR012', 'batch_size', format('%s is outside 1..10000', claim_batch.batch_size));
+  END IF;
+  IF claim_batch.lease IS NOT NULL AND claim_batch.lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
+    PERFORM herald._reject('HR012', 'lease', format('%s is outside 1 second..1 day', claim_batch.lease));
+  END IF;
+
+  -- The caller may be about to wait for a NOTIFY: producers notify from now on
+  -- (herald._notify). Before the claim's snapshot, so a message that misses this
+  -- claim finds the mark.
+  PERFORM herald._listening('herald_queue');
+
+  SELECT array_agg(c.name) INTO v_channels
+  FROM herald.channels c
+  WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
+  IF v_channels IS NULL THEN
+    RETURN;
+  END IF;
+
+  v_token := nextval('herald.lease_token_seq');
+
+  RETURN QUERY
+  WITH ready AS (
+    SELECT m.id
+    FROM herald.messages m
+    WHERE m.status = 'queued'
+      AND m.run_at <= claim_batch.now
+      AND m.channel = ANY (v_channels)
+      AND (m.ordering_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM herald.messages e
+            WHERE e.ordering_key = m.ordering_key
+              AND e.id < m.id
+              AND e.status IN ('queued', 'processing')))
+    ORDER BY m.priority, m.run_at, m.id
+    LIMIT claim_batch.batch_size
+    FOR UPDATE SKIP LOCKED
+  ), claimed AS (
+    UPDATE herald.messages m
+    SET status = 'processing',
+        attempts = m.attempts + 1,
+        lease_token = v_token,
+        leased_by = claim_batch.worker,
+        lease_expires_at = claim_batch.now + coalesce(claim_batch.lease,
+          (SELECT c.lease FROM herald.channels c WHERE c.name = m.channel))
+    -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
+    -- which a generic plan takes for a tenth of the table: it then hashed the whole
+    -- table for every claim).
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r))
+    RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
+              m.lease_token, m.lease_expires_at, m.priority, m.run_at
+  )
+  SELECT c.id, c.channel, c.recipient, c.payload, c.metadata, c.attempts,
+         c.lease_token, c.lease_expires_at
+  FROM claimed c
+  ORDER BY c.priority, c.run_at, c.id;
+END
+$$;
+
+
+--
+-- Name: complete(bigint[], bigint[], text[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_message_ids text[] DEFAULT NULL::text[], now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  changed integer;
+BEGIN
+  PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
+    ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
+
+  WITH sent AS (
+    UPDATE herald.messages m
+    SET status = 'sent',
+        finished_at = complete.now,
+        provider_message_id = u.provider_message_id,
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM unnest(ids, lease_tokens, provider_message_ids) AS u(id, lease_token, provider_message_id)
+    WHERE m.id = u.id
+      AND m.lease_token = u.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.provider_message_id, m.attempts
+  ), appended AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes,
+                                       provider_message_ids, attempts)
+    SELECT 'sent', complete.now, array_agg(s.id), array_agg(s.channel),
+           array_agg(herald._key_hash(s.ordering_key, s.recipient)),
+           CASE WHEN count(s.provider_message_id) > 0 THEN array_agg(s.provider_message_id) END,
+           array_agg(s.attempts)
+    -- Sorted once, below the aggregate, instead of once per array_agg(… ORDER BY):
+    -- the arrays are filled from the same rows in the same order.
+    FROM (SELECT * FROM sent ORDER BY id) s
+    HAVING count(*) > 0
+  )
+  SELECT count(*) INTO changed FROM sent;
+  IF changed > 0 THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  RETURN changed;
+END
+$$;
+
+
+--
+-- Name: complete(bigint, bigint, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text DEFAULT NULL::text, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  SELECT herald.complete(ARRAY[id], ARRAY[lease_token], ARRAY[provider_message_id], now) = 1
+$$;
+
+
+--
+-- Name: create_consumer_group(text, integer, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.create_consumer_group("group" text, partitions integer DEFAULT 1, start text DEFAULT 'latest'::text, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+  existing integer;
+  v_start bigint;
+BEGIN
+  IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
+    PERFORM herald._reject('HR012', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
+  END IF;
+  IF partitions IS NULL OR partitions NOT BETWEEN 1 AND 256 THEN
+    PERFORM herald._reject('HR012', 'partitions', format('%s is outside 1..256', coalesce(partitions::text, 'NULL')));
+  END IF;
+  IF start IS NULL OR start NOT IN ('latest', 'earliest') THEN
+    PERFORM herald._reject('HR012', 'start', format('%s is neither latest nor earliest', coalesce(quote_literal(start), 'NULL')));
+  END IF;
+
+  SELECT g.partitions INTO existing FROM herald.consumer_groups g WHERE g.name = "group";
+  IF FOUND THEN
+    IF existing <> partitions THEN
+      PERFORM herald._reject('HR016', 'partitions',
+        format('consumer group %L exists with %s partitions, not %s', "group", existing, partitions));
+    END IF;
+    RETURN false;
+  END IF;
+
+  IF start = 'latest' THEN
+    SELECT c.next_offset - 1 INTO v_start FROM herald.log_counter c;
+  ELSE
+    SELECT coalesce(min(s.first_offset) - 1, (SELECT c.next_offset - 1 FROM herald.log_counter c))
+    INTO v_start FROM herald.log_statements s WHERE s.first_offset IS NOT NULL;
+  END IF;
+
+  INSERT INTO herald.consumer_groups (name, partitions, created_at)
+  VALUES ("group", partitions, now)
+  ON CONFLICT (name) DO NOTHING;
+  IF NOT FOUND THEN
+    RETURN false; -- created concurrently
+  END IF;
+  INSERT INTO herald.consumer_offsets (group_name, partition, committed_offset, updated_at)
+  SELECT "group", p, v_start, now FROM generate_series(0, partitions - 1) p;
+  RETURN true;
+END
+$_$;
+
+
+--
+-- Name: enqueue(text, text, jsonb, timestamp with time zone, integer, text, text, integer, jsonb, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, ordering_key text DEFAULT NULL::text, max_attempts integer DEFAULT NULL::integer, metadata jsonb DEFAULT NULL::jsonb, now timestamp with time zone DEFAULT now()) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  SELECT (herald._enqueue(
+            specs => ARRAY[ROW(channel, recipient, payload, run_at, priority, idempotency_key,
+                               ordering_key, max_attempts, metadata)::herald.message_spec],
+            now => now,
+            single => true))[1]
+$$;
+
+
+--
+-- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors HR001-HR010 name the field.';
+
+
+--
+-- Name: enqueue_batch(jsonb, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with time zone DEFAULT now()) RETURNS bigint[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+  n integer;
+  specs herald.message_spec[];
+BEGIN
+  IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
+    PERFORM herald._reject('HR011', 'messages', 'must be a JSON array of message objects');
+  END IF;
+  n := jsonb_array_length(messages);
+  IF n = 0 OR n > 10000 THEN
+    PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
+  END IF;
+
+  -- An element that is not an object, has an unknown field, or a field of a JSON type
+  -- that field does not take (strings: the texts and run_at; numbers or strings: the
+  -- integers). A missing field makes its exists() unknown, which selects nothing.
+  IF NOT messages @? 'strict $[*] ? (@.type() != "object"
+        || exists(@.keyvalue() ? (!(@.key == "channel" || @.key == "recipient" || @.key == "payload"
+             || @.key == "run_at" || @.key == "priority" || @.key == "idempotency_key"
+             || @.key == "ordering_key" || @.key == "max_attempts" || @.key == "metadata")))
+        || exists(@.channel ? (@.type() != "string" && @.type() != "null"))
+        || exists(@.recipient ? (@.type() != "string" && @.type() != "null"))
+        || exists(@.run_at ? (@.type() != "string" && @.type() != "null"))
+        || exists(@.idempotency_key ? (@.type() != "string" && @.type() != "null"))
+        || exists(@.ordering_key ? (@.type() != "string" && @.type() != "null"))
+        || exists(@.priority ? (@.type() != "number" && @.type() != "string" && @.type() != "null"))
+        || exists(@.max_attempts ? (@.type() != "number" && @.type() != "string" && @.type() != "null")))' THEN
+    BEGIN
+      specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
+    EXCEPTION WHEN data_exception THEN
+      specs := NULL; -- a run_at or an integer that does not convert: named below
+    END;
+  END IF;
+
+  IF specs IS NULL THEN
+    specs := herald._message_specs(messages => messages);
+  END IF;
+  RETURN herald._enqueue(specs => specs, now => enqueue_batch.now, single => false);
+END
+$_$;
+
+
+--
+-- Name: FUNCTION enqueue_batch(messages jsonb, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with time zone) IS 'Store many notifications given as a JSON array, all or nothing; ids in input order; errors name messages[i].field.';
+
+
+--
+-- Name: enqueue_many(text[], text[], jsonb[], timestamp with time zone[], integer[], text[], text[], integer[], jsonb[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], idempotency_keys text[] DEFAULT NULL::text[], ordering_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], metadata jsonb[] DEFAULT NULL::jsonb[], now timestamp with time zone DEFAULT now()) RETURNS bigint[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  n integer := coalesce(cardinality(channels), 0);
+  names text[] := ARRAY['recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
+                        'ordering_keys', 'max_attempts', 'metadata'];
+  lengths integer[] := ARRAY[cardinality(recipients), cardinality(payloads), cardinality(run_ats),
+                             cardinality(priorities), cardinality(idempotency_keys),
+                             cardinality(ordering_keys), cardinality(max_attempts), cardinality(metadata)];
+  i integer;
+BEGIN
+  IF n = 0 OR n > 10000 THEN
+    PERFORM herald._reject('HR011', 'channels', format('has %s elements; 1 to 10000 messages are allowed', n));
+  END IF;
+  FOR i IN 1 .. cardinality(names) LOOP
+    IF (i <= 2 AND lengths[i] IS NULL) OR lengths[i] <> n THEN
+      PERFORM herald._reject('HR011', names[i],
+        format('has %s elements but channels has %s', coalesce(lengths[i]::text, 'no'), n));
+    END IF;
+  END LOOP;
+  RETURN herald._enqueue(
+    specs => ARRAY(SELECT ROW(u.*)::herald.message_spec
+                   FROM unnest(channels, recipients, payloads, run_ats, priorities, idempotency_keys,
+                               ordering_keys, max_attempts, metadata) AS u),
+    now => enqueue_many.now,
+    single => false);
+END
+$$;
+
+
+--
+-- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone) IS 'Store many notifications given as parallel arrays, all or nothing; ids in input order.';
+
+
+--
+-- Name: extend_lease(bigint[], bigint[], interval, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], lease interval, now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  changed integer;
+BEGIN
+  PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens'],
+    ARRAY[cardinality(ids), cardinality(lease_tokens)], 2);
+  IF lease IS NULL OR lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
+    PERFORM herald._reject('HR012', 'lease', format('%s is outside 1 second..1 day', coalesce(lease::text, 'NULL')));
+  END IF;
+
+  UPDATE herald.messages m
+  SET lease_expires_at = extend_lease.now + extend_lease.lease
+  FROM unnest(ids, lease_tokens) AS u(id, lease_token)
+  WHERE m.id = u.id
+    AND m.lease_token = u.lease_token; -- a lease token exists only while processing (messages_lease_when_processing)
+  GET DIAGNOSTICS changed = ROW_COUNT;
+  RETURN changed;
+END
+$$;
+
+
+--
+-- Name: fail(bigint[], bigint[], text[], text[], timestamp with time zone[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  changed integer;
+  died boolean;
+  ready boolean;
+  bad text;
+BEGIN
+  PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'errors', 'error_classes', 'retry_at'],
+    ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
+          cardinality(error_classes), cardinality(retry_at)], 4);
+  SELECT c INTO bad FROM unnest(error_classes) AS c
+  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'permanent') LIMIT 1;
+  IF FOUND THEN
+    PERFORM herald._reject('HR012', 'error_classes',
+      format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
+      hint => 'use transient, rate_limited or permanent');
+  END IF;
+
+  WITH failed AS (
+    UPDATE herald.messages m
+    SET status = d.next_status,
+        attempts = d.attempts,
+        run_at = CASE WHEN d.next_status = 'queued' THEN d.next_run_at ELSE m.run_at END,
+        finished_at = CASE WHEN d.next_status = 'dead' THEN fail.now END,
+        lease_token = NULL,
+        lease_expires_at = NULL,
+        last_error = d.error,
+        last_error_class = d.error_class,
+        errors = herald._append_error(m.errors, jsonb_build_object(
+                   'at', fail.now, 'attempt', m.attempts, 'class', d.error_class,
+                   'error', d.error, 'worker', m.leased_by))
+    FROM (
+      SELECT u.id, u.lease_token, left(u.error, 2000) AS error, u.error_class,
+             CASE
+               WHEN u.error_class = 'permanent' THEN 'dead'
+               WHEN u.error_class = 'transient' AND x.attempts >= x.max_attempts THEN 'dead'
+               ELSE 'queued'
+             END AS next_status,
+             CASE WHEN u.error_class = 'rate_limited' THEN greatest(x.attempts - 1, 0) ELSE x.attempts END AS attempts,
+             greatest(fail.now, coalesce(u.retry_at,
+               fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max))) AS next_run_at
+      FROM unnest(ids, lease_tokens, errors, error_classes, retry_at)
+             AS u(id, lease_token, error, error_class, retry_at)
+      JOIN herald.messages x ON x.id = u.id
+      JOIN herald.channels c ON c.name = x.channel
+    ) AS d
+    WHERE m.id = d.id
+      AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
+    RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
+              m.last_error, m.attempts
+  ), appended AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+    SELECT 'dead', fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),
+           array_agg(herald._key_hash(f.ordering_key, f.recipient) ORDER BY f.id),
+           array_agg(herald._event_detail('dead', NULL, f.last_error_class, f.last_error, f.attempts) ORDER BY f.id)
+    FROM failed f
+    WHERE f.status = 'dead'
+    HAVING count(*) > 0
+  )
+  SELECT count(*), bool_or(f.status = 'dead'), bool_or(f.status = 'queued' AND f.run_at <= fail.now)
+  INTO changed, died, ready
+  FROM failed f;
+  IF died THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  IF ready THEN
+    PERFORM herald._notify(ARRAY['herald_queue']); -- a retry due at once
+  END IF;
+  RETURN changed;
+END
+$$;
+
+
+--
+-- Name: fail(bigint, bigint, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  SELECT herald.fail(ARRAY[id], ARRAY[lease_token], ARRAY[error], ARRAY[error_class], ARRAY[retry_at], now) = 1
+$$;
+
+
+--
+-- Name: log_ack(text, integer, bigint, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.log_ack("group" text, partition integer, upto bigint, now timestamp with time zone DEFAULT now()) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  cp record;
+  log_end bigint;
+BEGIN
+  cp := herald._consumer_partition("group", partition, false);
+  SELECT c.next_offset - 1 INTO log_end FROM herald.log_counter c;
+  IF upto IS NULL OR upto > log_end THEN
+    PERFORM herald._reject('HR015', 'upto',
+      format('%s is beyond the end of the log (offset %s)', coalesce(upto::text, 'NULL'), log_end));
+  END IF;
+  IF upto <= cp.committed_offset THEN
+    RETURN cp.committed_offset;
+  END IF;
+  UPDATE herald.consumer_offsets o
+  SET committed_offset = upto, updated_at = log_ack.now
+  WHERE o.group_name = "group" AND o.partition = log_ack.partition;
+  RETURN upto;
+END
+$$;
+
+
+--
+-- Name: log_dead_letter(text, integer, bigint, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.log_dead_letter("group" text, partition integer, "offset" bigint, error text, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  cp record;
+  ev herald.log;
+BEGIN
+  IF error IS NULL OR error = '' THEN
+    PERFORM herald._reject('HR012', 'error', 'must say why the event is set aside');
+  END IF;
+  cp := herald._consumer_partition("group", partition, false);
+  SELECT l.* INTO ev FROM herald._log_after(cp.committed_offset, cp.partitions, log_dead_letter.partition, 1) l;
+  IF ev."offset" IS DISTINCT FROM log_dead_letter."offset" THEN
+    PERFORM herald._reject('HR015', 'offset',
+      format('%s is not the next event of partition %s (that is %s)',
+             coalesce(log_dead_letter."offset"::text, 'NULL'), partition, coalesce(ev."offset"::text, 'none')));
+  END IF;
+  INSERT INTO herald.consumer_dead_letters
+    (group_name, partition, "offset", message_id, kind, channel, at, detail, error, dead_at)
+  VALUES ("group", partition, ev."offset", ev.message_id, ev.kind, ev.channel, ev.at, ev.detail,
+          left(error, 2000), log_dead_letter.now);
+  UPDATE herald.consumer_offsets o
+  SET committed_offset = ev."offset", updated_at = log_dead_letter.now
+  WHERE o.group_name = "group" AND o.partition = log_dead_letter.partition;
+  RETURN true;
+END
+$$;
+
+
+--
+-- Name: log_read(text, integer, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.log_read("group" text, partition integer, max integer DEFAULT 100) RETURNS TABLE("offset" bigint, message_id bigint, kind text, channel text, at timestamp with time zone, detail jsonb)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  cp record;
+BEGIN
+  IF log_read.max IS NULL OR log_read.max NOT BETWEEN 1 AND 10000 THEN
+    PERFORM herald._reject('HR012', 'max', format('%s is outside 1..10000', coalesce(log_read.max::text, 'NULL')));
+  END IF;
+  PERFORM herald._listening('herald_log'); -- the caller may wait next: producers notify (herald._notify)
+  cp := herald._consumer_partition(log_read."group", log_read.partition, true);
+  IF cp.committed_offset IS NULL THEN
+    RETURN; -- another consumer of this group holds the partition
+  END IF;
+  IF current_setting('transaction_isolation') = 'read committed' THEN
+    PERFORM herald.log_sequence(10000);
+  END IF;
+
+  RETURN QUERY
+  SELECT l."offset", l.message_id, l.kind, l.channel, l.at, l.detail
+  FROM herald._log_after(cp.committed_offset, cp.partitions, log_read.partition, log_read.max) l;
+END
+$$;
+
+
+--
+-- Name: log_sequence(integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.log_sequence(max integer DEFAULT 10000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  v_next bigint;
+  moved integer;
+  bad bigint;
+BEGIN
+  IF max IS NULL OR max NOT BETWEEN 1 AND 100000 THEN
+    PERFORM herald._reject('HR012', 'max', format('%s is outside 1..100000', coalesce(max::text, 'NULL')));
+  END IF;
+  SELECT c.next_offset INTO v_next FROM herald.log_counter c FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+
+  WITH batch AS (
+    SELECT r.seq, v_next + r.before AS first_offset
+    FROM (SELECT q.seq, sum(cardinality(q.message_ids)) OVER (ORDER BY q.seq) - cardinality(q.message_ids) AS before
+          FROM herald.log_statements q
+          WHERE q.first_offset IS NULL
+          ORDER BY q.seq
+          LIMIT log_sequence.max) r -- every statement holds at least one event
+    WHERE r.before < log_sequence.max
+  ), numbered AS (
+    UPDATE herald.log_statements s
+    SET first_offset = b.first_offset
+    FROM batch b
+    WHERE s.seq = b.seq
+    RETURNING s.seq, s.kind, cardinality(s.message_ids) AS events,
+              cardinality(s.channels) = cardinality(s.message_ids)
+                AND cardinality(s.key_hashes) = cardinality(s.message_ids)
+                AND (s.details IS NULL OR cardinality(s.details) = cardinality(s.message_ids))
+                AND (s.provider_message_ids IS NULL OR cardinality(s.provider_message_ids) = cardinality(s.message_ids))
+                AND (s.attempts IS NULL OR cardinality(s.attempts) = cardinality(s.message_ids))
+                AND s.kind IN ('accepted', 'sent', 'dead', 'cancelled') AS well_formed
+  )
+  SELECT coalesce(sum(n.events), 0), min(n.seq) FILTER (WHERE NOT n.well_formed)
+  INTO moved, bad
+  FROM numbered n;
+  IF bad IS NOT NULL THEN
+    RAISE EXCEPTION 'herald: herald.log_statements row % is malformed (unknown kind or arrays of different lengths)', bad
+      USING ERRCODE = 'XX000';
+  END IF;
+
+  IF moved > 0 THEN
+    UPDATE herald.log_counter SET next_offset = v_next + moved;
+    PERFORM pg_notify('herald_log', '');
+  END IF;
+  RETURN moved;
+END
+$$;
+
+
+--
+-- Name: log_truncate(bigint); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.log_truncate(before_offset bigint) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  bound bigint;
+  deleted bigint;
+  held_seq bigint;
+  held_first bigint;
+  held_events integer;
+BEGIN
+  IF before_offset IS NULL THEN
+    PERFORM herald._reject('HR012', 'before_offset', 'must not be NULL');
+  END IF;
+  SELECT least(before_offset, min(o.committed_offset) + 1) INTO bound FROM herald.consumer_offsets o;
+  bound := coalesce(bound, before_offset);
+  -- The only row that can hold the bound is the last to start below it (offsets are
+  -- contiguous). Locked first: if a concurrent truncate has cut it meanwhile, this
+  -- reads its new first_offset (or no row, when it now starts at or above the bound).
+  SELECT h.seq, h.first_offset, cardinality(h.message_ids)
+  INTO held_seq, held_first, held_events
+  FROM herald.log_statements h
+  WHERE h.first_offset < bound
+  ORDER BY h.first_offset DESC
+  LIMIT 1
+  FOR UPDATE;
+  deleted := 0;
+  IF held_first + held_events > bound THEN
+    UPDATE herald.log_statements s
+    SET message_ids = s.message_ids[bound - held_first + 1:],
+        channels = s.channels[bound - held_first + 1:],
+        key_hashes = s.key_hashes[bound - held_first + 1:],
+        details = s.details[bound - held_first + 1:],
+        provider_message_ids = s.provider_message_ids[bound - held_first + 1:],
+        attempts = s.attempts[bound - held_first + 1:],
+        first_offset = bound
+    WHERE s.seq = held_seq;
+    deleted := bound - held_first;
+  END IF;
+  -- The cut row now starts at the bound, so it is not among these.
+  WITH gone AS (
+    DELETE FROM herald.log_statements s
+    WHERE s.first_offset < bound
+      AND s.first_offset + cardinality(s.message_ids) <= bound
+    RETURNING cardinality(s.message_ids) AS events
+  )
+  SELECT deleted + coalesce(sum(g.events), 0) INTO deleted FROM gone g;
+  RETURN deleted;
+END
+$$;
+
+
+--
+-- Name: purge(interval, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.purge(older_than interval, now timestamp with time zone DEFAULT now()) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  deleted bigint;
+BEGIN
+  IF older_than IS NULL OR older_than < interval '0' THEN
+    PERFORM herald._reject('HR012', 'older_than', 'must be a non-negative interval');
+  END IF;
+  DELETE FROM herald.messages m
+  WHERE m.status IN ('sent', 'dead', 'cancelled')
+    AND m.finished_at < purge.now - purge.older_than;
+  GET DIAGNOSTICS deleted = ROW_COUNT;
+  RETURN deleted;
+END
+$$;
+
+
+--
+-- Name: reap_stale(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.reap_stale(now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  changed integer;
+  died boolean;
+  ready boolean;
+BEGIN
+  WITH expired AS (
+    SELECT e.id
+    FROM herald.messages e
+    WHERE e.status = 'processing'
+      AND e.lease_expires_at < reap_stale.now
+    ORDER BY e.lease_expires_at
+    LIMIT 10000
+    FOR UPDATE SKIP LOCKED
+  ), reaped AS (
+    UPDATE herald.messages m
+    SET status = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'queued' END,
+        run_at = CASE WHEN m.attempts >= m.max_attempts THEN m.run_at ELSE reap_stale.now END,
+        finished_at = CASE WHEN m.attempts >= m.max_attempts THEN reap_stale.now END,
+        lease_token = NULL,
+        lease_expires_at = NULL,
+        last_error = 'lease expired',
+        last_error_class = 'transient',
+        errors = herald._append_error(m.errors, jsonb_build_object(
+                   'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
+                   'error', 'lease expired', 'worker', m.leased_by))
+    FROM expired
+    WHERE m.id = expired.id
+    RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
+  ), appended AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+    SELECT 'dead', reap_stale.now, array_agg(r.id ORDER BY r.id), array_agg(r.channel ORDER BY r.id),
+           array_agg(herald._key_hash(r.ordering_key, r.recipient) ORDER BY r.id),
+           array_agg(herald._event_detail('dead', NULL, 'transient', 'lease expired', r.attempts) ORDER BY r.id)
+    FROM reaped r
+    WHERE r.status = 'dead'
+    HAVING count(*) > 0
+  )
+  SELECT count(*), bool_or(r.status = 'dead'), bool_or(r.status = 'queued')
+  INTO changed, died, ready
+  FROM reaped r;
+  IF died THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  IF ready THEN
+    PERFORM herald._notify(ARRAY['herald_queue']);
+  END IF;
+  RETURN changed;
+END
+$$;
+
+
+--
+-- Name: redrive(bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.redrive(ids bigint[], now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  changed integer;
+BEGIN
+  UPDATE herald.messages m
+  SET status = 'queued', attempts = 0, run_at = redrive.now, finished_at = NULL
+  WHERE m.id = ANY (redrive.ids) AND m.status = 'dead';
+  GET DIAGNOSTICS changed = ROW_COUNT;
+  IF changed > 0 THEN
+    PERFORM herald._notify(ARRAY['herald_queue']);
+  END IF;
+  RETURN changed;
+END
+$$;
+
+
+--
+-- Name: refresh_statistics(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.refresh_statistics() RETURNS text[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  t regclass;
+  done text[] := '{}';
+BEGIN
+  FOR t IN
+    SELECT c.oid::regclass
+    FROM pg_class c
+    WHERE c.oid IN ('herald.messages'::regclass, 'herald.log_statements'::regclass)
+      AND c.relpages < 1024
+      AND pg_relation_size(c.oid) / current_setting('block_size')::bigint
+          > greatest(2 * c.relpages, 16)
+    ORDER BY c.relname DESC -- messages first: it matters most
+  LOOP
+    BEGIN
+      EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE NOWAIT', t);
+    EXCEPTION WHEN lock_not_available THEN
+      CONTINUE;
+    END;
+    EXECUTE format('ANALYZE %s', t);
+    done := done || t::text;
+  END LOOP;
+  RETURN done;
+END
+$$;
+
+
+--
+-- Name: status(bigint); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, last_error text, last_error_class text, provider_message_id text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
+         m.finished_at, m.last_error, m.last_error_class, m.provider_message_id
+  FROM herald.messages m
+  WHERE m.id = status.id
+$$;
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: channels; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.channels (
+    name text NOT NULL,
+    kind text NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    backoff_base interval DEFAULT '00:00:10'::interval NOT NULL,
+    backoff_max interval DEFAULT '01:00:00'::interval NOT NULL,
+    lease interval DEFAULT '00:00:30'::interval NOT NULL,
+    max_payload_bytes integer DEFAULT 65536 NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
+    CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
+    CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
+    CONSTRAINT channels_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
+    CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
+    CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text))
+)
+WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
+
+
+--
+-- Name: TABLE channels; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
+
+
+--
+-- Name: COLUMN channels.paused; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
+
+
+--
+-- Name: consumer_dead_letters; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.consumer_dead_letters (
+    group_name text NOT NULL,
+    partition integer NOT NULL,
+    "offset" bigint NOT NULL,
+    message_id bigint NOT NULL,
+    kind text NOT NULL,
+    channel text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    detail jsonb NOT NULL,
+    error text NOT NULL,
+    dead_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: TABLE consumer_dead_letters; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.consumer_dead_letters IS 'Log events a consumer group could not process, with the error.';
+
+
+--
+-- Name: consumer_groups; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.consumer_groups (
+    name text NOT NULL,
+    partitions integer NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT consumer_groups_name_format CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$'::text)),
+    CONSTRAINT consumer_groups_partitions_range CHECK (((partitions >= 1) AND (partitions <= 256)))
+);
+
+
+--
+-- Name: TABLE consumer_groups; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.consumer_groups IS 'Consumer groups of herald.log and their partition counts.';
+
+
+--
+-- Name: consumer_offsets; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.consumer_offsets (
+    group_name text NOT NULL,
+    partition integer NOT NULL,
+    committed_offset bigint NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT consumer_offsets_committed_nonnegative CHECK ((committed_offset >= 0))
+);
+
+
+--
+-- Name: TABLE consumer_offsets; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.consumer_offsets IS 'Committed offset per consumer group and partition.';
+
+
+--
+-- Name: log_counter; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.log_counter (
+    singleton boolean DEFAULT true NOT NULL,
+    next_offset bigint DEFAULT 1 NOT NULL,
+    CONSTRAINT log_counter_singleton CHECK (singleton)
+);
+
+
+--
+-- Name: TABLE log_counter; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.log_counter IS 'Next log offset; its row lock serialises sequencing runs.';
+
+
+--
+-- Name: log_statements; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.log_statements (
+    seq bigint NOT NULL,
+    kind text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    message_ids bigint[] NOT NULL,
+    channels text[] NOT NULL,
+    key_hashes integer[] NOT NULL,
+    details jsonb[],
+    first_offset bigint,
+    provider_message_ids text[],
+    attempts integer[]
+)
+WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_vacuum_cost_delay='0');
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN message_ids SET STATISTICS 0;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN message_ids SET COMPRESSION lz4;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN channels SET STATISTICS 0;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN channels SET COMPRESSION lz4;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN key_hashes SET STATISTICS 0;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN key_hashes SET COMPRESSION lz4;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN details SET STATISTICS 0;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN details SET COMPRESSION lz4;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN provider_message_ids SET STATISTICS 0;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN provider_message_ids SET COMPRESSION lz4;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN attempts SET STATISTICS 0;
+ALTER TABLE ONLY herald.log_statements ALTER COLUMN attempts SET COMPRESSION lz4;
+
+
+--
+-- Name: TABLE log_statements; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.log_statements IS 'Lifecycle events, one row per statement that wrote them; first_offset is NULL until herald.log_sequence gives the row its offsets. herald.log shows one row per event.';
+
+
+--
+-- Name: COLUMN log_statements.details; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.log_statements.details IS 'Event i''s detail; NULL when every event''s detail is {} or is built from the typed arrays.';
+
+
+--
+-- Name: COLUMN log_statements.first_offset; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.log_statements.first_offset IS 'Offset of the first event (event i, counted from 1, has first_offset + i - 1); NULL while pending.';
+
+
+--
+-- Name: COLUMN log_statements.provider_message_ids; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.log_statements.provider_message_ids IS 'sent events: the provider message id of event i (NULL: none); NULL when no event of the row has one.';
+
+
+--
+-- Name: COLUMN log_statements.attempts; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.log_statements.attempts IS 'sent events: the attempts of event i; with it set, details is NULL and each event''s detail is built when read.';
+
+
+--
+-- Name: consumer_lag; Type: VIEW; Schema: herald; Owner: -
+--
+
+CREATE VIEW herald.consumer_lag AS
+ SELECT o.group_name,
+    o.partition,
+    o.committed_offset,
+    (c.next_offset - 1) AS log_end,
+    ((c.next_offset - 1) - o.committed_offset) AS lag,
+    ( SELECT COALESCE(sum(cardinality(p.message_ids)), (0)::bigint) AS "coalesce"
+           FROM herald.log_statements p
+          WHERE (p.first_offset IS NULL)) AS pending,
+    o.updated_at
+   FROM (herald.consumer_offsets o
+     CROSS JOIN herald.log_counter c);
+
+
+--
+-- Name: VIEW consumer_lag; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON VIEW herald.consumer_lag IS 'Consumer group progress against the end of herald.log.';
+
+
+--
+-- Name: messages; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.messages (
+    id bigint NOT NULL,
+    channel text NOT NULL,
+    recipient text NOT NULL,
+    payload jsonb NOT NULL,
+    metadata jsonb,
+    priority smallint DEFAULT 0 NOT NULL,
+    run_at timestamp with time zone NOT NULL,
+    ordering_key text,
+    idempotency_key text,
+    status text DEFAULT 'queued'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    lease_token bigint,
+    leased_by text,
+    lease_expires_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone,
+    provider_message_id text,
+    last_error text,
+    last_error_class text,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
+    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'permanent'::text]))),
+    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text])) = (finished_at IS NOT NULL))),
+    CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text])))
+)
+WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE messages; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
+
+
+--
+-- Name: COLUMN messages.priority; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first (-100..100, default 0).';
+
+
+--
+-- Name: COLUMN messages.lease_token; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
+
+
+--
+-- Name: COLUMN messages.errors; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, error, worker}.';
+
+
+--
+-- Name: dead_letters; Type: VIEW; Schema: herald; Owner: -
+--
+
+CREATE VIEW herald.dead_letters AS
+ SELECT m.id,
+    m.channel,
+    m.recipient,
+    m.attempts,
+    m.max_attempts,
+    m.last_error,
+    m.last_error_class,
+    m.errors,
+    m.created_at,
+    m.finished_at AS died_at,
+    m.metadata
+   FROM herald.messages m
+  WHERE (m.status = 'dead'::text)
+  ORDER BY m.finished_at DESC, m.id DESC;
+
+
+--
+-- Name: VIEW dead_letters; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON VIEW herald.dead_letters IS 'Dead messages (permanent failure or attempts exhausted), newest first.';
+
+
+--
+-- Name: installed_code; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.installed_code (
+    singleton boolean DEFAULT true NOT NULL,
+    hash text,
+    installed_at timestamp with time zone NOT NULL,
+    CONSTRAINT installed_code_singleton CHECK (singleton)
+);
+
+
+--
+-- Name: TABLE installed_code; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.installed_code IS 'Hash of the installed functions, views and triggers; NULL when installed by hand.';
+
+
+--
+-- Name: lease_token_seq; Type: SEQUENCE; Schema: herald; Owner: -
+--
+
+CREATE SEQUENCE herald.lease_token_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: SEQUENCE lease_token_seq; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON SEQUENCE herald.lease_token_seq IS 'Fencing tokens: one per claim_batch call.';
+
+
+--
+-- Name: log; Type: VIEW; Schema: herald; Owner: -
+--
+
+CREATE VIEW herald.log AS
+ SELECT ((s.first_offset + e.pos) - 1) AS "offset",
+    e.message_id,
+    s.kind,
+    e.channel,
+    e.key_hash,
+    s.at,
+    herald._log_detail(s.kind, e.detail, e.provider_message_id, e.attempts) AS detail
+   FROM (herald.log_statements s
+     CROSS JOIN LATERAL UNNEST(s.message_ids, s.channels, s.key_hashes, s.details, s.provider_message_ids, s.attempts) WITH ORDINALITY e(message_id, channel, key_hash, detail, provider_message_id, attempts, pos))
+  WHERE (s.first_offset IS NOT NULL);
+
+
+--
+-- Name: VIEW log; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON VIEW herald.log IS 'Ordered, gapless log of message lifecycle events, one row per event (expanded from herald.log_statements).';
+
+
+--
+-- Name: log_statements_seq_seq; Type: SEQUENCE; Schema: herald; Owner: -
+--
+
+ALTER TABLE herald.log_statements ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME herald.log_statements_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: messages_id_seq; Type: SEQUENCE; Schema: herald; Owner: -
+--
+
+ALTER TABLE herald.messages ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME herald.messages_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: notify_clock_log; Type: SEQUENCE; Schema: herald; Owner: -
+--
+
+CREATE SEQUENCE herald.notify_clock_log
+    START WITH 0
+    INCREMENT BY 1
+    MINVALUE 0
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: SEQUENCE notify_clock_log; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON SEQUENCE herald.notify_clock_log IS 'Time of the last herald_log NOTIFY (µs), 0 when a listener waits.';
+
+
+--
+-- Name: notify_clock_queue; Type: SEQUENCE; Schema: herald; Owner: -
+--
+
+CREATE SEQUENCE herald.notify_clock_queue
+    START WITH 0
+    INCREMENT BY 1
+    MINVALUE 0
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: SEQUENCE notify_clock_queue; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON SEQUENCE herald.notify_clock_queue IS 'Time of the last herald_queue NOTIFY (µs), 0 when a listener waits.';
+
+
+--
+-- Name: queue_depth; Type: VIEW; Schema: herald; Owner: -
+--
+
+CREATE VIEW herald.queue_depth AS
+ WITH counted AS (
+         SELECT m.channel,
+            'queued'::text AS status,
+            count(*) AS count
+           FROM herald.messages m
+          WHERE (m.status = 'queued'::text)
+          GROUP BY m.channel
+        UNION ALL
+         SELECT m.channel,
+            'processing'::text AS text,
+            count(*) AS count
+           FROM herald.messages m
+          WHERE (m.status = 'processing'::text)
+          GROUP BY m.channel
+        )
+ SELECT c.name AS channel,
+    s.status,
+    COALESCE(k.count, (0)::bigint) AS count
+   FROM ((herald.channels c
+     CROSS JOIN ( VALUES ('queued'::text), ('processing'::text)) s(status))
+     LEFT JOIN counted k ON (((k.channel = c.name) AND (k.status = s.status))));
+
+
+--
+-- Name: VIEW queue_depth; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON VIEW herald.queue_depth IS 'Messages queued and processing per channel, read through the partial indexes.';
+
+
+--
+-- Name: queue_stats; Type: VIEW; Schema: herald; Owner: -
+--
+
+CREATE VIEW herald.queue_stats AS
+ SELECT m.channel,
+    m.status,
+    count(*) AS count,
+    count(*) FILTER (WHERE ((m.status = 'queued'::text) AND (m.run_at <= now()))) AS ready,
+        CASE
+            WHEN (m.status = 'queued'::text) THEN (now() - min(m.run_at) FILTER (WHERE (m.run_at <= now())))
+            ELSE (now() - min(m.created_at))
+        END AS oldest_age
+   FROM herald.messages m
+  GROUP BY m.channel, m.status;
+
+
+--
+-- Name: VIEW queue_stats; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, ready now, age of the oldest.';
+
+
+--
+-- Name: throughput; Type: VIEW; Schema: herald; Owner: -
+--
+
+CREATE VIEW herald.throughput AS
+ SELECT m.channel,
+    date_trunc('minute'::text, m.finished_at) AS minute,
+    count(*) FILTER (WHERE (m.status = 'sent'::text)) AS sent,
+    count(*) FILTER (WHERE (m.status = 'dead'::text)) AS dead,
+    count(*) FILTER (WHERE (m.status = 'cancelled'::text)) AS cancelled
+   FROM herald.messages m
+  WHERE ((m.status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text])) AND (m.finished_at >= (now() - '01:00:00'::interval)))
+  GROUP BY m.channel, (date_trunc('minute'::text, m.finished_at));
+
+
+--
+-- Name: VIEW throughput; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON VIEW herald.throughput IS 'Messages finished per channel and minute over the last hour.';
+
+
+--
+-- Name: herald_schema_version; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.herald_schema_version (
+    version integer NOT NULL
+);
+
+
+--
+-- Name: channels channels_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.channels
+    ADD CONSTRAINT channels_pkey PRIMARY KEY (name);
+
+
+--
+-- Name: consumer_dead_letters consumer_dead_letters_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.consumer_dead_letters
+    ADD CONSTRAINT consumer_dead_letters_pkey PRIMARY KEY (group_name, "offset");
+
+
+--
+-- Name: consumer_groups consumer_groups_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.consumer_groups
+    ADD CONSTRAINT consumer_groups_pkey PRIMARY KEY (name);
+
+
+--
+-- Name: consumer_offsets consumer_offsets_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.consumer_offsets
+    ADD CONSTRAINT consumer_offsets_pkey PRIMARY KEY (group_name, partition);
+
+
+--
+-- Name: installed_code installed_code_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.installed_code
+    ADD CONSTRAINT installed_code_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: log_counter log_counter_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.log_counter
+    ADD CONSTRAINT log_counter_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: log_statements log_statements_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.log_statements
+    ADD CONSTRAINT log_statements_pkey PRIMARY KEY (seq);
+
+
+--
+-- Name: messages messages_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.messages
+    ADD CONSTRAINT messages_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: herald_schema_version herald_schema_version_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.herald_schema_version
+    ADD CONSTRAINT herald_schema_version_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: log_statements_offset_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE UNIQUE INDEX log_statements_offset_idx ON herald.log_statements USING btree (first_offset) WHERE (first_offset IS NOT NULL);
+
+
+--
+-- Name: log_statements_pending_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE INDEX log_statements_pending_idx ON herald.log_statements USING btree (seq) WHERE (first_offset IS NULL);
+
+
+--
+-- Name: messages_claim_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, run_at, id) WHERE (status = 'queued'::text);
+
+
+--
+-- Name: messages_dead_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE INDEX messages_dead_idx ON herald.messages USING btree (finished_at, id) WHERE (status = 'dead'::text);
+
+
+--
+-- Name: messages_idempotency_key_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+
+--
+-- Name: messages_lease_expiry_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE INDEX messages_lease_expiry_idx ON herald.messages USING btree (lease_expires_at) WHERE (status = 'processing'::text);
+
+
+--
+-- Name: messages_ordering_key_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'processing'::text])));
+
+
+--
+-- Name: messages _900_messages_notify; Type: TRIGGER; Schema: herald; Owner: -
+--
+
+CREATE TRIGGER _900_messages_notify AFTER INSERT ON herald.messages FOR EACH STATEMENT EXECUTE FUNCTION herald._messages_notify();
+
+
+--
+-- Name: consumer_dead_letters consumer_dead_letters_group_name_fkey; Type: FK CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.consumer_dead_letters
+    ADD CONSTRAINT consumer_dead_letters_group_name_fkey FOREIGN KEY (group_name) REFERENCES herald.consumer_groups(name) ON DELETE CASCADE;
+
+
+--
+-- Name: consumer_offsets consumer_offsets_group_name_fkey; Type: FK CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.consumer_offsets
+    ADD CONSTRAINT consumer_offsets_group_name_fkey FOREIGN KEY (group_name) REFERENCES herald.consumer_groups(name) ON DELETE CASCADE;
+
+
+--
+-- Name: SCHEMA herald; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA herald TO herald_producer;
+GRANT USAGE ON SCHEMA herald TO herald_worker;
+GRANT USAGE ON SCHEMA herald TO herald_consumer;
+GRANT USAGE ON SCHEMA herald TO herald_admin;
+
+
+--
+-- Name: FUNCTION _append_error(errors jsonb, entry jsonb); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._append_error(errors jsonb, entry jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _backoff(attempt integer, base interval, cap interval); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._backoff(attempt integer, base interval, cap interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_arrays(fields text[], lengths integer[], required integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _consumer_partition("group" text, partition integer, skip_locked boolean, OUT partitions integer, OUT committed_offset bigint); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._consumer_partition("group" text, partition integer, skip_locked boolean, OUT partitions integer, OUT committed_offset bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _email_address(recipient text, syntax_checked boolean); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._email_address(recipient text, syntax_checked boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) TO herald_consumer;
+GRANT ALL ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) TO herald_admin;
+
+
+--
+-- Name: FUNCTION _idempotent_id(key text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._idempotent_id(key text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _json_integer(item jsonb, key text, prefix text, code text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._json_integer(item jsonb, key text, prefix text, code text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _json_text(item jsonb, key text, prefix text, code text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._json_text(item jsonb, key text, prefix text, code text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _json_timestamptz(item jsonb, key text, prefix text, code text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._json_timestamptz(item jsonb, key text, prefix text, code text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _key_hash(ordering_key text, recipient text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._key_hash(ordering_key text, recipient text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _listening(channel text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._listening(channel text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _log_after(after bigint, partitions integer, partition integer, max integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._log_after(after bigint, partitions integer, partition integer, max integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _log_detail(kind text, detail jsonb, provider_message_id text, attempts integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_message_id text, attempts integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_message_id text, attempts integer) TO herald_consumer;
+GRANT ALL ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_message_id text, attempts integer) TO herald_admin;
+
+
+--
+-- Name: FUNCTION _message_specs(messages jsonb); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._message_specs(messages jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _messages_notify(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._messages_notify() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _nonempty_string(obj jsonb, key text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._nonempty_string(obj jsonb, key text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _notify(channels text[]); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._notify(channels text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _notify_clock_due(clock bigint); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._notify_clock_due(clock bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _notify_due(channel text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._notify_due(channel text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _recipient_list_kind(list text, n integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._recipient_list_kind(list text, n integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _recipient_pattern(kind text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._recipient_pattern(kind text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _reject(code text, field text, message text, detail text, hint text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._reject(code text, field text, message text, detail text, hint text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _validate(spec herald.message_spec, now timestamp with time zone, field_prefix text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._validate(spec herald.message_spec, now timestamp with time zone, field_prefix text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION cancel(id bigint, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION complete(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) TO herald_consumer;
+GRANT ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION enqueue_batch(messages jsonb, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION extend_lease(ids bigint[], lease_tokens bigint[], lease interval, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], lease interval, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], lease interval, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], lease interval, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION log_ack("group" text, partition integer, upto bigint, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.log_ack("group" text, partition integer, upto bigint, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.log_ack("group" text, partition integer, upto bigint, now timestamp with time zone) TO herald_consumer;
+GRANT ALL ON FUNCTION herald.log_ack("group" text, partition integer, upto bigint, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION log_dead_letter("group" text, partition integer, "offset" bigint, error text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.log_dead_letter("group" text, partition integer, "offset" bigint, error text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.log_dead_letter("group" text, partition integer, "offset" bigint, error text, now timestamp with time zone) TO herald_consumer;
+GRANT ALL ON FUNCTION herald.log_dead_letter("group" text, partition integer, "offset" bigint, error text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION log_read("group" text, partition integer, max integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.log_read("group" text, partition integer, max integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.log_read("group" text, partition integer, max integer) TO herald_consumer;
+GRANT ALL ON FUNCTION herald.log_read("group" text, partition integer, max integer) TO herald_admin;
+
+
+--
+-- Name: FUNCTION log_sequence(max integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.log_sequence(max integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.log_sequence(max integer) TO herald_worker;
+GRANT ALL ON FUNCTION herald.log_sequence(max integer) TO herald_consumer;
+GRANT ALL ON FUNCTION herald.log_sequence(max integer) TO herald_admin;
+
+
+--
+-- Name: FUNCTION log_truncate(before_offset bigint); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.log_truncate(before_offset bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.log_truncate(before_offset bigint) TO herald_admin;
+
+
+--
+-- Name: FUNCTION purge(older_than interval, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION reap_stale(now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION redrive(ids bigint[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.redrive(ids bigint[], now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.redrive(ids bigint[], now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION refresh_statistics(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.refresh_statistics() FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.refresh_statistics() TO herald_worker;
+GRANT ALL ON FUNCTION herald.refresh_statistics() TO herald_admin;
+
+
+--
+-- Name: FUNCTION status(id bigint); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.status(id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_producer;
+GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_worker;
+GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_admin;
+
+
+--
+-- Name: TABLE channels; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.channels TO herald_admin;
+
+
+--
+-- Name: TABLE consumer_dead_letters; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.consumer_dead_letters TO herald_admin;
+GRANT SELECT ON TABLE herald.consumer_dead_letters TO herald_consumer;
+
+
+--
+-- Name: TABLE consumer_groups; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.consumer_groups TO herald_admin;
+GRANT SELECT ON TABLE herald.consumer_groups TO herald_consumer;
+
+
+--
+-- Name: TABLE consumer_offsets; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.consumer_offsets TO herald_admin;
+GRANT SELECT ON TABLE herald.consumer_offsets TO herald_consumer;
+
+
+--
+-- Name: TABLE log_counter; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.log_counter TO herald_admin;
+
+
+--
+-- Name: TABLE log_statements; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.log_statements TO herald_admin;
+
+
+--
+-- Name: TABLE consumer_lag; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT SELECT ON TABLE herald.consumer_lag TO herald_consumer;
+GRANT SELECT ON TABLE herald.consumer_lag TO herald_admin;
+
+
+--
+-- Name: TABLE messages; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.messages TO herald_admin;
+
+
+--
+-- Name: TABLE dead_letters; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT SELECT ON TABLE herald.dead_letters TO herald_admin;
+
+
+--
+-- Name: TABLE installed_code; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.installed_code TO herald_admin;
+
+
+--
+-- Name: SEQUENCE lease_token_seq; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON SEQUENCE herald.lease_token_seq TO herald_admin;
+
+
+--
+-- Name: TABLE log; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT SELECT ON TABLE herald.log TO herald_consumer;
+GRANT SELECT ON TABLE herald.log TO herald_admin;
+
+
+--
+-- Name: SEQUENCE log_statements_seq_seq; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON SEQUENCE herald.log_statements_seq_seq TO herald_admin;
+
+
+--
+-- Name: SEQUENCE messages_id_seq; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON SEQUENCE herald.messages_id_seq TO herald_admin;
+
+
+--
+-- Name: SEQUENCE notify_clock_log; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON SEQUENCE herald.notify_clock_log TO herald_admin;
+
+
+--
+-- Name: SEQUENCE notify_clock_queue; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON SEQUENCE herald.notify_clock_queue TO herald_admin;
+
+
+--
+-- Name: TABLE queue_depth; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT SELECT ON TABLE herald.queue_depth TO herald_worker;
+GRANT SELECT ON TABLE herald.queue_depth TO herald_admin;
+
+
+--
+-- Name: TABLE queue_stats; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT SELECT ON TABLE herald.queue_stats TO herald_worker;
+GRANT SELECT ON TABLE herald.queue_stats TO herald_admin;
+
+
+--
+-- Name: TABLE throughput; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT SELECT ON TABLE herald.throughput TO herald_worker;
+GRANT SELECT ON TABLE herald.throughput TO herald_admin;
+
+
+--
+-- PostgreSQL database dump complete
+--
+
+
