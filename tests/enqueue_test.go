@@ -191,6 +191,19 @@ func TestEnqueueIdempotency(t *testing.T) {
 	if r := scalar[string](t, pool, `SELECT recipient FROM herald.messages WHERE id = $1`, first); r != "a@example.com" {
 		t.Fatalf("the repeat overwrote the first message: %s", r)
 	}
+	// The batch's 'accepted' row lists the two messages it stored, not the repeats.
+	if ev := scalar[string](t, pool, `SELECT array_to_string(message_ids, ',') FROM herald.log_statements
+		WHERE kind = 'accepted' ORDER BY seq DESC LIMIT 1`); ev != fmt.Sprintf("%d,%d", got[0], got[1]) {
+		t.Fatalf("accepted events %s, want %d,%d", ev, got[0], got[1])
+	}
+	// A repeat is still checked: a bad one is named and the call stores nothing.
+	err = pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, `[
+	  {"channel":"email","recipient":"c@example.com","payload":{"subject":"s","text":"t"}},
+	  {"channel":"email","recipient":"not-an-address","payload":{"subject":"s","text":"t"},"idempotency_key":"order-1"}]`, t0).Scan(&got)
+	wantPgError(t, err, "HR002", "messages[1].recipient")
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 3 {
+		t.Fatalf("%d rows stored after a refused call, want 3", n)
+	}
 }
 
 // 8 connections enqueue the same key at the same moment: one row, one id for all.
@@ -239,7 +252,8 @@ func TestEnqueueIdempotencyConcurrent(t *testing.T) {
 }
 
 // Under REPEATABLE READ, a key inserted by a transaction that committed after the
-// snapshot was taken cannot be answered with its id: 40001, retry.
+// snapshot was taken cannot be answered with its id: 23505 on the key's index, retry;
+// nothing is stored twice.
 func TestEnqueueIdempotencySerializationFailure(t *testing.T) {
 	ctx, pool := setup(t)
 	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
@@ -253,7 +267,11 @@ func TestEnqueueIdempotencySerializationFailure(t *testing.T) {
 	enqueue := `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'rr-key')`
 	mustExec(t, pool, enqueue) // another connection, committed after the snapshot
 	_, err = tx.Exec(ctx, enqueue)
-	wantPgError(t, err, "40001", "")
+	wantPgError(t, err, "23505", "")
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.ConstraintName != "messages_idempotency_key_idx" {
+		t.Fatalf("want the idempotency key's index in the error, got %v", err)
+	}
 }
 
 // enqueue_batch's fast path stores exactly what the element-by-element path

@@ -157,6 +157,9 @@ DECLARE
   v_list text;
   v_keyed boolean;
   v_kind text;
+  v_skip bigint[] := '{}';
+  v_first bigint[];
+  v_valid boolean := true;
   v_stored bigint;
   v_logged bigint[];
   i integer;
@@ -166,7 +169,31 @@ BEGIN
          string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL)
   INTO v_ids, v_channels, v_hashes, v_list, v_keyed
   FROM unnest(specs) AS s;
-  v_kind := herald._recipient_list_kind(list => v_list, n => n);
+  IF n > 1 THEN -- one recipient is matched by herald._valid as cheaply
+    v_kind := herald._recipient_list_kind(list => v_list, n => n);
+  END IF;
+
+  IF v_keyed THEN
+    PERFORM pg_advisory_xact_lock(1213612876, h)
+    FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
+          WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
+    -- The repeats: their input positions, the ids that answer them, and whether they
+    -- are valid messages all the same.
+    SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, v_ids[r.first_ord])), coalesce(bool_and(r.valid), true)
+    INTO v_skip, v_first, v_valid
+    FROM (SELECT s.ord, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
+                 (SELECT m.id FROM herald.messages m WHERE m.idempotency_key = s.idempotency_key) AS stored_id,
+                 coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
+                   recipient => s.recipient, payload => s.payload, run_at => s.run_at, priority => s.priority,
+                   max_attempts => s.max_attempts, metadata => s.metadata, idempotency_key => s.idempotency_key,
+                   ordering_key => s.ordering_key, now => _enqueue.now), false) AS valid
+          FROM unnest(specs) WITH ORDINALITY
+                 AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
+          LEFT JOIN herald.channels c ON c.name = s.channel
+          WHERE s.idempotency_key IS NOT NULL) AS r
+    WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
+    v_skip := coalesce(v_skip, '{}');
+  END IF;
 
   INSERT INTO herald.messages AS m
     (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
@@ -181,37 +208,32 @@ BEGIN
                       payload => s.payload, run_at => s.run_at, priority => s.priority,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
-                      now => _enqueue.now,
-                      checked_kind => v_kind)
-  ORDER BY s.ord
-  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
+                      now => _enqueue.now, checked_kind => v_kind)
+    AND NOT s.ord = ANY (v_skip);
   GET DIAGNOSTICS v_stored = ROW_COUNT;
 
-  v_logged := v_ids;
-  IF v_stored < n THEN
+  IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
       PERFORM herald._validate(spec => specs[i], now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;
-    IF NOT v_keyed THEN
-      RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
-        USING ERRCODE = 'XX000';
-    END IF;
-    SELECT array_agg(m.id ORDER BY m.id), array_agg(m.channel ORDER BY m.id),
-           array_agg(herald._key_hash(ordering_key => m.ordering_key, recipient => m.recipient) ORDER BY m.id)
-    INTO v_logged, v_channels, v_hashes
-    FROM herald.messages m WHERE m.id = ANY (v_ids);
-    FOR i IN 1 .. n LOOP
-      IF (specs[i]).idempotency_key IS NOT NULL THEN
-        v_ids[i] := herald._idempotent_id(key => (specs[i]).idempotency_key);
-      END IF;
-    END LOOP;
+    RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
+      USING ERRCODE = 'XX000';
   END IF;
 
+  v_logged := v_ids;
+  IF cardinality(v_skip) > 0 THEN
+    SELECT array_agg(v_ids[o]), array_agg(v_channels[o]), array_agg(v_hashes[o])
+    INTO v_logged, v_channels, v_hashes
+    FROM generate_series(1, n) AS o WHERE NOT o = ANY (v_skip);
+  END IF;
   IF v_stored > 0 THEN
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     VALUES ('accepted', _enqueue.now, v_logged, v_channels, v_hashes);
   END IF;
+  FOR i IN 1 .. cardinality(v_skip) LOOP
+    v_ids[v_skip[i]] := v_first[i];
+  END LOOP;
   RETURN v_ids;
 END
 $$;
@@ -916,14 +938,17 @@ $_$;
 --
 
 CREATE FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, ordering_key text DEFAULT NULL::text, max_attempts integer DEFAULT NULL::integer, metadata jsonb DEFAULT NULL::jsonb, now timestamp with time zone DEFAULT now()) RETURNS bigint
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  SELECT (herald._enqueue(
+BEGIN
+  -- PL/pgSQL rather than SQL: a SQL function that is not inlined is planned at every call.
+  RETURN (herald._enqueue(
             specs => ARRAY[ROW(channel, recipient, payload, run_at, priority, idempotency_key,
                                ordering_key, max_attempts, metadata)::herald.message_spec],
             now => now,
-            single => true))[1]
+            single => true))[1];
+END
 $$;
 
 
@@ -954,20 +979,19 @@ BEGIN
     PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
-  -- An element that is not an object, has an unknown field, or a field of a JSON type
-  -- that field does not take (strings: the texts and run_at; numbers or strings: the
-  -- integers). A missing field makes its exists() unknown, which selects nothing.
-  IF NOT messages @? 'strict $[*] ? (@.type() != "object"
-        || exists(@.keyvalue() ? (!(@.key == "channel" || @.key == "recipient" || @.key == "payload"
-             || @.key == "run_at" || @.key == "priority" || @.key == "idempotency_key"
-             || @.key == "ordering_key" || @.key == "max_attempts" || @.key == "metadata")))
-        || exists(@.channel ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.recipient ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.run_at ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.idempotency_key ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.ordering_key ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.priority ? (@.type() != "number" && @.type() != "string" && @.type() != "null"))
-        || exists(@.max_attempts ? (@.type() != "number" && @.type() != "string" && @.type() != "null")))' THEN
+  -- Every element an object of known fields, each of a JSON type it takes (strings:
+  -- the texts and run_at; numbers or strings: the integers; null: absent). Lax mode:
+  -- a missing field gives no item, and .type() does not unwrap an array.
+  IF NOT messages @? 'lax $[*] ? (@.type() != "object"
+        || (@.channel.type() != "string" && @.channel.type() != "null")
+        || (@.recipient.type() != "string" && @.recipient.type() != "null")
+        || (@.run_at.type() != "string" && @.run_at.type() != "null")
+        || (@.idempotency_key.type() != "string" && @.idempotency_key.type() != "null")
+        || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
+        || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
+        || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
+     AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
+                     WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata}'::text[] <> '{}') THEN
     BEGIN
       specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
     EXCEPTION WHEN data_exception THEN

@@ -1,16 +1,16 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
 -- store messages and their 'accepted' log event, all or nothing; ids in input order.
--- Ids are drawn first, one nextval per message in input order. One INSERT checks every
--- row with herald._valid (recipients matched once for the call through
--- herald._recipient_list_kind) and skips repeated idempotency keys (ON CONFLICT on
--- messages_idempotency_key_idx; a key repeated within the call: the first wins).
--- Fewer rows than messages: herald._validate names the first bad one (COLUMN
--- 'messages[i].field', or 'field' when single) and the error undoes the call;
--- otherwise the rest were repeats, answered with the stored ids (herald._idempotent_id;
--- 40001 when a REPEATABLE READ snapshot cannot see them). The log row holds the
+-- Ids are drawn first, one nextval per message in input order. With idempotency keys,
+-- each key is locked (pg_advisory_xact_lock(1213612876, hashtext(key)), in order) so
+-- enqueues of one key queue behind each other; a repeat (a key stored before, or
+-- earlier in the call) is answered with that message's id and not stored. One INSERT
+-- stores the rest where herald._valid holds (recipients matched once for the call by
+-- herald._recipient_list_kind). Fewer rows than expected: herald._validate names the
+-- first bad message (COLUMN 'messages[i].field', or 'field' when single) and the error
+-- undoes the call. Under REPEATABLE READ a repeat committed after the snapshot is
+-- invisible: 23505 on messages_idempotency_key_idx (retry). The log row holds the
 -- stored messages in id order; offsets come later (herald.log_sequence).
--- Callers check the batch size. A concurrent insert of the same key makes this wait.
--- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements.
+-- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements; the key locks.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -24,6 +24,9 @@ DECLARE
   v_list text;
   v_keyed boolean;
   v_kind text;
+  v_skip bigint[] := '{}';
+  v_first bigint[];
+  v_valid boolean := true;
   v_stored bigint;
   v_logged bigint[];
   i integer;
@@ -33,7 +36,31 @@ BEGIN
          string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL)
   INTO v_ids, v_channels, v_hashes, v_list, v_keyed
   FROM unnest(specs) AS s;
-  v_kind := herald._recipient_list_kind(list => v_list, n => n);
+  IF n > 1 THEN -- one recipient is matched by herald._valid as cheaply
+    v_kind := herald._recipient_list_kind(list => v_list, n => n);
+  END IF;
+
+  IF v_keyed THEN
+    PERFORM pg_advisory_xact_lock(1213612876, h)
+    FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
+          WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
+    -- The repeats: their input positions, the ids that answer them, and whether they
+    -- are valid messages all the same.
+    SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, v_ids[r.first_ord])), coalesce(bool_and(r.valid), true)
+    INTO v_skip, v_first, v_valid
+    FROM (SELECT s.ord, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
+                 (SELECT m.id FROM herald.messages m WHERE m.idempotency_key = s.idempotency_key) AS stored_id,
+                 coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
+                   recipient => s.recipient, payload => s.payload, run_at => s.run_at, priority => s.priority,
+                   max_attempts => s.max_attempts, metadata => s.metadata, idempotency_key => s.idempotency_key,
+                   ordering_key => s.ordering_key, now => _enqueue.now), false) AS valid
+          FROM unnest(specs) WITH ORDINALITY
+                 AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
+          LEFT JOIN herald.channels c ON c.name = s.channel
+          WHERE s.idempotency_key IS NOT NULL) AS r
+    WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
+    v_skip := coalesce(v_skip, '{}');
+  END IF;
 
   INSERT INTO herald.messages AS m
     (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
@@ -48,37 +75,32 @@ BEGIN
                       payload => s.payload, run_at => s.run_at, priority => s.priority,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
-                      now => _enqueue.now,
-                      checked_kind => v_kind)
-  ORDER BY s.ord
-  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
+                      now => _enqueue.now, checked_kind => v_kind)
+    AND NOT s.ord = ANY (v_skip);
   GET DIAGNOSTICS v_stored = ROW_COUNT;
 
-  v_logged := v_ids;
-  IF v_stored < n THEN
+  IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
       PERFORM herald._validate(spec => specs[i], now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;
-    IF NOT v_keyed THEN
-      RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
-        USING ERRCODE = 'XX000';
-    END IF;
-    SELECT array_agg(m.id ORDER BY m.id), array_agg(m.channel ORDER BY m.id),
-           array_agg(herald._key_hash(ordering_key => m.ordering_key, recipient => m.recipient) ORDER BY m.id)
-    INTO v_logged, v_channels, v_hashes
-    FROM herald.messages m WHERE m.id = ANY (v_ids);
-    FOR i IN 1 .. n LOOP
-      IF (specs[i]).idempotency_key IS NOT NULL THEN
-        v_ids[i] := herald._idempotent_id(key => (specs[i]).idempotency_key);
-      END IF;
-    END LOOP;
+    RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
+      USING ERRCODE = 'XX000';
   END IF;
 
+  v_logged := v_ids;
+  IF cardinality(v_skip) > 0 THEN
+    SELECT array_agg(v_ids[o]), array_agg(v_channels[o]), array_agg(v_hashes[o])
+    INTO v_logged, v_channels, v_hashes
+    FROM generate_series(1, n) AS o WHERE NOT o = ANY (v_skip);
+  END IF;
   IF v_stored > 0 THEN
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     VALUES ('accepted', _enqueue.now, v_logged, v_channels, v_hashes);
   END IF;
+  FOR i IN 1 .. cardinality(v_skip) LOOP
+    v_ids[v_skip[i]] := v_first[i];
+  END LOOP;
   RETURN v_ids;
 END
 $$;

@@ -20,16 +20,19 @@ CREATE OR REPLACE FUNCTION herald.enqueue(
   metadata jsonb DEFAULT NULL,
   now timestamptz DEFAULT now()
 ) RETURNS bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT (herald._enqueue(
+BEGIN
+  -- PL/pgSQL rather than SQL: a SQL function that is not inlined is planned at every call.
+  RETURN (herald._enqueue(
             specs => ARRAY[ROW(channel, recipient, payload, run_at, priority, idempotency_key,
                                ordering_key, max_attempts, metadata)::herald.message_spec],
             now => now,
-            single => true))[1]
+            single => true))[1];
+END
 $$;
 
 REVOKE ALL ON FUNCTION herald.enqueue(text, text, jsonb, timestamptz, integer, text, text, integer, jsonb, timestamptz) FROM PUBLIC;

@@ -29,20 +29,19 @@ BEGIN
     PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
-  -- An element that is not an object, has an unknown field, or a field of a JSON type
-  -- that field does not take (strings: the texts and run_at; numbers or strings: the
-  -- integers). A missing field makes its exists() unknown, which selects nothing.
-  IF NOT messages @? 'strict $[*] ? (@.type() != "object"
-        || exists(@.keyvalue() ? (!(@.key == "channel" || @.key == "recipient" || @.key == "payload"
-             || @.key == "run_at" || @.key == "priority" || @.key == "idempotency_key"
-             || @.key == "ordering_key" || @.key == "max_attempts" || @.key == "metadata")))
-        || exists(@.channel ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.recipient ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.run_at ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.idempotency_key ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.ordering_key ? (@.type() != "string" && @.type() != "null"))
-        || exists(@.priority ? (@.type() != "number" && @.type() != "string" && @.type() != "null"))
-        || exists(@.max_attempts ? (@.type() != "number" && @.type() != "string" && @.type() != "null")))' THEN
+  -- Every element an object of known fields, each of a JSON type it takes (strings:
+  -- the texts and run_at; numbers or strings: the integers; null: absent). Lax mode:
+  -- a missing field gives no item, and .type() does not unwrap an array.
+  IF NOT messages @? 'lax $[*] ? (@.type() != "object"
+        || (@.channel.type() != "string" && @.channel.type() != "null")
+        || (@.recipient.type() != "string" && @.recipient.type() != "null")
+        || (@.run_at.type() != "string" && @.run_at.type() != "null")
+        || (@.idempotency_key.type() != "string" && @.idempotency_key.type() != "null")
+        || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
+        || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
+        || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
+     AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
+                     WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata}'::text[] <> '{}') THEN
     BEGIN
       specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
     EXCEPTION WHEN data_exception THEN
