@@ -42,7 +42,7 @@ type Config struct {
 	StatsInterval time.Duration
 	// NotifyWindow is how long after a notification the runner claims once more, for
 	// a message committed while the first claim ran, whose producer saw no runner
-	// waiting (default 10ms; README, "Notifications").
+	// waiting (default 10ms; docs/sql.md, "Notifications").
 	NotifyWindow time.Duration
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
 )
 
 // enqueueBatchEmails stores n e-mails with one enqueue_batch call: one statement, so

@@ -65,6 +65,13 @@ $$;
 
 
 --
+-- Name: FUNCTION _append_error(errors jsonb, entry jsonb); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._append_error(errors jsonb, entry jsonb) IS 'Private: append an entry to a message''s error history, keeping the last 20.';
+
+
+--
 -- Name: _backoff(integer, interval, interval); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -74,6 +81,13 @@ CREATE FUNCTION herald._backoff(attempt integer, base interval, cap interval) RE
   SELECT d * (0.5 + random() * 0.5)
   FROM (SELECT least(cap, base * power(2, least(greatest(attempt, 1) - 1, 30))) AS d) AS s
 $$;
+
+
+--
+-- Name: FUNCTION _backoff(attempt integer, base interval, cap interval); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._backoff(attempt integer, base interval, cap interval) IS 'Private: exponential backoff with equal jitter for a retry attempt.';
 
 
 --
@@ -98,6 +112,13 @@ BEGIN
   END LOOP;
 END
 $$;
+
+
+--
+-- Name: FUNCTION _check_arrays(fields text[], lengths integer[], required integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer) IS 'Private: raise HR012 naming a NULL or mismatched array argument.';
 
 
 --
@@ -131,6 +152,13 @@ $$;
 
 
 --
+-- Name: FUNCTION _consumer_partition("group" text, partition integer, skip_locked boolean, OUT partitions integer, OUT committed_offset bigint); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._consumer_partition("group" text, partition integer, skip_locked boolean, OUT partitions integer, OUT committed_offset bigint) IS 'Private: check a consumer group and partition, optionally locking its offset row.';
+
+
+--
 -- Name: _email_address(text, boolean); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -140,6 +168,13 @@ CREATE FUNCTION herald._email_address(recipient text, syntax_checked boolean DEF
   SELECT (octet_length(recipient) < 66 OR (octet_length(recipient) <= 254 AND recipient !~ '[^.@]{64}[^@]*$'))
      AND (syntax_checked OR recipient ~ ('^(?:' || herald._recipient_pattern('email') || ')$'))
 $_$;
+
+
+--
+-- Name: FUNCTION _email_address(recipient text, syntax_checked boolean); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._email_address(recipient text, syntax_checked boolean) IS 'Private: true when a recipient is an e-mail address herald accepts.';
 
 
 --
@@ -268,6 +303,13 @@ $$;
 
 
 --
+-- Name: FUNCTION _event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) IS 'Private: the JSON detail of a log event (inlined).';
+
+
+--
 -- Name: _idempotent_id(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -287,6 +329,13 @@ BEGIN
   RETURN v_id;
 END
 $$;
+
+
+--
+-- Name: FUNCTION _idempotent_id(key text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._idempotent_id(key text) IS 'Private: the id of the message stored under an idempotency key.';
 
 
 --
@@ -313,6 +362,13 @@ $_$;
 
 
 --
+-- Name: FUNCTION _json_integer(item jsonb, key text, prefix text, code text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._json_integer(item jsonb, key text, prefix text, code text) IS 'Private: an integer field of a JSON element, or the error naming it.';
+
+
+--
 -- Name: _json_text(jsonb, text, text, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -330,6 +386,13 @@ BEGIN
   RETURN v #>> '{}';
 END
 $$;
+
+
+--
+-- Name: FUNCTION _json_text(item jsonb, key text, prefix text, code text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._json_text(item jsonb, key text, prefix text, code text) IS 'Private: a string field of a JSON element, or the error naming it.';
 
 
 --
@@ -362,6 +425,13 @@ $$;
 
 
 --
+-- Name: FUNCTION _json_timestamptz(item jsonb, key text, prefix text, code text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._json_timestamptz(item jsonb, key text, prefix text, code text) IS 'Private: a timestamp field of a JSON element, or the error naming it.';
+
+
+--
 -- Name: _key_hash(text, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -370,6 +440,13 @@ CREATE FUNCTION herald._key_hash(ordering_key text, recipient text) RETURNS inte
     AS $$
   SELECT hashtext(coalesce(ordering_key, recipient))
 $$;
+
+
+--
+-- Name: FUNCTION _key_hash(ordering_key text, recipient text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._key_hash(ordering_key text, recipient text) IS 'Private: a message''s log partition key hash (ordering_key, else recipient).';
 
 
 --
@@ -382,6 +459,13 @@ CREATE FUNCTION herald._listening(channel text) RETURNS bigint
   SELECT setval(CASE channel WHEN 'herald_queue' THEN 'herald.notify_clock_queue'::regclass
                              ELSE 'herald.notify_clock_log'::regclass END, 0)
 $$;
+
+
+--
+-- Name: FUNCTION _listening(channel text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._listening(channel text) IS 'Private: mark that a listener of a notification channel may be about to wait.';
 
 
 --
@@ -412,6 +496,13 @@ $$;
 
 
 --
+-- Name: FUNCTION _log_after(after bigint, partitions integer, partition integer, max integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._log_after(after bigint, partitions integer, partition integer, max integer) IS 'Private: the events of one partition after an offset, in order, through log_statements_offset_idx.';
+
+
+--
 -- Name: _log_detail(text, jsonb, text, integer); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -423,6 +514,13 @@ CREATE FUNCTION herald._log_detail(kind text, detail jsonb, provider_message_id 
                     THEN herald._event_detail(kind, provider_message_id, NULL, NULL, attempts) END,
                   '{}'::jsonb)
 $$;
+
+
+--
+-- Name: FUNCTION _log_detail(kind text, detail jsonb, provider_message_id text, attempts integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_message_id text, attempts integer) IS 'Private: the detail a reader shows for one log event (inlined).';
 
 
 --
@@ -494,6 +592,13 @@ $$;
 
 
 --
+-- Name: FUNCTION _messages_notify(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._messages_notify() IS 'Private: the function of trigger _900_messages_notify.';
+
+
+--
 -- Name: _nonempty_string(jsonb, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -502,6 +607,13 @@ CREATE FUNCTION herald._nonempty_string(obj jsonb, key text) RETURNS boolean
     AS $$
   SELECT coalesce(jsonb_typeof(obj -> key) = 'string' AND obj ->> key <> '', false)
 $$;
+
+
+--
+-- Name: FUNCTION _nonempty_string(obj jsonb, key text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._nonempty_string(obj jsonb, key text) IS 'Private: true when a JSON object''s key holds a non-empty string.';
 
 
 --
@@ -526,6 +638,13 @@ $$;
 
 
 --
+-- Name: FUNCTION _notify(channels text[]); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._notify(channels text[]) IS 'Private: NOTIFY the channels whose listeners may be waiting, and set their clocks.';
+
+
+--
 -- Name: _notify_clock_due(bigint); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -539,6 +658,13 @@ $$;
 
 
 --
+-- Name: FUNCTION _notify_clock_due(clock bigint); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._notify_clock_due(clock bigint) IS 'Private: true when a notify clock says a notification is due (inlined).';
+
+
+--
 -- Name: _notify_due(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -548,6 +674,13 @@ CREATE FUNCTION herald._notify_due(channel text) RETURNS boolean
   SELECT herald._notify_clock_due(pg_sequence_last_value(CASE channel WHEN 'herald_queue' THEN 'herald.notify_clock_queue'::regclass
                                                                       ELSE 'herald.notify_clock_log'::regclass END))
 $$;
+
+
+--
+-- Name: FUNCTION _notify_due(channel text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._notify_due(channel text) IS 'Private: true when a notification channel is due a NOTIFY (inlined).';
 
 
 --
@@ -567,6 +700,13 @@ $_$;
 
 
 --
+-- Name: FUNCTION _recipient_list_kind(list text, n integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._recipient_list_kind(list text, n integer) IS 'Private: the channel kind whose syntax every recipient of a newline-joined list matches.';
+
+
+--
 -- Name: _recipient_pattern(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -579,6 +719,13 @@ CREATE FUNCTION herald._recipient_pattern(kind text) RETURNS text
            WHEN 'webhook' THEN 'https?://[^\s/?#]+([/?#]\S*)?'
          END
 $_$;
+
+
+--
+-- Name: FUNCTION _recipient_pattern(kind text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._recipient_pattern(kind text) IS 'Private: the regular expression of a recipient of a channel kind.';
 
 
 --
@@ -601,6 +748,13 @@ BEGIN
   END IF;
 END
 $$;
+
+
+--
+-- Name: FUNCTION _reject(code text, field text, message text, detail text, hint text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._reject(code text, field text, message text, detail text, hint text) IS 'Private: raise a herald input error with its SQLSTATE and the field in COLUMN.';
 
 
 --
@@ -750,6 +904,13 @@ $$;
 
 
 --
+-- Name: FUNCTION cancel(id bigint, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) IS 'Cancel a message that is still queued; false when unknown or in another state.';
+
+
+--
 -- Name: claim_batch(text, integer, interval, text[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -825,6 +986,13 @@ $$;
 
 
 --
+-- Name: FUNCTION claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone) IS 'Lease the next ready messages to a worker (FOR UPDATE SKIP LOCKED), with a new fencing token.';
+
+
+--
 -- Name: complete(bigint[], bigint[], text[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -871,6 +1039,13 @@ $$;
 
 
 --
+-- Name: FUNCTION complete(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone) IS 'Mark delivered messages sent, only under their lease token; returns how many changed.';
+
+
+--
 -- Name: complete(bigint, bigint, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -880,6 +1055,13 @@ CREATE FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_
     AS $$
   SELECT herald.complete(ARRAY[id], ARRAY[lease_token], ARRAY[provider_message_id], now) = 1
 $$;
+
+
+--
+-- Name: FUNCTION complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone) IS 'Mark one delivered message sent, only under its lease token.';
 
 
 --
@@ -931,6 +1113,13 @@ BEGIN
   RETURN true;
 END
 $_$;
+
+
+--
+-- Name: FUNCTION create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) IS 'Register a consumer group of herald.log (idempotent).';
 
 
 --
@@ -1086,6 +1275,13 @@ $$;
 
 
 --
+-- Name: FUNCTION extend_lease(ids bigint[], lease_tokens bigint[], lease interval, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], lease interval, now timestamp with time zone) IS 'Extend the lease of messages still held under their token.';
+
+
+--
 -- Name: fail(bigint[], bigint[], text[], text[], timestamp with time zone[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1166,6 +1362,13 @@ $$;
 
 
 --
+-- Name: FUNCTION fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone) IS 'Report failed deliveries; SQL decides retry, wait or dead. Returns how many changed.';
+
+
+--
 -- Name: fail(bigint, bigint, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1175,6 +1378,13 @@ CREATE FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_cla
     AS $$
   SELECT herald.fail(ARRAY[id], ARRAY[lease_token], ARRAY[error], ARRAY[error_class], ARRAY[retry_at], now) = 1
 $$;
+
+
+--
+-- Name: FUNCTION fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone) IS 'Report one failed delivery; SQL decides retry, wait or dead.';
 
 
 --
@@ -1204,6 +1414,13 @@ BEGIN
   RETURN upto;
 END
 $$;
+
+
+--
+-- Name: FUNCTION log_ack("group" text, partition integer, upto bigint, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.log_ack("group" text, partition integer, upto bigint, now timestamp with time zone) IS 'Commit a consumer group''s progress on one partition.';
 
 
 --
@@ -1241,6 +1458,13 @@ $$;
 
 
 --
+-- Name: FUNCTION log_dead_letter("group" text, partition integer, "offset" bigint, error text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.log_dead_letter("group" text, partition integer, "offset" bigint, error text, now timestamp with time zone) IS 'Set aside a partition''s next event into consumer_dead_letters and move past it.';
+
+
+--
 -- Name: log_read(text, integer, integer); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1269,6 +1493,13 @@ BEGIN
   FROM herald._log_after(cp.committed_offset, cp.partitions, log_read.partition, log_read.max) l;
 END
 $$;
+
+
+--
+-- Name: FUNCTION log_read("group" text, partition integer, max integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.log_read("group" text, partition integer, max integer) IS 'The next events of one partition of a consumer group, in offset order.';
 
 
 --
@@ -1331,6 +1562,13 @@ $$;
 
 
 --
+-- Name: FUNCTION log_sequence(max integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.log_sequence(max integer) IS 'Give committed pending log events their gapless offsets; returns how many.';
+
+
+--
 -- Name: log_truncate(bigint); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1387,6 +1625,13 @@ $$;
 
 
 --
+-- Name: FUNCTION log_truncate(before_offset bigint); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.log_truncate(before_offset bigint) IS 'Delete log events below an offset that every consumer group acknowledged.';
+
+
+--
 -- Name: purge(interval, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1407,6 +1652,13 @@ BEGIN
   RETURN deleted;
 END
 $$;
+
+
+--
+-- Name: FUNCTION purge(older_than interval, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) IS 'Delete sent, dead and cancelled messages finished longer ago than a bound.';
 
 
 --
@@ -1469,6 +1721,13 @@ $$;
 
 
 --
+-- Name: FUNCTION reap_stale(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.reap_stale(now timestamp with time zone) IS 'Take back messages whose lease expired: queued again, or dead when attempts are exhausted.';
+
+
+--
 -- Name: redrive(bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1489,6 +1748,13 @@ BEGIN
   RETURN changed;
 END
 $$;
+
+
+--
+-- Name: FUNCTION redrive(ids bigint[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.redrive(ids bigint[], now timestamp with time zone) IS 'Queue dead messages again with their attempts reset.';
 
 
 --
@@ -1526,6 +1792,13 @@ $$;
 
 
 --
+-- Name: FUNCTION refresh_statistics(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.refresh_statistics() IS 'ANALYZE herald''s tables while their statistics describe a table they have outgrown.';
+
+
+--
 -- Name: status(bigint); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1538,6 +1811,13 @@ CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text
   FROM herald.messages m
   WHERE m.id = status.id
 $$;
+
+
+--
+-- Name: FUNCTION status(id bigint); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.status(id bigint) IS 'What happened to one message: state, attempts, times, last error, receipt.';
 
 
 SET default_tablespace = '';
@@ -2190,6 +2470,13 @@ CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (ordering_
 --
 
 CREATE TRIGGER _900_messages_notify AFTER INSERT ON herald.messages FOR EACH STATEMENT EXECUTE FUNCTION herald._messages_notify();
+
+
+--
+-- Name: TRIGGER _900_messages_notify ON messages; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TRIGGER _900_messages_notify ON herald.messages IS 'Wakes runners and log consumers (NOTIFY herald_queue, herald_log) once per INSERT statement, when one may be waiting.';
 
 
 --

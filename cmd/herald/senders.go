@@ -118,7 +118,7 @@ var defaultRates = map[string]float64{"smtp": 50, "sendgrid": 100, "twilio": 10,
 //	noop            accept and drop (benchmarks)
 //	noop:DURATION   accept and drop after DURATION (a slow provider, for tests)
 //	smtp, sendgrid, twilio, webhook   the providers, configured by HERALD_<PROVIDER>_*
-//	                (README, "Providers"), wrapped in an adaptive rate limiter
+//	                (docs/operations.md, "Providers"), wrapped in an adaptive rate limiter
 func buildSender(channel, spec string) (sender.Sender, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
 	switch kind {

@@ -21,7 +21,7 @@ type InputError struct {
 // Error returns the message, which starts with the field.
 func (e *InputError) Error() string { return e.Message }
 
-// codes maps herald's SQLSTATEs (README, "Errors") to the codes of the HTTP API.
+// codes maps herald's SQLSTATEs (docs/sql.md, "Errors") to the codes of the HTTP API.
 var codes = map[string]string{
 	"HR001": "unknown_channel",
 	"HR002": "invalid_recipient",

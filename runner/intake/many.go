@@ -31,8 +31,8 @@ type Querier interface {
 
 // EnqueueMany stores msgs, all or nothing, and returns their ids in order. It is the
 // bulk path: one call of herald.enqueue_many with the messages as parallel arrays in
-// the binary protocol, so no JSON document is built or parsed for the batch (README,
-// "Producers"). At most 10,000 messages per call. A bad message gives an *InputError
+// the binary protocol, so no JSON document is built or parsed for the batch
+// (docs/sql.md, "herald.enqueue_many"). At most 10,000 messages per call. A bad message gives an *InputError
 // naming its index and field, and nothing is stored.
 func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error) {
 	n := len(msgs)

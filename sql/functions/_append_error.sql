@@ -10,3 +10,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._append_error(jsonb, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION herald._append_error(jsonb, jsonb) IS
+  'Private: append an entry to a message''s error history, keeping the last 20.';

@@ -14,3 +14,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._backoff(integer, interval, interval) FROM PUBLIC;
+COMMENT ON FUNCTION herald._backoff(integer, interval, interval) IS
+  'Private: exponential backoff with equal jitter for a retry attempt.';

@@ -24,3 +24,5 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION herald._check_arrays(text[], integer[], integer) FROM PUBLIC;
+COMMENT ON FUNCTION herald._check_arrays(text[], integer[], integer) IS
+  'Private: raise HR012 naming a NULL or mismatched array argument.';

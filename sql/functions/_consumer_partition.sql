@@ -37,3 +37,5 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION herald._consumer_partition(text, integer, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION herald._consumer_partition(text, integer, boolean) IS
+  'Private: check a consumer group and partition, optionally locking its offset row.';

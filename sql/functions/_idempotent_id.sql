@@ -23,3 +23,5 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION herald._idempotent_id(text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._idempotent_id(text) IS
+  'Private: the id of the message stored under an idempotency key.';

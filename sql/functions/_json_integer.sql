@@ -23,3 +23,5 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION herald._json_integer(jsonb, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._json_integer(jsonb, text, text, text) IS
+  'Private: an integer field of a JSON element, or the error naming it.';

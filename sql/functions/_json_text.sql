@@ -19,3 +19,5 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION herald._json_text(jsonb, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._json_text(jsonb, text, text, text) IS
+  'Private: a string field of a JSON element, or the error naming it.';

@@ -30,3 +30,5 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION herald._json_timestamptz(jsonb, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._json_timestamptz(jsonb, text, text, text) IS
+  'Private: a timestamp field of a JSON element, or the error naming it.';

@@ -11,3 +11,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._key_hash(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._key_hash(text, text) IS
+  'Private: a message''s log partition key hash (ordering_key, else recipient).';

@@ -35,3 +35,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._log_after(bigint, integer, integer, integer) FROM PUBLIC;
+COMMENT ON FUNCTION herald._log_after(bigint, integer, integer, integer) IS
+  'Private: the events of one partition after an offset, in order, through log_statements_offset_idx.';

@@ -1,6 +1,6 @@
 -- herald._notify_clock_due(clock) — true when a notify clock holding `clock` says a
 -- producer should NOTIFY: clock <= now - herald.notify_interval_ms (default 50;
--- 0 = always). A notify clock (migration 002; one per channel, herald.notify_clock_queue
+-- 0 = always). A notify clock (one per channel, herald.notify_clock_queue
 -- and herald.notify_clock_log) holds the time of the channel's last notification in
 -- microseconds since the epoch, or 0 once a listener said it may be about to wait
 -- (herald._listening): 0 is always due, a time is due when it is older than the
@@ -21,3 +21,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._notify_clock_due(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION herald._notify_clock_due(bigint) IS
+  'Private: true when a notify clock says a notification is due (inlined).';

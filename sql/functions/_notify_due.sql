@@ -2,13 +2,9 @@
 -- (herald_queue or herald_log): a listener said it may be waiting since the last
 -- notification (the channel's notify clock is 0), or none went out for
 -- herald.notify_interval_ms. The rule of herald._notify: herald._notify_clock_due of
--- the channel's notify clock (migration 002), read with pg_sequence_last_value (ten
--- times cheaper than SELECT … FROM the sequence; NULL until first set).
--- One clock per channel since migration 014: herald._listening sets it to 0 where it
--- used to set a second clock (a listen clock) to the time, which this rule then
--- compared. The same decision with half the sequence reads — and each read takes the
--- sequence page's buffer lock exclusively, so every producer's NOTIFY trigger queued
--- on four shared pages where it now reads two (README "Performance").
+-- the channel's notify clock, read with pg_sequence_last_value (NULL until first set;
+-- much cheaper than SELECT … FROM the sequence, and each read takes the sequence
+-- page's buffer lock, so one clock per channel keeps producers off shared pages).
 -- One SQL expression, so the planner inlines it. Locks: none.
 CREATE OR REPLACE FUNCTION herald._notify_due(channel text)
 RETURNS boolean
@@ -20,3 +16,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._notify_due(text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._notify_due(text) IS
+  'Private: true when a notification channel is due a NOTIFY (inlined).';

@@ -1,23 +1,11 @@
 -- herald._recipient_list_kind(list, n) — the channel kind whose recipient syntax
--- (herald._recipient_pattern) every line of `list` matches, when `list` is n
--- recipients joined by newlines: 'email', else 'sms', else 'webhook'; NULL when
--- some line matches none of them (a batch of mixed kinds, or a bad recipient), or
--- when `list` does not hold exactly n - 1 newlines (some recipient holds a newline
--- itself, and no recipient of any kind can). The caller builds the list with
--- array_to_string(recipients, E'\n', ''), so a NULL recipient is an empty line,
--- which matches nothing.
---
--- Why: a regular expression match costs about 3,400 instructions before it reads a
--- character (PostgreSQL builds the automaton's states afresh in every call), so
--- checking 100 e-mail addresses one by one cost 690,000 instructions; one match over
--- the joined list costs about 60,000, and joining them 120,000 (callgrind, README
--- "Performance"). herald._store_valid asks once per batch and passes the answer to
--- herald._valid, which then skips each row's match for that kind and keeps the
--- tests the expression does not hold (the e-mail lengths). A NULL answer only
--- means every row is matched on its own, as before.
--- IMMUTABLE and one SQL expression, so the planner inlines it; pass `list` as a
--- variable, not as the array_to_string call, or the join is computed once per use.
--- Locks: none.
+-- (herald._recipient_pattern) every line of `list` matches, `list` being n recipients
+-- joined by newlines: 'email', else 'sms', else 'webhook'; NULL when some line matches
+-- none, or when `list` does not hold exactly n - 1 newlines (a recipient holds one).
+-- Why: a regular expression match costs more to start than to run, so one match over
+-- the joined list is cheaper than one per recipient; herald._valid then skips each
+-- row's own match for that kind. A NULL answer only means rows are matched one by one.
+-- IMMUTABLE, one expression, inlined: pass `list` as a variable. Locks: none.
 CREATE OR REPLACE FUNCTION herald._recipient_list_kind(list text, n integer)
 RETURNS text
 LANGUAGE sql
@@ -32,3 +20,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._recipient_list_kind(text, integer) FROM PUBLIC;
+COMMENT ON FUNCTION herald._recipient_list_kind(text, integer) IS
+  'Private: the channel kind whose syntax every recipient of a newline-joined list matches.';

@@ -1,24 +1,12 @@
 -- herald._recipient_pattern(kind) — the syntax of a recipient of a channel kind, as a
--- regular expression without anchors: 'email' (the address rule of
--- herald._email_address but its two lengths), 'sms' (E.164: '+', a non-zero digit,
--- 6 to 14 more digits), 'webhook' (an http:// or https:// URL without white space);
--- NULL for 'custom' (any recipient). The one place these expressions are written:
--- herald._email_address, herald._valid and herald._validate anchor one for a single
--- recipient ('^(?:' || p || ')$'), herald._recipient_list_kind repeats one over a
--- whole list. None of them matches a newline, which is what lets the list be one
--- string with a recipient per line.
--- The e-mail expression: the local part as dot-separated runs of
--- letters, digits and !#$%&'*+/=?^_`{|}~-, the domain as runs of letters and digits
--- joined by a dot or by hyphens (so no label starts or ends with a hyphen). No
--- bounded repetition inside a repeated group (the textbook
--- `([A-Za-z0-9-]{0,61}[A-Za-z0-9])?` per label): PostgreSQL's regex engine expands
--- those into a large automaton, which cost 5 µs per address. Written so that at each
--- character only one branch can continue: release 5's
--- `[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?` per label (the same language) kept two alive
--- at every letter and cost a fifth more (9,050 against 7,290 instructions an address,
--- callgrind).
--- IMMUTABLE and one SQL expression: called with a constant kind, the planner folds
--- the whole pattern to a constant, so a regex match costs what a literal would.
+-- regular expression without anchors: 'email' (herald._email_address without its two
+-- lengths), 'sms' (E.164: '+', a non-zero digit, 6 to 14 more digits), 'webhook' (an
+-- http:// or https:// URL without white space); NULL for 'custom'. The one place these
+-- expressions are written. None matches a newline, so herald._recipient_list_kind can
+-- match a whole batch joined by newlines at once.
+-- The e-mail expression lets one branch continue at each character and has no bounded
+-- repetition inside a repeated group: PostgreSQL's engine expands those into large
+-- automata. IMMUTABLE, one expression: a constant kind folds to a constant pattern.
 -- Locks: none.
 CREATE OR REPLACE FUNCTION herald._recipient_pattern(kind text)
 RETURNS text
@@ -33,3 +21,5 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION herald._recipient_pattern(text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._recipient_pattern(text) IS
+  'Private: the regular expression of a recipient of a channel kind.';

@@ -1,7 +1,7 @@
 -- herald._reject(code, field, message, detail, hint) — raise a herald validation error.
 --
 -- Every input error herald raises goes through here, so each carries:
---   SQLSTATE  the stable code (class HR, see README "Errors"),
+--   SQLSTATE  the stable code (docs/sql.md, "Errors"),
 --   COLUMN    the offending field, machine-readable: an argument name such as
 --             'recipient', or for enqueue_batch 'messages[<index>].<field>' (index from 0),
 --   MESSAGE   "<field>: <what is wrong>", DETAIL and HINT for humans.
@@ -31,3 +31,5 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION herald._reject(text, text, text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._reject(text, text, text, text, text) IS
+  'Private: raise a herald input error with its SQLSTATE and the field in COLUMN.';

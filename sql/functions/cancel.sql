@@ -35,3 +35,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.cancel(bigint, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.cancel(bigint, timestamptz) TO herald_admin;
+COMMENT ON FUNCTION herald.cancel(bigint, timestamptz) IS
+  'Cancel a message that is still queued; false when unknown or in another state.';

@@ -1,28 +1,16 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
--- messages to `worker`; returns them in (priority, run_at, id) order.
---
--- Ready = status 'queued', run_at <= now, channel in `channels` (NULL = all) and not
--- paused, and — for a message with an ordering_key — no earlier message (lower id)
--- with the same key still queued or processing. Claimed rows become 'processing'
--- with attempts + 1, leased_by = worker, lease_expires_at = now + lease (NULL lease =
--- each channel's herald.channels.lease) and one new lease_token for this call: the
--- fencing token that complete/fail/extend_lease must present.
---
--- One statement: a CTE selects at most batch_size rows FOR UPDATE SKIP LOCKED (so
--- concurrent claimers never wait for, nor get, the same row), then UPDATE … RETURNING.
--- Nothing is deleted: a crash after the claim leaves the row 'processing' until
--- reap_stale sees the lease expire.
--- Index: messages_claim_idx (priority, run_at, id) WHERE status = 'queued', read in
--- order and stopped at the LIMIT; messages_ordering_key_idx for the ordering check;
--- the UPDATE finds the locked rows through messages_pkey (= ANY of their ids).
--- Sets the herald_queue notify clock to 0 (herald._listening) before it reads: a
--- caller that gets less than it asked for is about to wait, and the next producer
--- notifies (herald._notify).
--- Locks: row locks on the claimed rows until the caller's transaction ends (call it
--- in autocommit, or commit right away; never hold it open during a send).
--- Errors: HR012 worker (empty or over 200 characters), batch_size (outside 1..10000),
--- lease (outside 1 second..1 day).
--- SECURITY DEFINER for herald_worker.
+-- messages to `worker`, in (priority, run_at, id) order. Ready: queued, run_at <= now,
+-- channel in `channels` (NULL = all) and not paused, no earlier message with the same
+-- ordering_key queued or processing. Claimed rows become processing with attempts + 1,
+-- lease_expires_at = now + lease (NULL: the channel's) and one new lease_token for the
+-- call, the fencing token complete/fail/extend_lease must present.
+-- One statement: a CTE selects up to batch_size rows FOR UPDATE SKIP LOCKED, then
+-- UPDATE … RETURNING. It first sets the herald_queue notify clock to 0 (_listening).
+-- Index: messages_claim_idx in order to the LIMIT; messages_ordering_key_idx;
+-- messages_pkey for the UPDATE. Locks: the claimed rows until the transaction ends
+-- (call it in autocommit; never hold it open during a send).
+-- Errors: HR012 worker (empty, over 200 characters), batch_size (1..10,000), lease
+-- (1 second..1 day). SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
   batch_size integer DEFAULT 100,
@@ -112,3 +100,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.claim_batch(text, integer, interval, text[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.claim_batch(text, integer, interval, text[], timestamptz) TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.claim_batch(text, integer, interval, text[], timestamptz) IS
+  'Lease the next ready messages to a worker (FOR UPDATE SKIP LOCKED), with a new fencing token.';

@@ -1,27 +1,16 @@
 -- herald.complete(ids, lease_tokens, provider_message_ids, now) — mark delivered
--- messages 'sent'; returns how many rows changed.
---
--- Only rows still 'processing' under the same lease_token change. A row whose lease
--- expired and was reaped (or re-claimed by another worker) has another token or
--- status and is left alone: the count is then lower than the number of ids, which
--- the caller should log as a possible duplicate delivery. Repeating a call is
--- harmless (the second one changes nothing).
--- provider_message_ids (optional, same length) is stored as the delivery receipt.
--- Each changed row gets a 'sent' log event ({provider_message_id, attempts}),
--- appended to herald.log_statements in the same statement (one row for all of them, in
--- id order, whatever the order of ids); log consumers are woken through herald._notify.
--- The row keeps the receipts and attempts as typed arrays (provider_message_ids,
--- attempts; details NULL): herald.log and herald.log_read build each event's JSON
--- detail when they read it, off the delivery path (024_log_receipts.sql).
--- Index: the primary key, one probe per id. The statement does not test status:
--- the lease token match implies 'processing' (constraint
--- messages_lease_when_processing), and leaving status out keeps the planner off
--- messages_lease_expiry_idx, whose row estimate is often stale after a burst (it
--- once chose to rescan every processing row per id: a second per 1,000-row call).
--- Locks: row locks on the changed rows; ROW EXCLUSIVE on herald.log_statements.
--- Errors: HR012 ids/lease_tokens (NULL) or an array whose length differs from ids.
--- The single-id overload returns true when the row changed.
--- SECURITY DEFINER for herald_worker.
+-- messages sent, storing each provider message id as the receipt; returns how many
+-- rows changed. Only rows still processing under the same lease_token change: a lower
+-- count means a lease was lost (log it as a possible duplicate delivery). A repeat
+-- changes nothing. Each changed row gets a 'sent' log event in the same statement, one
+-- herald.log_statements row in id order whose receipts and attempts are typed arrays
+-- (readers build the JSON detail).
+-- Index: the primary key, one probe per id; status is not tested (the token implies
+-- processing), which keeps the planner off messages_lease_expiry_idx.
+-- Locks: the changed rows; ROW EXCLUSIVE on herald.log_statements.
+-- Errors: HR012 ids/lease_tokens NULL, or an array whose length differs from ids.
+-- The single-id overload returns true when the row changed. SECURITY DEFINER for
+-- herald_worker.
 CREATE OR REPLACE FUNCTION herald.complete(
   ids bigint[],
   lease_tokens bigint[],
@@ -88,3 +77,7 @@ REVOKE ALL ON FUNCTION herald.complete(bigint[], bigint[], text[], timestamptz) 
 REVOKE ALL ON FUNCTION herald.complete(bigint, bigint, text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.complete(bigint[], bigint[], text[], timestamptz) TO herald_worker, herald_admin;
 GRANT EXECUTE ON FUNCTION herald.complete(bigint, bigint, text, timestamptz) TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.complete(bigint[], bigint[], text[], timestamptz) IS
+  'Mark delivered messages sent, only under their lease token; returns how many changed.';
+COMMENT ON FUNCTION herald.complete(bigint, bigint, text, timestamptz) IS
+  'Mark one delivered message sent, only under its lease token.';

@@ -66,3 +66,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.create_consumer_group(text, integer, text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.create_consumer_group(text, integer, text, timestamptz) TO herald_consumer, herald_admin;
+COMMENT ON FUNCTION herald.create_consumer_group(text, integer, text, timestamptz) IS
+  'Register a consumer group of herald.log (idempotent).';

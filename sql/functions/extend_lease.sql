@@ -41,3 +41,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.extend_lease(bigint[], bigint[], interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.extend_lease(bigint[], bigint[], interval, timestamptz) TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.extend_lease(bigint[], bigint[], interval, timestamptz) IS
+  'Extend the lease of messages still held under their token.';

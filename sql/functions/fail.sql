@@ -1,27 +1,17 @@
 -- herald.fail(ids, lease_tokens, errors, error_classes, retry_at, now) — report failed
--- deliveries; SQL decides what happens next. Returns how many rows changed.
---
--- Per message (only rows still 'processing' under the same lease_token; see
--- herald.complete for stale tokens):
---   permanent                        -> 'dead' at once
---   transient, attempts < max        -> 'queued' at retry_at if given, else at
---                                       now + herald._backoff(attempts, channel base, cap)
---   transient, attempts >= max       -> 'dead'
---   rate_limited                     -> 'queued' at retry_at if given, else now + backoff;
---                                       the attempt is given back (attempts - 1): the
---                                       provider refused to try, so waiting out its
---                                       limit never dead-letters a message
--- retry_at earlier than now counts as now. Every failure is appended to the row's
--- error history (errors, last 20 kept) and sets last_error / last_error_class.
--- A message that goes 'dead' gets a 'dead' log event ({error_class, error,
--- attempts}) in the same statement; log consumers are woken, and so are runners when
--- a retry is due at once (herald._notify).
--- Index: the primary key, one probe per id (status is implied by the lease token;
--- see herald.complete). Locks: row locks on the changed rows; ROW EXCLUSIVE on
--- herald.log_statements.
--- Errors: HR012 for NULL or mismatched arrays, and error_classes holding anything but
--- transient, rate_limited, permanent. The single-id overload returns true when the
--- row changed. SECURITY DEFINER for herald_worker.
+-- deliveries; SQL decides what follows. Returns how many rows changed (only rows still
+-- processing under the same lease_token change).
+--   permanent                     -> dead at once
+--   transient, attempts < max     -> queued at retry_at, else now + herald._backoff
+--   transient, attempts >= max    -> dead
+--   rate_limited                  -> queued at retry_at, else now + backoff; the attempt
+--                                    is given back (the provider refused to try)
+-- A past retry_at counts as now. Each failure is appended to the error history (last
+-- 20); a message that goes dead gets a 'dead' log event in the same statement.
+-- Index: the primary key, one probe per id. Locks: the changed rows; ROW EXCLUSIVE on
+-- herald.log_statements. Errors: HR012 NULL or mismatched arrays, an unknown class.
+-- The single-id overload returns true when the row changed. SECURITY DEFINER for
+-- herald_worker.
 CREATE OR REPLACE FUNCTION herald.fail(
   ids bigint[],
   lease_tokens bigint[],
@@ -126,3 +116,7 @@ REVOKE ALL ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamp
 REVOKE ALL ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamptz[], timestamptz) TO herald_worker, herald_admin;
 GRANT EXECUTE ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, timestamptz) TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamptz[], timestamptz) IS
+  'Report failed deliveries; SQL decides retry, wait or dead. Returns how many changed.';
+COMMENT ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, timestamptz) IS
+  'Report one failed delivery; SQL decides retry, wait or dead.';

@@ -1,12 +1,9 @@
--- herald.log — view: the ordered log, one row per event (offset, message_id, kind,
--- channel, key_hash, at, detail), expanded from herald.log_statements rows that
--- have their offsets. Pending events (first_offset NULL) are not in it. detail is
--- the row's stored JSON, or, for 'sent' events stored as typed arrays (release 15,
--- 024_log_receipts.sql), built from their provider_message_ids and attempts
--- (herald._log_detail): the same object either way; {} when neither is stored.
--- For ad-hoc reading and counting; it has no index on "offset", so consumers read
--- with herald.log_read, which goes through log_statements_offset_idx.
--- Readable by herald_consumer and herald_admin.
+-- herald.log — view: the ordered log, one row per event ("offset", message_id, kind,
+-- channel, key_hash, at, detail), expanded from the herald.log_statements rows that
+-- have their offsets; pending events are not in it. detail is the row's stored JSON,
+-- or for 'sent' events stored as typed arrays the same object built from them
+-- (herald._log_detail). For ad-hoc reading: it has no index on "offset", so consumers
+-- read with herald.log_read. Readable by herald_consumer and herald_admin.
 CREATE OR REPLACE VIEW herald.log AS
 SELECT s.first_offset + e.pos - 1 AS "offset",
        e.message_id,

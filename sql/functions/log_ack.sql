@@ -35,3 +35,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.log_ack(text, integer, bigint, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.log_ack(text, integer, bigint, timestamptz) TO herald_consumer, herald_admin;
+COMMENT ON FUNCTION herald.log_ack(text, integer, bigint, timestamptz) IS
+  'Commit a consumer group''s progress on one partition.';

@@ -45,3 +45,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.log_dead_letter(text, integer, bigint, text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.log_dead_letter(text, integer, bigint, text, timestamptz) TO herald_consumer, herald_admin;
+COMMENT ON FUNCTION herald.log_dead_letter(text, integer, bigint, text, timestamptz) IS
+  'Set aside a partition''s next event into consumer_dead_letters and move past it.';

@@ -1,24 +1,13 @@
--- herald.log_read("group", partition, max) — the next events of one partition of a
--- consumer group: up to `max` (1..10,000) events after the group's committed offset,
--- in offset order, none skipped.
---
--- It first locks the (group, partition) offset row for the caller's transaction;
--- when another consumer of the group holds it, it returns no rows at once (SKIP
--- LOCKED), so consumers that each try every partition spread over them by
--- themselves and never process one partition together. Hold one transaction from
--- log_read to log_ack to keep the partition:
---   BEGIN; SELECT * FROM herald.log_read('receipts', 0);
---   … apply the events …            (effects in this database: exactly once)
---   SELECT herald.log_ack('receipts', 0, <last offset>); COMMIT;
--- A consumer that dies before log_ack reads the same events again (at least once).
--- Under READ COMMITTED it then sequences pending events (herald.log_sequence,
--- skipped when another run is in progress), so the log moves on with no other
--- process; note that the counter row then stays locked until this transaction ends.
--- Offsets are only ever visible as whole, committed sequencing runs, so the events
--- returned never lie beyond an offset that could still appear later.
--- Index: log_statements_offset_idx, from the statement holding the committed offset
--- + 1 on (herald._log_after).
--- Errors: HR012 max, HR013 group, HR014 partition.
+-- herald.log_read("group", partition, max) — up to `max` (1..10,000) events of one
+-- partition of a consumer group after its committed offset, in offset order, none
+-- skipped. It first locks the (group, partition) offset row for the caller's
+-- transaction, and returns nothing at once when another consumer holds it (SKIP
+-- LOCKED), so consumers that try every partition spread over them. Hold one
+-- transaction from log_read to log_ack; a consumer that dies before acking reads the
+-- same events again. Under READ COMMITTED it first sequences pending events
+-- (herald.log_sequence), so the log moves on with no other process.
+-- Index: log_statements_offset_idx (herald._log_after). Locks: the offset row; the
+-- counter row when it sequenced. Errors: HR012 max, HR013 group, HR014 partition.
 -- SECURITY DEFINER for herald_consumer.
 CREATE OR REPLACE FUNCTION herald.log_read("group" text, partition integer, max integer DEFAULT 100)
 RETURNS TABLE (
@@ -58,3 +47,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.log_read(text, integer, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.log_read(text, integer, integer) TO herald_consumer, herald_admin;
+COMMENT ON FUNCTION herald.log_read(text, integer, integer) IS
+  'The next events of one partition of a consumer group, in offset order.';

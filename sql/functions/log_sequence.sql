@@ -1,29 +1,14 @@
--- herald.log_sequence(max) — give offsets to committed pending events: number about
--- `max` (1..100,000) of them from herald.log_counter.next_offset on, in order of seq
--- and, within a herald.log_statements row (the events of one statement), of
--- position. Sequencing sets the row's first_offset; its events stay where they are.
--- Whole rows only: the run stops before a row that would start past `max` events,
--- so it may number more than `max` when one statement made more. Returns how many
--- events were numbered.
---
--- Runs are serialised by the counter row: a call that finds it locked (another run
--- in progress) returns 0 at once instead of waiting. The counter row stays locked
--- until the caller's transaction ends, so call it in autocommit (or commit right
--- away): an open transaction that sequenced holds back every later offset until it
--- commits — which is exactly what keeps offsets visible in order. If that transaction
--- rolls back, its rows return to pending and its offsets are handed out again.
--- Only events already committed are seen, so a producer transaction that stays open
--- never blocks the log: its events get offsets after it commits.
--- A row whose kind is unknown or whose arrays differ in length (only a bug in
--- herald's own functions could write one: producers have no direct access) stops
--- the run with XX000 rather than enter the log.
--- Sends NOTIFY herald_log when it numbered anything. Called by herald.log_read, and
--- periodically by the runner; call it from cron when neither runs.
--- Index: log_statements_pending_idx (seq, pending rows only). Locks: the log_counter
--- row; the rows it numbers. Errors: HR012 max, XX000 malformed row. Use READ
--- COMMITTED: under REPEATABLE READ a concurrent run makes the counter lock fail
--- with 40001.
--- SECURITY DEFINER for herald_worker and herald_consumer.
+-- herald.log_sequence(max) — give committed pending log events their offsets, from
+-- herald.log_counter.next_offset on, in (seq, position) order, whole statement rows
+-- only (it stops before a row that would start past `max`, 1..100,000); returns how
+-- many events were numbered, 0 at once when another run holds the counter row.
+-- The counter row stays locked until the caller's transaction ends, which is what
+-- makes offsets visible in order: call it in autocommit (READ COMMITTED; under
+-- REPEATABLE READ a concurrent run raises 40001). A rollback hands the offsets out
+-- again. A malformed row (unknown kind, arrays of different lengths) stops the run
+-- with XX000. Sends NOTIFY herald_log when it numbered anything.
+-- Index: log_statements_pending_idx. Locks: the log_counter row, the rows numbered.
+-- Errors: HR012 max. SECURITY DEFINER for herald_worker and herald_consumer.
 CREATE OR REPLACE FUNCTION herald.log_sequence(max integer DEFAULT 10000)
 RETURNS integer
 LANGUAGE plpgsql
@@ -83,3 +68,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.log_sequence(integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.log_sequence(integer) TO herald_worker, herald_consumer, herald_admin;
+COMMENT ON FUNCTION herald.log_sequence(integer) IS
+  'Give committed pending log events their gapless offsets; returns how many.';

@@ -1,17 +1,12 @@
--- herald.log_truncate(before_offset) — retention for herald.log: delete events with
--- an offset below `before_offset`, but never one that some consumer group has not
--- acknowledged (the bound is lowered to one past the smallest committed offset of
--- any group and partition). Returns how many were deleted.
--- Whole herald.log_statements rows below the bound are deleted; the row that holds
--- the bound loses the events before it (its arrays are cut and its first_offset
--- moves up), so the log starts exactly at the bound.
--- Index: log_statements_offset_idx: one backward probe finds and locks the only
--- row that can hold the bound (the last to start below it; offsets are
--- contiguous), which is cut first; then a range scan deletes the rows below the
--- bound. Until release 17 the cut joined every row starting below the bound, which
--- the planner ran as a sequential scan and hash of the whole log, for one row.
--- Locks: the deleted and cut rows.
--- Errors: HR012 before_offset (NULL).
+-- herald.log_truncate(before_offset) — retention for herald.log: delete events with an
+-- offset below `before_offset`, never one some consumer group has not acknowledged
+-- (the bound is lowered to one past the smallest committed offset). Returns how many
+-- were deleted. Rows wholly below the bound are deleted; the row that holds the bound
+-- loses the events before it (arrays cut, first_offset moved up), so the log starts
+-- exactly at the bound.
+-- Index: log_statements_offset_idx: one backward probe finds and locks the only row
+-- that can hold the bound, then a range scan deletes the rows below it.
+-- Locks: the deleted and cut rows. Errors: HR012 before_offset (NULL).
 -- Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.log_truncate(before_offset bigint)
 RETURNS bigint
@@ -69,3 +64,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.log_truncate(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.log_truncate(bigint) TO herald_admin;
+COMMENT ON FUNCTION herald.log_truncate(bigint) IS
+  'Delete log events below an offset that every consumer group acknowledged.';

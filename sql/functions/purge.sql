@@ -1,10 +1,9 @@
 -- herald.purge(older_than, now) — delete finished messages (sent, dead, cancelled)
--- whose finished_at is more than `older_than` ago; returns how many were deleted.
--- Retention: run it from cron / pg_cron, e.g. herald.purge('30 days').
--- Index: none by default: a scan of herald.messages (release 16 dropped
--- messages_finished_idx from the delivery path; 0.3 s per 1,000,000 rows here). A DBA
--- can re-create it (026_finished_index.sql, README "Indexes") and purge uses it.
--- Locks: the deleted rows. Errors: HR012 older_than (NULL or negative).
+-- whose finished_at is more than `older_than` ago; returns how many. Retention: run it
+-- from cron or pg_cron, e.g. herald.purge('30 days').
+-- Index: none by default (delivered messages enter no index): a scan of
+-- herald.messages; with messages_finished_idx created as docs/tuning.md says, a range
+-- scan of it. Locks: the deleted rows. Errors: HR012 older_than (NULL or negative).
 -- Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.purge(older_than interval, now timestamptz DEFAULT now())
 RETURNS bigint
@@ -29,3 +28,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.purge(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.purge(interval, timestamptz) TO herald_admin;
+COMMENT ON FUNCTION herald.purge(interval, timestamptz) IS
+  'Delete sent, dead and cancelled messages finished longer ago than a bound.';

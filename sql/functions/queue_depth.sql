@@ -1,13 +1,10 @@
--- herald.queue_depth — view: per channel of herald.channels, how many messages wait
--- ('queued', scheduled ones included) and how many are out for sending
--- ('processing'); one row per channel and status, 0 when there are none (a gauge
--- that reads 0 rather than one that vanishes). The runner samples it every
--- HERALD_STATS_INTERVAL for its herald_queue_depth gauge.
--- Reads only the rows of the two partial indexes messages_claim_idx (status =
--- 'queued') and messages_lease_expiry_idx (status = 'processing'), so its cost follows
--- the backlog, not the table: sent, dead and cancelled rows kept for history are not
--- visited (herald.queue_stats, which counts every status, scans the whole table).
--- Readable by herald_worker and herald_admin (release 13).
+-- herald.queue_depth — view: per channel of herald.channels, how many messages are
+-- queued (scheduled ones included) and processing; one row per channel and status, 0
+-- when there are none (a gauge that reads 0 rather than vanishes). The runner samples
+-- it every HERALD_STATS_INTERVAL for herald_queue_depth.
+-- Reads only the rows of the partial indexes messages_claim_idx and
+-- messages_lease_expiry_idx: its cost follows the backlog, not the table (unlike
+-- herald.queue_stats). Readable by herald_worker and herald_admin.
 CREATE OR REPLACE VIEW herald.queue_depth AS
 WITH counted AS (
   SELECT m.channel, 'queued'::text AS status, count(*) AS count

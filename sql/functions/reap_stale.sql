@@ -72,3 +72,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.reap_stale(timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.reap_stale(timestamptz) TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.reap_stale(timestamptz) IS
+  'Take back messages whose lease expired: queued again, or dead when attempts are exhausted.';

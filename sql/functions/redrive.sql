@@ -26,3 +26,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.redrive(bigint[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.redrive(bigint[], timestamptz) TO herald_admin;
+COMMENT ON FUNCTION herald.redrive(bigint[], timestamptz) IS
+  'Queue dead messages again with their attempts reset.';

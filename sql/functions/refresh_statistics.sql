@@ -1,30 +1,14 @@
--- herald.refresh_statistics() — ANALYZE herald.messages and herald.log_statements
--- when the planner's statistics still describe a small table and the table has
--- since grown past twice that size; returns the names of the tables it analyzed
--- (empty when there was nothing to do).
---
--- Why: PL/pgSQL keeps each statement's plan for the life of a connection, and after
--- five calls settles on a generic plan, which it keeps until the table's statistics
--- change. Planned while herald.messages was small (a new install, a TRUNCATE), the
--- runner's statements find rows by scanning the whole table instead of the primary
--- key (claim_batch's UPDATE, complete, fail), and go on doing so while the table
--- grows, until autovacuum first analyzes it: up to autovacuum_naptime (1 minute by
--- default) later, or never with autovacuum off. At 1,000 messages a second a claim
--- took 7 ms after 20 seconds instead of 1.5 ms. ANALYZE gives the table new
--- statistics, and every connection replans its statements at their next use.
--- Rule: a table whose pg_class.relpages (its size at its last VACUUM or ANALYZE) is
--- under 1,024 pages (8 MB) is analyzed once its size is over twice relpages, and at
--- least 16 pages: so at 16, 32, 64 … pages while it is small, and never once its
--- statistics say 8 MB or more (by then every plan of these statements reads an index,
--- and keeping statistics current is autovacuum's work).
--- Cost: one pg_class read and one file size per table when nothing is to be done;
--- an ANALYZE of at most 16 MB when something is.
--- Locks: SHARE UPDATE EXCLUSIVE on a table it analyzes (it conflicts with no reads
--- or writes), taken with NOWAIT: a table that a VACUUM or another ANALYZE holds is
--- left for the next call. Call it in autocommit: the lock lasts until the
--- transaction ends. The runner calls it every poll interval; a runner in another
--- language should too (about once a second).
--- SECURITY DEFINER (ANALYZE takes the table's owner) for herald_worker.
+-- herald.refresh_statistics() — ANALYZE herald.messages and herald.log_statements when
+-- their statistics still describe a small table (pg_class.relpages under 1,024 pages)
+-- and the table has grown past twice that size (and 16 pages); returns the tables
+-- analyzed, empty when there was nothing to do.
+-- Why: a connection keeps its plans until statistics change, and a plan made while a
+-- table was small scans it instead of reading an index (docs/tuning.md). Once the
+-- statistics say 8 MB it does nothing: autovacuum keeps them current.
+-- Cost: one pg_class read and one file size per table when nothing is to be done.
+-- Locks: SHARE UPDATE EXCLUSIVE on a table it analyzes, taken with NOWAIT (a table a
+-- VACUUM holds is left for the next call); call it in autocommit, about once a second.
+-- SECURITY DEFINER (ANALYZE needs the owner) for herald_worker.
 CREATE OR REPLACE FUNCTION herald.refresh_statistics()
 RETURNS text[]
 LANGUAGE plpgsql
@@ -59,3 +43,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.refresh_statistics() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.refresh_statistics() TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.refresh_statistics() IS
+  'ANALYZE herald''s tables while their statistics describe a table they have outgrown.';

@@ -29,3 +29,5 @@ $$;
 
 REVOKE ALL ON FUNCTION herald.status(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.status(bigint) TO herald_producer, herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.status(bigint) IS
+  'What happened to one message: state, attempts, times, last error, receipt.';

@@ -1,8 +1,7 @@
 -- herald.throughput — view: messages finished per channel and minute over the last
 -- hour: sent, dead, cancelled. For humans and dashboards.
--- Index: none by default: a scan of herald.messages (about 110 ms per 1,000,000 rows
--- here; release 16 dropped messages_finished_idx from the delivery path). With that
--- index re-created by a DBA (026_finished_index.sql), a range scan from an hour ago.
+-- Index: none by default: a scan of herald.messages; with messages_finished_idx
+-- created as docs/tuning.md says, a range scan from an hour ago.
 -- Readable by herald_worker and herald_admin.
 CREATE OR REPLACE VIEW herald.throughput AS
 SELECT m.channel,
