@@ -1,6 +1,6 @@
 package runner
 
-import "github.com/herald/herald/runner/metrics"
+import "github.com/herald/herald/runner/internal/metrics"
 
 // instruments are the runner's Prometheus metrics.
 type instruments struct {

@@ -20,13 +20,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald/herald/runner/email"
-	"github.com/herald/herald/runner/ratelimit"
+	"github.com/herald/herald/runner/sender/email"
+	"github.com/herald/herald/runner/sender/ratelimit"
 	"github.com/herald/herald/runner/sender"
-	"github.com/herald/herald/runner/sendgrid"
-	"github.com/herald/herald/runner/smtpsender"
-	"github.com/herald/herald/runner/twilio"
-	"github.com/herald/herald/runner/webhook"
+	"github.com/herald/herald/runner/sender/sendgrid"
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
+	"github.com/herald/herald/runner/sender/twilio"
+	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/herald/herald/tests/testdb"
 )
 

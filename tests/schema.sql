@@ -193,6 +193,7 @@ DECLARE
   v_keyed boolean;
   v_kind text;
   v_skip bigint[] := '{}';
+  v_specs herald.message_spec[] := specs;
   v_first bigint[];
   v_valid boolean := true;
   v_stored bigint;
@@ -228,6 +229,9 @@ BEGIN
           WHERE s.idempotency_key IS NOT NULL) AS r
     WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
     v_skip := coalesce(v_skip, '{}');
+    FOR i IN 1 .. cardinality(v_skip) LOOP
+      v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
+    END LOOP;
   END IF;
 
   INSERT INTO herald.messages AS m
@@ -236,19 +240,19 @@ BEGIN
   SELECT v_ids[s.ord], c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          coalesce(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now
-  FROM unnest(specs) WITH ORDINALITY
+  FROM unnest(v_specs) WITH ORDINALITY
          AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
-                      now => _enqueue.now, checked_kind => v_kind)
-    AND NOT s.ord = ANY (v_skip);
+                      now => _enqueue.now, checked_kind => v_kind);
   GET DIAGNOSTICS v_stored = ROW_COUNT;
 
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
+      CONTINUE WHEN v_valid AND i = ANY (v_skip); -- a repeat: checked above
       PERFORM herald._validate(spec => specs[i], now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;
@@ -1159,6 +1163,7 @@ CREATE FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with time zon
 DECLARE
   n integer;
   specs herald.message_spec[];
+  v_plain boolean;
 BEGIN
   IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
     PERFORM herald._reject('HR011', 'messages', 'must be a JSON array of message objects');
@@ -1168,10 +1173,23 @@ BEGIN
     PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
-  -- Every element an object of known fields, each of a JSON type it takes (strings:
-  -- the texts and run_at; numbers or strings: the integers; null: absent). Lax mode:
-  -- a missing field gives no item, and .type() does not unwrap an array.
-  IF NOT messages @? 'lax $[*] ? (@.type() != "object"
+  -- The usual batch: every element an object of exactly channel, recipient and payload,
+  -- the first two strings. jsonb orders objects by their number of members first, so
+  -- `< R` (R: four members) holds for objects of at most three, and ?& then proves the
+  -- three keys. Nothing in such a batch can fail to convert.
+  SELECT bool_and(coalesce(e < '{"": null, "a": null, "b": null, "c": null}'
+                           AND e ?& '{channel,recipient,payload}'
+                           AND jsonb_typeof(e -> 'channel') = 'string'
+                           AND jsonb_typeof(e -> 'recipient') = 'string', false))
+  INTO v_plain
+  FROM (SELECT jsonb_path_query(messages, 'strict $[*]') AS e) AS elements;
+  IF v_plain THEN
+    specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
+  -- Otherwise: every element an object of known fields, each of a JSON type it takes
+  -- (strings: the texts and run_at; numbers or strings: the integers; null: absent; in
+  -- lax mode a missing field gives no item, and .type() does not unwrap an array), read
+  -- by jsonb_populate_recordset, which may still refuse a value.
+  ELSIF NOT messages @? 'lax $[*] ? (@.type() != "object"
         || (@.channel.type() != "string" && @.channel.type() != "null")
         || (@.recipient.type() != "string" && @.recipient.type() != "null")
         || (@.run_at.type() != "string" && @.run_at.type() != "null")
@@ -1179,7 +1197,7 @@ BEGIN
         || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
         || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
         || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
-     AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
+        AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
                      WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata}'::text[] <> '{}') THEN
     BEGIN
       specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
@@ -1230,9 +1248,11 @@ BEGIN
     END IF;
   END LOOP;
   RETURN herald._enqueue(
-    specs => ARRAY(SELECT ROW(u.*)::herald.message_spec
-                   FROM unnest(channels, recipients, payloads, run_ats, priorities, idempotency_keys,
-                               ordering_keys, max_attempts, metadata) AS u),
+    specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md)::herald.message_spec
+                   FROM (SELECT unnest(channels) AS c, unnest(recipients) AS r, unnest(payloads) AS p,
+                                unnest(run_ats) AS ra, unnest(priorities) AS pr, unnest(idempotency_keys) AS ik,
+                                unnest(ordering_keys) AS ok, unnest(max_attempts) AS ma,
+                                unnest(metadata) AS md) AS u),
     now => enqueue_many.now,
     single => false);
 END

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald/herald/runner/email"
-	"github.com/herald/herald/runner/ratelimit"
+	"github.com/herald/herald/runner/sender/email"
+	"github.com/herald/herald/runner/sender/ratelimit"
 	"github.com/herald/herald/runner/sender"
-	"github.com/herald/herald/runner/sendgrid"
-	"github.com/herald/herald/runner/sink"
-	"github.com/herald/herald/runner/smtpsender"
-	"github.com/herald/herald/runner/twilio"
-	"github.com/herald/herald/runner/webhook"
+	"github.com/herald/herald/runner/sender/sendgrid"
+	"github.com/herald/herald/runner/sender/sink"
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
+	"github.com/herald/herald/runner/sender/twilio"
+	"github.com/herald/herald/runner/sender/webhook"
 )
 
 // senderSpecs collects channel=spec pairs from HERALD_SENDER_<CHANNEL> variables

@@ -25,6 +25,7 @@ DECLARE
   v_keyed boolean;
   v_kind text;
   v_skip bigint[] := '{}';
+  v_specs herald.message_spec[] := specs;
   v_first bigint[];
   v_valid boolean := true;
   v_stored bigint;
@@ -60,6 +61,9 @@ BEGIN
           WHERE s.idempotency_key IS NOT NULL) AS r
     WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
     v_skip := coalesce(v_skip, '{}');
+    FOR i IN 1 .. cardinality(v_skip) LOOP
+      v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
+    END LOOP;
   END IF;
 
   INSERT INTO herald.messages AS m
@@ -68,19 +72,19 @@ BEGIN
   SELECT v_ids[s.ord], c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          coalesce(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now
-  FROM unnest(specs) WITH ORDINALITY
+  FROM unnest(v_specs) WITH ORDINALITY
          AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
-                      now => _enqueue.now, checked_kind => v_kind)
-    AND NOT s.ord = ANY (v_skip);
+                      now => _enqueue.now, checked_kind => v_kind);
   GET DIAGNOSTICS v_stored = ROW_COUNT;
 
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
+      CONTINUE WHEN v_valid AND i = ANY (v_skip); -- a repeat: checked above
       PERFORM herald._validate(spec => specs[i], now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;

@@ -44,9 +44,11 @@ BEGIN
     END IF;
   END LOOP;
   RETURN herald._enqueue(
-    specs => ARRAY(SELECT ROW(u.*)::herald.message_spec
-                   FROM unnest(channels, recipients, payloads, run_ats, priorities, idempotency_keys,
-                               ordering_keys, max_attempts, metadata) AS u),
+    specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md)::herald.message_spec
+                   FROM (SELECT unnest(channels) AS c, unnest(recipients) AS r, unnest(payloads) AS p,
+                                unnest(run_ats) AS ra, unnest(priorities) AS pr, unnest(idempotency_keys) AS ik,
+                                unnest(ordering_keys) AS ok, unnest(max_attempts) AS ma,
+                                unnest(metadata) AS md) AS u),
     now => enqueue_many.now,
     single => false);
 END

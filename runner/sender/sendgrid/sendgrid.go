@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald/herald/runner/email"
+	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender"
 )
 

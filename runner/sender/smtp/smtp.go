@@ -1,4 +1,4 @@
-// Package smtpsender delivers e-mail over SMTP with github.com/wneessen/go-mail.
+// Package smtp delivers e-mail over SMTP with github.com/wneessen/go-mail.
 //
 // STARTTLS is required by default (Config.TLS "starttls"); "tls" is implicit TLS
 // (SMTPS, port 465) and "none" an explicit opt-out for local relays. AUTH PLAIN,
@@ -14,7 +14,7 @@
 //	too many, or with enhanced code 4.7.x   rate_limited, retry in Config.ThrottleWait
 //	other 4yz reply                         transient
 //	no reply (connection, TLS, timeout)     transient
-package smtpsender
+package smtp
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 	mail "github.com/wneessen/go-mail"
 	gosmtp "github.com/wneessen/go-mail/smtp"
 
-	"github.com/herald/herald/runner/email"
+	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender"
 )
 

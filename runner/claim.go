@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// claimLoop claims whenever there is work and a free send slot, until ctx ends.
+func (r *Runner) claimLoop(ctx, sendCtx context.Context) {
+	poll := time.NewTicker(r.cfg.PollInterval)
+	defer poll.Stop()
+	trailing := time.NewTimer(time.Hour)
+	trailing.Stop()
+	backoff := newBackoff(100*time.Millisecond, r.cfg.PollInterval)
+	for {
+		full, err := r.claim(ctx, sendCtx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			r.log.Warn("claim failed", "err", err)
+			sleep(ctx, backoff.next())
+			continue
+		}
+		backoff.reset()
+		if full && r.free() > 0 {
+			continue // a full batch: there is probably more
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+			trailing.Reset(r.cfg.NotifyWindow)
+		case <-trailing.C:
+		case <-poll.C:
+		case <-r.freed:
+			if !full {
+				// A slot freed up, but the last claim found the queue empty.
+				continue
+			}
+		}
+	}
+}
+
+func (r *Runner) free() int { return r.cfg.Concurrency - int(r.busy.Load()) }
+
+// claim takes up to min(batch size, free slots) messages and starts their sends. It
+// reports whether it got as many as it asked for.
+func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
+	n := min(r.cfg.BatchSize, r.free())
+	if n <= 0 || ctx.Err() != nil {
+		return true, nil
+	}
+	start := time.Now()
+	// A claim in flight when the runner is stopped (ctx) is not cut short:
+	// claim_batch commits on the server, so a claim whose result the runner stopped
+	// reading would leave its messages leased to no one until reap_stale. It
+	// finishes, and its messages go to the senders like any other; the shutdown then
+	// waits for them. It may run on for at most the shutdown grace after the stop,
+	// and one lease in all (past that its messages could be claimed again anyway).
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Lease)
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(r.cfg.ShutdownGrace, cancel) })()
+	rows, err := r.pool.Query(qctx, `SELECT id, channel, recipient, payload, metadata, attempt, lease_token, lease_expires_at
+		FROM herald.claim_batch($1, $2, $3 * interval '1 microsecond', $4)`, r.cfg.Worker, n, r.cfg.Lease.Microseconds(), r.channels)
+	if err != nil {
+		return false, err
+	}
+	// Scanned straight into the batch's flights (no second copy of the batch), with
+	// the channel's name shared, the JSON copied into a few large blocks and one
+	// Scan argument list for all rows: a claim allocates one string per message (the
+	// recipient) and a handful of blocks. Garbage collection was a large part of the
+	// runner's CPU in a drain; a runner draining 200,000 messages went from 6.1 to 3.1
+	// allocations and from 860 to 520-580 bytes per message (the rest is mostly pgx
+	// encoding complete's arrays).
+	fl := make([]flight, 0, n)
+	var channel, payload, metadata pgtype.DriverBytes // valid until the next row
+	var blocks jsonBlocks
+	dest := make([]any, 8)
+	for rows.Next() {
+		fl = append(fl, flight{})
+		m := &fl[len(fl)-1].msg
+		dest[0], dest[1], dest[2], dest[3], dest[4], dest[5], dest[6], dest[7] =
+			&m.ID, &channel, &m.Recipient, &payload, &metadata, &m.Attempt, &m.LeaseToken, &m.LeaseUntil
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return false, err
+		}
+		m.Channel = r.channelName(channel)
+		// Payload and metadata as bytes: PostgreSQL has already checked the JSON.
+		m.Payload, m.Metadata = blocks.keep(payload), blocks.keep(metadata)
+		fl[len(fl)-1].leaseUntil = m.LeaseUntil
+	}
+	if err := rows.Err(); err != nil {
+		// The claim may have committed before the error: those messages come back
+		// through reap_stale when their lease expires.
+		return false, err
+	}
+	r.m.claimSeconds.Observe(time.Since(start).Seconds())
+	for ch, k := range countByChannel(fl) {
+		r.m.claimed.Add(float64(k), ch)
+	}
+	r.start(sendCtx, fl)
+	return len(fl) == n, nil
+}
+
+// channelName returns the runner's own copy of a claimed message's channel name (the
+// runner claims only channels it has senders for), so that messages share it.
+func (r *Runner) channelName(b []byte) string {
+	for _, ch := range r.channels {
+		if string(b) == ch {
+			return ch
+		}
+	}
+	return string(b)
+}
+
+// jsonBlockSize is the size of the blocks a claim copies JSON values into.
+const jsonBlockSize = 64 << 10
+
+// jsonBlocks copies the JSON values of a claimed batch out of the driver's buffer
+// into shared blocks of jsonBlockSize (a value too big for one gets its own): one
+// allocation per block instead of one per value. A block lives as long as any
+// message whose value is in it.
+type jsonBlocks struct{ cur []byte }
+
+// keep returns a copy of b (nil for nil: SQL NULL), capped so that an append to it
+// cannot write over the next value.
+func (j *jsonBlocks) keep(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	if cap(j.cur)-len(j.cur) < len(b) {
+		j.cur = make([]byte, 0, max(jsonBlockSize, len(b)))
+	}
+	at := len(j.cur)
+	j.cur = append(j.cur, b...)
+	return json.RawMessage(j.cur[at:len(j.cur):len(j.cur)])
+}

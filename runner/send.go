@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/herald/herald/runner/sender"
+)
+
+// growInterval is how long claimed messages may wait in the work queue before the
+// runner doubles its send workers (up to Config.Concurrency).
+const growInterval = time.Millisecond
+
+// start records the flights of a claimed batch and queues them for the send
+// workers. Workers are added as the queue needs them: the first at once, then, for
+// as long as messages keep waiting, as many again every growInterval, up to
+// Config.Concurrency. A fast sender thus sends batch after batch on a few
+// goroutines (cheap to wake, cheap for the garbage collector to scan), and a slow
+// one gets Concurrency sends at once within about ten intervals. Workers stay for
+// the runner's life.
+func (r *Runner) start(ctx context.Context, fl []flight) {
+	r.busy.Add(int64(len(fl)))
+	r.sends.Add(len(fl))
+	r.mu.Lock()
+	for i := range fl {
+		r.flights[fl[i].msg.ID] = &fl[i]
+	}
+	r.m.inflight.Set(float64(len(r.flights)))
+	r.mu.Unlock()
+	for i := range fl {
+		r.work <- fl[i].msg // never blocks: claims never exceed the free slots, the queue's capacity
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.workers == 0 {
+		r.workers++
+		go r.worker(ctx)
+	}
+	if !r.growing && len(r.work) > 0 && r.workers < r.cfg.Concurrency {
+		r.growing = true
+		go r.grow(ctx)
+	}
+}
+
+// grow adds send workers while messages wait in the queue: as many again as there
+// are every growInterval, up to Config.Concurrency.
+func (r *Runner) grow(ctx context.Context) {
+	t := time.NewTimer(growInterval)
+	defer t.Stop()
+	for range t.C {
+		r.mu.Lock()
+		add := min(r.workers, r.cfg.Concurrency-r.workers, len(r.work))
+		if add <= 0 {
+			r.growing = false
+			r.mu.Unlock()
+			return
+		}
+		r.workers += add
+		r.mu.Unlock()
+		for range add {
+			go r.worker(ctx)
+		}
+		t.Reset(growInterval)
+	}
+}
+
+// worker sends queued messages until the work queue is closed (at the end of Run).
+// Once the shutdown grace is over it sends nothing more: what is still queued is
+// released.
+func (r *Runner) worker(ctx context.Context) {
+	debug := r.log.Enabled(ctx, slog.LevelDebug)
+	for m := range r.work {
+		o := outcome{msg: m}
+		if r.pastGrace.Load() {
+			// Shutdown's grace is over: a message still queued is not sent now; it is
+			// released (transient, retry now) like a send cut short.
+			o.err = sender.Transient(errors.New("released unsent at shutdown"))
+		} else {
+			start := time.Now()
+			o.res, o.err = r.send(ctx, m)
+			took := time.Since(start)
+			r.m.sendSeconds.Observe(took.Seconds(), m.Channel)
+			if o.err == nil && debug {
+				r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
+					"provider_message_id", o.res.ProviderMessageID, "seconds", took.Seconds())
+			}
+		}
+		r.post(o)
+		r.busy.Add(-1)
+		r.sends.Done()
+		select {
+		case r.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// send calls the channel's sender, turning a panic into a transient failure.
+func (r *Runner) send(ctx context.Context, m sender.Message) (res sender.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = sender.Transient(fmt.Errorf("sender panicked: %v", p))
+		}
+	}()
+	s := r.cfg.Senders[m.Channel]
+	if s == nil {
+		return res, sender.Transient(errors.New("no sender for channel " + m.Channel))
+	}
+	return s.Send(ctx, m)
+}
+
+// countByChannel counts a claimed batch's messages per channel (metrics are updated
+// once per batch).
+func countByChannel(fl []flight) map[string]int {
+	n := map[string]int{}
+	for i := range fl {
+		n[fl[i].msg.Channel]++
+	}
+	return n
+}
