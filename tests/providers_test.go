@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/ratelimit"
-	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/sendgrid"
 	smtpsender "github.com/herald/herald/runner/sender/smtp"
 	"github.com/herald/herald/runner/sender/twilio"

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/ratelimit"
-	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/sendgrid"
 	"github.com/herald/herald/runner/sender/sink"
 	smtpsender "github.com/herald/herald/runner/sender/smtp"

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/email"
 )
 
 // Config is how to reach SendGrid.

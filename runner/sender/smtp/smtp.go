@@ -27,8 +27,8 @@ import (
 	mail "github.com/wneessen/go-mail"
 	gosmtp "github.com/wneessen/go-mail/smtp"
 
-	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/email"
 )
 
 // Config is how to reach the SMTP server.
