@@ -9,67 +9,19 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/herald/herald/runner"
 	"github.com/herald/herald/runner/sender"
 )
 
-// env returns the variable's value, or def when it is unset or empty.
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// envDefaults reads flag defaults from the environment and remembers every variable
-// that is set but does not parse, so a typo is an error rather than a silent default.
-type envDefaults struct{ errs []error }
-
-func (e *envDefaults) int(name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		e.errs = append(e.errs, fmt.Errorf("%s=%q is not a whole number", name, v))
-		return def
-	}
-	return n
-}
-
-func (e *envDefaults) duration(name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		e.errs = append(e.errs, fmt.Errorf("%s=%q is not a duration such as 30s", name, v))
-		return def
-	}
-	return d
-}
-
-// err is the first bad variable, if any.
-func (e *envDefaults) err() error {
-	if len(e.errs) == 0 {
-		return nil
-	}
-	return e.errs[0]
-}
-
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("herald run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ev := &envDefaults{}
-	specs := sendersFromEnv()
+	ev := &environ{}
+	specs := sendersFromEnv(ev)
 	fs.Var(specs, "sender", "CHANNEL=SPEC, repeatable (env HERALD_SENDER_<CHANNEL>): sink:-, sink:PATH, noop, noop:DURATION, smtp, sendgrid, twilio, webhook")
-	httpAddr := fs.String("http-addr", env("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics, /healthz and the intake; off to disable (env HERALD_HTTP_ADDR)")
+	httpAddr := fs.String("http-addr", ev.str("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics, /healthz and the intake; off to disable (env HERALD_HTTP_ADDR)")
 	batch := fs.Int("batch-size", ev.int("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
 	conc := fs.Int("concurrency", ev.int("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
 	lease := fs.Duration("lease", ev.duration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
@@ -77,8 +29,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	grace := fs.Duration("shutdown-grace", ev.duration("HERALD_SHUTDOWN_GRACE", runner.DefaultShutdownGrace), "time in-flight sends get after SIGTERM (env HERALD_SHUTDOWN_GRACE)")
 	reap := fs.Duration("reap-interval", ev.duration("HERALD_REAP_INTERVAL", runner.DefaultReapInterval), "how often one runner reaps expired leases (env HERALD_REAP_INTERVAL)")
 	stats := fs.Duration("stats-interval", ev.duration("HERALD_STATS_INTERVAL", runner.DefaultStatsInterval), "how often queue depth is sampled (env HERALD_STATS_INTERVAL)")
-	worker := fs.String("worker", env("HERALD_WORKER", ""), "name recorded in leased_by (env HERALD_WORKER; default hostname-pid)")
-	logLevel := fs.String("log-level", env("HERALD_LOG_LEVEL", "info"), "debug, info, warn or error (env HERALD_LOG_LEVEL)")
+	worker := fs.String("worker", ev.str("HERALD_WORKER", ""), "name recorded in leased_by (env HERALD_WORKER; default hostname-pid)")
+	logLevel := fs.String("log-level", ev.str("HERALD_LOG_LEVEL", "info"), "debug, info, warn or error (env HERALD_LOG_LEVEL)")
 	in := addIntakeFlags(fs, ev)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald run [flags]")
@@ -111,7 +63,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	senders := map[string]sender.Sender{}
 	for ch, spec := range specs {
-		s, err := buildSender(ch, spec)
+		s, err := buildSender(ev, ch, spec)
 		if err != nil {
 			fmt.Fprintf(stderr, "herald run: channel %s: %v\n", ch, err)
 			return exitUsage

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,69 +43,16 @@ func (s senderSpecs) Set(v string) error {
 	return nil
 }
 
-func sendersFromEnv() senderSpecs {
+func sendersFromEnv(ev *environ) senderSpecs {
 	s := senderSpecs{}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if ch, ok := strings.CutPrefix(k, "HERALD_SENDER_"); ok && ch != "" && v != "" {
-			s[strings.ToLower(ch)] = v
-		}
+	for ch, v := range ev.withPrefix("HERALD_SENDER_") {
+		s[strings.ToLower(ch)] = v
 	}
 	return s
 }
 
 // closer is implemented by senders that hold a file or connection.
 type closer interface{ Close() error }
-
-// secret reads a secret from the variable NAME, or from the file named by NAME_FILE
-// (one trailing newline dropped). Secrets are never logged.
-func secret(name string) (string, error) {
-	v, file := os.Getenv(name), os.Getenv(name+"_FILE")
-	switch {
-	case v != "" && file != "":
-		return "", fmt.Errorf("set %s or %s_FILE, not both", name, name)
-	case file != "":
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("%s_FILE: %w", name, err)
-		}
-		return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
-	}
-	return v, nil
-}
-
-// providerEnv reads the numeric settings of a provider, refusing values that do not
-// parse.
-type providerEnv struct {
-	prefix string // HERALD_SMTP and so on
-	err    error
-}
-
-func (p *providerEnv) str(key string) string { return os.Getenv(p.prefix + "_" + key) }
-
-func (p *providerEnv) duration(key string, def time.Duration) time.Duration {
-	v := p.str(key)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		p.err = fmt.Errorf("%s_%s=%q is not a duration such as 10s", p.prefix, key, v)
-	}
-	return d
-}
-
-func (p *providerEnv) number(key string, def float64) float64 {
-	v := p.str(key)
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 {
-		p.err = fmt.Errorf("%s_%s=%q is not a non-negative number", p.prefix, key, v)
-	}
-	return f
-}
 
 // Default client-side rates, in sends per second (HERALD_<PROVIDER>_RATE; 0 = none).
 var defaultRates = map[string]float64{"smtp": 50, "sendgrid": 100, "twilio": 10, "webhook": 50}
@@ -119,7 +65,7 @@ var defaultRates = map[string]float64{"smtp": 50, "sendgrid": 100, "twilio": 10,
 //	noop:DURATION   accept and drop after DURATION (a slow provider, for tests)
 //	smtp, sendgrid, twilio, webhook   the providers, configured by HERALD_<PROVIDER>_*
 //	                (docs/operations.md, "Providers"), wrapped in an adaptive rate limiter
-func buildSender(channel, spec string) (sender.Sender, error) {
+func buildSender(ev *environ, channel, spec string) (sender.Sender, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
 	switch kind {
 	case "sink":
@@ -140,16 +86,16 @@ func buildSender(channel, spec string) (sender.Sender, error) {
 		if arg != "" {
 			return nil, fmt.Errorf("sender %q: %s takes no argument; configure it with HERALD_%s_*", spec, kind, strings.ToUpper(kind))
 		}
-		p := &providerEnv{prefix: "HERALD_" + strings.ToUpper(kind)}
-		s, err := buildProvider(kind, channel, p)
+		prefix := "HERALD_" + strings.ToUpper(kind) + "_"
+		s, err := buildProvider(ev, kind, channel, prefix)
 		if err == nil {
-			err = p.err
+			err = ev.err()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sender %s: %w", kind, err)
 		}
-		if perSecond := p.number("RATE", defaultRates[kind]); p.err != nil {
-			return nil, p.err
+		if perSecond := ev.number(prefix+"RATE", defaultRates[kind]); ev.err() != nil {
+			return nil, ev.err()
 		} else if perSecond > 0 {
 			return ratelimit.New(s, perSecond, max(1, int(perSecond))), nil
 		}
@@ -159,25 +105,19 @@ func buildSender(channel, spec string) (sender.Sender, error) {
 	}
 }
 
-func buildProvider(kind, channel string, p *providerEnv) (sender.Sender, error) {
+func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, error) {
 	ch := "HERALD_" + strings.ToUpper(channel)
-	defaults := email.Defaults{From: os.Getenv(ch + "_FROM"), ReplyTo: os.Getenv(ch + "_REPLY_TO"),
-		MessageIDDomain: os.Getenv("HERALD_MESSAGE_ID_DOMAIN")}
+	defaults := email.Defaults{From: ev.str(ch+"_FROM", ""), ReplyTo: ev.str(ch+"_REPLY_TO", ""),
+		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", "")}
+	str := func(key string) string { return ev.str(prefix+key, "") }
+	duration := func(key string, def time.Duration) time.Duration { return ev.duration(prefix+key, def) }
 	switch kind {
 	case "smtp":
-		password, err := secret("HERALD_SMTP_PASSWORD")
-		if err != nil {
-			return nil, err
-		}
-		cfg := smtpsender.Config{Host: p.str("HOST"), TLS: p.str("TLS"), Username: p.str("USERNAME"), Password: password,
-			Auth: p.str("AUTH"), Timeout: p.duration("TIMEOUT", 10*time.Second), Pool: int(p.number("POOL", 4)),
-			ThrottleWait: p.duration("THROTTLE_WAIT", time.Minute), Defaults: defaults}
-		if v := p.str("PORT"); v != "" {
-			if cfg.Port, err = strconv.Atoi(v); err != nil {
-				return nil, fmt.Errorf("HERALD_SMTP_PORT=%q is not a port", v)
-			}
-		}
-		if ca := p.str("CA_FILE"); ca != "" {
+		cfg := smtpsender.Config{Host: str("HOST"), TLS: str("TLS"), Username: str("USERNAME"),
+			Password: ev.secret(prefix + "PASSWORD"), Auth: str("AUTH"), Port: ev.int(prefix+"PORT", 0),
+			Timeout: duration("TIMEOUT", 10*time.Second), Pool: ev.int(prefix+"POOL", 4),
+			ThrottleWait: duration("THROTTLE_WAIT", time.Minute), Defaults: defaults}
+		if ca := str("CA_FILE"); ca != "" {
 			pem, err := os.ReadFile(ca)
 			if err != nil {
 				return nil, fmt.Errorf("HERALD_SMTP_CA_FILE: %w", err)
@@ -190,23 +130,13 @@ func buildProvider(kind, channel string, p *providerEnv) (sender.Sender, error) 
 		}
 		return smtpsender.New(cfg)
 	case "sendgrid":
-		key, err := secret("HERALD_SENDGRID_API_KEY")
-		if err != nil {
-			return nil, err
-		}
-		return sendgrid.New(sendgrid.Config{APIKey: key, BaseURL: p.str("URL"), Timeout: p.duration("TIMEOUT", 10*time.Second), Defaults: defaults})
+		return sendgrid.New(sendgrid.Config{APIKey: ev.secret(prefix + "API_KEY"), BaseURL: str("URL"),
+			Timeout: duration("TIMEOUT", 10*time.Second), Defaults: defaults})
 	case "twilio":
-		token, err := secret("HERALD_TWILIO_AUTH_TOKEN")
-		if err != nil {
-			return nil, err
-		}
-		return twilio.New(twilio.Config{AccountSID: p.str("ACCOUNT_SID"), AuthToken: token, From: p.str("FROM"),
-			MessagingServiceSID: p.str("MESSAGING_SERVICE_SID"), BaseURL: p.str("URL"), Timeout: p.duration("TIMEOUT", 10*time.Second)})
+		return twilio.New(twilio.Config{AccountSID: str("ACCOUNT_SID"), AuthToken: ev.secret(prefix + "AUTH_TOKEN"),
+			From: str("FROM"), MessagingServiceSID: str("MESSAGING_SERVICE_SID"), BaseURL: str("URL"),
+			Timeout: duration("TIMEOUT", 10*time.Second)})
 	default: // webhook
-		key, err := secret("HERALD_WEBHOOK_SECRET")
-		if err != nil {
-			return nil, err
-		}
-		return webhook.New(webhook.Config{Secret: []byte(key), Timeout: p.duration("TIMEOUT", 10*time.Second)})
+		return webhook.New(webhook.Config{Secret: []byte(ev.secret(prefix + "SECRET")), Timeout: duration("TIMEOUT", 10*time.Second)})
 	}
 }

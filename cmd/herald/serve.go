@@ -26,10 +26,10 @@ type intakeFlags struct {
 	maxBody  *int64
 }
 
-func addIntakeFlags(fs *flag.FlagSet, ev *envDefaults) intakeFlags {
+func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 	return intakeFlags{
-		enabled:  fs.String("intake", env("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
-		tokens:   fs.String("intake-tokens", env("HERALD_INTAKE_TOKENS", ""), "comma-separated bearer tokens; none = open intake (env HERALD_INTAKE_TOKENS)"),
+		enabled:  fs.String("intake", ev.str("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
+		tokens:   fs.String("intake-tokens", ev.str("HERALD_INTAKE_TOKENS", ""), "comma-separated bearer tokens; none = open intake (env HERALD_INTAKE_TOKENS)"),
 		maxBatch: fs.Int("intake-max-batch", ev.int("HERALD_INTAKE_MAX_BATCH", intake.DefaultMaxBatch), "most messages per batch request (env HERALD_INTAKE_MAX_BATCH)"),
 		maxBody:  fs.Int64("intake-max-body", int64(ev.int("HERALD_INTAKE_MAX_BODY", intake.DefaultMaxBodyBytes)), "largest request body in bytes (env HERALD_INTAKE_MAX_BODY)"),
 	}
@@ -88,8 +88,8 @@ func serveHTTP(ctx context.Context, addr string, handler http.Handler, logger *s
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	httpAddr := fs.String("http-addr", env("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "where the intake listens (env HERALD_HTTP_ADDR)")
-	ev := &envDefaults{}
+	ev := &environ{}
+	httpAddr := fs.String("http-addr", ev.str("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "where the intake listens (env HERALD_HTTP_ADDR)")
 	in := addIntakeFlags(fs, ev)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald serve [flags]\n\nThe HTTP intake alone (no delivery). Database: DATABASE_URL or PG*. Flags:")

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// environ is the one reader of herald's settings from the environment. A variable
+// that is unset or empty gives the default; one that is set but does not parse is
+// remembered (err), so a typo is an error rather than a silent default.
+type environ struct{ errs []error }
+
+func (e *environ) fail(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Errorf(format, args...))
+}
+
+// str returns the variable, or def when it is unset or empty.
+func (e *environ) str(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// int returns the variable as a whole number.
+func (e *environ) int(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		e.fail("%s=%q is not a whole number", name, v)
+		return def
+	}
+	return n
+}
+
+// duration returns the variable as a non-negative duration such as 30s.
+func (e *environ) duration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		e.fail("%s=%q is not a duration such as 30s", name, v)
+		return def
+	}
+	return d
+}
+
+// number returns the variable as a non-negative number.
+func (e *environ) number(name string, def float64) float64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		e.fail("%s=%q is not a non-negative number", name, v)
+		return def
+	}
+	return f
+}
+
+// secret returns a secret from the variable NAME, or from the file named by
+// NAME_FILE (one trailing newline dropped). Secrets are never logged or printed.
+func (e *environ) secret(name string) string {
+	v, file := os.Getenv(name), os.Getenv(name+"_FILE")
+	switch {
+	case v != "" && file != "":
+		e.fail("set %s or %s_FILE, not both", name, name)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			e.fail("%s_FILE: %v", name, err)
+			return ""
+		}
+		return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	}
+	return v
+}
+
+// withPrefix lists the variables whose names start with prefix, by the rest of the
+// name, skipping empty values.
+func (e *environ) withPrefix(prefix string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && v != "" {
+			out[rest] = v
+		}
+	}
+	return out
+}
+
+// err is the first variable that did not parse, if any.
+func (e *environ) err() error {
+	if len(e.errs) == 0 {
+		return nil
+	}
+	return e.errs[0]
+}
