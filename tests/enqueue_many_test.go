@@ -24,9 +24,9 @@ func TestEnqueueMany(t *testing.T) {
 	runAt := time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	msgs := []intake.Message{
 		{Channel: "email", Recipient: "a@example.com", Payload: json.RawMessage(`{"subject":"s","html":"<p>h</p>"}`),
-			Priority: ptr(-7), MaxAttempts: ptr(3), Metadata: json.RawMessage(`{"k":"v"}`), OrderingKey: "o1"},
+			Priority: ptr(-7), MaxAttempts: ptr(3), Metadata: json.RawMessage(`{"k":"v"}`), OrderingKey: ptr("o1")},
 		{Channel: "sms", Recipient: "+14155550100", Payload: json.RawMessage(`{"body":"b"}`), RunAt: &runAt},
-		{Channel: "email", Recipient: "b@example.com", Payload: json.RawMessage(`{"subject":"s","text":"t"}`), IdempotencyKey: "k1"},
+		{Channel: "email", Recipient: "b@example.com", Payload: json.RawMessage(`{"subject":"s","text":"t"}`), IdempotencyKey: ptr("k1")},
 	}
 	batch := `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","html":"<p>h</p>"},"priority":-7,"max_attempts":3,"metadata":{"k":"v"},"ordering_key":"o1"},
 		{"channel":"sms","recipient":"+14155550100","payload":{"body":"b"},"run_at":"` + runAt.Format(time.RFC3339Nano) + `"},

@@ -102,7 +102,7 @@ func TestBatchRecipientsMatchedTogether(t *testing.T) {
 			if keyed {
 				msgs = append([]intake.Message(nil), c.msgs...)
 				for i := range msgs {
-					msgs[i].IdempotencyKey = c.name + string(rune('a'+i))
+					msgs[i].IdempotencyKey = ptr(c.name + string(rune('a'+i)))
 				}
 			}
 			ids, err := intake.EnqueueMany(ctx, pool, msgs)

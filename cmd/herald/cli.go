@@ -91,8 +91,11 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if batch {
 		ids, err = intake.EnqueueBatch(ctx, pool, body, 10000)
 	} else {
+		var m intake.Message
 		var id int64
-		id, err = intake.Enqueue(ctx, pool, body, "")
+		if m, err = intake.DecodeMessage(body); err == nil {
+			id, err = intake.Enqueue(ctx, pool, m)
+		}
 		ids = []int64{id}
 	}
 	if code := cliError(stderr, "herald enqueue", err); code != exitOK {

@@ -6,58 +6,115 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Enqueue stores one message given as a JSON object with the fields of
-// herald.enqueue (channel, recipient, payload, run_at, priority, idempotency_key,
-// ordering_key, max_attempts, metadata). idempotencyKey, when not empty, is the
-// message's idempotency key (the Idempotency-Key header; it must agree with a key in
-// the body). Validation is herald's SQL: a bad message gives an *InputError, and
-// nothing is stored.
-func Enqueue(ctx context.Context, pool *pgxpool.Pool, body []byte, idempotencyKey string) (int64, error) {
-	var msg map[string]json.RawMessage
-	if err := decodeObject(body, &msg); err != nil {
-		return 0, err
-	}
-	if idempotencyKey != "" {
-		if k, ok := msg["idempotency_key"]; ok && !bytes.Equal(bytes.TrimSpace(k), []byte("null")) {
-			var inBody string
-			if json.Unmarshal(k, &inBody) != nil || inBody != idempotencyKey {
-				return 0, &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key",
-					Message: "idempotency_key: the Idempotency-Key header and the body disagree"}
-			}
-		}
-		k, _ := json.Marshal(idempotencyKey)
-		msg["idempotency_key"] = k
-	}
-	batch, _ := json.Marshal([]map[string]json.RawMessage{msg})
-	ids, err := enqueueBatch(ctx, pool, batch)
+// Enqueue stores one message with herald.enqueue and returns its id. q may be a pool,
+// a connection or the caller's transaction. A bad message gives an *InputError naming
+// the field (herald's SQL decides), and nothing is stored.
+func Enqueue(ctx context.Context, q Querier, m Message) (int64, error) {
+	var id int64
+	err := q.QueryRow(ctx, `SELECT herald.enqueue(channel => $1, recipient => $2, payload => $3,
+		run_at => $4, priority => coalesce($5, 0), idempotency_key => $6, ordering_key => $7,
+		max_attempts => $8, metadata => $9)`,
+		m.Channel, m.Recipient, jsonArg(m.Payload), m.RunAt, m.Priority, m.IdempotencyKey,
+		m.OrderingKey, m.MaxAttempts, jsonArg(m.Metadata)).Scan(&id)
 	if err != nil {
-		var ie *InputError
-		if errors.As(err, &ie) {
-			// One message: no index to name. The text starts with the field path the
-			// batch function gave it; say it as the single-message form would.
-			ie.Index = nil
-			ie.Message = strings.TrimPrefix(strings.TrimPrefix(ie.Message, "messages[0]."), "messages[0]")
-			if ie.Field == "message" {
-				ie.Field = ""
-			}
-		}
-		return 0, err
+		return 0, inputOr(err)
 	}
-	return ids[0], nil
+	return id, nil
 }
 
-// EnqueueBatch stores a JSON array of messages (see Enqueue), all or nothing, and
-// returns their ids in order. A bad message gives an *InputError naming its index
-// and field. maxMessages bounds the array.
-func EnqueueBatch(ctx context.Context, pool *pgxpool.Pool, body []byte, maxMessages int) ([]int64, error) {
+// DecodeMessage reads one message from a JSON object with the fields of
+// herald.enqueue: channel, recipient, payload, run_at (RFC 3339), priority,
+// idempotency_key, ordering_key, max_attempts, metadata; null is the same as absent.
+// It checks only what JSON decides (one object, known fields, each of its JSON type);
+// the values are herald.enqueue's to judge. Errors are *InputError naming the field.
+func DecodeMessage(body []byte) (Message, error) {
+	var m Message
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return m, badJSON("", "the body must be a JSON object: %v", err)
+	}
+	if dec.More() {
+		return m, badJSON("", "the body holds more than one JSON value")
+	}
+	for k, v := range fields {
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			continue
+		}
+		var err error
+		switch k {
+		case "channel":
+			err = json.Unmarshal(v, &m.Channel)
+		case "recipient":
+			err = json.Unmarshal(v, &m.Recipient)
+		case "idempotency_key":
+			err = json.Unmarshal(v, &m.IdempotencyKey)
+		case "ordering_key":
+			err = json.Unmarshal(v, &m.OrderingKey)
+		case "payload":
+			m.Payload = v
+		case "metadata":
+			m.Metadata = v
+		case "run_at":
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return m, &InputError{Code: "invalid_run_at", Field: k, Message: "run_at: must be a timestamp string such as \"2030-01-02T03:04:05Z\""}
+			}
+			t, perr := time.Parse(time.RFC3339Nano, s)
+			if perr != nil {
+				return m, &InputError{Code: "invalid_run_at", Field: k, Message: fmt.Sprintf("run_at: %q is not an RFC 3339 timestamp", s)}
+			}
+			m.RunAt = &t
+		case "priority", "max_attempts":
+			n, ok := jsonInteger(v)
+			if !ok {
+				return m, &InputError{Code: "invalid_" + k, Field: k, Message: k + ": must be an integer"}
+			}
+			if k == "priority" {
+				m.Priority = &n
+			} else {
+				m.MaxAttempts = &n
+			}
+		default:
+			return m, &InputError{Code: "invalid_message", Field: k, Message: k + ": is not a message field"}
+		}
+		if err != nil {
+			return m, &InputError{Code: "invalid_message", Field: k, Message: k + ": must be a string"}
+		}
+	}
+	return m, nil
+}
+
+// jsonInteger reads a JSON number or string holding an integer of at most 9 digits.
+func jsonInteger(v json.RawMessage) (int, bool) {
+	s := strings.TrimSpace(string(v))
+	var unq string
+	if json.Unmarshal(v, &unq) == nil {
+		s = unq
+	}
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || len(digits) > 9 || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
+// EnqueueBatch stores a JSON array of messages (the objects of DecodeMessage) with
+// herald.enqueue_batch, all or nothing, and returns their ids in order. A bad message
+// gives an *InputError naming its index and field. maxMessages bounds the array.
+func EnqueueBatch(ctx context.Context, q Querier, body []byte, maxMessages int) ([]int64, error) {
 	var msgs []json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&msgs); err != nil {
@@ -70,39 +127,32 @@ func EnqueueBatch(ctx context.Context, pool *pgxpool.Pool, body []byte, maxMessa
 		return nil, &InputError{Code: "invalid_batch", Field: "messages",
 			Message: fmt.Sprintf("messages: %d messages; 1 to %d are allowed", len(msgs), maxMessages)}
 	}
-	return enqueueBatch(ctx, pool, body)
-}
-
-func enqueueBatch(ctx context.Context, pool *pgxpool.Pool, batch []byte) ([]int64, error) {
 	var ids []int64
-	err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1::jsonb)`, string(batch)).Scan(&ids)
-	if err != nil {
-		if ie, ok := AsInputError(err); ok {
-			return nil, ie
-		}
-		var pg *pgconn.PgError
-		if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") {
-			// A value JSON allows but PostgreSQL's jsonb does not (\u0000, bad UTF-8).
-			return nil, badJSON("", "the JSON cannot be stored: %s", pg.Message)
-		}
-		return nil, err
+	if err := q.QueryRow(ctx, `SELECT herald.enqueue_batch($1::jsonb)`, string(body)).Scan(&ids); err != nil {
+		return nil, inputOr(err)
 	}
 	return ids, nil
 }
 
-// decodeObject parses body as exactly one JSON object.
-func decodeObject(body []byte, v *map[string]json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil || *v == nil {
-		if err == nil {
-			err = errors.New("null")
-		}
-		return badJSON("", "the body must be a JSON object: %v", err)
+// inputOr turns herald's validation errors into *InputError, and a value JSON allows
+// but jsonb refuses (\u0000, bad UTF-8) into invalid_json; other errors pass.
+func inputOr(err error) error {
+	if ie, ok := AsInputError(err); ok {
+		return ie
 	}
-	if dec.More() {
-		return badJSON("", "the body holds more than one JSON value")
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") {
+		return badJSON("", "the JSON cannot be stored: %s", pg.Message)
 	}
-	return nil
+	return err
+}
+
+// jsonArg is a jsonb argument that is NULL when absent.
+func jsonArg(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
 }
 
 // Status is what herald.status says about a message.
@@ -123,10 +173,10 @@ type Status struct {
 // ErrNotFound is returned by GetStatus for an unknown (or purged) id.
 var ErrNotFound = errors.New("no such message")
 
-// GetStatus reads herald.status(id).
-func GetStatus(ctx context.Context, pool *pgxpool.Pool, id int64) (*Status, error) {
+// GetStatus reads herald.status(id) on q.
+func GetStatus(ctx context.Context, q Querier, id int64) (*Status, error) {
 	s := Status{ID: id}
-	err := pool.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, run_at, created_at, finished_at,
+	err := q.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, run_at, created_at, finished_at,
 		last_error, last_error_class, provider_message_id FROM herald.status($1)`, id).
 		Scan(&s.Channel, &s.Status, &s.Attempts, &s.MaxAttempts, &s.RunAt, &s.CreatedAt, &s.FinishedAt,
 			&s.LastError, &s.LastErrorClass, &s.ProviderMessageID)

@@ -1,8 +1,9 @@
 // Package intake accepts notifications from services that cannot hold a Postgres
 // connection: an HTTP API (POST /v1/messages, POST /v1/messages/batch,
 // GET /v1/messages/{id}) and the functions the command line shares with it. It
-// validates nothing itself: every message goes through herald.enqueue_batch, and
-// the SQLSTATE and field that SQL raises become a 400 with a code and a field.
+// validates no value itself: a message goes through herald.enqueue (a batch through
+// herald.enqueue_batch), and the SQLSTATE and field that SQL raises become a 400
+// with a code and a field. Only the JSON shape of a request is checked here.
 package intake
 
 import (
@@ -114,12 +115,33 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, err := Enqueue(r.Context(), h.pool, b, r.Header.Get("Idempotency-Key"))
+	m, err := DecodeMessage(b)
+	if err == nil {
+		err = idempotencyHeader(&m, r.Header.Get("Idempotency-Key"))
+	}
+	var id int64
+	if err == nil {
+		id, err = Enqueue(r.Context(), h.pool, m)
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "status_url": fmt.Sprintf("/v1/messages/%d", id)})
+}
+
+// idempotencyHeader sets the message's idempotency key from the Idempotency-Key
+// header; a different key in the body is an error.
+func idempotencyHeader(m *Message, header string) error {
+	if header == "" {
+		return nil
+	}
+	if m.IdempotencyKey != nil && *m.IdempotencyKey != header {
+		return &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key",
+			Message: "idempotency_key: the Idempotency-Key header and the body disagree"}
+	}
+	m.IdempotencyKey = &header
+	return nil
 }
 
 func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) {

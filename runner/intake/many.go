@@ -8,23 +8,24 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Message is one notification for EnqueueMany: the arguments of herald.enqueue as Go
-// values. Zero values mean the defaults: no run_at (now), priority 0, no keys, the
-// channel's max_attempts, no metadata.
+// Message is one notification for Enqueue and EnqueueMany: the arguments of
+// herald.enqueue as Go values. nil means the default: no run_at (now), priority 0, no
+// keys, the channel's max_attempts, no metadata.
 type Message struct {
 	Channel        string
 	Recipient      string
 	Payload        json.RawMessage // a JSON object
 	RunAt          *time.Time
 	Priority       *int
-	IdempotencyKey string
-	OrderingKey    string
+	IdempotencyKey *string
+	OrderingKey    *string
 	MaxAttempts    *int
 	Metadata       json.RawMessage // a JSON object, or nil
 }
 
-// Querier is what EnqueueMany runs its statement on: a *pgxpool.Pool, a *pgx.Conn or
-// a pgx.Tx, so that a service can enqueue inside its own transaction.
+// Querier is what the producer functions (Enqueue, EnqueueBatch, EnqueueMany,
+// GetStatus) run their statement on: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx, so
+// that a service can enqueue inside its own transaction.
 type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
@@ -32,8 +33,8 @@ type Querier interface {
 // EnqueueMany stores msgs, all or nothing, and returns their ids in order. It is the
 // bulk path: one call of herald.enqueue_many with the messages as parallel arrays in
 // the binary protocol, so no JSON document is built or parsed for the batch
-// (docs/sql.md, "herald.enqueue_many"). At most 10,000 messages per call. A bad message gives an *InputError
-// naming its index and field, and nothing is stored.
+// (docs/sql.md, "herald.enqueue_many"). At most 10,000 messages per call. A bad
+// message gives an *InputError naming its index and field, and nothing is stored.
 func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error) {
 	n := len(msgs)
 	channels, recipients := make([]string, n), make([]string, n)
@@ -56,11 +57,11 @@ func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error
 		if m.Priority != nil {
 			put(&priorities, n, i, m.Priority)
 		}
-		if m.IdempotencyKey != "" {
-			put(&idemKeys, n, i, &msgs[i].IdempotencyKey)
+		if m.IdempotencyKey != nil {
+			put(&idemKeys, n, i, m.IdempotencyKey)
 		}
-		if m.OrderingKey != "" {
-			put(&orderKeys, n, i, &msgs[i].OrderingKey)
+		if m.OrderingKey != nil {
+			put(&orderKeys, n, i, m.OrderingKey)
 		}
 		if m.MaxAttempts != nil {
 			put(&maxAttempts, n, i, m.MaxAttempts)
@@ -73,10 +74,7 @@ func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error
 	err := q.QueryRow(ctx, `SELECT herald.enqueue_many($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		channels, recipients, payloads, runAts, priorities, idemKeys, orderKeys, maxAttempts, metadata).Scan(&ids)
 	if err != nil {
-		if ie, ok := AsInputError(err); ok {
-			return nil, ie
-		}
-		return nil, err
+		return nil, inputOr(err)
 	}
 	return ids, nil
 }
