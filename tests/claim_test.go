@@ -1,15 +1,10 @@
 package tests
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // claim_batch hands out only ready rows, in (priority, run_at, id) order, at most
@@ -153,104 +148,6 @@ func TestClaimOrderingKeyAfterCancel(t *testing.T) {
 	if got := ids(claim(t, pool, 10, t0)); !slices.Equal(got, []int64{second}) {
 		t.Fatalf("after cancel: %v", got)
 	}
-}
-
-// The claim query is served by messages_claim_idx, not a sequential scan, on a table
-// of 100,000 finished and 1,000 queued rows. The plan of the statement inside the
-// function is read with auto_explain, sent to the client as NOTICEs.
-func TestClaimUsesPartialIndex(t *testing.T) {
-	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, ordering_key)
-		SELECT 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'sent', 5, $1, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END
-		FROM generate_series(1, 100000) g`, t0)
-	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, ordering_key)
-		SELECT 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'queued', 5, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END
-		FROM generate_series(1, 1000) g`, t0)
-	mustExec(t, pool, `ANALYZE herald.messages`)
-
-	conn, notices := explainConn(t, pool)
-	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 100, '30 seconds', NULL, $1)`, t0).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n != 100 {
-		t.Fatalf("claimed %d, want 100", n)
-	}
-	plan := planOf(t, *notices, "FOR UPDATE SKIP LOCKED")
-	if !strings.Contains(plan, "messages_claim_idx") || strings.Contains(plan, "Seq Scan on messages") {
-		t.Fatalf("claim plan does not use messages_claim_idx only:\n%s", plan)
-	}
-	t.Logf("claim plan:\n%s", plan)
-}
-
-// complete's statement probes the primary key per id even when the statistics
-// believe there is hardly a message processing (as after a burst): a plan that scans
-// every processing row per id once made a 1,000-row complete take a second. The
-// generic plan (what a long-lived connection ends up using) is forced and read
-// through auto_explain.
-func TestCompletePlanProbesPrimaryKey(t *testing.T) {
-	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, lease_token, lease_expires_at)
-		SELECT 'email', 'a@example.com', '{}', $1::timestamptz, 'processing', 5, $1::timestamptz, 7, $1::timestamptz + interval '1 hour' FROM generate_series(1, 5000)`, t0)
-	conn, notices := explainConn(t, pool)
-	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := conn.QueryRow(ctx, `SELECT herald.complete((SELECT array_agg(id) FROM (SELECT id FROM herald.messages ORDER BY id LIMIT 1000) s),
-		array_fill(7::bigint, ARRAY[1000]))`).Scan(&n); err != nil || n != 1000 {
-		t.Fatalf("complete changed %d (%v)", n, err)
-	}
-	plan := planOf(t, *notices, "Update on messages")
-	if !strings.Contains(plan, "messages_pkey") || strings.Contains(plan, "messages_lease_expiry_idx") {
-		t.Fatalf("complete's plan does not probe the primary key:\n%s", plan)
-	}
-}
-
-// claim_batch's UPDATE finds the rows it locked by primary key, also under the
-// generic plan: there LIMIT batch_size is a parameter, which the planner takes for a
-// tenth of the table, and a join to the locked rows was planned as a hash of the
-// whole table, built again for every claim (release 2; the drain slowed down as the
-// table grew).
-func TestClaimPlanProbesPrimaryKey(t *testing.T) {
-	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, max_attempts, created_at)
-		SELECT 'email', 'a@example.com', '{}', $1::timestamptz, 5, $1::timestamptz FROM generate_series(1, 20000)`, t0)
-	mustExec(t, pool, `ANALYZE herald.messages`)
-	conn, notices := explainConn(t, pool)
-	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 1000, now => $1)`, t0.Add(time.Minute)).Scan(&n); err != nil || n != 1000 {
-		t.Fatalf("claim_batch returned %d (%v)", n, err)
-	}
-	plan := planOf(t, *notices, "Update on messages")
-	if !strings.Contains(plan, "Index Scan using messages_pkey") || strings.Contains(plan, "Seq Scan on messages") {
-		t.Fatalf("claim_batch's UPDATE does not probe the primary key:\n%s", plan)
-	}
-}
-
-// explainConn opens a connection on which auto_explain sends the plan of every
-// statement, nested ones included, as a NOTICE; the notices collect in the slice.
-func explainConn(t *testing.T, pool *pgxpool.Pool) (*pgx.Conn, *[]string) {
-	t.Helper()
-	ctx := context.Background()
-	conf := pool.Config().ConnConfig.Copy()
-	notices := &[]string{}
-	conf.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { *notices = append(*notices, n.Message) }
-	conn, err := pgx.ConnectConfig(ctx, conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
-		`SET auto_explain.log_nested_statements = on`, `SET auto_explain.log_level = notice`} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	return conn, notices
 }
 
 // planOf returns the last plan among notices that contains marker.

@@ -343,45 +343,6 @@ func TestValidAgreesWithValidate(t *testing.T) {
 	}
 }
 
-// herald.channels is analysed (migration 015), so the enqueue functions' join of a
-// batch to its channels hashes the few channels and streams the batch. Never
-// analysed, the table looked like 540 rows to the planner, which hashed the batch
-// instead, copying every message into the hash table. The join here is the one of
-// herald._store_valid, on a 100-element array; a channel added later is analysed
-// too (autovacuum, thresholds 0).
-func TestChannelsJoinHashesTheChannels(t *testing.T) {
-	ctx, pool := setup(t)
-	rows, err := pool.Query(ctx, `EXPLAIN (COSTS OFF)
-		SELECT c.kind FROM unnest(array_fill('email'::text, ARRAY[100])) AS u(channel)
-		JOIN herald.channels c ON c.name = u.channel`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, strings.TrimSpace(line))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	hashed := ""
-	for i, line := range plan {
-		if strings.HasPrefix(line, "->  Hash") && !strings.HasPrefix(line, "->  Hash Join") && i+1 < len(plan) {
-			hashed = plan[i+1]
-		}
-	}
-	if !strings.Contains(hashed, "on channels") {
-		t.Fatalf("the join should hash herald.channels; plan:\n%s", strings.Join(plan, "\n"))
-	}
-	if opts := scalar[[]string](t, pool, `SELECT reloptions FROM pg_class WHERE oid = 'herald.channels'::regclass`); !slices.Contains(opts, "autovacuum_analyze_threshold=0") {
-		t.Fatalf("herald.channels options %v: want autovacuum_analyze_threshold=0", opts)
-	}
-}
-
 // enqueueBoth stores msgs through intake.EnqueueMany and the same messages, as the
 // JSON elements items, through herald.enqueue_batch; it returns both calls' ids.
 func enqueueBoth(t *testing.T, pool *pgxpool.Pool, msgs []intake.Message, items []string) [][]int64 {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -145,47 +143,6 @@ func TestLogTruncateCutsAStatement(t *testing.T) {
 	}
 }
 
-// log_truncate finds the row that holds its bound with one backward probe of
-// log_statements_offset_idx, under a custom plan and a generic one alike: no scan of
-// the whole log to cut one row (release 16's join did one at every call).
-func TestLogTruncatePlanProbesOffsetIndex(t *testing.T) {
-	ctx, pool := setup(t)
-	threeEventStatements(t, pool, 20000)
-	mustExec(t, pool, `ANALYZE herald.log_statements`)
-	conn, notices := explainConn(t, pool)
-	for _, c := range []struct {
-		mode  string
-		bound int64
-		want  int64 // events removed
-		kept  string
-	}{
-		// Statements 1..10,000 go and 10,001 (30,001..30,003) loses its first event.
-		{"auto", 30002, 30001, "30002+2"},
-		// Statements 10,001 (now 30,002..30,003) .. 15,000 go, 15,001 loses one.
-		{"force_generic_plan", 45002, 15000, "45002+2"},
-	} {
-		*notices = (*notices)[:0]
-		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+c.mode); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := conn.QueryRow(ctx, `SELECT herald.log_truncate($1)`, c.bound).Scan(&n); err != nil || n != c.want {
-			t.Fatalf("%s: log_truncate(%d) removed %d events (%v), want %d", c.mode, c.bound, n, err, c.want)
-		}
-		if got := scalar[string](t, pool, `SELECT min(first_offset) || '+' || (SELECT cardinality(message_ids) FROM herald.log_statements
-			ORDER BY first_offset LIMIT 1) FROM herald.log_statements`); got != c.kept {
-			t.Fatalf("%s: the log starts with %s, want %s", c.mode, got, c.kept)
-		}
-		if cut := planOf(t, *notices, "Update on log_statements"); strings.Contains(cut, "Seq Scan") || strings.Contains(cut, "Hash") {
-			t.Fatalf("%s: the cut scans the log:\n%s", c.mode, cut)
-		}
-		probe := planOf(t, *notices, "ORDER BY h.first_offset DESC")
-		if !strings.Contains(probe, "Index Scan Backward using log_statements_offset_idx") || strings.Contains(probe, "Seq Scan") {
-			t.Fatalf("%s: the probe for the row holding the bound is not one backward index probe:\n%s", c.mode, probe)
-		}
-	}
-}
-
 // threeEventStatements writes n sequenced statements of 3 events each: statement g
 // holds offsets 3g-2 .. 3g, for messages of the same ids.
 func threeEventStatements(t *testing.T, pool *pgxpool.Pool, n int) {
@@ -252,23 +209,6 @@ func TestLogSequenceRefusesMalformedRow(t *testing.T) {
 	}
 	if n := scalar[int64](t, pool, `SELECT next_offset FROM herald.log_counter`); n != 1 {
 		t.Fatalf("the counter moved to %d", n)
-	}
-}
-
-// Reading the middle of a long log probes log_statements_offset_idx and stops at the
-// LIMIT: no scan of the whole log, no sort of all of it.
-func TestLogReadPlanUsesOffsetIndex(t *testing.T) {
-	_, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
-		SELECT 'accepted', now(), ARRAY[g], ARRAY['email'], ARRAY[g::integer], g FROM generate_series(1, 20000) g`)
-	mustExec(t, pool, `ANALYZE herald.log_statements`)
-	plan := explain(t, pool, `SELECT * FROM herald._log_after(10000, 1, 0, 100)`)
-	if !strings.Contains(plan, "Index Scan using log_statements_offset_idx") || strings.Contains(plan, "Seq Scan") ||
-		regexp.MustCompile(`(?m)^\s*(->\s+)?Sort$`).MatchString(plan) {
-		t.Fatalf("log read plan scans or sorts the whole log:\n%s", plan)
-	}
-	if got := scalar[string](t, pool, `SELECT string_agg("offset"::text, ',') FROM herald._log_after(10000, 1, 0, 3)`); got != "10001,10002,10003" {
-		t.Fatalf("read %s", got)
 	}
 }
 

@@ -1,0 +1,163 @@
+// The administration surface: cancel, redrive, purge, status and the views.
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cancel only queued messages; redrive dead ones; purge finished ones by age.
+func TestCancelRedrivePurge(t *testing.T) {
+	ctx, pool := setup(t)
+	queued := enqueueEmail(t, pool, "q@example.com")
+	if !scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, queued, t0) {
+		t.Fatal("cancel of queued returned false")
+	}
+	if scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, queued, t0) {
+		t.Fatal("second cancel returned true")
+	}
+	if scalar[bool](t, pool, `SELECT herald.cancel(424242)`) {
+		t.Fatal("cancel of an unknown id returned true")
+	}
+	busy := enqueueEmail(t, pool, "p@example.com")
+	c := claim(t, pool, 1, t0)
+	if scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, busy, t0) {
+		t.Fatal("cancel of a processing message returned true")
+	}
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'no', 'permanent', NULL, $3)`, busy, c[0].Token, t0)
+
+	if n := scalar[int32](t, pool, `SELECT herald.redrive($1, $2)`, []int64{busy, queued, 999}, t0.Add(time.Hour)); n != 1 {
+		t.Fatalf("redrive changed %d, want 1 (only the dead one)", n)
+	}
+	var status string
+	var attempts int32
+	var fin *time.Time
+	if err := pool.QueryRow(ctx, `SELECT status, attempts, finished_at FROM herald.messages WHERE id = $1`, busy).Scan(&status, &attempts, &fin); err != nil ||
+		status != "queued" || attempts != 0 || fin != nil {
+		t.Fatalf("redriven: %s %d %v %v", status, attempts, fin, err)
+	}
+	c = claim(t, pool, 1, t0.Add(time.Hour))
+	mustExec(t, pool, `SELECT herald.complete($1::bigint, $2::bigint, NULL, $3)`, busy, c[0].Token, t0.Add(2*time.Hour))
+	pending := enqueueEmail(t, pool, "later@example.com")
+
+	// cancelled at t0, sent at t0+2h; purge at t0+3h of what finished over 90 minutes ago.
+	if n := scalar[int64](t, pool, `SELECT herald.purge('90 minutes', $1)`, t0.Add(3*time.Hour)); n != 1 {
+		t.Fatalf("purge deleted %d, want 1", n)
+	}
+	var left []int64
+	rows, _ := pool.Query(ctx, `SELECT id FROM herald.messages ORDER BY id`)
+	for rows.Next() {
+		var id int64
+		_ = rows.Scan(&id)
+		left = append(left, id)
+	}
+	if len(left) != 2 || left[0] != busy || left[1] != pending {
+		t.Fatalf("left after purge: %v", left)
+	}
+}
+
+// herald.status tells what happened; queue_stats counts per channel and status.
+func TestStatusAndQueueStats(t *testing.T) {
+	ctx, pool := setup(t)
+	id := enqueueEmail(t, pool, "a@example.com")
+	c := claim(t, pool, 1, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'timeout', 'transient', NULL, $3)`, id, c[0].Token, t0)
+	// queue_stats reads the real clock: one e-mail ready now, one SMS scheduled.
+	mustExec(t, pool, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}')`)
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}', run_at => now() + interval '1 hour')`)
+
+	var (
+		channel, status, lastErr, class string
+		attempts, maxAttempts           int32
+		created                         time.Time
+		finished                        *time.Time
+	)
+	err := pool.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, created_at, finished_at, last_error, last_error_class
+		FROM herald.status($1)`, id).Scan(&channel, &status, &attempts, &maxAttempts, &created, &finished, &lastErr, &class)
+	if err != nil || channel != "email" || status != "queued" || attempts != 1 || maxAttempts != 5 || !created.Equal(t0) ||
+		finished != nil || lastErr != "timeout" || class != "transient" {
+		t.Fatalf("status: %s %s %d/%d %v %v %s %s %v", channel, status, attempts, maxAttempts, created, finished, lastErr, class, err)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.status(987654)`); n != 0 {
+		t.Fatalf("status of an unknown id gave %d rows", n)
+	}
+
+	stats := map[string][2]int64{}
+	rows, err := pool.Query(ctx, `SELECT channel || '/' || status, count, ready FROM herald.queue_stats`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		var n, ready int64
+		if err := rows.Scan(&k, &n, &ready); err != nil {
+			t.Fatal(err)
+		}
+		stats[k] = [2]int64{n, ready}
+	}
+	// Both e-mails are queued: the failed one waits for its backoff (in 2030), the
+	// other is ready; the scheduled SMS is not ready.
+	if stats["email/queued"] != [2]int64{2, 1} || stats["sms/queued"] != [2]int64{1, 0} || len(stats) != 2 {
+		b, _ := json.Marshal(stats)
+		t.Fatalf("queue_stats %s", b)
+	}
+}
+
+// herald.queue_depth counts queued and processing messages per channel (0 where
+// there are none, for every channel), and reads them through the partial indexes:
+// with a long history of sent messages kept, its plan scans no table.
+func TestQueueDepth(t *testing.T) {
+	ctx, pool := setup(t)
+	enqueueMany(t, pool, 3000, "email")
+	mustExec(t, pool, `SELECT herald.complete(array_agg(id), array_agg(lease_token))
+		FROM herald.claim_batch('w', 2990, '30 seconds', NULL, now())`)
+	mustExec(t, pool, `SELECT count(*) FROM herald.claim_batch('w', 4, '30 seconds', NULL, now())`)
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}', run_at => now() + interval '1 hour')`)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+
+	depth := map[string]int64{}
+	rows, err := pool.Query(ctx, `SELECT channel || '/' || status, count FROM herald.queue_depth`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		depth[k] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	channels := scalar[int64](t, pool, `SELECT count(*) FROM herald.channels`)
+	if depth["email/queued"] != 6 || depth["email/processing"] != 4 || depth["sms/queued"] != 1 || depth["sms/processing"] != 0 ||
+		int64(len(depth)) != 2*channels {
+		b, _ := json.Marshal(depth)
+		t.Fatalf("queue_depth %s (want every one of %d channels twice)", b, channels)
+	}
+
+	plan := explain(t, pool, `SELECT * FROM herald.queue_depth`)
+	if strings.Contains(plan, "Seq Scan on messages") || !strings.Contains(plan, "messages_claim_idx") ||
+		!strings.Contains(plan, "messages_lease_expiry_idx") {
+		t.Fatalf("queue_depth should read the partial indexes, not the table:\n%s", plan)
+	}
+}
+
+// herald.throughput counts finished messages per channel and minute of the last hour.
+func TestThroughputView(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at)
+		SELECT 'email', 'a@example.com', '{}', now(), s, 5, now(), f
+		FROM (VALUES ('sent', now()), ('sent', now()), ('dead', now()), ('cancelled', now()),
+		             ('sent', now() - interval '2 hours')) AS v(s, f)`)
+	var sent, dead, cancelled int64
+	if err := pool.QueryRow(context.Background(), `SELECT sum(sent), sum(dead), sum(cancelled) FROM herald.throughput WHERE channel = 'email'`).
+		Scan(&sent, &dead, &cancelled); err != nil || sent != 2 || dead != 1 || cancelled != 1 {
+		t.Fatalf("throughput: sent %d dead %d cancelled %d (%v)", sent, dead, cancelled, err)
+	}
+}

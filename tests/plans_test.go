@@ -1,0 +1,351 @@
+// The DBA's record of which index serves which query: every test here reads a plan
+// (EXPLAIN, or auto_explain's output) of one of herald's statements and fails when it
+// stops using the index docs/tuning.md names, or when a helper stops being inlined.
+package tests
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The claim query is served by messages_claim_idx, not a sequential scan, on a table
+// of 100,000 finished and 1,000 queued rows. The plan of the statement inside the
+// function is read with auto_explain, sent to the client as NOTICEs.
+func TestClaimUsesPartialIndex(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, ordering_key)
+		SELECT 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'sent', 5, $1, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END
+		FROM generate_series(1, 100000) g`, t0)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, ordering_key)
+		SELECT 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'queued', 5, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END
+		FROM generate_series(1, 1000) g`, t0)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+
+	conn, notices := explainConn(t, pool)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 100, '30 seconds', NULL, $1)`, t0).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 100 {
+		t.Fatalf("claimed %d, want 100", n)
+	}
+	plan := planOf(t, *notices, "FOR UPDATE SKIP LOCKED")
+	if !strings.Contains(plan, "messages_claim_idx") || strings.Contains(plan, "Seq Scan on messages") {
+		t.Fatalf("claim plan does not use messages_claim_idx only:\n%s", plan)
+	}
+	t.Logf("claim plan:\n%s", plan)
+}
+
+// complete's statement probes the primary key per id even when the statistics
+// believe there is hardly a message processing (as after a burst): a plan that scans
+// every processing row per id once made a 1,000-row complete take a second. The
+// generic plan (what a long-lived connection ends up using) is forced and read
+// through auto_explain.
+func TestCompletePlanProbesPrimaryKey(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, lease_token, lease_expires_at)
+		SELECT 'email', 'a@example.com', '{}', $1::timestamptz, 'processing', 5, $1::timestamptz, 7, $1::timestamptz + interval '1 hour' FROM generate_series(1, 5000)`, t0)
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT herald.complete((SELECT array_agg(id) FROM (SELECT id FROM herald.messages ORDER BY id LIMIT 1000) s),
+		array_fill(7::bigint, ARRAY[1000]))`).Scan(&n); err != nil || n != 1000 {
+		t.Fatalf("complete changed %d (%v)", n, err)
+	}
+	plan := planOf(t, *notices, "Update on messages")
+	if !strings.Contains(plan, "messages_pkey") || strings.Contains(plan, "messages_lease_expiry_idx") {
+		t.Fatalf("complete's plan does not probe the primary key:\n%s", plan)
+	}
+}
+
+// claim_batch's UPDATE finds the rows it locked by primary key, also under the
+// generic plan: there LIMIT batch_size is a parameter, which the planner takes for a
+// tenth of the table, and a join to the locked rows was planned as a hash of the
+// whole table, built again for every claim (release 2; the drain slowed down as the
+// table grew).
+func TestClaimPlanProbesPrimaryKey(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, max_attempts, created_at)
+		SELECT 'email', 'a@example.com', '{}', $1::timestamptz, 5, $1::timestamptz FROM generate_series(1, 20000)`, t0)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 1000, now => $1)`, t0.Add(time.Minute)).Scan(&n); err != nil || n != 1000 {
+		t.Fatalf("claim_batch returned %d (%v)", n, err)
+	}
+	plan := planOf(t, *notices, "Update on messages")
+	if !strings.Contains(plan, "Index Scan using messages_pkey") || strings.Contains(plan, "Seq Scan on messages") {
+		t.Fatalf("claim_batch's UPDATE does not probe the primary key:\n%s", plan)
+	}
+}
+
+// explainConn opens a connection on which auto_explain sends the plan of every
+// statement, nested ones included, as a NOTICE; the notices collect in the slice.
+func explainConn(t *testing.T, pool *pgxpool.Pool) (*pgx.Conn, *[]string) {
+	t.Helper()
+	ctx := context.Background()
+	conf := pool.Config().ConnConfig.Copy()
+	notices := &[]string{}
+	conf.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { *notices = append(*notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`, `SET auto_explain.log_level = notice`} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return conn, notices
+}
+
+// Release 16: a delivered message is in no index but the primary key, so complete
+// writes one index entry per message (026_finished_index.sql dropped
+// messages_finished_idx, which took every sent row); a dead one is also in
+// messages_dead_idx, which herald.dead_letters reads. Checked against every index of
+// herald.messages, so an index added later that takes sent rows fails here.
+func TestDeliveredMessagesOnlyInPrimaryKey(t *testing.T) {
+	_, pool := setup(t)
+	enqueueMany(t, pool, 2, "email")
+	mustExec(t, pool, `SELECT herald.complete(array_agg(id), array_agg(lease_token))
+		FROM herald.claim_batch('w', 1, '30 seconds', NULL, now())`)
+	mustExec(t, pool, `SELECT herald.fail(array_agg(id), array_agg(lease_token), array_fill('bounced'::text, ARRAY[count(*)::int]),
+		array_fill('permanent'::text, ARRAY[count(*)::int])) FROM herald.claim_batch('w', 1, '30 seconds', NULL, now())`)
+	sent := scalar[int64](t, pool, `SELECT id FROM herald.messages WHERE status = 'sent'`)
+	dead := scalar[int64](t, pool, `SELECT id FROM herald.messages WHERE status = 'dead'`)
+
+	if got := indexesHolding(t, pool, sent); !slices.Equal(got, []string{"messages_pkey"}) {
+		t.Errorf("a sent message is in %v, want only messages_pkey", got)
+	}
+	if got := indexesHolding(t, pool, dead); !slices.Equal(got, []string{"messages_dead_idx", "messages_pkey"}) {
+		t.Errorf("a dead message is in %v, want messages_dead_idx and messages_pkey", got)
+	}
+}
+
+// herald.dead_letters reads messages_dead_idx, not the table, however many sent
+// messages are kept; and the index README "Indexes" tells a DBA to re-create for
+// purge and throughput is used by them once it exists (their SQL is unchanged).
+func TestFinishedRowsPlans(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at)
+		SELECT 'email', 'a@example.com', '{}', now(), CASE WHEN g % 1000 = 0 THEN 'dead' ELSE 'sent' END, 5,
+		       now() - interval '30 days', now() - g * interval '1 minute'
+		FROM generate_series(1, 20000) g`)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+
+	plan := explain(t, pool, `SELECT * FROM herald.dead_letters`)
+	if !strings.Contains(plan, "messages_dead_idx") || strings.Contains(plan, "Seq Scan") {
+		t.Fatalf("dead_letters should read messages_dead_idx:\n%s", plan)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.dead_letters`); n != 20 {
+		t.Fatalf("dead_letters has %d rows, want 20", n)
+	}
+	// Without the DBA's index the throughput view scans the table (documented); with
+	// it, a range scan from an hour ago.
+	if plan := explain(t, pool, `SELECT * FROM herald.throughput`); strings.Contains(plan, "messages_finished_idx") {
+		t.Fatalf("messages_finished_idx should not exist:\n%s", plan)
+	}
+	mustExec(t, pool, `CREATE INDEX CONCURRENTLY messages_finished_idx ON herald.messages (finished_at)
+		WHERE status IN ('sent', 'dead', 'cancelled')`)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+	if plan := explain(t, pool, `SELECT * FROM herald.throughput`); !strings.Contains(plan, "messages_finished_idx") {
+		t.Fatalf("throughput should use the re-created messages_finished_idx:\n%s", plan)
+	}
+	// purge's own DELETE, read through auto_explain.
+	conn, notices := explainConn(t, pool)
+	var n int64
+	if err := conn.QueryRow(ctx, `SELECT herald.purge('330 hours 30 seconds')`).Scan(&n); err != nil || n != 200 {
+		t.Fatalf("purge deleted %d (%v), want the 200 finished over 330 hours ago", n, err)
+	}
+	if plan := planOf(t, *notices, "Delete on messages"); !strings.Contains(plan, "messages_finished_idx") {
+		t.Fatalf("purge should use the re-created messages_finished_idx:\n%s", plan)
+	}
+}
+
+// log_truncate finds the row that holds its bound with one backward probe of
+// log_statements_offset_idx, under a custom plan and a generic one alike: no scan of
+// the whole log to cut one row (release 16's join did one at every call).
+func TestLogTruncatePlanProbesOffsetIndex(t *testing.T) {
+	ctx, pool := setup(t)
+	threeEventStatements(t, pool, 20000)
+	mustExec(t, pool, `ANALYZE herald.log_statements`)
+	conn, notices := explainConn(t, pool)
+	for _, c := range []struct {
+		mode  string
+		bound int64
+		want  int64 // events removed
+		kept  string
+	}{
+		// Statements 1..10,000 go and 10,001 (30,001..30,003) loses its first event.
+		{"auto", 30002, 30001, "30002+2"},
+		// Statements 10,001 (now 30,002..30,003) .. 15,000 go, 15,001 loses one.
+		{"force_generic_plan", 45002, 15000, "45002+2"},
+	} {
+		*notices = (*notices)[:0]
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+c.mode); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT herald.log_truncate($1)`, c.bound).Scan(&n); err != nil || n != c.want {
+			t.Fatalf("%s: log_truncate(%d) removed %d events (%v), want %d", c.mode, c.bound, n, err, c.want)
+		}
+		if got := scalar[string](t, pool, `SELECT min(first_offset) || '+' || (SELECT cardinality(message_ids) FROM herald.log_statements
+			ORDER BY first_offset LIMIT 1) FROM herald.log_statements`); got != c.kept {
+			t.Fatalf("%s: the log starts with %s, want %s", c.mode, got, c.kept)
+		}
+		if cut := planOf(t, *notices, "Update on log_statements"); strings.Contains(cut, "Seq Scan") || strings.Contains(cut, "Hash") {
+			t.Fatalf("%s: the cut scans the log:\n%s", c.mode, cut)
+		}
+		probe := planOf(t, *notices, "ORDER BY h.first_offset DESC")
+		if !strings.Contains(probe, "Index Scan Backward using log_statements_offset_idx") || strings.Contains(probe, "Seq Scan") {
+			t.Fatalf("%s: the probe for the row holding the bound is not one backward index probe:\n%s", c.mode, probe)
+		}
+	}
+}
+
+// Reading the middle of a long log probes log_statements_offset_idx and stops at the
+// LIMIT: no scan of the whole log, no sort of all of it.
+func TestLogReadPlanUsesOffsetIndex(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, first_offset)
+		SELECT 'accepted', now(), ARRAY[g], ARRAY['email'], ARRAY[g::integer], g FROM generate_series(1, 20000) g`)
+	mustExec(t, pool, `ANALYZE herald.log_statements`)
+	plan := explain(t, pool, `SELECT * FROM herald._log_after(10000, 1, 0, 100)`)
+	if !strings.Contains(plan, "Index Scan using log_statements_offset_idx") || strings.Contains(plan, "Seq Scan") ||
+		regexp.MustCompile(`(?m)^\s*(->\s+)?Sort$`).MatchString(plan) {
+		t.Fatalf("log read plan scans or sorts the whole log:\n%s", plan)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg("offset"::text, ',') FROM herald._log_after(10000, 1, 0, 3)`); got != "10001,10002,10003" {
+		t.Fatalf("read %s", got)
+	}
+}
+
+// herald.channels is analysed (migration 015), so the enqueue functions' join of a
+// batch to its channels hashes the few channels and streams the batch. Never
+// analysed, the table looked like 540 rows to the planner, which hashed the batch
+// instead, copying every message into the hash table. The join here is the one of
+// herald._store_valid, on a 100-element array; a channel added later is analysed
+// too (autovacuum, thresholds 0).
+func TestChannelsJoinHashesTheChannels(t *testing.T) {
+	ctx, pool := setup(t)
+	rows, err := pool.Query(ctx, `EXPLAIN (COSTS OFF)
+		SELECT c.kind FROM unnest(array_fill('email'::text, ARRAY[100])) AS u(channel)
+		JOIN herald.channels c ON c.name = u.channel`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, strings.TrimSpace(line))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	hashed := ""
+	for i, line := range plan {
+		if strings.HasPrefix(line, "->  Hash") && !strings.HasPrefix(line, "->  Hash Join") && i+1 < len(plan) {
+			hashed = plan[i+1]
+		}
+	}
+	if !strings.Contains(hashed, "on channels") {
+		t.Fatalf("the join should hash herald.channels; plan:\n%s", strings.Join(plan, "\n"))
+	}
+	if opts := scalar[[]string](t, pool, `SELECT reloptions FROM pg_class WHERE oid = 'herald.channels'::regclass`); !slices.Contains(opts, "autovacuum_analyze_threshold=0") {
+		t.Fatalf("herald.channels options %v: want autovacuum_analyze_threshold=0", opts)
+	}
+}
+
+// The SQL helpers that hot statements call are written to be inlined by the planner
+// (one SQL expression, declared no less volatile than their body): called from a
+// statement they must leave no call of themselves in its plan. A helper that stops
+// inlining costs a separate SQL-function execution per row (release 2's
+// _event_detail, declared IMMUTABLE around a STABLE jsonb_build_object, ran 200,000
+// times in a 200,000-message drain). The arguments depend on the row, so nothing is
+// folded to a constant before inlining is decided.
+func TestHelpersAreInlined(t *testing.T) {
+	ctx, pool := setup(t)
+	for _, call := range []string{
+		`herald._event_detail(CASE WHEN g > 0 THEN 'sent' END, g::text, NULL, NULL, g)`,
+		`herald._key_hash(g::text, g::text)`,
+		`herald._email_address(g::text)`,
+		`herald._email_address(g::text, g > 1)`,
+		`herald._recipient_pattern(g::text)`,
+		`herald._recipient_list_kind(g::text, g)`,
+		`herald._nonempty_string(jsonb_build_object('k', g), g::text)`,
+		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, now())`,
+		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, now(), g::text)`,
+		`herald._notify_due(g::text)`,
+		`herald._notify_clock_due(g)`,
+	} {
+		rows, err := pool.Query(ctx, `EXPLAIN (VERBOSE, COSTS OFF) SELECT `+call+` FROM generate_series(1, 2) g`)
+		if err != nil {
+			t.Fatalf("%s: %v", call, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		name := call[:strings.Index(call, "(")]
+		if p := strings.Join(plan, "\n"); strings.Contains(p, name+"(") {
+			t.Errorf("%s is not inlined:\n%s", name, p)
+		}
+	}
+}
+
+// indexesHolding returns, sorted, the indexes of herald.messages whose predicate the
+// row `id` satisfies (every index without one): the indexes that got an entry for
+// the row's current version.
+func indexesHolding(t *testing.T, pool *pgxpool.Pool, id int64) []string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := pool.Query(ctx, `SELECT c.relname, coalesce(pg_get_expr(i.indpred, i.indrelid), 'true')
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE i.indrelid = 'herald.messages'::regclass`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type index struct{ Name, Predicate string }
+	indexes, err := pgx.CollectRows(rows, pgx.RowToStructByPos[index])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holding []string
+	for _, ix := range indexes {
+		var in bool
+		if err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT (%s) IS TRUE FROM herald.messages WHERE id = $1`, ix.Predicate), id).Scan(&in); err != nil {
+			t.Fatalf("%s: %v", ix.Name, err)
+		}
+		if in {
+			holding = append(holding, ix.Name)
+		}
+	}
+	slices.Sort(holding)
+	return holding
+}
