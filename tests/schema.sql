@@ -1174,36 +1174,40 @@ BEGIN
   END IF;
 
   -- The usual batch: every element an object of exactly channel, recipient and payload,
-  -- the first two strings. jsonb orders objects by their number of members first, so
-  -- `< R` (R: four members) holds for objects of at most three, and ?& then proves the
-  -- three keys. Nothing in such a batch can fail to convert.
-  SELECT bool_and(coalesce(e < '{"": null, "a": null, "b": null, "c": null}'
+  -- the first two strings, read as it is proved so. jsonb orders objects by their
+  -- number of members first, so `< R` (R: four members) holds for objects of at most
+  -- three, and ?& then proves the three keys.
+  SELECT array_agg(ROW(e ->> 'channel', e ->> 'recipient', nullif(e -> 'payload', 'null'),
+                       NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
+         bool_and(coalesce(e < '{"": null, "a": null, "b": null, "c": null}'
                            AND e ?& '{channel,recipient,payload}'
                            AND jsonb_typeof(e -> 'channel') = 'string'
                            AND jsonb_typeof(e -> 'recipient') = 'string', false))
-  INTO v_plain
+  INTO specs, v_plain
   FROM (SELECT jsonb_path_query(messages, 'strict $[*]') AS e) AS elements;
-  IF v_plain THEN
-    specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
-  -- Otherwise: every element an object of known fields, each of a JSON type it takes
-  -- (strings: the texts and run_at; numbers or strings: the integers; null: absent; in
-  -- lax mode a missing field gives no item, and .type() does not unwrap an array), read
-  -- by jsonb_populate_recordset, which may still refuse a value.
-  ELSIF NOT messages @? 'lax $[*] ? (@.type() != "object"
-        || (@.channel.type() != "string" && @.channel.type() != "null")
-        || (@.recipient.type() != "string" && @.recipient.type() != "null")
-        || (@.run_at.type() != "string" && @.run_at.type() != "null")
-        || (@.idempotency_key.type() != "string" && @.idempotency_key.type() != "null")
-        || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
-        || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
-        || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
-        AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
-                     WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata}'::text[] <> '{}') THEN
-    BEGIN
-      specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
-    EXCEPTION WHEN data_exception THEN
-      specs := NULL; -- a run_at or an integer that does not convert: named below
-    END;
+
+  IF NOT v_plain THEN
+    specs := NULL;
+    -- Any other batch: every element an object of known fields, each of a JSON type it
+    -- takes (strings: the texts and run_at; numbers or strings: the integers; null:
+    -- absent; in lax mode a missing field gives no item, and .type() does not unwrap an
+    -- array), read by jsonb_populate_recordset, which may still refuse a value.
+    IF NOT messages @? 'lax $[*] ? (@.type() != "object"
+          || (@.channel.type() != "string" && @.channel.type() != "null")
+          || (@.recipient.type() != "string" && @.recipient.type() != "null")
+          || (@.run_at.type() != "string" && @.run_at.type() != "null")
+          || (@.idempotency_key.type() != "string" && @.idempotency_key.type() != "null")
+          || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
+          || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
+          || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
+       AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
+                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata}'::text[] <> '{}') THEN
+      BEGIN
+        specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
+      EXCEPTION WHEN data_exception THEN
+        specs := NULL; -- a run_at or an integer that does not convert: named below
+      END;
+    END IF;
   END IF;
 
   IF specs IS NULL THEN
