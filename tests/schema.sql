@@ -200,13 +200,18 @@ DECLARE
   v_logged bigint[];
   i integer;
 BEGIN
-  SELECT array_agg(nextval('herald.messages_id_seq')), array_agg(s.channel),
-         array_agg(herald._key_hash(ordering_key => s.ordering_key, recipient => s.recipient)),
-         string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL)
-  INTO v_ids, v_channels, v_hashes, v_list, v_keyed
-  FROM unnest(specs) AS s;
-  IF n > 1 THEN -- one recipient is matched by herald._valid as cheaply
-    v_kind := herald._recipient_list_kind(list => v_list, n => n);
+  IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
+    v_ids := ARRAY[nextval('herald.messages_id_seq')];
+    v_channels := ARRAY[(specs[1]).channel];
+    v_hashes := ARRAY[herald._key_hash(ordering_key => (specs[1]).ordering_key, recipient => (specs[1]).recipient)];
+    v_keyed := (specs[1]).idempotency_key IS NOT NULL;
+  ELSE
+    SELECT array_agg(nextval('herald.messages_id_seq')), array_agg(s.channel),
+           array_agg(herald._key_hash(ordering_key => s.ordering_key, recipient => s.recipient)),
+           string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL)
+    INTO v_ids, v_channels, v_hashes, v_list, v_keyed
+    FROM unnest(specs) AS s;
+    v_kind := herald._recipient_list_kind(list => v_list, n => n); -- (one is matched by _valid)
   END IF;
 
   IF v_keyed THEN
