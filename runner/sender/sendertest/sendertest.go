@@ -1,0 +1,356 @@
+// Package sendertest holds the fakes the senders are tested against: an in-process
+// SMTP server (STARTTLS, implicit TLS, AUTH) and HTTP servers that check requests the
+// way SendGrid's and Twilio's APIs document them and answer in their shapes. The
+// senders' own tests and the end-to-end tests of herald run share them.
+package sendertest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/email"
+)
+
+// Received is one message as the SMTP server got it.
+type Received struct {
+	From string
+	To   []string
+	Data string
+}
+
+// SMTPServer is an in-process SMTP server speaking STARTTLS and AUTH PLAIN on
+// loopback (TLS required before AUTH). Recipients choose its answers: busy@… 451 4.3.0, slow-down@… 451 4.7.1
+// (throttling), unknown@… 550 5.1.1, drop@… the connection is cut during DATA.
+type SMTPServer struct {
+	Addr     string
+	CAFile   string // PEM of the server certificate, for the client's trust
+	TLS      *tls.Config
+	User     string
+	Password string
+
+	mu    sync.Mutex
+	msgs  []Received
+	conns map[string]bool // client addresses: one per connection (STARTTLS starts a new session, not a new connection)
+}
+
+// Messages returns what the server has received so far.
+func (s *SMTPServer) Messages() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Received(nil), s.msgs...)
+}
+
+// ConnCount returns how many connections the server has accepted.
+func (s *SMTPServer) ConnCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// selfSigned makes a certificate for 127.0.0.1 and localhost and writes its PEM.
+func selfSigned(t testing.TB) (tls.Certificate, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "herald test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(file, certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cert, file
+}
+
+// StartSMTP starts the server; withTLS false gives a plain relay with no AUTH.
+func StartSMTP(t testing.TB, withTLS bool) *SMTPServer {
+	return StartSMTPMode(t, withTLS, false)
+}
+
+// StartSMTPMode starts the server; implicit puts TLS on the connection from the
+// first byte (SMTPS) instead of offering STARTTLS.
+func StartSMTPMode(t testing.TB, withTLS, implicit bool) *SMTPServer {
+	t.Helper()
+	s := &SMTPServer{User: "herald", Password: "s3cret-pw", conns: map[string]bool{}}
+	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		s.mu.Lock()
+		s.conns[c.Conn().RemoteAddr().String()] = true
+		s.mu.Unlock()
+		return &smtpSession{srv: s, conn: c, needAuth: withTLS}, nil
+	}))
+	srv.Domain = "localhost"
+	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
+	if withTLS {
+		cert, ca := selfSigned(t)
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+		s.CAFile, s.TLS = ca, srv.TLSConfig
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Addr = ln.Addr().String()
+	if implicit {
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+type smtpSession struct {
+	srv      *SMTPServer
+	conn     *smtp.Conn
+	needAuth bool
+	authed   bool
+	from     string
+	to       []string
+}
+
+func (s *smtpSession) AuthMechanisms() []string {
+	if !s.needAuth {
+		return nil
+	}
+	return []string{sasl.Plain}
+}
+
+func (s *smtpSession) Auth(mech string) (sasl.Server, error) {
+	check := func(user, pass string) error {
+		if user != s.srv.User || pass != s.srv.Password {
+			return errors.New("invalid credentials")
+		}
+		s.authed = true
+		return nil
+	}
+	return sasl.NewPlainServer(func(_, user, pass string) error { return check(user, pass) }), nil
+}
+
+func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
+	if s.needAuth {
+		if _, isTLS := s.conn.TLSConnectionState(); !isTLS || !s.authed {
+			return smtp.ErrAuthRequired
+		}
+	}
+	s.from = from
+	return nil
+}
+
+func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	switch strings.SplitN(to, "@", 2)[0] {
+	case "busy":
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "mailbox busy, try again later"}
+	case "slow-down":
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "rate limit exceeded, slow down"}
+	case "unknown":
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
+	}
+	s.to = append(s.to, to)
+	return nil
+}
+
+func (s *smtpSession) Data(r io.Reader) error {
+	for _, to := range s.to {
+		if strings.HasPrefix(to, "drop@") {
+			s.conn.Conn().Close()
+			return errors.New("dropped")
+		}
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.srv.mu.Lock()
+	s.srv.msgs = append(s.srv.msgs, Received{From: s.from, To: s.to, Data: string(b)})
+	s.srv.mu.Unlock()
+	return nil
+}
+
+func (s *smtpSession) Reset()        { s.from, s.to = "", nil }
+func (s *smtpSession) Logout() error { return nil }
+
+// EmailMessage is an e-mail with a subject, both body parts and a custom header.
+func EmailMessage(id int64, to string) sender.Message {
+	return sender.Message{ID: id, Channel: "email", Recipient: to, Attempt: 1,
+		Payload: json.RawMessage(`{"subject":"Your receipt","text":"Thanks, Ana.","html":"<p>Thanks, <b>Ana</b>.</p>","headers":{"X-Campaign":"spring"}}`)}
+}
+
+// WantClass fails the test unless err is a failure of the given class.
+func WantClass(t testing.TB, err error, class sender.Class) *sender.Failure {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want a %s failure, got success", class)
+	}
+	f := sender.Classify(err)
+	if f.Class != class {
+		t.Fatalf("want %s, got %s: %v", class, f.Class, err)
+	}
+	return f
+}
+
+// SMTPConfig is a sender configuration for the server, trusting its certificate.
+func SMTPConfig(t testing.TB, s *SMTPServer) smtpsender.Config {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(s.Addr)
+	p, _ := strconv.Atoi(port)
+	pem, err := os.ReadFile(s.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return smtpsender.Config{Host: host, Port: p, TLSConfig: &tls.Config{RootCAs: pool}, Username: s.User, Password: s.Password,
+		Timeout: 5 * time.Second, Defaults: email.Defaults{From: "Herald <noreply@example.com>", ReplyTo: "support@example.com"}}
+}
+
+// FakeSendGrid checks each request as the v3 Mail Send API documents it and answers
+// with SendGrid's response shapes; recipients choose the answer.
+func FakeSendGrid(t testing.TB) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" || r.URL.Path != "/v3/mail/send" || r.Header.Get("Authorization") != "Bearer SG.test-key" ||
+			r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("sendgrid: bad request %s %s auth %q type %q", r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"))
+			w.WriteHeader(400)
+			return
+		}
+		var req struct {
+			Personalizations []struct {
+				To []struct{ Email string } `json:"to"`
+			} `json:"personalizations"`
+			From       struct{ Email, Name string }   `json:"from"`
+			ReplyTo    *struct{ Email string }        `json:"reply_to"`
+			Subject    string                         `json:"subject"`
+			Content    []struct{ Type, Value string } `json:"content"`
+			Headers    map[string]string              `json:"headers"`
+			CustomArgs map[string]string              `json:"custom_args"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Personalizations) != 1 || len(req.Personalizations[0].To) != 1 {
+			t.Errorf("sendgrid: body: %v %+v", err, req)
+			w.WriteHeader(400)
+			return
+		}
+		to := req.Personalizations[0].To[0].Email
+		if req.From.Email != "noreply@example.com" || req.From.Name != "Herald" || req.Subject != "Your receipt" ||
+			len(req.Content) != 2 || req.Content[0].Type != "text/plain" || req.Content[1].Type != "text/html" ||
+			req.CustomArgs["herald_id"] == "" || !strings.HasPrefix(req.Headers["Message-ID"], "<herald-") || req.Headers["X-Campaign"] != "spring" {
+			t.Errorf("sendgrid: fields: %+v", req)
+		}
+		switch strings.SplitN(to, "@", 2)[0] {
+		case "limited":
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(429)
+			io.WriteString(w, `{"errors":[{"field":null,"message":"too many requests"}]}`)
+		case "down":
+			w.WriteHeader(500)
+			io.WriteString(w, `{"errors":[{"field":null,"message":"internal error"}]}`)
+		case "bad":
+			w.WriteHeader(400)
+			io.WriteString(w, `{"errors":[{"message":"Does not contain a valid address.","field":"personalizations.0.to.0.email","help":"http://sendgrid.com/docs/API_Reference/Web_API_v3/Mail/errors.html#message.personalizations.to"}]}`)
+		default:
+			w.Header().Set("X-Message-Id", "sg-"+req.CustomArgs["herald_id"])
+			w.WriteHeader(202)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TwilioRequests records what the Twilio fake received.
+type TwilioRequests struct {
+	mu   sync.Mutex
+	sent []string // To numbers accepted
+}
+
+// Sent returns the To numbers the fake accepted, in order.
+func (r *TwilioRequests) Sent() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.sent...)
+}
+
+// FakeTwilio checks each request as the Messages API documents it (path, Basic auth,
+// form encoding, fields) and answers with Twilio's response shapes.
+func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
+	rec := &TwilioRequests{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if r.Method != "POST" || r.URL.Path != "/2010-04-01/Accounts/AC0123/Messages.json" || !ok || user != "AC0123" || pass != "tw-token" ||
+			r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
+			t.Errorf("twilio: bad request %s %s auth %v %q type %q", r.Method, r.URL.Path, ok, user, r.Header.Get("Content-Type"))
+			w.WriteHeader(401)
+			return
+		}
+		if err := r.ParseForm(); err != nil || r.PostForm.Get("From") != "+15005550006" || r.PostForm.Get("Body") == "" {
+			t.Errorf("twilio: form %v %v", r.PostForm, err)
+		}
+		to := r.PostForm.Get("To")
+		w.Header().Set("Content-Type", "application/json")
+		switch to {
+		case "+15005550001":
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"code": 21211, "message": "The 'To' number %s is not a valid phone number.", "more_info": "https://www.twilio.com/docs/errors/21211", "status": 400}`, to)
+		case "+15005550002":
+			w.Header().Set("Retry-After", "5")
+			w.WriteHeader(429)
+			io.WriteString(w, `{"code": 20429, "message": "Too Many Requests", "more_info": "https://www.twilio.com/docs/errors/20429", "status": 429}`)
+		case "+15005550003":
+			w.WriteHeader(503)
+			io.WriteString(w, `{"code": 20503, "message": "Service Unavailable", "status": 503}`)
+		default:
+			rec.mu.Lock()
+			rec.sent = append(rec.sent, to)
+			n := len(rec.sent)
+			rec.mu.Unlock()
+			w.WriteHeader(201)
+			fmt.Fprintf(w, `{"account_sid": "AC0123", "body": %q, "direction": "outbound-api", "from": "+15005550006", "sid": "SM%032d", "status": "queued", "to": %q}`,
+				r.PostForm.Get("Body"), n, to)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, rec
+}
+
+// SMSMessage is an SMS with a text.
+func SMSMessage(id int64, to string) sender.Message {
+	return sender.Message{ID: id, Channel: "sms", Recipient: to, Attempt: 1, Payload: json.RawMessage(`{"text":"Your code is 123456"}`)}
+}

@@ -1,0 +1,132 @@
+package smtp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
+	"io"
+	"net"
+	"net/mail"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/email"
+	"github.com/herald/herald/runner/sender/sendertest"
+)
+
+// SMTP over STARTTLS with AUTH: envelope, headers and body arrive as built; one
+// connection serves several messages; 451 is transient, 451 4.7.x throttling
+// rate_limited, 550 permanent, a dropped connection transient.
+func TestSMTPSender(t *testing.T) {
+	t.Parallel()
+	srv := sendertest.StartSMTP(t, true)
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for i := int64(1); i <= 3; i++ {
+		res, err := s.Send(ctx, sendertest.EmailMessage(40+i, fmt.Sprintf("ana%d@example.net", i)))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		if res.ProviderMessageID != fmt.Sprintf("<herald-%d@example.com>", 40+i) {
+			t.Fatalf("provider id %q", res.ProviderMessageID)
+		}
+	}
+	msgs := srv.Messages()
+	if len(msgs) != 3 || srv.ConnCount() != 1 {
+		t.Fatalf("%d messages over %d connections, want 3 over 1", len(msgs), srv.ConnCount())
+	}
+	m := msgs[0]
+	if m.From != "noreply@example.com" || len(m.To) != 1 || m.To[0] != "ana1@example.net" {
+		t.Fatalf("envelope: from %q to %v", m.From, m.To)
+	}
+	parsed, err := mail.ReadMessage(strings.NewReader(m.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := parsed.Header
+	for k, want := range map[string]string{"Subject": "Your receipt", "Message-Id": "<herald-41@example.com>", "X-Campaign": "spring",
+		"To": "<ana1@example.net>", "Reply-To": "<support@example.com>"} {
+		if got := h.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	if !strings.Contains(h.Get("From"), "noreply@example.com") || !strings.Contains(h.Get("Content-Type"), "multipart/alternative") {
+		t.Errorf("From %q, Content-Type %q", h.Get("From"), h.Get("Content-Type"))
+	}
+	body, _ := io.ReadAll(parsed.Body)
+	if !bytes.Contains(body, []byte("Thanks, Ana.")) || !bytes.Contains(body, []byte("<b>Ana</b>")) {
+		t.Errorf("body lacks the text or the html part:\n%s", body)
+	}
+
+	_, err = s.Send(ctx, sendertest.EmailMessage(50, "busy@example.net"))
+	sendertest.WantClass(t, err, sender.ClassTransient)
+	_, err = s.Send(ctx, sendertest.EmailMessage(51, "slow-down@example.net"))
+	if f := sendertest.WantClass(t, err, sender.ClassRateLimited); f.RetryAt.Before(time.Now()) {
+		t.Fatalf("throttling retry_at %v is not in the future", f.RetryAt)
+	}
+	_, err = s.Send(ctx, sendertest.EmailMessage(52, "unknown@example.net"))
+	sendertest.WantClass(t, err, sender.ClassPermanent)
+	_, err = s.Send(ctx, sendertest.EmailMessage(53, "drop@example.net"))
+	sendertest.WantClass(t, err, sender.ClassTransient)
+	// After all that, the sender still delivers.
+	if _, err := s.Send(ctx, sendertest.EmailMessage(54, "ana@example.net")); err != nil {
+		t.Fatalf("send after failures: %v", err)
+	}
+}
+
+// STARTTLS is required by default: a server without it is refused; TLS "none" is an
+// explicit opt-out for a local relay; implicit TLS (SMTPS) works; wrong credentials are transient (an operator
+// fixes them), a payload without a subject permanent.
+func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
+	t.Parallel()
+	plain := sendertest.StartSMTP(t, false)
+	host, port, _ := net.SplitHostPort(plain.Addr)
+	p, _ := strconv.Atoi(port)
+	defaults := email.Defaults{From: "noreply@example.com"}
+	required, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, Timeout: 5 * time.Second, Defaults: defaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = required.Send(context.Background(), sendertest.EmailMessage(1, "a@example.net"))
+	sendertest.WantClass(t, err, sender.ClassTransient)
+	if len(plain.Messages()) != 0 {
+		t.Fatal("a message went out without TLS")
+	}
+	relay, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, Defaults: defaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relay.Send(context.Background(), sendertest.EmailMessage(2, "a@example.net")); err != nil || len(plain.Messages()) != 1 {
+		t.Fatalf("relay without TLS: %v, %d messages", err, len(plain.Messages()))
+	}
+
+	secure := sendertest.StartSMTP(t, true)
+	cfg := sendertest.SMTPConfig(t, secure)
+	cfg.Password = "wrong"
+	bad, _ := smtpsender.New(cfg)
+	_, err = bad.Send(context.Background(), sendertest.EmailMessage(3, "a@example.net"))
+	sendertest.WantClass(t, err, sender.ClassTransient)
+
+	good, _ := smtpsender.New(sendertest.SMTPConfig(t, secure))
+	_, err = good.Send(context.Background(), sender.Message{ID: 4, Recipient: "a@example.net", Payload: json.RawMessage(`{"text":"no subject"}`)})
+	sendertest.WantClass(t, err, sender.ClassPermanent)
+	implicit := sendertest.StartSMTPMode(t, true, true)
+	cfg = sendertest.SMTPConfig(t, implicit)
+	cfg.TLS = "tls"
+	smtps, _ := smtpsender.New(cfg)
+	if _, err := smtps.Send(context.Background(), sendertest.EmailMessage(5, "a@example.net")); err != nil || len(implicit.Messages()) != 1 {
+		t.Fatalf("implicit TLS: %v, %d messages", err, len(implicit.Messages()))
+	}
+	if _, err := smtpsender.New(smtpsender.Config{Host: host, TLS: "maybe"}); err == nil {
+		t.Fatal("an unknown TLS mode was accepted")
+	}
+}

@@ -1,0 +1,39 @@
+package twilio_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/sendertest"
+	"github.com/herald/herald/runner/sender/twilio"
+)
+
+// Twilio: success stores the message SID; 429 with Retry-After rate_limited; 503
+// transient; error 21211 (invalid To) permanent.
+func TestTwilioSender(t *testing.T) {
+	t.Parallel()
+	srv, rec := sendertest.FakeTwilio(t)
+	s, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := s.Send(ctx, sendertest.SMSMessage(1, "+14155550100"))
+	if err != nil || !strings.HasPrefix(res.ProviderMessageID, "SM") || len(rec.Sent()) != 1 {
+		t.Fatalf("success: %+v %v", res, err)
+	}
+	before := time.Now()
+	_, err = s.Send(ctx, sendertest.SMSMessage(2, "+15005550002"))
+	if f := sendertest.WantClass(t, err, sender.ClassRateLimited); f.RetryAt.Sub(before) < 4*time.Second || f.RetryAt.Sub(before) > 6*time.Second {
+		t.Fatalf("retry_at %v after the request, want 5s", f.RetryAt.Sub(before))
+	}
+	_, err = s.Send(ctx, sendertest.SMSMessage(3, "+15005550003"))
+	sendertest.WantClass(t, err, sender.ClassTransient)
+	_, err = s.Send(ctx, sendertest.SMSMessage(4, "+15005550001"))
+	if f := sendertest.WantClass(t, err, sender.ClassPermanent); !strings.Contains(f.Error(), "21211") {
+		t.Fatalf("permanent error lacks Twilio's code: %v", f)
+	}
+}
