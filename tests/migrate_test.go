@@ -185,3 +185,26 @@ func TestInstallListsEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// Every function, table, view, sequence and type of schema herald has a COMMENT, so
+// \df+ and \d+ explain herald inside psql.
+func TestEveryObjectIsCommented(t *testing.T) {
+	_, pool := setup(t)
+	missing := scalar[string](t, pool, `
+		SELECT coalesce(string_agg(name, ', ' ORDER BY name), '') FROM (
+		  SELECT p.oid::regprocedure::text AS name FROM pg_proc p
+		  WHERE p.pronamespace = 'herald'::regnamespace AND obj_description(p.oid, 'pg_proc') IS NULL
+		  UNION ALL
+		  SELECT c.oid::regclass::text FROM pg_class c
+		  WHERE c.relnamespace = 'herald'::regnamespace AND c.relkind IN ('r', 'v', 'S')
+		    AND obj_description(c.oid, 'pg_class') IS NULL
+		    AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.objid = c.oid AND d.deptype IN ('a', 'i'))
+		  UNION ALL
+		  SELECT t.oid::regtype::text FROM pg_type t
+		  WHERE t.typnamespace = 'herald'::regnamespace AND t.typtype = 'c' AND t.typrelid IN
+		    (SELECT oid FROM pg_class WHERE relkind = 'c') AND obj_description(t.oid, 'pg_type') IS NULL
+		) m`)
+	if missing != "" {
+		t.Fatalf("objects without a COMMENT: %s", missing)
+	}
+}
