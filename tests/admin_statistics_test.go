@@ -98,7 +98,7 @@ func TestRefreshStatisticsSkipsLockedTable(t *testing.T) {
 	}
 }
 
-// ANALYZE of herald.log_statements skips the event arrays (migration 023): no
+// ANALYZE of herald.log_statements skips the event arrays (statistics target 0): no
 // statement plans on them, and element statistics over every event of every sampled
 // row made analysing the log cost time in proportion to the events it held. The
 // other columns keep their statistics.

@@ -88,11 +88,10 @@ func TestEnqueueMany(t *testing.T) {
 	}
 }
 
-// Without idempotency keys, enqueue_many checks and stores in one statement
-// (herald._store_valid), joining each message to its channel: the ids still follow
-// the input order when channels alternate, defaults are filled in, and the one
-// 'accepted' row lists the ids in that order. enqueue_batch's fast path, which hands
-// its arrays to enqueue_many, gives the same order.
+// Without idempotency keys, herald._enqueue checks and stores in one statement,
+// joining each message to its channel: the ids still follow the input order when
+// channels alternate, defaults are filled in, and the one 'accepted' row lists the
+// ids in that order, through enqueue_many and enqueue_batch alike.
 func TestEnqueueManyWithoutKeysKeepsInputOrder(t *testing.T) {
 	_, pool := setup(t)
 	var msgs []intake.Message
@@ -131,11 +130,10 @@ func TestEnqueueManyWithoutKeysKeepsInputOrder(t *testing.T) {
 }
 
 // A call whose messages share one channel and leave every optional field at its
-// default (the usual bulk send) is stored by herald._store_valid's one-channel
-// statement: each message gets the channel's own max_attempts, priority 0, run_at
-// and created_at the call's now, in input order, with one 'accepted' row; a bad
-// message anywhere, or an unknown channel, is named and nothing is stored. Both
-// enqueue_many and enqueue_batch (its shape-0 fast path) take that statement.
+// default (the usual bulk send): each message gets the channel's own max_attempts,
+// priority 0, run_at and created_at the call's now, in input order, with one
+// 'accepted' row; a bad message anywhere, or an unknown channel, is named and nothing
+// is stored. Both enqueue_many and enqueue_batch (its plain-element path).
 func TestOneChannelBatchStoresDefaultsAndRefusesBadMessages(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_attempts) VALUES ('bulk', 'email', 7)`)

@@ -14,7 +14,7 @@ import (
 // characters over an alphabet with the e-mail rule's characters and a newline (so
 // "a@a\na@a", two addresses in one recipient, is among them), each put in a list
 // beside good addresses. A list it calls 'email' when one recipient is not
-// an address would let herald._store_valid store that recipient.
+// an address would let herald._enqueue store that recipient.
 func TestRecipientListKindAgreesWithEachRecipient(t *testing.T) {
 	ctx, pool := setup(t)
 	var n, differ, accepted int64

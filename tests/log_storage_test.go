@@ -217,7 +217,7 @@ func TestLogSequenceRefusesMalformedRow(t *testing.T) {
 func TestLogArraysUseLZ4(t *testing.T) {
 	ctx, pool := setup(t)
 	if !scalar[bool](t, pool, `SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`) {
-		t.Skip("this server is built without lz4: migration 012 keeps pglz")
+		t.Skip("this server is built without lz4: the schema keeps pglz")
 	}
 	enqueueBatchEmails(t, pool, 1000)
 	var methods string
@@ -322,10 +322,9 @@ func TestSentEventDetail(t *testing.T) {
 	}
 }
 
-// Release 15 (024_log_receipts.sql): complete stores its 'sent' events' receipts and
-// attempts as typed arrays and no JSON; herald.log (read as herald_consumer too) and
-// herald.log_read build the same detail from them, a row written the old way reads
-// as before, log_truncate keeps the arrays aligned when it cuts a row, and
+// complete stores its 'sent' events' receipts and attempts as typed arrays and no
+// JSON; herald.log (read as herald_consumer too) and herald.log_read build the same
+// detail from them, a row whose detail is stored as JSON reads the same, log_truncate keeps the arrays aligned when it cuts a row, and
 // log_sequence refuses a row whose new arrays have the wrong length.
 func TestSentReceiptsStoredAsArrays(t *testing.T) {
 	ctx, pool := setup(t)
@@ -342,7 +341,7 @@ func TestSentReceiptsStoredAsArrays(t *testing.T) {
 	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[])`, ids(c), leaseTokens(c)); n != 2 {
 		t.Fatalf("complete changed %d of 2", n)
 	}
-	// A 'sent' row as release 14 wrote it: the detail stored as JSON.
+	// A 'sent' row with its detail stored as JSON (the form other kinds use).
 	mustExec(t, pool, `INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
 		VALUES ('sent', now(), ARRAY[101, 102]::bigint[], ARRAY['email', 'email'], ARRAY[1, 2],
 		        ARRAY['{"provider_message_id": "old-1", "attempts": 3}', '{"attempts": 2}']::jsonb[])`)

@@ -72,8 +72,8 @@ func TestCompletePlanProbesPrimaryKey(t *testing.T) {
 // claim_batch's UPDATE finds the rows it locked by primary key, also under the
 // generic plan: there LIMIT batch_size is a parameter, which the planner takes for a
 // tenth of the table, and a join to the locked rows was planned as a hash of the
-// whole table, built again for every claim (release 2; the drain slowed down as the
-// table grew).
+// whole table, built again for every claim (the drain slowed down as the table
+// grew).
 func TestClaimPlanProbesPrimaryKey(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, max_attempts, created_at)
@@ -115,9 +115,8 @@ func explainConn(t *testing.T, pool *pgxpool.Pool) (*pgx.Conn, *[]string) {
 	return conn, notices
 }
 
-// Release 16: a delivered message is in no index but the primary key, so complete
-// writes one index entry per message (026_finished_index.sql dropped
-// messages_finished_idx, which took every sent row); a dead one is also in
+// A delivered message is in no index but the primary key, so complete writes one
+// index entry per message; a dead one is also in
 // messages_dead_idx, which herald.dead_letters reads. Checked against every index of
 // herald.messages, so an index added later that takes sent rows fails here.
 func TestDeliveredMessagesOnlyInPrimaryKey(t *testing.T) {
@@ -180,7 +179,7 @@ func TestFinishedRowsPlans(t *testing.T) {
 
 // log_truncate finds the row that holds its bound with one backward probe of
 // log_statements_offset_idx, under a custom plan and a generic one alike: no scan of
-// the whole log to cut one row (release 16's join did one at every call).
+// the whole log to cut one row (a join of every row below the bound would).
 func TestLogTruncatePlanProbesOffsetIndex(t *testing.T) {
 	ctx, pool := setup(t)
 	threeEventStatements(t, pool, 20000)
@@ -236,11 +235,11 @@ func TestLogReadPlanUsesOffsetIndex(t *testing.T) {
 	}
 }
 
-// herald.channels is analysed (migration 015), so the enqueue functions' join of a
+// herald.channels is analysed (thresholds 0), so the enqueue functions' join of a
 // batch to its channels hashes the few channels and streams the batch. Never
 // analysed, the table looked like 540 rows to the planner, which hashed the batch
 // instead, copying every message into the hash table. The join here is the one of
-// herald._store_valid, on a 100-element array; a channel added later is analysed
+// herald._enqueue, on a 100-element array; a channel added later is analysed
 // too (autovacuum, thresholds 0).
 func TestChannelsJoinHashesTheChannels(t *testing.T) {
 	ctx, pool := setup(t)
@@ -278,9 +277,9 @@ func TestChannelsJoinHashesTheChannels(t *testing.T) {
 // The SQL helpers that hot statements call are written to be inlined by the planner
 // (one SQL expression, declared no less volatile than their body): called from a
 // statement they must leave no call of themselves in its plan. A helper that stops
-// inlining costs a separate SQL-function execution per row (release 2's
-// _event_detail, declared IMMUTABLE around a STABLE jsonb_build_object, ran 200,000
-// times in a 200,000-message drain). The arguments depend on the row, so nothing is
+// inlining costs a separate SQL-function execution per row (an _event_detail declared
+// IMMUTABLE around a STABLE jsonb_build_object ran 200,000 times in a 200,000-message
+// drain). The arguments depend on the row, so nothing is
 // folded to a constant before inlining is decided.
 func TestHelpersAreInlined(t *testing.T) {
 	ctx, pool := setup(t)
