@@ -40,7 +40,7 @@ var files embed.FS
 // the same table so that `tern migrate` and `herald migrate` agree.
 const VersionTable = "public.herald_schema_version"
 
-// hash returns a hex SHA-256 over the path and content of the files of fsys under
+// hash returns a hex SHA-256 over the path and content of the embedded files under
 // the given roots, in path order.
 func hash(roots ...string) string {
 	var paths []string
@@ -91,6 +91,14 @@ func Migrate(ctx context.Context, conn *pgx.Conn, force bool) (installed bool, e
 	m, err := newMigrator(ctx, conn)
 	if err != nil {
 		return false, err
+	}
+	current, err := m.GetCurrentVersion(ctx)
+	if err != nil {
+		return false, fmt.Errorf("herald sql: %w", err)
+	}
+	if latest := int32(len(m.Migrations)); current > latest {
+		return false, fmt.Errorf("herald sql: the database is at schema version %d, past this build's %d: "+
+			"it was made by a newer build, or by a development build before the baseline (create it anew)", current, latest)
 	}
 	if err := m.Migrate(ctx); err != nil {
 		return false, fmt.Errorf("herald sql: migrating: %w", err)

@@ -208,3 +208,28 @@ func TestEveryObjectIsCommented(t *testing.T) {
 		t.Fatalf("objects without a COMMENT: %s", missing)
 	}
 }
+
+// A database whose schema version is past this build's (a newer build, or a
+// development build before the baseline) is refused with a reason, and not touched.
+func TestMigrateRefusesANewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.EmptyDatabase(t)
+	migrateURL(t, url, false)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE `+heraldsql.VersionTable+` SET version = 27`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = heraldsql.Migrate(ctx, conn, true)
+	if err == nil || !strings.Contains(err.Error(), "past this build's") {
+		t.Fatalf("migrating a database at version 27: %v", err)
+	}
+	var h *string
+	if err := conn.QueryRow(ctx, `SELECT hash FROM herald.installed_code`).Scan(&h); err != nil || h == nil || *h != heraldsql.CodeHash() {
+		t.Fatalf("the refused database's code was touched: %v %v", h, err)
+	}
+}

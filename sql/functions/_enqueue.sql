@@ -43,7 +43,7 @@ BEGIN
            string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL)
     INTO v_ids, v_channels, v_hashes, v_list, v_keyed
     FROM unnest(specs) AS s;
-    v_kind := herald._recipient_list_kind(list => v_list, n => n); -- (one is matched by _valid)
+    v_kind := herald._recipient_list_kind(list => v_list, n => n); -- (one recipient: _valid matches it)
   END IF;
 
   IF v_keyed THEN
