@@ -13,7 +13,8 @@ DB := export DATABASE_URL="$${DATABASE_URL:-$$(tests/devdb.sh up)}" && [ -n "$$D
 
 .PHONY: run test bench build migrate vet db db-stop db-destroy psql
 
-## run: database up, herald installed, and the runner delivering to the sink (stdout)
+## run: database up, herald installed, and the runner delivering to the sink (stdout); the
+## intake is served open (HERALD_INTAKE_OPEN=true): a development setting
 run: build
 	@$(DB) && $(BIN)/herald migrate && \
 	echo && echo "herald is installed in $$DATABASE_URL; the runner prints each delivery as a JSON line." && \
@@ -22,7 +23,7 @@ run: build
 	echo "or over HTTP:" && \
 	echo "  curl -s -X POST $${HERALD_HTTP_ADDR:-127.0.0.1:8080}/v1/messages -H 'Content-Type: application/json' -d '{\"channel\": \"sms\", \"recipient\": \"+14155550100\", \"payload\": {\"text\": \"Hello\"}}'" && \
 	echo "Metrics and health: http://$${HERALD_HTTP_ADDR:-127.0.0.1:8080}/metrics and /healthz. Ctrl-C stops the runner." && echo && \
-	HERALD_SENDER_EMAIL=$${HERALD_SENDER_EMAIL:-sink:-} HERALD_SENDER_SMS=$${HERALD_SENDER_SMS:-sink:-} exec $(BIN)/herald run
+	HERALD_INTAKE_OPEN=$${HERALD_INTAKE_OPEN:-true} HERALD_SENDER_EMAIL=$${HERALD_SENDER_EMAIL:-sink:-} HERALD_SENDER_SMS=$${HERALD_SENDER_SMS:-sink:-} exec $(BIN)/herald run
 
 ## test: vet, format check, and every test against a real PostgreSQL
 test: $(BIN)/tern

@@ -70,9 +70,21 @@ func TestServeAndIntakeOff(t *testing.T) {
 	}
 	waitExit(t, cmd, logs, 15*time.Second)
 
-	// With no token configured, the open intake is announced at start.
+	// With no token configured the intake does not start, unless the operator says it
+	// may be open; then the open intake is announced at start.
+	for _, args := range [][]string{{"serve"}, {"run"}} {
+		addr = freeAddr(t)
+		cmd, logs = runnerProcessArgs(t, url, args, "HERALD_HTTP_ADDR="+addr, "HERALD_SENDER_EMAIL=noop")
+		if err := cmd.Wait(); err == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(logs.String(), "has no token") {
+			t.Fatalf("herald %s with no token: %v\n%s", args[0], err, logs.String())
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Fatalf("herald %s with no token left %s listening", args[0], addr)
+		}
+	}
 	addr = freeAddr(t)
-	cmd, logs = runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr)
+	cmd, logs = runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_OPEN=true")
 	waitHTTP(t, addr)
 	waitExit(t, cmd, logs, 10*time.Second)
 	if !strings.Contains(logs.String(), "intake is open") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -138,5 +139,50 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 				t.Fatalf("%s=%s: exit %d %q, want %d naming the variable", c.name, c.value, code, errOut, exitUsage)
 			}
 		})
+	}
+}
+
+// A secret in the environment never reaches usage text or an error: --help and a
+// mistyped flag print the flags' defaults, and the intake tokens are not among them.
+func TestSecretsStayOutOfUsage(t *testing.T) {
+	t.Setenv("HERALD_INTAKE_TOKENS", "tok-SECRET-1")
+	t.Setenv("HERALD_SMTP_PASSWORD", "smtp-SECRET-2")
+	t.Setenv("HERALD_WEBHOOK_SECRET", "hook-SECRET-3")
+	for _, args := range [][]string{{"serve", "--help"}, {"run", "--help"}, {"serve", "--bogus"}, {"run", "--intake=maybe"},
+		{"run", "--sender", "email=smtp", "--http-addr", "127.0.0.1:1", "--batch-size", "x"}} {
+		_, out, errOut := run(t, args...)
+		if text := strings.ToLower(out + errOut); !strings.Contains(text, "intake") && !strings.Contains(text, "batch") {
+			t.Fatalf("%v printed no usage or reason:\n%s%s", args, out, errOut)
+		}
+		for _, secret := range []string{"SECRET-1", "SECRET-2", "SECRET-3"} {
+			if strings.Contains(out+errOut, secret) {
+				t.Fatalf("%v printed a secret:\n%s%s", args, out, errOut)
+			}
+		}
+	}
+}
+
+// The intake's tokens may come from a file (HERALD_INTAKE_TOKENS_FILE), and an intake
+// with no token refuses to start unless it is explicitly open. (The address cannot be
+// listened on, so a serve that passes the check stops there.)
+func TestIntakeTokensAndOpenIntake(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	const badAddr = "256.0.0.1:1"
+	code, _, errOut := run(t, "serve", "--http-addr", badAddr)
+	if code != exitUsage || !strings.Contains(errOut, "has no token") {
+		t.Fatalf("serve with no token: %d %q", code, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("tok-a,tok-b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HERALD_INTAKE_TOKENS_FILE", file)
+	if code, _, errOut = run(t, "serve", "--http-addr", badAddr); strings.Contains(errOut, "has no token") || !strings.Contains(errOut, "256.0.0.1") {
+		t.Fatalf("serve with tokens from a file: %d %q", code, errOut)
+	}
+	t.Setenv("HERALD_INTAKE_TOKENS_FILE", "")
+	t.Setenv("HERALD_INTAKE_OPEN", "true")
+	if code, _, errOut = run(t, "serve", "--http-addr", badAddr); strings.Contains(errOut, "has no token") || !strings.Contains(errOut, "256.0.0.1") {
+		t.Fatalf("serve open: %d %q", code, errOut)
 	}
 }

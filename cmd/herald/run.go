@@ -46,7 +46,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
 	}
-	intakeOn, err := in.on()
+	settings, err := intakeSettings{}, error(nil)
+	if *httpAddr != "" && *httpAddr != "off" {
+		settings, err = in.resolve(ev)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
@@ -109,8 +112,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", r.Handler())
 		mux.Handle("GET /healthz", r.Handler())
-		if intakeOn {
-			in.register(mux, pool, logger)
+		if settings.on {
+			settings.register(mux, pool, in, logger)
 		}
 		if stopHTTP, err = serveHTTP(ctx, *httpAddr, mux, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: listening on %s: %v\n", *httpAddr, err)

@@ -22,41 +22,70 @@ import (
 type intakeFlags struct {
 	enabled  *string
 	tokens   *string
+	open     *string
 	maxBatch *int
 	maxBody  *int64
 }
 
 func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 	return intakeFlags{
-		enabled:  fs.String("intake", ev.str("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
-		tokens:   fs.String("intake-tokens", ev.str("HERALD_INTAKE_TOKENS", ""), "comma-separated bearer tokens; none = open intake (env HERALD_INTAKE_TOKENS)"),
+		enabled: fs.String("intake", ev.str("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
+		// The tokens' default is not read from the environment here, so that usage
+		// text never shows them.
+		tokens:   fs.String("intake-tokens", "", "comma-separated bearer tokens (env HERALD_INTAKE_TOKENS, or a file named by HERALD_INTAKE_TOKENS_FILE; never printed)"),
+		open:     fs.String("intake-open", ev.str("HERALD_INTAKE_OPEN", "false"), "serve the intake with no token, to anyone who reaches it: true only for development (env HERALD_INTAKE_OPEN)"),
 		maxBatch: fs.Int("intake-max-batch", ev.int("HERALD_INTAKE_MAX_BATCH", intake.DefaultMaxBatch), "most messages per batch request (env HERALD_INTAKE_MAX_BATCH)"),
 		maxBody:  fs.Int64("intake-max-body", int64(ev.int("HERALD_INTAKE_MAX_BODY", intake.DefaultMaxBodyBytes)), "largest request body in bytes (env HERALD_INTAKE_MAX_BODY)"),
 	}
 }
 
-func (f intakeFlags) on() (bool, error) {
+// intakeSettings is what the flags resolve to.
+type intakeSettings struct {
+	on     bool
+	tokens []string
+}
+
+// resolve reads the flags after parsing: whether the intake is served and with which
+// tokens. An intake without tokens is refused unless --intake-open says so.
+func (f intakeFlags) resolve(ev *environ) (intakeSettings, error) {
+	var s intakeSettings
 	switch *f.enabled {
 	case "on", "true", "1":
-		return true, nil
+		s.on = true
 	case "off", "false", "0":
-		return false, nil
+		return s, nil
+	default:
+		return s, fmt.Errorf("HERALD_INTAKE=%q: want on or off", *f.enabled)
 	}
-	return false, fmt.Errorf("HERALD_INTAKE=%q: want on or off", *f.enabled)
+	list := *f.tokens
+	if list == "" {
+		list = ev.secret("HERALD_INTAKE_TOKENS")
+	}
+	if err := ev.err(); err != nil {
+		return s, err
+	}
+	for _, t := range strings.Split(list, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			s.tokens = append(s.tokens, t)
+		}
+	}
+	open := *f.open == "true" || *f.open == "1"
+	if !open && *f.open != "false" && *f.open != "0" {
+		return s, fmt.Errorf("HERALD_INTAKE_OPEN=%q: want true or false", *f.open)
+	}
+	if len(s.tokens) == 0 && !open {
+		return s, errors.New("the HTTP intake has no token: set HERALD_INTAKE_TOKENS (or HERALD_INTAKE_TOKENS_FILE), " +
+			"turn it off with HERALD_INTAKE=off, or serve it open to anyone with HERALD_INTAKE_OPEN=true (development only)")
+	}
+	return s, nil
 }
 
 // register adds the intake routes to mux, warning when no token protects them.
-func (f intakeFlags) register(mux *http.ServeMux, pool *pgxpool.Pool, logger *slog.Logger) {
-	var tokens []string
-	for _, t := range strings.Split(*f.tokens, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			tokens = append(tokens, t)
-		}
+func (s intakeSettings) register(mux *http.ServeMux, pool *pgxpool.Pool, f intakeFlags, logger *slog.Logger) {
+	if len(s.tokens) == 0 {
+		logger.Warn("the HTTP intake is open: anyone who reaches it can enqueue (HERALD_INTAKE_OPEN=true)")
 	}
-	if len(tokens) == 0 {
-		logger.Warn("the HTTP intake is open: anyone who reaches it can enqueue; set HERALD_INTAKE_TOKENS")
-	}
-	intake.Register(mux, pool, intake.Config{Tokens: tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Logger: logger})
+	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Logger: logger})
 }
 
 // serveHTTP serves handler on addr until ctx ends, then shuts down gracefully. It
@@ -98,7 +127,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if err := ev.err(); err != nil {
+	settings, err := in.resolve(ev)
+	if err == nil && !settings.on {
+		err = errors.New("HERALD_INTAKE=off: herald serve serves nothing but the intake")
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
 	}
@@ -109,7 +142,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer pool.Close()
 	mux := http.NewServeMux()
-	in.register(mux, pool, logger)
+	settings.register(mux, pool, in, logger)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
