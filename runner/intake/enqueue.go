@@ -20,7 +20,7 @@ import (
 func Enqueue(ctx context.Context, q Querier, m Message) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, `SELECT herald.enqueue(channel => $1, recipient => $2, payload => $3,
-		run_at => $4, priority => coalesce($5, 0), idempotency_key => $6, ordering_key => $7,
+		run_at => $4, priority => $5, idempotency_key => $6, ordering_key => $7,
 		max_attempts => $8, metadata => $9)`,
 		m.Channel, m.Recipient, jsonArg(m.Payload), m.RunAt, m.Priority, m.IdempotencyKey,
 		m.OrderingKey, m.MaxAttempts, jsonArg(m.Metadata)).Scan(&id)
