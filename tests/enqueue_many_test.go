@@ -355,3 +355,48 @@ func enqueueBoth(t *testing.T, pool *pgxpool.Pool, msgs []intake.Message, items 
 	}
 	return [][]int64{many, fromBatch}
 }
+
+// The Go producer API joins the caller's transaction: Enqueue and GetStatus on a
+// pgx.Tx see the message before the commit, a rollback leaves nothing, and a bad
+// message is an *InputError naming the field.
+func TestProducerAPIInCallersTransaction(t *testing.T) {
+	ctx, pool := setup(t)
+	m := intake.Message{Channel: "email", Recipient: "ana@example.com", Payload: json.RawMessage(`{"subject":"s","text":"t"}`),
+		IdempotencyKey: ptr("tx-1"), Priority: ptr(-3)}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := intake.Enqueue(ctx, tx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := intake.GetStatus(ctx, tx, id); err != nil || s.Status != "queued" {
+		t.Fatalf("status inside the transaction: %+v %v", s, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := intake.GetStatus(ctx, pool, id); !errors.Is(err, intake.ErrNotFound) {
+		t.Fatalf("after the rollback: %v", err)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("%d rows after a rollback", n)
+	}
+	id, err = intake.Enqueue(ctx, pool, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := intake.Enqueue(ctx, pool, m); err != nil || again != id {
+		t.Fatalf("a repeat of the key: %d %v, want %d", again, err, id)
+	}
+	if p := scalar[int32](t, pool, `SELECT priority FROM herald.messages WHERE id = $1`, id); p != -3 {
+		t.Fatalf("priority %d", p)
+	}
+	m.Recipient, m.IdempotencyKey = "not-an-address", nil
+	_, err = intake.Enqueue(ctx, pool, m)
+	var ie *intake.InputError
+	if !errors.As(err, &ie) || ie.Code != "invalid_recipient" || ie.Field != "recipient" || ie.Index != nil {
+		t.Fatalf("bad recipient: %v", err)
+	}
+}
