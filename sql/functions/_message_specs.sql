@@ -21,12 +21,12 @@ BEGIN
     item := messages -> (i - 1);
     p := format('messages[%s]', i - 1);
     IF jsonb_typeof(item) <> 'object' THEN
-      PERFORM herald._reject('HR011', p, 'must be a JSON object');
+      PERFORM herald._reject(code => 'HR011', field => p, message => 'must be a JSON object');
     END IF;
     FOR k IN SELECT jsonb_object_keys(item) LOOP
       IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
                    'ordering_key', 'max_attempts', 'metadata') THEN
-        PERFORM herald._reject('HR011', p || '.' || k, 'is not a message field',
+        PERFORM herald._reject(code => 'HR011', field => p || '.' || k, message => 'is not a message field',
           hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
       END IF;
     END LOOP;

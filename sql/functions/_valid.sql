@@ -28,15 +28,15 @@ AS $$
   SELECT coalesce(
         kind IS NOT NULL
     AND CASE kind
-          WHEN 'email' THEN herald._email_address(recipient, coalesce(checked_kind = 'email', false))
+          WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
-                           OR recipient ~ ('^(?:' || herald._recipient_pattern('sms') || ')$'))
+                           OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
                AND (kind <> 'webhook' OR coalesce(checked_kind = 'webhook', false)
-                    OR recipient ~ ('^(?:' || herald._recipient_pattern('webhook') || ')$'))
+                    OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$'))
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')

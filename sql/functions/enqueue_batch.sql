@@ -25,11 +25,11 @@ DECLARE
   v_plain boolean;
 BEGIN
   IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
-    PERFORM herald._reject('HR011', 'messages', 'must be a JSON array of message objects');
+    PERFORM herald._reject(code => 'HR011', field => 'messages', message => 'must be a JSON array of message objects');
   END IF;
   n := jsonb_array_length(messages);
   IF n = 0 OR n > 10000 THEN
-    PERFORM herald._reject('HR011', 'messages', format('has %s elements; 1 to 10000 are allowed', n));
+    PERFORM herald._reject(code => 'HR011', field => 'messages', message => format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
   -- The usual batch: every element an object of exactly channel, recipient and payload,

@@ -35,12 +35,12 @@ DECLARE
   i integer;
 BEGIN
   IF n = 0 OR n > 10000 THEN
-    PERFORM herald._reject('HR011', 'channels', format('has %s elements; 1 to 10000 messages are allowed', n));
+    PERFORM herald._reject(code => 'HR011', field => 'channels', message => format('has %s elements; 1 to 10000 messages are allowed', n));
   END IF;
   FOR i IN 1 .. cardinality(names) LOOP
     IF (i <= 2 AND lengths[i] IS NULL) OR lengths[i] <> n THEN
-      PERFORM herald._reject('HR011', names[i],
-        format('has %s elements but channels has %s', coalesce(lengths[i]::text, 'no'), n));
+      PERFORM herald._reject(code => 'HR011', field => names[i],
+        message => format('has %s elements but channels has %s', coalesce(lengths[i]::text, 'no'), n));
     END IF;
   END LOOP;
   RETURN herald._enqueue(
