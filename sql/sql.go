@@ -104,13 +104,8 @@ func Migrate(ctx context.Context, conn *pgx.Conn, force bool) (installed bool, e
 		return false, fmt.Errorf("herald sql: migrating: %w", err)
 	}
 	if !force {
-		var current *string
-		err := conn.QueryRow(ctx, `SELECT hash FROM herald.installed_code`).Scan(&current)
-		if err != nil && err != pgx.ErrNoRows {
-			return false, fmt.Errorf("herald sql: reading herald.installed_code: %w", err)
-		}
-		if current != nil && *current == CodeHash() {
-			return false, nil
+		if current, err := codeCurrent(ctx, conn); err != nil || current {
+			return false, err
 		}
 	}
 	return true, InstallCode(ctx, conn)
@@ -140,7 +135,7 @@ func InstallCode(ctx context.Context, conn *pgx.Conn) error {
 
 // Versions returns the migration version the database is at, the latest this build
 // knows, and whether the installed code is this build's.
-func Versions(ctx context.Context, conn *pgx.Conn) (current, latest int32, codeCurrent bool, err error) {
+func Versions(ctx context.Context, conn *pgx.Conn) (current, latest int32, isCurrent bool, err error) {
 	m, err := newMigrator(ctx, conn)
 	if err != nil {
 		return 0, 0, false, err
@@ -149,11 +144,19 @@ func Versions(ctx context.Context, conn *pgx.Conn) (current, latest int32, codeC
 		return 0, 0, false, err
 	}
 	if current > 0 {
-		var h *string
-		if err := conn.QueryRow(ctx, `SELECT hash FROM herald.installed_code`).Scan(&h); err != nil && err != pgx.ErrNoRows {
+		if isCurrent, err = codeCurrent(ctx, conn); err != nil {
 			return 0, 0, false, err
 		}
-		codeCurrent = h != nil && *h == CodeHash()
 	}
-	return current, int32(len(m.Migrations)), codeCurrent, nil
+	return current, int32(len(m.Migrations)), isCurrent, nil
+}
+
+// codeCurrent reports whether herald.installed_code records this build's CodeHash.
+func codeCurrent(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	var h *string
+	err := conn.QueryRow(ctx, `SELECT hash FROM herald.installed_code`).Scan(&h)
+	if err != nil && err != pgx.ErrNoRows {
+		return false, fmt.Errorf("herald sql: reading herald.installed_code: %w", err)
+	}
+	return h != nil && *h == CodeHash(), nil
 }

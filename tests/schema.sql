@@ -91,10 +91,10 @@ COMMENT ON FUNCTION herald._backoff(attempt integer, base interval, cap interval
 
 
 --
--- Name: _check_arrays(text[], integer[], integer); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _check_arrays(text[], integer[], integer, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer) RETURNS void
+CREATE FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer, code text DEFAULT 'HR012'::text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
@@ -103,11 +103,11 @@ BEGIN
   FOR i IN 1 .. cardinality(fields) LOOP
     IF lengths[i] IS NULL THEN
       IF i <= required THEN
-        PERFORM herald._reject('HR012', fields[i], 'must not be NULL');
+        PERFORM herald._reject(code => code, field => fields[i], message => 'must not be NULL');
       END IF;
     ELSIF lengths[i] <> lengths[1] THEN
-      PERFORM herald._reject('HR012', fields[i],
-        format('has %s elements but %s has %s', lengths[i], fields[1], lengths[1]));
+      PERFORM herald._reject(code => code, field => fields[i],
+        message => format('has %s elements but %s has %s', lengths[i], fields[1], lengths[1]));
     END IF;
   END LOOP;
 END
@@ -115,10 +115,10 @@ $$;
 
 
 --
--- Name: FUNCTION _check_arrays(fields text[], lengths integer[], required integer); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _check_arrays(fields text[], lengths integer[], required integer, code text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer) IS 'Private: raise HR012 naming a NULL or mismatched array argument.';
+COMMENT ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer, code text) IS 'Private: raise an error naming a NULL or mismatched array argument of a batch call.';
 
 
 --
@@ -1240,22 +1240,17 @@ CREATE FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads
     AS $$
 DECLARE
   n integer := coalesce(cardinality(channels), 0);
-  names text[] := ARRAY['recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
-                        'ordering_keys', 'max_attempts', 'metadata'];
-  lengths integer[] := ARRAY[cardinality(recipients), cardinality(payloads), cardinality(run_ats),
-                             cardinality(priorities), cardinality(idempotency_keys),
-                             cardinality(ordering_keys), cardinality(max_attempts), cardinality(metadata)];
-  i integer;
 BEGIN
   IF n = 0 OR n > 10000 THEN
     PERFORM herald._reject(code => 'HR011', field => 'channels', message => format('has %s elements; 1 to 10000 messages are allowed', n));
   END IF;
-  FOR i IN 1 .. cardinality(names) LOOP
-    IF (i <= 2 AND lengths[i] IS NULL) OR lengths[i] <> n THEN
-      PERFORM herald._reject(code => 'HR011', field => names[i],
-        message => format('has %s elements but channels has %s', coalesce(lengths[i]::text, 'no'), n));
-    END IF;
-  END LOOP;
+  PERFORM herald._check_arrays(
+    fields => ARRAY['channels', 'recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
+                    'ordering_keys', 'max_attempts', 'metadata'],
+    lengths => ARRAY[n, cardinality(recipients), cardinality(payloads), cardinality(run_ats),
+                     cardinality(priorities), cardinality(idempotency_keys), cardinality(ordering_keys),
+                     cardinality(max_attempts), cardinality(metadata)],
+    required => 3, code => 'HR011');
   RETURN herald._enqueue(
     specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md)::herald.message_spec
                    FROM (SELECT unnest(channels) AS c, unnest(recipients) AS r, unnest(payloads) AS p,
@@ -2549,10 +2544,10 @@ REVOKE ALL ON FUNCTION herald._backoff(attempt integer, base interval, cap inter
 
 
 --
--- Name: FUNCTION _check_arrays(fields text[], lengths integer[], required integer); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _check_arrays(fields text[], lengths integer[], required integer, code text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer, code text) FROM PUBLIC;
 
 
 --

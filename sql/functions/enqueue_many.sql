@@ -27,22 +27,17 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   n integer := coalesce(cardinality(channels), 0);
-  names text[] := ARRAY['recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
-                        'ordering_keys', 'max_attempts', 'metadata'];
-  lengths integer[] := ARRAY[cardinality(recipients), cardinality(payloads), cardinality(run_ats),
-                             cardinality(priorities), cardinality(idempotency_keys),
-                             cardinality(ordering_keys), cardinality(max_attempts), cardinality(metadata)];
-  i integer;
 BEGIN
   IF n = 0 OR n > 10000 THEN
     PERFORM herald._reject(code => 'HR011', field => 'channels', message => format('has %s elements; 1 to 10000 messages are allowed', n));
   END IF;
-  FOR i IN 1 .. cardinality(names) LOOP
-    IF (i <= 2 AND lengths[i] IS NULL) OR lengths[i] <> n THEN
-      PERFORM herald._reject(code => 'HR011', field => names[i],
-        message => format('has %s elements but channels has %s', coalesce(lengths[i]::text, 'no'), n));
-    END IF;
-  END LOOP;
+  PERFORM herald._check_arrays(
+    fields => ARRAY['channels', 'recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
+                    'ordering_keys', 'max_attempts', 'metadata'],
+    lengths => ARRAY[n, cardinality(recipients), cardinality(payloads), cardinality(run_ats),
+                     cardinality(priorities), cardinality(idempotency_keys), cardinality(ordering_keys),
+                     cardinality(max_attempts), cardinality(metadata)],
+    required => 3, code => 'HR011');
   RETURN herald._enqueue(
     specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md)::herald.message_spec
                    FROM (SELECT unnest(channels) AS c, unnest(recipients) AS r, unnest(payloads) AS p,
