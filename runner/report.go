@@ -77,7 +77,7 @@ func (r *Runner) flush(batch []outcome) {
 	doneIDs, doneTokens := make([]int64, 0, len(batch)), make([]int64, 0, len(batch))
 	providerIDs := make([]string, 0, len(batch))
 	var failIDs, failTokens []int64
-	var errs, classes []string
+	var errs, classes, codes []string
 	var retryAt []*time.Time
 	for _, o := range batch {
 		if o.err == nil {
@@ -101,6 +101,7 @@ func (r *Runner) flush(batch []outcome) {
 		failTokens = append(failTokens, o.msg.LeaseToken)
 		errs = append(errs, f.Error())
 		classes = append(classes, string(f.Class))
+		codes = append(codes, f.Code)
 		retryAt = append(retryAt, at)
 		r.log.Info("delivery failed", "id", o.msg.ID, "channel", o.msg.Channel, "attempt", o.msg.Attempt,
 			"class", string(f.Class), "err", f.Error())
@@ -109,7 +110,7 @@ func (r *Runner) flush(batch []outcome) {
 		r.retry(len(batch), func() error { return r.complete(doneIDs, doneTokens, providerIDs) })
 	}
 	if len(failIDs) > 0 {
-		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, retryAt) })
+		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, codes, retryAt) })
 	}
 	sent := map[string]int{}
 	for _, o := range batch {
@@ -153,13 +154,13 @@ func (r *Runner) retry(messages int, report func() error) {
 // complete reports deliveries (see report for lost leases).
 func (r *Runner) complete(ids, tokens []int64, providerIDs []string) error {
 	return r.report1("complete", ids, `SELECT herald.complete($1::bigint[], $2::bigint[], $3::text[])`,
-		ids, tokens, receipts(providerIDs))
+		ids, tokens, nullable(providerIDs))
 }
 
-// receipts gives complete its provider_message_ids argument: an empty id (the
-// provider gave none) is stored as NULL, not as an empty receipt; when no delivery of
-// the batch has one, the whole array is NULL.
-func receipts(providerIDs []string) any {
+// nullable gives complete its provider_message_ids and fail its error_codes: an
+// empty string (the provider gave none) is passed as NULL, not stored as empty; when
+// no element has a value, the whole array is NULL.
+func nullable(providerIDs []string) any {
 	empty := 0
 	for _, id := range providerIDs {
 		if id == "" {
@@ -182,9 +183,10 @@ func receipts(providerIDs []string) any {
 }
 
 // fail reports failures; SQL decides what follows (see report for lost leases).
-func (r *Runner) fail(ids, tokens []int64, errs, classes []string, retryAt []*time.Time) error {
-	return r.report1("fail", ids, `SELECT herald.fail($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])`,
-		ids, tokens, errs, classes, retryAt)
+func (r *Runner) fail(ids, tokens []int64, errs, classes, codes []string, retryAt []*time.Time) error {
+	return r.report1("fail", ids, `SELECT herald.fail(ids => $1::bigint[], lease_tokens => $2::bigint[], errors => $3::text[],
+		error_classes => $4::text[], retry_at => $5::timestamptz[], error_codes => $6::text[])`,
+		ids, tokens, errs, classes, retryAt, nullable(codes))
 }
 
 // report1 runs one complete or fail call for ids. Each changes only rows still held
@@ -209,12 +211,13 @@ func (r *Runner) report1(what string, ids []int64, sql string, args ...any) erro
 func (r *Runner) releaseUnreported() {
 	r.mu.Lock()
 	var ids, tokens []int64
-	var errs, classes []string
+	var errs, classes, codes []string
 	for id, f := range r.flights {
 		ids = append(ids, id)
 		tokens = append(tokens, f.msg.LeaseToken)
 		errs = append(errs, "released unsent at shutdown")
 		classes = append(classes, string(sender.ClassTransient))
+		codes = append(codes, "released")
 	}
 	r.mu.Unlock()
 	if len(ids) == 0 {
@@ -225,7 +228,7 @@ func (r *Runner) releaseUnreported() {
 	for i := range retry {
 		retry[i] = &now
 	}
-	if err := r.fail(ids, tokens, errs, classes, retry); err != nil {
+	if err := r.fail(ids, tokens, errs, classes, codes, retry); err != nil {
 		r.log.Error("could not release unsent messages; their leases will expire", "err", err, "ids", ids)
 		return
 	}

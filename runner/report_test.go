@@ -6,14 +6,14 @@ import "testing"
 // empty, element by element when some are; ids are passed on as they are otherwise.
 // (tests/runner_test.go checks what the database stores.)
 func TestReceipts(t *testing.T) {
-	if got, ok := receipts([]string{"a", "b"}).([]string); !ok || len(got) != 2 || got[0] != "a" || got[1] != "b" {
-		t.Errorf("receipts(a, b) = %#v, want the ids as they are", receipts([]string{"a", "b"}))
+	if got, ok := nullable([]string{"a", "b"}).([]string); !ok || len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("nullable(a, b) = %#v, want the ids as they are", nullable([]string{"a", "b"}))
 	}
-	if got, ok := receipts([]string{"", ""}).([]string); !ok || got != nil {
-		t.Errorf(`receipts("", "") = %#v, want a nil []string (a NULL array)`, receipts([]string{"", ""}))
+	if got, ok := nullable([]string{"", ""}).([]string); !ok || got != nil {
+		t.Errorf(`nullable("", "") = %#v, want a nil []string (a NULL array)`, nullable([]string{"", ""}))
 	}
-	got, ok := receipts([]string{"a", "", "c"}).([]*string)
+	got, ok := nullable([]string{"a", "", "c"}).([]*string)
 	if !ok || len(got) != 3 || got[0] == nil || *got[0] != "a" || got[1] != nil || got[2] == nil || *got[2] != "c" {
-		t.Errorf(`receipts(a, "", c) = %#v, want a, NULL, c`, receipts([]string{"a", "", "c"}))
+		t.Errorf(`nullable(a, "", c) = %#v, want a, NULL, c`, nullable([]string{"a", "", "c"}))
 	}
 }

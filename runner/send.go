@@ -77,7 +77,7 @@ func (r *Runner) worker(ctx context.Context) {
 		if r.pastGrace.Load() {
 			// Shutdown's grace is over: a message still queued is not sent now; it is
 			// released (transient, retry now) like a send cut short.
-			o.err = sender.Transient(errors.New("released unsent at shutdown"))
+			o.err = sender.WithCode(errors.New("released unsent at shutdown"), "released")
 		} else {
 			start := time.Now()
 			o.res, o.err = r.send(ctx, m)

@@ -21,13 +21,16 @@
 {{ template "functions/_event_detail.sql" . }}
 {{ template "functions/_log_detail.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}
+{{ template "functions/_check_not_null.sql" . }}
+{{ template "functions/_caller.sql" . }}
+{{ template "functions/_producer.sql" . }}
+{{ template "functions/_check_clock.sql" . }}
 {{ template "functions/_json_text.sql" . }}
 {{ template "functions/_json_integer.sql" . }}
 {{ template "functions/_json_timestamptz.sql" . }}
 {{ template "functions/_message_specs.sql" . }}
 {{ template "functions/_valid.sql" . }}
 {{ template "functions/_validate.sql" . }}
-{{ template "functions/_idempotent_id.sql" . }}
 {{ template "functions/_enqueue.sql" . }}
 {{ template "functions/_notify_clock_due.sql" . }}
 {{ template "functions/_notify_due.sql" . }}

@@ -76,7 +76,7 @@ func TestRolePrivileges(t *testing.T) {
 	denied := map[string][]string{
 		"herald_producer": {
 			`SELECT count(*) FROM herald.messages`,
-			`INSERT INTO herald.messages (channel, recipient, payload, run_at, max_attempts, created_at) VALUES ('email', 'x', '{}', now(), 1, now())`,
+			`INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at) VALUES ('test', 'email', 'x', '{}', now(), 1, now())`,
 			`SELECT * FROM herald.claim_batch('w', 10)`,
 			`SELECT herald.complete(ARRAY[1]::bigint[], ARRAY[1]::bigint[])`,
 			`SELECT herald.refresh_statistics()`,

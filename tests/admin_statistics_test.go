@@ -133,8 +133,8 @@ func refreshStatistics(t *testing.T, pool *pgxpool.Pool) []string {
 // addQueued inserts n ready e-mails straight into herald.messages.
 func addQueued(t *testing.T, pool *pgxpool.Pool, n int) {
 	t.Helper()
-	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, max_attempts, created_at)
-		SELECT 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1::timestamptz, 5, $1::timestamptz
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at)
+		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1::timestamptz, 5, $1::timestamptz
 		FROM generate_series(1, $2::integer)`, t0, n)
 }
 

@@ -27,7 +27,7 @@ func TestCancelRedrivePurge(t *testing.T) {
 	if scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, busy, t0) {
 		t.Fatal("cancel of a processing message returned true")
 	}
-	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'no', 'permanent', NULL, $3)`, busy, c[0].Token, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'no', 'permanent', now => $3)`, busy, c[0].Token, t0)
 
 	if n := scalar[int32](t, pool, `SELECT herald.redrive($1, $2)`, []int64{busy, queued, 999}, t0.Add(time.Hour)); n != 1 {
 		t.Fatalf("redrive changed %d, want 1 (only the dead one)", n)
@@ -64,7 +64,7 @@ func TestStatusAndQueueStats(t *testing.T) {
 	ctx, pool := setup(t)
 	id := enqueueEmail(t, pool, "a@example.com")
 	c := claim(t, pool, 1, t0)
-	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'timeout', 'transient', NULL, $3)`, id, c[0].Token, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'timeout', 'transient', error_code => 'etimedout', now => $3)`, id, c[0].Token, t0)
 	// queue_stats reads the real clock: one e-mail ready now, one SMS scheduled.
 	mustExec(t, pool, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}')`)
 	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}', run_at => now() + interval '1 hour')`)
@@ -75,10 +75,10 @@ func TestStatusAndQueueStats(t *testing.T) {
 		created                         time.Time
 		finished                        *time.Time
 	)
-	err := pool.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, created_at, finished_at, last_error, last_error_class
+	err := pool.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, created_at, finished_at, last_error_code, last_error_class
 		FROM herald.status($1)`, id).Scan(&channel, &status, &attempts, &maxAttempts, &created, &finished, &lastErr, &class)
 	if err != nil || channel != "email" || status != "queued" || attempts != 1 || maxAttempts != 5 || !created.Equal(t0) ||
-		finished != nil || lastErr != "timeout" || class != "transient" {
+		finished != nil || lastErr != "etimedout" || class != "transient" {
 		t.Fatalf("status: %s %s %d/%d %v %v %s %s %v", channel, status, attempts, maxAttempts, created, finished, lastErr, class, err)
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.status(987654)`); n != 0 {
@@ -151,8 +151,8 @@ func TestQueueDepth(t *testing.T) {
 // herald.throughput counts finished messages per channel and minute of the last hour.
 func TestThroughputView(t *testing.T) {
 	_, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at)
-		SELECT 'email', 'a@example.com', '{}', now(), s, 5, now(), f
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at)
+		SELECT 'test', 'email', 'a@example.com', '{}', now(), s, 5, now(), f
 		FROM (VALUES ('sent', now()), ('sent', now()), ('dead', now()), ('cancelled', now()),
 		             ('sent', now() - interval '2 hours')) AS v(s, f)`)
 	var sent, dead, cancelled int64

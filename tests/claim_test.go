@@ -108,7 +108,7 @@ func TestClaimOrderingKey(t *testing.T) {
 		t.Fatalf("first claim %v, want only %d", ids(got), a1)
 	}
 	// a1 fails transiently: back to queued (at a later run_at) and a2 still waits.
-	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'timeout', 'transient', NULL, $3)`, a1, got[0].Token, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'timeout', 'transient', now => $3)`, a1, got[0].Token, t0)
 	if n := len(claim(t, pool, 10, t0)); n != 0 {
 		t.Fatalf("claimed %d rows while a1 waits for its retry", n)
 	}
@@ -126,7 +126,7 @@ func TestClaimOrderingKey(t *testing.T) {
 	// a2 dies: a3 may go.
 	for _, c := range next {
 		if c.ID == a2 {
-			mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'bad address', 'permanent', NULL, $3)`, c.ID, c.Token, t0.Add(time.Hour))
+			mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'bad address', 'permanent', now => $3)`, c.ID, c.Token, t0.Add(time.Hour))
 		}
 	}
 	if got := ids(claim(t, pool, 10, t0.Add(time.Hour))); !slices.Equal(got, []int64{a3}) {

@@ -367,6 +367,7 @@ func TestProducerAPIInCallersTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tx.Rollback(ctx)
 	id, err := intake.Enqueue(ctx, tx, m)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +125,35 @@ func explain(t *testing.T, pool *pgxpool.Pool, query string) string {
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// loginPool returns a pool on pool's database that logs in as role, a login role
+// created on first use (roles are cluster-wide; tests share them) with exactly the
+// memberships given, so that herald sees a real, unprivileged caller.
+func loginPool(t *testing.T, pool *pgxpool.Pool, role string, memberOf ...string) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	mustExec(t, pool, fmt.Sprintf(`DO $$
+		BEGIN
+		  CREATE ROLE %[1]s LOGIN PASSWORD 'herald-test';
+		EXCEPTION WHEN duplicate_object OR unique_violation THEN
+		  NULL;
+		END $$`, pgx.Identifier{role}.Sanitize()))
+	for _, m := range memberOf {
+		if _, err := pool.Exec(ctx, fmt.Sprintf(`GRANT %s TO %s`, pgx.Identifier{m}.Sanitize(), pgx.Identifier{role}.Sanitize())); err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "23505" { // granted meanwhile by another test
+				t.Fatal(err)
+			}
+		}
+	}
+	conf := pool.Config().Copy()
+	conf.ConnConfig.User, conf.ConnConfig.Password = role, "herald-test"
+	conf.MaxConns = 16
+	p, err := pgxpool.NewWithConfig(ctx, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }

@@ -188,7 +188,7 @@ func TestIntakeBatch(t *testing.T) {
 // content type, 404 for an unknown id, 400 for a bad id, 503 when the database is
 // unreachable — each with a JSON error, never a stack trace.
 func TestIntakeHTTPErrors(t *testing.T) {
-	srv, pool := intakeServer(t, intake.Config{Tokens: []string{"s3cret", "other"}, MaxBodyBytes: 1024})
+	srv, pool := intakeServer(t, intake.Config{Tokens: []intake.Token{{Name: "a", Secret: "s3cret"}, {Name: "b", Secret: "other"}}, MaxBodyBytes: 1024})
 	var e apiError
 	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}} {
 		if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, h, &e); code != 401 || e.Error.Code != "unauthorized" {

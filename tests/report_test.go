@@ -27,7 +27,7 @@ func TestCompleteFencing(t *testing.T) {
 	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[], NULL, $3)`, []int64{a, b}, []int64{tok, tok}, t0); n != 0 {
 		t.Fatalf("stale complete changed %d rows", n)
 	}
-	if n := scalar[int32](t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], $3, $4, NULL, $5)`,
+	if n := scalar[int32](t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], $3, $4, now => $5)`,
 		[]int64{a, b}, []int64{tok, tok}, []string{"x", "x"}, []string{"permanent", "permanent"}, t0); n != 0 {
 		t.Fatalf("stale fail changed %d rows", n)
 	}
@@ -73,7 +73,7 @@ func TestFailDecisions(t *testing.T) {
 		if len(c) != 1 {
 			t.Fatalf("nothing to claim at %v", now)
 		}
-		if !scalar[bool](t, pool, `SELECT herald.fail($1::bigint, $2::bigint, $3, $4, $5, $6)`, id, c[0].Token, class+" error", class, retryAt, now) {
+		if !scalar[bool](t, pool, `SELECT herald.fail($1::bigint, $2::bigint, $3, $4, $5, now => $6)`, id, c[0].Token, class+" error", class, retryAt, now) {
 			t.Fatalf("fail(%s) changed nothing", class)
 		}
 	}
@@ -136,14 +136,14 @@ func TestFailBackoffCap(t *testing.T) {
 	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', max_attempts => 10, now => $1)`, t0)
 	mustExec(t, pool, `UPDATE herald.messages SET attempts = 6 WHERE id = $1`, id) // next is attempt 7: 10s*2^6 uncapped
 	c := claim(t, pool, 1, t0)
-	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'x', 'transient', NULL, $3)`, id, c[0].Token, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'x', 'transient', now => $3)`, id, c[0].Token, t0)
 	d := scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, id).Sub(t0)
 	if d < 7500*time.Millisecond || d > 15*time.Second {
 		t.Fatalf("capped backoff %v, want 7.5s..15s", d)
 	}
 	// A retry_at in the past counts as now.
 	c = claim(t, pool, 1, t0.Add(time.Minute))
-	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'x', 'transient', $3, $4)`, id, c[0].Token, t0, t0.Add(time.Minute))
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'x', 'transient', $3, now => $4)`, id, c[0].Token, t0, t0.Add(time.Minute))
 	if got := scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, id); !got.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("past retry_at gave run_at %v", got)
 	}
@@ -154,7 +154,7 @@ func TestFailPermanent(t *testing.T) {
 	_, pool := setup(t)
 	id := enqueueEmail(t, pool, "gone@example.com")
 	c := claim(t, pool, 1, t0)
-	mustExec(t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], ARRAY['550 no such user'], ARRAY['permanent'], NULL, $3)`,
+	mustExec(t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], ARRAY['550 no such user'], ARRAY['permanent'], now => $3)`,
 		[]int64{id}, []int64{c[0].Token}, t0)
 	var status, class string
 	var fin time.Time

@@ -91,6 +91,24 @@ COMMENT ON FUNCTION herald._backoff(attempt integer, base interval, cap interval
 
 
 --
+-- Name: _caller(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._caller() RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN r = 'none' THEN session_user::text ELSE r END FROM current_setting('role') AS r
+$$;
+
+
+--
+-- Name: FUNCTION _caller(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._caller() IS 'Private: the calling role (SET ROLE, else the login role), also inside SECURITY DEFINER functions.';
+
+
+--
 -- Name: _check_arrays(text[], integer[], integer, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -119,6 +137,59 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer, code text) IS 'Private: raise an error naming a NULL or mismatched array argument of a batch call.';
+
+
+--
+-- Name: _check_clock(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._check_clock(now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+  IF now IS NULL THEN
+    PERFORM herald._reject(code => 'HR012', field => 'now', message => 'must not be NULL',
+                           hint => 'leave it out: the database clock is used');
+  END IF;
+  IF now <> pg_catalog.now() AND NOT pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN
+    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', COLUMN = 'now',
+      MESSAGE = 'now: only herald_admin may pass a clock', HINT = 'leave it out: the database clock is used';
+  END IF;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _check_clock(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._check_clock(now timestamp with time zone) IS 'Private: refuse a NULL clock, and any clock but now() from roles below herald_admin.';
+
+
+--
+-- Name: _check_not_null(text[], boolean[]); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._check_not_null(fields text[], present boolean[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+  i integer;
+BEGIN
+  FOR i IN 1 .. cardinality(fields) LOOP
+    IF NOT present[i] THEN
+      PERFORM herald._reject(code => 'HR012', field => fields[i], message => 'must not be NULL');
+    END IF;
+  END LOOP;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _check_not_null(fields text[], present boolean[]); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._check_not_null(fields text[], present boolean[]) IS 'Private: refuse the first argument that is NULL (HR012, named in COLUMN).';
 
 
 --
@@ -198,8 +269,12 @@ DECLARE
   v_valid boolean := true;
   v_stored bigint;
   v_logged bigint[];
+  v_producer text := herald._producer();
   i integer;
 BEGIN
+  IF _enqueue.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => _enqueue.now);
+  END IF;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
     v_channels := ARRAY[(specs[1]).channel];
@@ -223,7 +298,8 @@ BEGIN
     SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, v_ids[r.first_ord])), coalesce(bool_and(r.valid), true)
     INTO v_skip, v_first, v_valid
     FROM (SELECT s.ord, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
-                 (SELECT m.id FROM herald.messages m WHERE m.idempotency_key = s.idempotency_key) AS stored_id,
+                 (SELECT m.id FROM herald.messages m
+                  WHERE m.producer = v_producer AND m.idempotency_key = s.idempotency_key) AS stored_id,
                  coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
                    recipient => s.recipient, payload => s.payload, run_at => s.run_at, priority => s.priority,
                    max_attempts => s.max_attempts, metadata => s.metadata, idempotency_key => s.idempotency_key,
@@ -240,10 +316,10 @@ BEGIN
   END IF;
 
   INSERT INTO herald.messages AS m
-    (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
+    (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at)
-  SELECT v_ids[s.ord], c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
-         coalesce(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
+  SELECT v_ids[s.ord], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
+         greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now
   FROM unnest(v_specs) WITH ORDINALITY
          AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
@@ -316,35 +392,6 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) IS 'Private: the JSON detail of a log event (inlined).';
-
-
---
--- Name: _idempotent_id(text); Type: FUNCTION; Schema: herald; Owner: -
---
-
-CREATE FUNCTION herald._idempotent_id(key text) RETURNS bigint
-    LANGUAGE plpgsql STABLE
-    AS $$
-DECLARE
-  v_id bigint;
-BEGIN
-  SELECT m.id INTO v_id FROM herald.messages m WHERE m.idempotency_key = key;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION USING
-      ERRCODE = 'serialization_failure',
-      MESSAGE = format('idempotency_key %L was stored by a concurrent transaction this snapshot cannot see', key),
-      HINT = 'retry the transaction';
-  END IF;
-  RETURN v_id;
-END
-$$;
-
-
---
--- Name: FUNCTION _idempotent_id(key text); Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON FUNCTION herald._idempotent_id(key text) IS 'Private: the id of the message stored under an idempotency key.';
 
 
 --
@@ -693,6 +740,38 @@ COMMENT ON FUNCTION herald._notify_due(channel text) IS 'Private: true when a no
 
 
 --
+-- Name: _producer(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._producer() RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $_$
+DECLARE
+  v_named text := current_setting('herald.producer', true);
+BEGIN
+  IF v_named IS NULL OR v_named = '' THEN
+    RETURN herald._caller();
+  END IF;
+  IF NOT pg_has_role(herald._caller(), 'herald_intake', 'MEMBER') THEN
+    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', COLUMN = 'herald.producer',
+      MESSAGE = 'herald.producer: only members of herald_intake may name the producer they serve';
+  END IF;
+  IF v_named !~ '^[A-Za-z0-9._-]{1,64}$' THEN
+    PERFORM herald._reject(code => 'HR012', field => 'herald.producer', message => 'must be 1 to 64 of A-Z a-z 0-9 . _ -');
+  END IF;
+  RETURN 'intake:' || v_named;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _producer(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._producer() IS 'Private: the producer of the current call (the role, or intake:<name> named by a herald_intake member).';
+
+
+--
 -- Name: _recipient_list_kind(text, integer); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -893,6 +972,12 @@ CREATE FUNCTION herald.cancel(id bigint, now timestamp with time zone DEFAULT no
 DECLARE
   done boolean;
 BEGIN
+  IF cancel.id IS NULL THEN
+    PERFORM herald._reject(code => 'HR012', field => 'id', message => 'must not be NULL');
+  END IF;
+  IF cancel.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => cancel.now);
+  END IF;
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now
@@ -932,6 +1017,9 @@ DECLARE
   v_token bigint;
   v_channels text[];
 BEGIN
+  IF claim_batch.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => claim_batch.now);
+  END IF;
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('HR012', 'worker', 'must be a non-empty name of at most 200 characters');
   END IF;
@@ -1012,6 +1100,9 @@ CREATE FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_me
 DECLARE
   changed integer;
 BEGIN
+  IF complete.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => complete.now);
+  END IF;
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
 
@@ -1062,7 +1153,9 @@ CREATE FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  SELECT herald.complete(ARRAY[id], ARRAY[lease_token], ARRAY[provider_message_id], now) = 1
+  SELECT herald._check_not_null(ARRAY['id', 'lease_token'], ARRAY[id IS NOT NULL, lease_token IS NOT NULL]);
+  SELECT herald.complete(ids => ARRAY[id], lease_tokens => ARRAY[lease_token],
+                         provider_message_ids => ARRAY[provider_message_id], now => now) = 1
 $$;
 
 
@@ -1085,6 +1178,9 @@ DECLARE
   existing integer;
   v_start bigint;
 BEGIN
+  IF create_consumer_group.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => create_consumer_group.now);
+  END IF;
   IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
     PERFORM herald._reject('HR012', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
   END IF;
@@ -1281,6 +1377,9 @@ CREATE FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], lease i
 DECLARE
   changed integer;
 BEGIN
+  IF extend_lease.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => extend_lease.now);
+  END IF;
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens'],
     ARRAY[cardinality(ids), cardinality(lease_tokens)], 2);
   IF lease IS NULL OR lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
@@ -1306,10 +1405,10 @@ COMMENT ON FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], lea
 
 
 --
--- Name: fail(bigint[], bigint[], text[], text[], timestamp with time zone[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: fail(bigint[], bigint[], text[], text[], timestamp with time zone[], text[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], now timestamp with time zone DEFAULT now()) RETURNS integer
+CREATE FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], error_codes text[] DEFAULT NULL::text[], now timestamp with time zone DEFAULT now()) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1319,15 +1418,21 @@ DECLARE
   ready boolean;
   bad text;
 BEGIN
-  PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'errors', 'error_classes', 'retry_at'],
+  IF fail.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => fail.now);
+  END IF;
+  PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'errors', 'error_classes', 'retry_at', 'error_codes'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
-          cardinality(error_classes), cardinality(retry_at)], 4);
+          cardinality(error_classes), cardinality(retry_at), cardinality(error_codes)], 4);
   SELECT c INTO bad FROM unnest(error_classes) AS c
   WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'permanent') LIMIT 1;
   IF FOUND THEN
     PERFORM herald._reject('HR012', 'error_classes',
       format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
       hint => 'use transient, rate_limited or permanent');
+  END IF;
+  IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
+    PERFORM herald._reject('HR012', 'error_codes', 'a code is over 64 characters');
   END IF;
 
   WITH failed AS (
@@ -1340,11 +1445,12 @@ BEGIN
         lease_expires_at = NULL,
         last_error = d.error,
         last_error_class = d.error_class,
+        last_error_code = d.error_code,
         errors = herald._append_error(m.errors, jsonb_build_object(
                    'at', fail.now, 'attempt', m.attempts, 'class', d.error_class,
-                   'error', d.error, 'worker', m.leased_by))
+                   'code', d.error_code, 'error', d.error, 'worker', m.leased_by))
     FROM (
-      SELECT u.id, u.lease_token, left(u.error, 2000) AS error, u.error_class,
+      SELECT u.id, u.lease_token, left(u.error, 2000) AS error, u.error_class, u.error_code,
              CASE
                WHEN u.error_class = 'permanent' THEN 'dead'
                WHEN u.error_class = 'transient' AND x.attempts >= x.max_attempts THEN 'dead'
@@ -1353,8 +1459,8 @@ BEGIN
              CASE WHEN u.error_class = 'rate_limited' THEN greatest(x.attempts - 1, 0) ELSE x.attempts END AS attempts,
              greatest(fail.now, coalesce(u.retry_at,
                fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max))) AS next_run_at
-      FROM unnest(ids, lease_tokens, errors, error_classes, retry_at)
-             AS u(id, lease_token, error, error_class, retry_at)
+      FROM unnest(ids, lease_tokens, errors, error_classes, retry_at, error_codes)
+             AS u(id, lease_token, error, error_class, retry_at, error_code)
       JOIN herald.messages x ON x.id = u.id
       JOIN herald.channels c ON c.name = x.channel
     ) AS d
@@ -1386,29 +1492,33 @@ $$;
 
 
 --
--- Name: FUNCTION fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], error_codes text[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone) IS 'Report failed deliveries; SQL decides retry, wait or dead. Returns how many changed.';
+COMMENT ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], error_codes text[], now timestamp with time zone) IS 'Report failed deliveries; SQL decides retry, wait or dead. Returns how many changed.';
 
 
 --
--- Name: fail(bigint, bigint, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: fail(bigint, bigint, text, text, timestamp with time zone, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone, now timestamp with time zone DEFAULT now()) RETURNS boolean
+CREATE FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone, error_code text DEFAULT NULL::text, now timestamp with time zone DEFAULT now()) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  SELECT herald.fail(ARRAY[id], ARRAY[lease_token], ARRAY[error], ARRAY[error_class], ARRAY[retry_at], now) = 1
+  SELECT herald._check_not_null(ARRAY['id', 'lease_token', 'error', 'error_class'],
+    ARRAY[id IS NOT NULL, lease_token IS NOT NULL, error IS NOT NULL, error_class IS NOT NULL]);
+  SELECT herald.fail(ids => ARRAY[id], lease_tokens => ARRAY[lease_token], errors => ARRAY[error],
+                     error_classes => ARRAY[error_class], retry_at => ARRAY[retry_at],
+                     error_codes => ARRAY[error_code], now => now) = 1
 $$;
 
 
 --
--- Name: FUNCTION fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone) IS 'Report one failed delivery; SQL decides retry, wait or dead.';
+COMMENT ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone) IS 'Report one failed delivery; SQL decides retry, wait or dead.';
 
 
 --
@@ -1423,6 +1533,9 @@ DECLARE
   cp record;
   log_end bigint;
 BEGIN
+  IF log_ack.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => log_ack.now);
+  END IF;
   cp := herald._consumer_partition("group", partition, false);
   SELECT c.next_offset - 1 INTO log_end FROM herald.log_counter c;
   IF upto IS NULL OR upto > log_end THEN
@@ -1459,6 +1572,12 @@ DECLARE
   cp record;
   ev herald.log;
 BEGIN
+  IF log_dead_letter.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => log_dead_letter.now);
+  END IF;
+  IF log_dead_letter."offset" IS NULL THEN
+    PERFORM herald._reject('HR015', 'offset', 'must not be NULL');
+  END IF;
   IF error IS NULL OR error = '' THEN
     PERFORM herald._reject('HR012', 'error', 'must say why the event is set aside');
   END IF;
@@ -1666,6 +1785,9 @@ CREATE FUNCTION herald.purge(older_than interval, now timestamp with time zone D
 DECLARE
   deleted bigint;
 BEGIN
+  IF purge.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => purge.now);
+  END IF;
   IF older_than IS NULL OR older_than < interval '0' THEN
     PERFORM herald._reject('HR012', 'older_than', 'must be a non-negative interval');
   END IF;
@@ -1698,6 +1820,9 @@ DECLARE
   died boolean;
   ready boolean;
 BEGIN
+  IF reap_stale.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => reap_stale.now);
+  END IF;
   WITH expired AS (
     SELECT e.id
     FROM herald.messages e
@@ -1715,9 +1840,10 @@ BEGIN
         lease_expires_at = NULL,
         last_error = 'lease expired',
         last_error_class = 'transient',
+        last_error_code = 'lease_expired',
         errors = herald._append_error(m.errors, jsonb_build_object(
                    'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
-                   'error', 'lease expired', 'worker', m.leased_by))
+                   'code', 'lease_expired', 'error', 'lease expired', 'worker', m.leased_by))
     FROM expired
     WHERE m.id = expired.id
     RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
@@ -1762,6 +1888,12 @@ CREATE FUNCTION herald.redrive(ids bigint[], now timestamp with time zone DEFAUL
 DECLARE
   changed integer;
 BEGIN
+  IF redrive.ids IS NULL THEN
+    PERFORM herald._reject(code => 'HR012', field => 'ids', message => 'must not be NULL');
+  END IF;
+  IF redrive.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => redrive.now);
+  END IF;
   UPDATE herald.messages m
   SET status = 'queued', attempts = 0, run_at = redrive.now, finished_at = NULL
   WHERE m.id = ANY (redrive.ids) AND m.status = 'dead';
@@ -1826,14 +1958,24 @@ COMMENT ON FUNCTION herald.refresh_statistics() IS 'ANALYZE herald''s tables whi
 -- Name: status(bigint); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, last_error text, last_error_class text, provider_message_id text)
-    LANGUAGE sql STABLE SECURITY DEFINER
+CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, last_error_class text, last_error_code text, provider_message_id text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+  v_producer text := herald._producer();
+  v_all boolean := coalesce(current_setting('herald.producer', true), '') = ''
+                   AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER');
+BEGIN
+  IF status.id IS NULL THEN
+    PERFORM herald._reject(code => 'HR012', field => 'id', message => 'must not be NULL');
+  END IF;
+  RETURN QUERY
   SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
-         m.finished_at, m.last_error, m.last_error_class, m.provider_message_id
+         m.finished_at, m.last_error_class, m.last_error_code, m.provider_message_id
   FROM herald.messages m
-  WHERE m.id = status.id
+  WHERE m.id = status.id AND (v_all OR m.producer = v_producer);
+END
 $$;
 
 
@@ -1841,7 +1983,7 @@ $$;
 -- Name: FUNCTION status(id bigint); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.status(id bigint) IS 'What happened to one message: state, attempts, times, last error, receipt.';
+COMMENT ON FUNCTION herald.status(id bigint) IS 'What happened to one of the caller''s messages: state, attempts, times, failure class and code, receipt.';
 
 
 SET default_tablespace = '';
@@ -2065,6 +2207,7 @@ COMMENT ON VIEW herald.consumer_lag IS 'Consumer group progress against the end 
 
 CREATE TABLE herald.messages (
     id bigint NOT NULL,
+    producer text NOT NULL,
     channel text NOT NULL,
     recipient text NOT NULL,
     payload jsonb NOT NULL,
@@ -2084,6 +2227,7 @@ CREATE TABLE herald.messages (
     provider_message_id text,
     last_error text,
     last_error_class text,
+    last_error_code text,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
     CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'permanent'::text]))),
@@ -2102,6 +2246,13 @@ COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its
 
 
 --
+-- Name: COLUMN messages.producer; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
+
+
+--
 -- Name: COLUMN messages.priority; Type: COMMENT; Schema: herald; Owner: -
 --
 
@@ -2116,10 +2267,24 @@ COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current c
 
 
 --
+-- Name: COLUMN messages.last_error; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at most 2,000 characters); never shown to producers.';
+
+
+--
+-- Name: COLUMN messages.last_error_code; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.last_error_code IS 'Short code of the last failure (SMTP reply, HTTP status, provider error code); producers see it.';
+
+
+--
 -- Name: COLUMN messages.errors; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, error, worker}.';
+COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, code, error, worker}.';
 
 
 --
@@ -2137,7 +2302,9 @@ CREATE VIEW herald.dead_letters AS
     m.errors,
     m.created_at,
     m.finished_at AS died_at,
-    m.metadata
+    m.metadata,
+    m.producer,
+    m.last_error_code
    FROM herald.messages m
   WHERE (m.status = 'dead'::text)
   ORDER BY m.finished_at DESC, m.id DESC;
@@ -2472,7 +2639,7 @@ CREATE INDEX messages_dead_idx ON herald.messages USING btree (finished_at, id) 
 -- Name: messages_idempotency_key_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages USING btree (producer, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 
 --
@@ -2524,6 +2691,7 @@ ALTER TABLE ONLY herald.consumer_offsets
 --
 
 GRANT USAGE ON SCHEMA herald TO herald_producer;
+GRANT USAGE ON SCHEMA herald TO herald_intake;
 GRANT USAGE ON SCHEMA herald TO herald_worker;
 GRANT USAGE ON SCHEMA herald TO herald_consumer;
 GRANT USAGE ON SCHEMA herald TO herald_admin;
@@ -2544,10 +2712,31 @@ REVOKE ALL ON FUNCTION herald._backoff(attempt integer, base interval, cap inter
 
 
 --
+-- Name: FUNCTION _caller(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._caller() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _check_arrays(fields text[], lengths integer[], required integer, code text); Type: ACL; Schema: herald; Owner: -
 --
 
 REVOKE ALL ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer, code text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_clock(now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._check_clock(now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_not_null(fields text[], present boolean[]); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._check_not_null(fields text[], present boolean[]) FROM PUBLIC;
 
 
 --
@@ -2578,13 +2767,6 @@ REVOKE ALL ON FUNCTION herald._enqueue(specs herald.message_spec[], now timestam
 REVOKE ALL ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) TO herald_consumer;
 GRANT ALL ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) TO herald_admin;
-
-
---
--- Name: FUNCTION _idempotent_id(key text); Type: ACL; Schema: herald; Owner: -
---
-
-REVOKE ALL ON FUNCTION herald._idempotent_id(key text) FROM PUBLIC;
 
 
 --
@@ -2678,6 +2860,13 @@ REVOKE ALL ON FUNCTION herald._notify_clock_due(clock bigint) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._notify_due(channel text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _producer(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._producer() FROM PUBLIC;
 
 
 --
@@ -2796,21 +2985,21 @@ GRANT ALL ON FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], l
 
 
 --
--- Name: FUNCTION fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], error_codes text[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone) TO herald_worker;
-GRANT ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], error_codes text[], now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], error_codes text[], now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], error_classes text[], retry_at timestamp with time zone[], error_codes text[], now timestamp with time zone) TO herald_admin;
 
 
 --
--- Name: FUNCTION fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone) TO herald_worker;
-GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone) TO herald_admin;
 
 
 --
@@ -2898,7 +3087,6 @@ GRANT ALL ON FUNCTION herald.refresh_statistics() TO herald_admin;
 
 REVOKE ALL ON FUNCTION herald.status(id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_producer;
-GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_worker;
 GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_admin;
 
 

@@ -40,7 +40,7 @@ func TestServeAndIntakeOff(t *testing.T) {
 	pool := testdb.Pool(t, url)
 
 	addr := freeAddr(t)
-	cmd, logs := runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS=tok")
+	cmd, logs := runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS=svc:tok")
 	waitHTTP(t, addr)
 	var ok struct{ ID int64 }
 	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail,

@@ -163,9 +163,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if s.FinishedAt != nil {
 		finished = s.FinishedAt.Format(time.RFC3339Nano)
 	}
-	fmt.Fprintf(tw, "id\t%d\nchannel\t%s\nstatus\t%s\nattempts\t%d of %d\nrun_at\t%s\ncreated_at\t%s\nfinished_at\t%s\nlast_error\t%s\nlast_error_class\t%s\nprovider_message_id\t%s\n",
+	fmt.Fprintf(tw, "id\t%d\nchannel\t%s\nstatus\t%s\nattempts\t%d of %d\nrun_at\t%s\ncreated_at\t%s\nfinished_at\t%s\nlast_error_class\t%s\nlast_error_code\t%s\nprovider_message_id\t%s\n",
 		s.ID, s.Channel, s.Status, s.Attempts, s.MaxAttempts, s.RunAt.Format(time.RFC3339Nano), s.CreatedAt.Format(time.RFC3339Nano),
-		finished, str(s.LastError), str(s.LastErrorClass), str(s.ProviderMessageID))
+		finished, str(s.LastErrorClass), str(s.LastErrorCode), str(s.ProviderMessageID))
 	tw.Flush()
 	return exitOK
 }

@@ -145,7 +145,7 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 // A secret in the environment never reaches usage text or an error: --help and a
 // mistyped flag print the flags' defaults, and the intake tokens are not among them.
 func TestSecretsStayOutOfUsage(t *testing.T) {
-	t.Setenv("HERALD_INTAKE_TOKENS", "tok-SECRET-1")
+	t.Setenv("HERALD_INTAKE_TOKENS", "billing:tok-SECRET-1")
 	t.Setenv("HERALD_SMTP_PASSWORD", "smtp-SECRET-2")
 	t.Setenv("HERALD_WEBHOOK_SECRET", "hook-SECRET-3")
 	for _, args := range [][]string{{"serve", "--help"}, {"run", "--help"}, {"serve", "--bogus"}, {"run", "--intake=maybe"},
@@ -173,12 +173,20 @@ func TestIntakeTokensAndOpenIntake(t *testing.T) {
 		t.Fatalf("serve with no token: %d %q", code, errOut)
 	}
 	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("tok-a,tok-b\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("a:tok-a,b:tok-b\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("HERALD_INTAKE_TOKENS_FILE", file)
 	if code, _, errOut = run(t, "serve", "--http-addr", badAddr); strings.Contains(errOut, "has no token") || !strings.Contains(errOut, "256.0.0.1") {
 		t.Fatalf("serve with tokens from a file: %d %q", code, errOut)
+	}
+	// A token must name its producer; the refusal does not print the token.
+	if err := os.WriteFile(file, []byte("a:tok-a,tok-SECRET-b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut = run(t, "serve", "--http-addr", badAddr); code != exitUsage || !strings.Contains(errOut, "entry 2 is not name:token") ||
+		strings.Contains(errOut, "SECRET") {
+		t.Fatalf("serve with an unnamed token: %d %q", code, errOut)
 	}
 	t.Setenv("HERALD_INTAKE_TOKENS_FILE", "")
 	t.Setenv("HERALD_INTAKE_OPEN", "true")

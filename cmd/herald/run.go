@@ -113,7 +113,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		mux.Handle("GET /metrics", r.Handler())
 		mux.Handle("GET /healthz", r.Handler())
 		if settings.on {
-			settings.register(mux, pool, in, logger)
+			if err := settings.register(ctx, mux, pool, in, logger); err != nil {
+				fmt.Fprintf(stderr, "herald run: %v\n", err)
+				return exitUsage
+			}
 		}
 		if stopHTTP, err = serveHTTP(ctx, *httpAddr, mux, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: listening on %s: %v\n", *httpAddr, err)

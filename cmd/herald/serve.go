@@ -32,7 +32,7 @@ func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 		enabled: fs.String("intake", ev.str("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
 		// The tokens' default is not read from the environment here, so that usage
 		// text never shows them.
-		tokens:   fs.String("intake-tokens", "", "comma-separated bearer tokens (env HERALD_INTAKE_TOKENS, or a file named by HERALD_INTAKE_TOKENS_FILE; never printed)"),
+		tokens:   fs.String("intake-tokens", "", "comma-separated name:token pairs, one per producer (env HERALD_INTAKE_TOKENS, or a file named by HERALD_INTAKE_TOKENS_FILE; never printed)"),
 		open:     fs.String("intake-open", ev.str("HERALD_INTAKE_OPEN", "false"), "serve the intake with no token, to anyone who reaches it: true only for development (env HERALD_INTAKE_OPEN)"),
 		maxBatch: fs.Int("intake-max-batch", ev.int("HERALD_INTAKE_MAX_BATCH", intake.DefaultMaxBatch), "most messages per batch request (env HERALD_INTAKE_MAX_BATCH)"),
 		maxBody:  fs.Int64("intake-max-body", int64(ev.int("HERALD_INTAKE_MAX_BODY", intake.DefaultMaxBodyBytes)), "largest request body in bytes (env HERALD_INTAKE_MAX_BODY)"),
@@ -42,7 +42,7 @@ func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 // intakeSettings is what the flags resolve to.
 type intakeSettings struct {
 	on     bool
-	tokens []string
+	tokens []intake.Token
 }
 
 // resolve reads the flags after parsing: whether the intake is served and with which
@@ -64,10 +64,20 @@ func (f intakeFlags) resolve(ev *environ) (intakeSettings, error) {
 	if err := ev.err(); err != nil {
 		return s, err
 	}
-	for _, t := range strings.Split(list, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			s.tokens = append(s.tokens, t)
+	seen := map[string]bool{}
+	for i, t := range strings.Split(list, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
 		}
+		name, secret, ok := strings.Cut(t, ":")
+		if !ok || name == "" || secret == "" {
+			return s, fmt.Errorf("HERALD_INTAKE_TOKENS: entry %d is not name:token (the producer's name, a colon, the token)", i+1)
+		}
+		if seen[name] {
+			return s, fmt.Errorf("HERALD_INTAKE_TOKENS: the name %q is given twice", name)
+		}
+		seen[name] = true
+		s.tokens = append(s.tokens, intake.Token{Name: name, Secret: secret})
 	}
 	open := *f.open == "true" || *f.open == "1"
 	if !open && *f.open != "false" && *f.open != "0" {
@@ -80,12 +90,23 @@ func (f intakeFlags) resolve(ev *environ) (intakeSettings, error) {
 	return s, nil
 }
 
-// register adds the intake routes to mux, warning when no token protects them.
-func (s intakeSettings) register(mux *http.ServeMux, pool *pgxpool.Pool, f intakeFlags, logger *slog.Logger) {
+// register adds the intake routes to mux, warning when no token protects them. It
+// first has the database check the tokens' producer names (intake.CheckTokens): a
+// refusal (the role is not herald_intake, a bad name) is an error; a database that
+// cannot be reached yet is only logged, as every request will say (503).
+func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *pgxpool.Pool, f intakeFlags, logger *slog.Logger) error {
 	if len(s.tokens) == 0 {
 		logger.Warn("the HTTP intake is open: anyone who reaches it can enqueue (HERALD_INTAKE_OPEN=true)")
 	}
+	if err := intake.CheckTokens(ctx, pool, s.tokens); err != nil {
+		if intake.Unavailable(err) {
+			logger.Warn("intake: the tokens' producers could not be checked", "err", err)
+		} else {
+			return err
+		}
+	}
 	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Logger: logger})
+	return nil
 }
 
 // serveHTTP serves handler on addr until ctx ends, then shuts down gracefully. It
@@ -142,7 +163,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer pool.Close()
 	mux := http.NewServeMux()
-	settings.register(mux, pool, in, logger)
+	if err := settings.register(ctx, mux, pool, in, logger); err != nil {
+		fmt.Fprintf(stderr, "herald serve: %v\n", err)
+		return exitUsage
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -165,21 +165,22 @@ type Status struct {
 	RunAt             time.Time  `json:"run_at"`
 	CreatedAt         time.Time  `json:"created_at"`
 	FinishedAt        *time.Time `json:"finished_at"`
-	LastError         *string    `json:"last_error"`
 	LastErrorClass    *string    `json:"last_error_class"`
+	LastErrorCode     *string    `json:"last_error_code"`
 	ProviderMessageID *string    `json:"provider_message_id"`
 }
 
 // ErrNotFound is returned by GetStatus for an unknown (or purged) id.
 var ErrNotFound = errors.New("no such message")
 
-// GetStatus reads herald.status(id) on q.
+// GetStatus reads herald.status(id) on q: ErrNotFound unless the message exists and
+// belongs to the caller's producer (or the caller is herald_admin).
 func GetStatus(ctx context.Context, q Querier, id int64) (*Status, error) {
 	s := Status{ID: id}
 	err := q.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, run_at, created_at, finished_at,
-		last_error, last_error_class, provider_message_id FROM herald.status($1)`, id).
+		last_error_class, last_error_code, provider_message_id FROM herald.status($1)`, id).
 		Scan(&s.Channel, &s.Status, &s.Attempts, &s.MaxAttempts, &s.RunAt, &s.CreatedAt, &s.FinishedAt,
-			&s.LastError, &s.LastErrorClass, &s.ProviderMessageID)
+			&s.LastErrorClass, &s.LastErrorCode, &s.ProviderMessageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -23,8 +23,9 @@ import (
 
 // Config is how the intake answers.
 type Config struct {
-	// Tokens are the accepted bearer tokens; none means the intake is open.
-	Tokens []string
+	// Tokens are the accepted bearer tokens, each naming its producer; none means
+	// the intake is open and messages belong to the database role.
+	Tokens []Token
 	// MaxBodyBytes bounds a request body (default 1 MiB); larger gets 413.
 	MaxBodyBytes int64
 	// MaxBatch bounds the messages of one batch request (default 1000).
@@ -68,23 +69,27 @@ func Handler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	return mux
 }
 
-func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
+// auth finds the request's token and runs next with a Querier acting for the
+// token's producer (the pool itself when the intake is open), or answers 401.
+func (h *handler) auth(next func(http.ResponseWriter, *http.Request, Querier)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if len(h.cfg.Tokens) > 0 {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			valid := false
-			for _, t := range h.cfg.Tokens {
-				if ok && subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1 {
-					valid = true
-				}
-			}
-			if !valid {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="herald"`)
-				writeError(w, http.StatusUnauthorized, &InputError{Code: "unauthorized", Message: "a valid bearer token is required"})
-				return
+		if len(h.cfg.Tokens) == 0 {
+			next(w, r, h.pool)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var match *Token
+		for i := range h.cfg.Tokens { // every token compared: the time does not tell which matched
+			if ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Tokens[i].Secret)) == 1 {
+				match = &h.cfg.Tokens[i]
 			}
 		}
-		next(w, r)
+		if match == nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="herald"`)
+			writeError(w, http.StatusUnauthorized, &InputError{Code: "unauthorized", Message: "a valid bearer token is required"})
+			return
+		}
+		next(w, r, AsProducer(h.pool, match.Name))
 	}
 }
 
@@ -110,7 +115,7 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return b, true
 }
 
-func (h *handler) post(w http.ResponseWriter, r *http.Request) {
+func (h *handler) post(w http.ResponseWriter, r *http.Request, q Querier) {
 	b, ok := h.body(w, r)
 	if !ok {
 		return
@@ -121,7 +126,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 	}
 	var id int64
 	if err == nil {
-		id, err = Enqueue(r.Context(), h.pool, m)
+		id, err = Enqueue(r.Context(), q, m)
 	}
 	if err != nil {
 		h.fail(w, err)
@@ -144,12 +149,12 @@ func idempotencyHeader(m *Message, header string) error {
 	return nil
 }
 
-func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) {
+func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, q Querier) {
 	b, ok := h.body(w, r)
 	if !ok {
 		return
 	}
-	ids, err := EnqueueBatch(r.Context(), h.pool, b, h.cfg.MaxBatch)
+	ids, err := EnqueueBatch(r.Context(), q, b, h.cfg.MaxBatch)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -161,13 +166,13 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids, "status_urls": urls})
 }
 
-func (h *handler) get(w http.ResponseWriter, r *http.Request) {
+func (h *handler) get(w http.ResponseWriter, r *http.Request, q Querier) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
 		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_id", Field: "id", Message: "id: must be a positive integer"})
 		return
 	}
-	s, err := GetStatus(r.Context(), h.pool, id)
+	s, err := GetStatus(r.Context(), q, id)
 	if errors.Is(err, ErrNotFound) {
 		writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: "id", Message: fmt.Sprintf("no message %d", id)})
 		return

@@ -17,26 +17,26 @@ import (
 //	                         the messages must not be dead-lettered meanwhile
 //	other 4xx                permanent
 //
-// detail is the provider's error text (kept short in the error).
+// The Code is the status. detail is the provider's error text (kept short in the error).
 func FromHTTP(status int, h http.Header, detail string, now time.Time) error {
 	if len(detail) > 500 {
 		detail = detail[:500] + "…"
 	}
 	err := fmt.Errorf("HTTP %d: %s", status, strings.TrimSpace(detail))
 	retry := retryAfter(h, now)
+	f := &Failure{Class: ClassPermanent, Code: strconv.Itoa(status), Err: err}
 	switch {
 	case status == http.StatusTooManyRequests:
 		if retry.IsZero() {
 			retry = now.Add(time.Minute)
 		}
-		return RateLimited(err, retry)
+		f.Class, f.RetryAt = ClassRateLimited, retry
 	case status >= 500 || status == http.StatusRequestTimeout:
-		return &Failure{Class: ClassTransient, RetryAt: retry, Err: err}
+		f.Class, f.RetryAt = ClassTransient, retry
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return Transient(err)
-	default:
-		return Permanent(err)
+		f.Class = ClassTransient
 	}
+	return f
 }
 
 // retryAfter reads Retry-After (delay in seconds, or an HTTP date) or, failing that,

@@ -6,7 +6,10 @@
 //
 // A Sender returns nil on delivery, a *Failure to say how a delivery failed, or any
 // other error, which counts as transient (the network, a timeout, a bug: try again).
-// The class is all the runner passes on: it holds no retry rules itself.
+// The class is all the runner decides on: it holds no retry rules itself. A Failure
+// also carries a short Code (SMTP reply, HTTP status, provider error code), the one
+// part of a failure a producer may see (herald.status); the error text goes to the
+// error history for workers and admins.
 //
 //	ClassTransient    try again after the channel's backoff (or at RetryAt)
 //	ClassRateLimited  the provider refused for now: try again at RetryAt
@@ -61,7 +64,11 @@ type Failure struct {
 	Class Class
 	// RetryAt, when not zero, is when to try again (a provider's Retry-After).
 	RetryAt time.Time
-	Err     error
+	// Code is a short code producers may see: an SMTP reply code, an HTTP status, a
+	// provider's error code, or one of herald's words (egress_refused, redirect);
+	// empty when there is none. At most 64 characters.
+	Code string
+	Err  error
 }
 
 // Error says the class and the cause.
@@ -84,6 +91,14 @@ func Permanent(err error) error { return &Failure{Class: ClassPermanent, Err: er
 // RateLimited wraps err as a rate-limited failure to retry at retryAt.
 func RateLimited(err error, retryAt time.Time) error {
 	return &Failure{Class: ClassRateLimited, RetryAt: retryAt, Err: err}
+}
+
+// WithCode sets the Code of the Failure behind err (a transient one for any other
+// error) and returns it.
+func WithCode(err error, code string) error {
+	f := Classify(err)
+	f.Code = code
+	return f
 }
 
 // Classify returns the Failure behind err: the *Failure it wraps, or a transient

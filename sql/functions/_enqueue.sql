@@ -1,15 +1,14 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
 -- store messages and their 'accepted' log event, all or nothing; ids in input order.
--- Ids are drawn first, one nextval per message in input order. With idempotency keys,
--- each key is locked (pg_advisory_xact_lock(1213612876, hashtext(key)), in order) so
--- enqueues of one key queue behind each other; a repeat (a key stored before, or
--- earlier in the call) is answered with that message's id and not stored. One INSERT
--- stores the rest where herald._valid holds (recipients matched once for the call by
--- herald._recipient_list_kind). Fewer rows than expected: herald._validate names the
--- first bad message (COLUMN 'messages[i].field', or 'field' when single) and the error
--- undoes the call. Under REPEATABLE READ a repeat committed after the snapshot is
--- invisible: 23505 on messages_idempotency_key_idx (retry). The log row holds the
--- stored messages in id order; offsets come later (herald.log_sequence).
+-- Each message belongs to herald._producer(); `now` other than now() is herald_admin's
+-- (herald._check_clock). Ids are drawn first, in input order. Idempotency keys are
+-- per producer: each key is locked (pg_advisory_xact_lock(1213612876, hashtext(key)),
+-- in order), and a repeat (stored before by the same producer, or earlier in the call)
+-- is answered with that message's id and not stored. One INSERT stores the rest where
+-- herald._valid holds; fewer rows than expected: herald._validate names the first bad
+-- message (COLUMN 'messages[i].field', or 'field' when single) and the call is undone.
+-- Under REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 on
+-- messages_idempotency_key_idx (retry). The log row holds the stored ids in id order.
 -- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements; the key locks.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
 RETURNS bigint[]
@@ -30,8 +29,12 @@ DECLARE
   v_valid boolean := true;
   v_stored bigint;
   v_logged bigint[];
+  v_producer text := herald._producer();
   i integer;
 BEGIN
+  IF _enqueue.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => _enqueue.now);
+  END IF;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
     v_channels := ARRAY[(specs[1]).channel];
@@ -55,7 +58,8 @@ BEGIN
     SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, v_ids[r.first_ord])), coalesce(bool_and(r.valid), true)
     INTO v_skip, v_first, v_valid
     FROM (SELECT s.ord, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
-                 (SELECT m.id FROM herald.messages m WHERE m.idempotency_key = s.idempotency_key) AS stored_id,
+                 (SELECT m.id FROM herald.messages m
+                  WHERE m.producer = v_producer AND m.idempotency_key = s.idempotency_key) AS stored_id,
                  coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
                    recipient => s.recipient, payload => s.payload, run_at => s.run_at, priority => s.priority,
                    max_attempts => s.max_attempts, metadata => s.metadata, idempotency_key => s.idempotency_key,
@@ -72,10 +76,10 @@ BEGIN
   END IF;
 
   INSERT INTO herald.messages AS m
-    (id, channel, recipient, payload, metadata, priority, run_at, ordering_key,
+    (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at)
-  SELECT v_ids[s.ord], c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
-         coalesce(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
+  SELECT v_ids[s.ord], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
+         greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now
   FROM unnest(v_specs) WITH ORDINALITY
          AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)

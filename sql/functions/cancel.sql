@@ -15,6 +15,12 @@ AS $$
 DECLARE
   done boolean;
 BEGIN
+  IF cancel.id IS NULL THEN
+    PERFORM herald._reject(code => 'HR012', field => 'id', message => 'must not be NULL');
+  END IF;
+  IF cancel.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => cancel.now);
+  END IF;
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now

@@ -37,6 +37,9 @@ DECLARE
   v_token bigint;
   v_channels text[];
 BEGIN
+  IF claim_batch.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => claim_batch.now);
+  END IF;
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('HR012', 'worker', 'must be a non-empty name of at most 200 characters');
   END IF;

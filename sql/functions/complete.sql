@@ -25,6 +25,9 @@ AS $$
 DECLARE
   changed integer;
 BEGIN
+  IF complete.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => complete.now);
+  END IF;
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
 
@@ -70,7 +73,9 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT herald.complete(ARRAY[id], ARRAY[lease_token], ARRAY[provider_message_id], now) = 1
+  SELECT herald._check_not_null(ARRAY['id', 'lease_token'], ARRAY[id IS NOT NULL, lease_token IS NOT NULL]);
+  SELECT herald.complete(ids => ARRAY[id], lease_tokens => ARRAY[lease_token],
+                         provider_message_ids => ARRAY[provider_message_id], now => now) = 1
 $$;
 
 REVOKE ALL ON FUNCTION herald.complete(bigint[], bigint[], text[], timestamptz) FROM PUBLIC;

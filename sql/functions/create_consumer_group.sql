@@ -26,6 +26,9 @@ DECLARE
   existing integer;
   v_start bigint;
 BEGIN
+  IF create_consumer_group.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => create_consumer_group.now);
+  END IF;
   IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
     PERFORM herald._reject('HR012', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
   END IF;

@@ -4,7 +4,8 @@
 -- Readable by herald_admin.
 CREATE OR REPLACE VIEW herald.dead_letters AS
 SELECT m.id, m.channel, m.recipient, m.attempts, m.max_attempts, m.last_error,
-       m.last_error_class, m.errors, m.created_at, m.finished_at AS died_at, m.metadata
+       m.last_error_class, m.errors, m.created_at, m.finished_at AS died_at, m.metadata,
+       m.producer, m.last_error_code
 FROM herald.messages m
 WHERE m.status = 'dead'
 ORDER BY m.finished_at DESC, m.id DESC;

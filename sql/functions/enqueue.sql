@@ -1,11 +1,12 @@
 -- herald.enqueue(channel, recipient, payload, …) — store one notification; returns its id.
--- Optional: run_at (NULL = now; future = scheduled, within a year), priority (-100..100,
+-- Optional: run_at (NULL or past = now; future = scheduled, within a year), priority (-100..100,
 -- lower first; default 0), idempotency_key (a repeat returns the first id and stores
 -- nothing), ordering_key (same key: one at a time, in id order), max_attempts (1..100;
--- NULL = the channel's), metadata (object kept with the message, not sent), now (clock).
--- Errors: HR001–HR010 with the field in COLUMN (herald._validate); nothing is stored.
--- Runs in the caller's transaction; a concurrent enqueue of the same key waits for it.
--- Under REPEATABLE READ a repeat stored after the snapshot raises 40001 (retry).
+-- NULL = the channel's), metadata (object kept with the message, not sent), now (a
+-- clock: herald_admin only). Keys are per producer (herald._producer).
+-- Errors: HR001–HR010 with the field in COLUMN (herald._validate), HR012 now NULL,
+-- 42501 now from a role below herald_admin; nothing is stored. Runs in the caller's
+-- transaction; a concurrent enqueue of the same key waits for it (herald._enqueue).
 -- A thin entry point over herald._enqueue. SECURITY DEFINER for herald_producer.
 -- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements.
 CREATE OR REPLACE FUNCTION herald.enqueue(

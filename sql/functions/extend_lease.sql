@@ -23,6 +23,9 @@ AS $$
 DECLARE
   changed integer;
 BEGIN
+  IF extend_lease.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => extend_lease.now);
+  END IF;
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens'],
     ARRAY[cardinality(ids), cardinality(lease_tokens)], 2);
   IF lease IS NULL OR lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN

@@ -1,23 +1,24 @@
--- herald.fail(ids, lease_tokens, errors, error_classes, retry_at, now) — report failed
--- deliveries; SQL decides what follows. Returns how many rows changed (only rows still
--- processing under the same lease_token change).
---   permanent                     -> dead at once
---   transient, attempts < max     -> queued at retry_at, else now + herald._backoff
---   transient, attempts >= max    -> dead
---   rate_limited                  -> queued at retry_at, else now + backoff; the attempt
---                                    is given back (the provider refused to try)
--- A past retry_at counts as now. Each failure is appended to the error history (last
--- 20); a message that goes dead gets a 'dead' log event in the same statement.
+-- herald.fail(ids, lease_tokens, errors, error_classes, retry_at, error_codes, now) —
+-- report failed deliveries; SQL decides what follows. Returns how many rows changed
+-- (only rows still processing under the same lease_token change).
+--   permanent -> dead at once;  transient -> queued at retry_at (else now +
+--   herald._backoff), dead once attempts >= max;  rate_limited -> queued at retry_at
+--   (else now + backoff) with the attempt given back (the provider refused to try).
+-- A past retry_at counts as now. error_codes: short codes producers may see (SMTP
+-- reply, HTTP status, provider code; NULL: none); errors: the full text (first 2,000
+-- characters), for workers and admins only. Each failure joins the error history
+-- (last 20); a message that goes dead gets a 'dead' log event.
 -- Index: the primary key, one probe per id. Locks: the changed rows; ROW EXCLUSIVE on
--- herald.log_statements. Errors: HR012 NULL or mismatched arrays, an unknown class.
--- The single-id overload returns true when the row changed. SECURITY DEFINER for
--- herald_worker.
+-- herald.log_statements. Errors: HR012 NULL or mismatched arrays, an unknown class, a
+-- code over 64 characters. The single-id overload returns true when the row changed.
+-- SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.fail(
   ids bigint[],
   lease_tokens bigint[],
   errors text[],
   error_classes text[],
   retry_at timestamptz[] DEFAULT NULL,
+  error_codes text[] DEFAULT NULL,
   now timestamptz DEFAULT now()
 ) RETURNS integer
 LANGUAGE plpgsql
@@ -31,15 +32,21 @@ DECLARE
   ready boolean;
   bad text;
 BEGIN
-  PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'errors', 'error_classes', 'retry_at'],
+  IF fail.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => fail.now);
+  END IF;
+  PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'errors', 'error_classes', 'retry_at', 'error_codes'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
-          cardinality(error_classes), cardinality(retry_at)], 4);
+          cardinality(error_classes), cardinality(retry_at), cardinality(error_codes)], 4);
   SELECT c INTO bad FROM unnest(error_classes) AS c
   WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'permanent') LIMIT 1;
   IF FOUND THEN
     PERFORM herald._reject('HR012', 'error_classes',
       format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
       hint => 'use transient, rate_limited or permanent');
+  END IF;
+  IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
+    PERFORM herald._reject('HR012', 'error_codes', 'a code is over 64 characters');
   END IF;
 
   WITH failed AS (
@@ -52,11 +59,12 @@ BEGIN
         lease_expires_at = NULL,
         last_error = d.error,
         last_error_class = d.error_class,
+        last_error_code = d.error_code,
         errors = herald._append_error(m.errors, jsonb_build_object(
                    'at', fail.now, 'attempt', m.attempts, 'class', d.error_class,
-                   'error', d.error, 'worker', m.leased_by))
+                   'code', d.error_code, 'error', d.error, 'worker', m.leased_by))
     FROM (
-      SELECT u.id, u.lease_token, left(u.error, 2000) AS error, u.error_class,
+      SELECT u.id, u.lease_token, left(u.error, 2000) AS error, u.error_class, u.error_code,
              CASE
                WHEN u.error_class = 'permanent' THEN 'dead'
                WHEN u.error_class = 'transient' AND x.attempts >= x.max_attempts THEN 'dead'
@@ -65,8 +73,8 @@ BEGIN
              CASE WHEN u.error_class = 'rate_limited' THEN greatest(x.attempts - 1, 0) ELSE x.attempts END AS attempts,
              greatest(fail.now, coalesce(u.retry_at,
                fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max))) AS next_run_at
-      FROM unnest(ids, lease_tokens, errors, error_classes, retry_at)
-             AS u(id, lease_token, error, error_class, retry_at)
+      FROM unnest(ids, lease_tokens, errors, error_classes, retry_at, error_codes)
+             AS u(id, lease_token, error, error_class, retry_at, error_code)
       JOIN herald.messages x ON x.id = u.id
       JOIN herald.channels c ON c.name = x.channel
     ) AS d
@@ -102,6 +110,7 @@ CREATE OR REPLACE FUNCTION herald.fail(
   error text,
   error_class text,
   retry_at timestamptz DEFAULT NULL,
+  error_code text DEFAULT NULL,
   now timestamptz DEFAULT now()
 ) RETURNS boolean
 LANGUAGE sql
@@ -109,14 +118,18 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT herald.fail(ARRAY[id], ARRAY[lease_token], ARRAY[error], ARRAY[error_class], ARRAY[retry_at], now) = 1
+  SELECT herald._check_not_null(ARRAY['id', 'lease_token', 'error', 'error_class'],
+    ARRAY[id IS NOT NULL, lease_token IS NOT NULL, error IS NOT NULL, error_class IS NOT NULL]);
+  SELECT herald.fail(ids => ARRAY[id], lease_tokens => ARRAY[lease_token], errors => ARRAY[error],
+                     error_classes => ARRAY[error_class], retry_at => ARRAY[retry_at],
+                     error_codes => ARRAY[error_code], now => now) = 1
 $$;
 
-REVOKE ALL ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamptz[], timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamptz[], timestamptz) TO herald_worker, herald_admin;
-GRANT EXECUTE ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, timestamptz) TO herald_worker, herald_admin;
-COMMENT ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamptz[], timestamptz) IS
+REVOKE ALL ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamptz[], text[], timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamptz[], text[], timestamptz) TO herald_worker, herald_admin;
+GRANT EXECUTE ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, text, timestamptz) TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.fail(bigint[], bigint[], text[], text[], timestamptz[], text[], timestamptz) IS
   'Report failed deliveries; SQL decides retry, wait or dead. Returns how many changed.';
-COMMENT ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, timestamptz) IS
+COMMENT ON FUNCTION herald.fail(bigint, bigint, text, text, timestamptz, text, timestamptz) IS
   'Report one failed delivery; SQL decides retry, wait or dead.';

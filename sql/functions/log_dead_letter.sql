@@ -22,6 +22,12 @@ DECLARE
   cp record;
   ev herald.log;
 BEGIN
+  IF log_dead_letter.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => log_dead_letter.now);
+  END IF;
+  IF log_dead_letter."offset" IS NULL THEN
+    PERFORM herald._reject('HR015', 'offset', 'must not be NULL');
+  END IF;
   IF error IS NULL OR error = '' THEN
     PERFORM herald._reject('HR012', 'error', 'must say why the event is set aside');
   END IF;

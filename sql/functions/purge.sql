@@ -15,6 +15,9 @@ AS $$
 DECLARE
   deleted bigint;
 BEGIN
+  IF purge.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => purge.now);
+  END IF;
   IF older_than IS NULL OR older_than < interval '0' THEN
     PERFORM herald._reject('HR012', 'older_than', 'must be a non-negative interval');
   END IF;

@@ -4,7 +4,7 @@
 -- Each expired row goes back to 'queued' (run_at = now, so it is retried at once; the
 -- attempt it used counts) or to 'dead' when attempts >= max_attempts. Its
 -- lease_token is cleared, so the old worker's late complete/fail changes nothing.
--- The failure is recorded as class transient, error 'lease expired'. A message that
+-- The failure is recorded as class transient, code 'lease_expired'. A message that
 -- goes 'dead' gets a 'dead' log event in the same statement; runners are woken for
 -- the requeued ones and log consumers for the dead ones (herald._notify).
 -- Rows locked by a concurrent complete/fail are skipped (SKIP LOCKED) and seen, if
@@ -25,6 +25,9 @@ DECLARE
   died boolean;
   ready boolean;
 BEGIN
+  IF reap_stale.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => reap_stale.now);
+  END IF;
   WITH expired AS (
     SELECT e.id
     FROM herald.messages e
@@ -42,9 +45,10 @@ BEGIN
         lease_expires_at = NULL,
         last_error = 'lease expired',
         last_error_class = 'transient',
+        last_error_code = 'lease_expired',
         errors = herald._append_error(m.errors, jsonb_build_object(
                    'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
-                   'error', 'lease expired', 'worker', m.leased_by))
+                   'code', 'lease_expired', 'error', 'lease expired', 'worker', m.leased_by))
     FROM expired
     WHERE m.id = expired.id
     RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts

@@ -13,6 +13,12 @@ AS $$
 DECLARE
   changed integer;
 BEGIN
+  IF redrive.ids IS NULL THEN
+    PERFORM herald._reject(code => 'HR012', field => 'ids', message => 'must not be NULL');
+  END IF;
+  IF redrive.now IS DISTINCT FROM pg_catalog.now() THEN
+    PERFORM herald._check_clock(now => redrive.now);
+  END IF;
   UPDATE herald.messages m
   SET status = 'queued', attempts = 0, run_at = redrive.now, finished_at = NULL
   WHERE m.id = ANY (redrive.ids) AND m.status = 'dead';

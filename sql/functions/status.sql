@@ -1,7 +1,11 @@
 -- herald.status(id) — what happened to one message: one row, or none when the id is
--- unknown (or purged). (The id is not repeated in the result: PostgreSQL does not let
--- an output column share the argument's name.) Gives no payload, recipient or metadata: producers may read it.
--- Index: the primary key. Locks: none.
+-- unknown, purged, or not the caller's. A producer sees only its own messages
+-- (herald._producer: its role, or the intake's named producer); herald_admin sees all
+-- unless it names a producer. Of a failure it shows the class and the short code
+-- (SMTP reply, HTTP status, provider code), never the provider's or receiver's text
+-- (that stays in messages.errors for workers and admins). No payload, recipient or
+-- metadata. (The id is not repeated: an output column may not share the argument's
+-- name.) Errors: HR012 id NULL. Index: the primary key. Locks: none.
 -- SECURITY DEFINER for herald_producer (which has no table access).
 CREATE OR REPLACE FUNCTION herald.status(id bigint)
 RETURNS TABLE (
@@ -12,22 +16,32 @@ RETURNS TABLE (
   run_at timestamptz,
   created_at timestamptz,
   finished_at timestamptz,
-  last_error text,
   last_error_class text,
+  last_error_code text,
   provider_message_id text
 )
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+  v_producer text := herald._producer();
+  v_all boolean := coalesce(current_setting('herald.producer', true), '') = ''
+                   AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER');
+BEGIN
+  IF status.id IS NULL THEN
+    PERFORM herald._reject(code => 'HR012', field => 'id', message => 'must not be NULL');
+  END IF;
+  RETURN QUERY
   SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
-         m.finished_at, m.last_error, m.last_error_class, m.provider_message_id
+         m.finished_at, m.last_error_class, m.last_error_code, m.provider_message_id
   FROM herald.messages m
-  WHERE m.id = status.id
+  WHERE m.id = status.id AND (v_all OR m.producer = v_producer);
+END
 $$;
 
 REVOKE ALL ON FUNCTION herald.status(bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION herald.status(bigint) TO herald_producer, herald_worker, herald_admin;
+GRANT EXECUTE ON FUNCTION herald.status(bigint) TO herald_producer, herald_admin;
 COMMENT ON FUNCTION herald.status(bigint) IS
-  'What happened to one message: state, attempts, times, last error, receipt.';
+  'What happened to one of the caller''s messages: state, attempts, times, failure class and code, receipt.';

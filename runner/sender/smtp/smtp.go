@@ -21,6 +21,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -217,7 +218,8 @@ func (s *Sender) Close() error {
 	}
 }
 
-// classify maps an SMTP outcome to a failure class (see the package doc).
+// classify maps an SMTP outcome to a failure class (see the package doc); the reply
+// code, when the server gave one, is the failure's Code.
 func (s *Sender) classify(err error) error {
 	var se *mail.SendError
 	code := 0
@@ -228,14 +230,18 @@ func (s *Sender) classify(err error) error {
 	text := strings.ToLower(err.Error())
 	switch {
 	case code == 530 || code == 534 || code == 535 || code == 538:
-		return sender.Transient(err)
+		err = sender.Transient(err)
 	case code >= 500:
-		return sender.Permanent(err)
+		err = sender.Permanent(err)
 	case (code == 421 || code == 451 || code == 452) &&
 		(strings.HasPrefix(enhanced, "4.7.") || strings.Contains(text, "rate") ||
 			strings.Contains(text, "throttl") || strings.Contains(text, "too many")):
-		return sender.RateLimited(err, time.Now().Add(s.cfg.ThrottleWait))
+		err = sender.RateLimited(err, time.Now().Add(s.cfg.ThrottleWait))
 	default:
-		return sender.Transient(err)
+		err = sender.Transient(err)
 	}
+	if code > 0 {
+		err = sender.WithCode(err, strconv.Itoa(code))
+	}
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,7 +102,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		if r.Message != "" {
 			detail = fmt.Sprintf("%d %s", r.Code, r.Message)
 		}
-		return sender.Result{}, sender.FromHTTP(resp.StatusCode, resp.Header, detail, time.Now())
+		err := sender.FromHTTP(resp.StatusCode, resp.Header, detail, time.Now())
+		if r.Code != 0 {
+			err = sender.WithCode(err, strconv.Itoa(r.Code)) // Twilio's error code says more than the status
+		}
+		return sender.Result{}, err
 	}
 	if r.SID == "" {
 		return sender.Result{}, sender.Transient(fmt.Errorf("twilio answered %d without a message sid", resp.StatusCode))
