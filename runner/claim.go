@@ -92,7 +92,9 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 		m.Channel = r.channelName(channel)
 		// Payload and metadata as bytes: PostgreSQL has already checked the JSON.
 		m.Payload, m.Metadata = blocks.keep(payload), blocks.keep(metadata)
-		fl[len(fl)-1].leaseUntil = m.LeaseUntil
+		// The runner's own clock: the lease began after start, whatever the
+		// database's clock says, so start + lease is never later than its end.
+		fl[len(fl)-1].leaseUntil = start.Add(r.cfg.Lease)
 	}
 	if err := rows.Err(); err != nil {
 		// The claim may have committed before the error: those messages come back

@@ -12,6 +12,7 @@ type instruments struct {
 	released      metrics.Counter
 	leaseExtended metrics.Counter
 	leaseLost     metrics.Counter
+	leaseLapsed   metrics.Counter
 	reaped        metrics.Counter
 	notifications metrics.Counter
 	listenerUp    metrics.Gauge
@@ -34,6 +35,7 @@ func newInstruments() *instruments {
 		released:      r.Counter("herald_released_total", "Messages given back unsent at shutdown."),
 		leaseExtended: r.Counter("herald_lease_extended_total", "Leases extended for slow sends."),
 		leaseLost:     r.Counter("herald_lease_lost_total", "Lease extensions refused: the lease had already been lost."),
+		leaseLapsed:   r.Counter("herald_lease_lapsed_unsent_total", "Messages not sent because their lease lapsed while they waited."),
 		reaped:        r.Counter("herald_reaped_total", "Expired leases taken back by this runner's reap_stale calls."),
 		notifications: r.Counter("herald_notifications_total", "NOTIFY herald_queue received."),
 		listenerUp:    r.Gauge("herald_listener_connected", "1 while the LISTEN connection is up."),

@@ -22,6 +22,15 @@ func (r *Runner) keepLeases(ctx context.Context) {
 	}
 }
 
+// leaseLapsing reports whether the lease of message id has less than one keeper
+// tick (a sixth of the lease) left: too little to start a send on.
+func (r *Runner) leaseLapsing(id int64) bool {
+	r.mu.Lock()
+	f := r.flights[id]
+	r.mu.Unlock()
+	return f == nil || time.Until(f.leaseUntil) < r.cfg.Lease/6
+}
+
 func (r *Runner) extendLeases(ctx context.Context) {
 	now := time.Now()
 	var ids, tokens []int64
@@ -43,15 +52,17 @@ func (r *Runner) extendLeases(ctx context.Context) {
 		}
 		return
 	}
-	until := now.Add(r.cfg.Lease)
-	r.mu.Lock()
-	for _, id := range ids {
-		if f := r.flights[id]; f != nil {
-			f.leaseUntil = until
-		}
-	}
-	r.mu.Unlock()
 	r.m.leaseExtended.Add(float64(n))
+	if n == len(ids) { // some lost: which is unknown, so none is counted as extended here
+		until := now.Add(r.cfg.Lease)
+		r.mu.Lock()
+		for _, id := range ids {
+			if f := r.flights[id]; f != nil {
+				f.leaseUntil = until
+			}
+		}
+		r.mu.Unlock()
+	}
 	if lost := len(ids) - n; lost > 0 {
 		r.m.leaseLost.Add(float64(lost))
 		r.log.Warn("leases already lost while sending: possible duplicate delivery", "lost", lost, "ids", ids)

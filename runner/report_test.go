@@ -2,7 +2,7 @@ package runner
 
 import "testing"
 
-// receipts turns empty provider ids into NULLs: the whole array when every id is
+// nullable turns empty provider ids into NULLs: the whole array when every id is
 // empty, element by element when some are; ids are passed on as they are otherwise.
 // (tests/runner_test.go checks what the database stores.)
 func TestReceipts(t *testing.T) {

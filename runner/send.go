@@ -78,6 +78,13 @@ func (r *Runner) worker(ctx context.Context) {
 			// Shutdown's grace is over: a message still queued is not sent now; it is
 			// released (transient, retry now) like a send cut short.
 			o.err = sender.WithCode(errors.New("released unsent at shutdown"), "released")
+		} else if r.leaseLapsing(m.ID) {
+			// The lease expired, or will before a lease keeper tick can extend it, while
+			// the message waited: another runner may own it now. Not sent; reported as
+			// not tried (the attempt is given back) under the old token, which changes
+			// nothing if the lease is gone.
+			o.err = sender.WithCode(sender.RateLimited(errors.New("lease lapsed before the send started; not sent"), time.Now()), "lease_lapsed")
+			r.m.leaseLapsed.Inc()
 		} else {
 			start := time.Now()
 			o.res, o.err = r.send(ctx, m)

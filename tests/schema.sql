@@ -817,6 +817,85 @@ COMMENT ON FUNCTION herald._recipient_pattern(kind text) IS 'Private: the regula
 
 
 --
+-- Name: _refused_address(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._refused_address(url text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+  v_authority text := substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)');
+  v_host text;
+  v_addr inet;
+BEGIN
+  IF v_authority IS NULL THEN
+    RETURN NULL;
+  ELSIF strpos(v_authority, '@') > 0 THEN
+    RETURN 'carries user info (user:password@); give the receiver its credentials another way';
+  END IF;
+  v_host := coalesce(substring(v_authority from '^\[([^]]*)\]'), substring(v_authority from '^([^:]*)'));
+  IF v_host !~ ':' AND v_host !~* '^(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+))*\.?$' THEN
+    RETURN NULL; -- a host name
+  END IF;
+  IF v_host !~ ':' AND v_host !~ '^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$' THEN
+    RETURN format('has the host %s, an IP address not in dotted-quad form', v_host);
+  END IF;
+  BEGIN
+    v_addr := v_host::inet;
+  EXCEPTION WHEN invalid_text_representation THEN
+    RETURN format('has the host [%s], which is not an IPv6 address', v_host);
+  END;
+  RETURN (SELECT format('has the host %s, a %s address', v_host, n.reason)
+          FROM herald._refused_networks() AS n WHERE n.network >>= v_addr LIMIT 1);
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _refused_address(url text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._refused_address(url text) IS 'Private: why a webhook URL is refused at enqueue (user info, a literal refused address), or NULL.';
+
+
+--
+-- Name: _refused_networks(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._refused_networks() RETURNS TABLE(network cidr, reason text)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  VALUES
+    ('0.0.0.0/8'::cidr, 'unspecified'),
+    ('10.0.0.0/8'::cidr, 'private'),
+    ('100.64.0.0/10'::cidr, 'carrier-grade NAT'),
+    ('127.0.0.0/8'::cidr, 'loopback'),
+    ('169.254.0.0/16'::cidr, 'link-local'),
+    ('172.16.0.0/12'::cidr, 'private'),
+    ('192.0.0.0/24'::cidr, 'reserved'),
+    ('192.168.0.0/16'::cidr, 'private'),
+    ('198.18.0.0/15'::cidr, 'reserved'),
+    ('224.0.0.0/4'::cidr, 'multicast'),
+    ('240.0.0.0/4'::cidr, 'reserved or broadcast'),
+    ('::/128'::cidr, 'unspecified'),
+    ('::1/128'::cidr, 'loopback'),
+    ('::ffff:0:0/96'::cidr, 'IPv4-mapped'),
+    ('64:ff9b::/96'::cidr, 'NAT64'),
+    ('64:ff9b:1::/48'::cidr, 'NAT64'),
+    ('fc00::/7'::cidr, 'unique-local'),
+    ('fe80::/10'::cidr, 'link-local'),
+    ('ff00::/8'::cidr, 'multicast')
+$$;
+
+
+--
+-- Name: FUNCTION _refused_networks(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._refused_networks() IS 'Private: networks webhooks may not reach by default (loopback, private, link-local, ...), with the reason.';
+
+
+--
 -- Name: _reject(text, text, text, text, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -862,8 +941,9 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
-               AND (kind <> 'webhook' OR coalesce(checked_kind = 'webhook', false)
+               AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)
                     OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$'))
+                    AND herald._refused_address(url => recipient) IS NULL))
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
@@ -911,6 +991,10 @@ BEGIN
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
   ELSIF ch.kind = 'webhook' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$') THEN
     PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient));
+  ELSIF ch.kind = 'webhook' AND herald._refused_address(url => spec.recipient) IS NOT NULL THEN
+    PERFORM herald._reject(code => 'HR002', field => p || 'recipient',
+      message => 'the URL ' || herald._refused_address(url => spec.recipient),
+      hint => 'webhooks may not target internal networks; see docs/security.md');
   END IF;
 
   IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN
@@ -2881,6 +2965,20 @@ REVOKE ALL ON FUNCTION herald._recipient_list_kind(list text, n integer) FROM PU
 --
 
 REVOKE ALL ON FUNCTION herald._recipient_pattern(kind text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _refused_address(url text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._refused_address(url text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _refused_networks(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._refused_networks() FROM PUBLIC;
 
 
 --

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald/herald/runner/intake"
+	"github.com/herald/herald/runner/sender/egress"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -256,4 +257,55 @@ func TestIntakeTokensAreSeparateProducers(t *testing.T) {
 	plain := loginPool(t, pool, "herald_test_alice", "herald_producer")
 	err := intake.CheckTokens(context.Background(), plain, []intake.Token{{Name: "billing", Secret: "x"}})
 	wantPgError(t, err, "42501", "herald.producer")
+}
+
+// Attack at enqueue: webhook URLs with credentials or literal internal addresses are
+// refused with HR002 naming the recipient, and nothing is stored. Host names pass
+// here; the runner judges what they resolve to when it connects.
+func TestWebhookRecipientsRefusedAtEnqueue(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	for _, url := range []string{
+		"http://user:pass@127.0.0.1/x", "https://token@hooks.example.com/x",
+		"http://127.0.0.1:5432/", "http://[::1]/x", "http://0.0.0.0/x", "http://10.1.2.3/x",
+		"http://169.254.169.254/latest/meta-data/iam/security-credentials/", "http://[fd00:ec2::254]/x",
+		"http://[::ffff:127.0.0.1]/x", "http://127.1/x", "http://2130706433/x", "http://0x7f.0.0.1/x", "http://[zz::1]/x",
+	} {
+		_, err := alice.Exec(ctx, `SELECT herald.enqueue('hooks', $1, '{}')`, url)
+		wantPgError(t, err, "HR002", "recipient")
+		_, err = alice.Exec(ctx, `SELECT herald.enqueue_batch(jsonb_build_array(jsonb_build_object('channel', 'hooks', 'recipient', $1::text, 'payload', '{}'::jsonb),
+			jsonb_build_object('channel', 'hooks', 'recipient', 'https://hooks.example.com/ok', 'payload', '{}'::jsonb)))`, url)
+		wantPgError(t, err, "HR002", "messages[0].recipient")
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("%d refused webhooks stored", n)
+	}
+	for _, url := range []string{"https://hooks.example.com/x", "http://8.8.8.8/x", "http://[2001:db8::1]:8080/x", "https://1password.example/x"} {
+		mustExec(t, alice, `SELECT herald.enqueue('hooks', $1, '{}')`, url)
+	}
+}
+
+// The networks SQL refuses at enqueue are the networks the runner refuses at connect.
+func TestRefusedNetworksAgree(t *testing.T) {
+	ctx, pool := setup(t)
+	rows, err := pool.Query(ctx, `SELECT network::text, reason FROM herald._refused_networks()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlList, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var n, why string
+		err := r.Scan(&n, &why)
+		return n + " " + why, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goList []string
+	for _, n := range egress.Refused {
+		goList = append(goList, n.Prefix.String()+" "+n.Reason)
+	}
+	if strings.Join(sqlList, "\n") != strings.Join(goList, "\n") {
+		t.Fatalf("herald._refused_networks():\n%s\negress.Refused:\n%s", strings.Join(sqlList, "\n"), strings.Join(goList, "\n"))
+	}
 }

@@ -147,14 +147,17 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 func TestSecretsStayOutOfUsage(t *testing.T) {
 	t.Setenv("HERALD_INTAKE_TOKENS", "billing:tok-SECRET-1")
 	t.Setenv("HERALD_SMTP_PASSWORD", "smtp-SECRET-2")
-	t.Setenv("HERALD_WEBHOOK_SECRET", "hook-SECRET-3")
+	t.Setenv("HERALD_HOOKS_WEBHOOK_SECRETS", "whsec_SECRET3notbase64")
+	t.Setenv("DATABASE_URL", "postgres://herald:db-SECRET-4@127.0.0.1:1/herald?connect_timeout=2")
 	for _, args := range [][]string{{"serve", "--help"}, {"run", "--help"}, {"serve", "--bogus"}, {"run", "--intake=maybe"},
-		{"run", "--sender", "email=smtp", "--http-addr", "127.0.0.1:1", "--batch-size", "x"}} {
+		{"run", "--sender", "email=smtp", "--http-addr", "127.0.0.1:1", "--batch-size", "x"},
+		{"run", "--sender", "hooks=webhook", "--http-addr", "off"}, {"migrate"}, {"status", "1"}} {
 		_, out, errOut := run(t, args...)
-		if text := strings.ToLower(out + errOut); !strings.Contains(text, "intake") && !strings.Contains(text, "batch") {
+		if text := strings.ToLower(out + errOut); !strings.Contains(text, "intake") && !strings.Contains(text, "batch") &&
+			!strings.Contains(text, "secret") && !strings.Contains(text, "database") {
 			t.Fatalf("%v printed no usage or reason:\n%s%s", args, out, errOut)
 		}
-		for _, secret := range []string{"SECRET-1", "SECRET-2", "SECRET-3"} {
+		for _, secret := range []string{"SECRET-1", "SECRET-2", "SECRET3", "SECRET-4"} {
 			if strings.Contains(out+errOut, secret) {
 				t.Fatalf("%v printed a secret:\n%s%s", args, out, errOut)
 			}

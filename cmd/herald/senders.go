@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/ratelimit"
 	"github.com/herald/herald/runner/sender/sendgrid"
@@ -136,7 +137,13 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 		return twilio.New(twilio.Config{AccountSID: str("ACCOUNT_SID"), AuthToken: ev.secret(prefix + "AUTH_TOKEN"),
 			From: str("FROM"), MessagingServiceSID: str("MESSAGING_SERVICE_SID"), BaseURL: str("URL"),
 			Timeout: duration("TIMEOUT", 10*time.Second)})
-	default: // webhook
-		return webhook.New(webhook.Config{Secret: []byte(ev.secret(prefix + "SECRET")), Timeout: duration("TIMEOUT", 10*time.Second)})
+	default: // webhook: the channel's own secrets (two while rotating), one allow-list for the runner
+		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
+			Timeout: duration("TIMEOUT", 10*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}})
 	}
+}
+
+// list splits a comma- or space-separated setting into its entries.
+func list(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 }

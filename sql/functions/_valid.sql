@@ -35,8 +35,9 @@ AS $$
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
-               AND (kind <> 'webhook' OR coalesce(checked_kind = 'webhook', false)
+               AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)
                     OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$'))
+                    AND herald._refused_address(url => recipient) IS NULL))
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')

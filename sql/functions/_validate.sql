@@ -36,6 +36,10 @@ BEGIN
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
   ELSIF ch.kind = 'webhook' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$') THEN
     PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient));
+  ELSIF ch.kind = 'webhook' AND herald._refused_address(url => spec.recipient) IS NOT NULL THEN
+    PERFORM herald._reject(code => 'HR002', field => p || 'recipient',
+      message => 'the URL ' || herald._refused_address(url => spec.recipient),
+      hint => 'webhooks may not target internal networks; see docs/security.md');
   END IF;
 
   IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN

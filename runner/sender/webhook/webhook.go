@@ -4,16 +4,22 @@
 // # Wire format
 //
 // The body is {"id", "channel", "recipient", "payload", "metadata", "attempt"}.
-// Headers: Content-Type application/json; X-Herald-Message-Id; X-Herald-Timestamp
-// (Unix seconds); X-Herald-Signature "v1=" + hex HMAC-SHA256(secret, timestamp + "." +
-// body). A receiver recomputes the HMAC over the raw body and rejects a mismatch, or
-// a timestamp too far from its clock (a replay). Verify does both.
+// Signatures follow the Standard Webhooks specification (standardwebhooks.com), so a
+// receiver verifies them with its reference libraries: headers webhook-id ("msg_" and
+// herald's message id, the same on every attempt: receivers deduplicate on it),
+// webhook-timestamp (Unix seconds) and webhook-signature, a space-separated list of
+// "v1," + base64 HMAC-SHA256 over "<webhook-id>.<webhook-timestamp>.<body>", one per
+// secret. Secrets are "whsec_" + base64 of at least 24 random bytes; a channel has
+// its own, and two at once while one is rotated out. Verify checks a request.
 //
-// # Failure classes
+// # Where it connects, and failure classes
 //
-// 2xx delivered (the provider id is the X-Request-Id answer header, if any); 410 Gone
-// permanent; the rest as sender.FromHTTP (429 rate_limited, 5xx transient, other 4xx
-// permanent); connection errors and timeouts transient.
+// Connections obey an egress.Policy (private, loopback, link-local… refused unless
+// allowed) checked on the address dialled; URLs with user info are refused; proxies
+// from the environment are not used; redirects are never followed. 2xx delivered
+// (the provider id is the X-Request-Id answer header, if any); 3xx permanent (code
+// "redirect"); refused by the policy permanent (code "egress_refused"); 410 Gone
+// permanent; the rest as sender.FromHTTP; connection errors and timeouts transient.
 package webhook
 
 import (
@@ -21,90 +27,162 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/egress"
 )
 
-// Header names of the wire format.
+// Header names of the wire format (Standard Webhooks).
 const (
-	HeaderSignature = "X-Herald-Signature"
-	HeaderTimestamp = "X-Herald-Timestamp"
-	HeaderMessageID = "X-Herald-Message-Id"
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
 )
 
-// Config is how to sign and send.
+// SecretPrefix starts every signing secret.
+const SecretPrefix = "whsec_"
+
+// Config is how to sign and where a Sender may connect.
 type Config struct {
-	Secret  []byte
-	Timeout time.Duration // per request, default 10s
+	// Secrets sign each request ("whsec_…"); all of them, so a receiver that knows
+	// either verifies during a rotation. At least one.
+	Secrets []string
+	// Timeout bounds one request (default 10s).
+	Timeout time.Duration
+	// Egress is where connections may go (default: the refused networks refused).
+	Egress egress.Policy
 }
 
 // Sender posts messages to their recipient URL. It is safe for concurrent use.
 type Sender struct {
-	cfg    Config
+	keys   [][]byte
 	client *http.Client
 }
 
-// New checks cfg and returns a Sender.
+// New checks cfg and returns a Sender. Its errors never contain a secret.
 func New(cfg Config) (*Sender, error) {
-	if len(cfg.Secret) < 16 {
-		return nil, errors.New("webhook: the signing secret must be at least 16 bytes")
+	if len(cfg.Secrets) == 0 {
+		return nil, errors.New("webhook: no signing secret (whsec_…)")
+	}
+	keys := make([][]byte, len(cfg.Secrets))
+	for i, s := range cfg.Secrets {
+		k, err := DecodeSecret(s)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: secret %d: %w", i+1, err)
+		}
+		keys[i] = k
+	}
+	if err := cfg.Egress.Check(); err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &Sender{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout}}, nil
+	transport := &http.Transport{
+		Proxy:               nil, // a proxy would connect on our behalf, past the egress check
+		DialContext:         cfg.Egress.DialContext(cfg.Timeout),
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        200,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: cfg.Timeout,
+	}
+	client := &http.Client{Timeout: cfg.Timeout, Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Sender{keys: keys, client: client}, nil
 }
 
-// Sign returns the X-Herald-Signature value for body sent at timestamp ts.
-func Sign(secret []byte, ts int64, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	fmt.Fprintf(mac, "%d.", ts)
-	mac.Write(body)
-	return "v1=" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// Verify checks a received webhook: the signature over the raw body and the
-// timestamp within tolerance of now.
-func Verify(secret []byte, h http.Header, body []byte, tolerance time.Duration, now time.Time) error {
-	ts, err := strconv.ParseInt(h.Get(HeaderTimestamp), 10, 64)
+// DecodeSecret reads a "whsec_" secret into its key (at least 24 bytes).
+func DecodeSecret(s string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(s, SecretPrefix)
+	if !ok {
+		return nil, errors.New("must start with " + SecretPrefix)
+	}
+	k, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
-		return errors.New("webhook: missing or bad timestamp")
+		return nil, errors.New("is not " + SecretPrefix + " followed by base64")
+	}
+	if len(k) < 24 {
+		return nil, fmt.Errorf("holds %d bytes; at least 24 are needed", len(k))
+	}
+	return k, nil
+}
+
+// Sign returns one "v1,<base64>" signature of body sent as id at timestamp ts.
+func Sign(key []byte, id string, ts int64, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.", id, ts)
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// Verify checks a received webhook against any of secrets: one signature of the
+// webhook-signature list must match, and the timestamp must be within tolerance of
+// now (an older request is a replay).
+func Verify(secrets []string, h http.Header, body []byte, tolerance time.Duration, now time.Time) error {
+	id := h.Get(HeaderID)
+	ts, err := strconv.ParseInt(h.Get(HeaderTimestamp), 10, 64)
+	if id == "" || err != nil {
+		return errors.New("webhook: missing webhook-id or bad webhook-timestamp")
 	}
 	if d := now.Sub(time.Unix(ts, 0)); d > tolerance || d < -tolerance {
 		return errors.New("webhook: timestamp outside the tolerance (a replay?)")
 	}
-	want := Sign(secret, ts, body)
-	if !hmac.Equal([]byte(want), []byte(h.Get(HeaderSignature))) {
-		return errors.New("webhook: signature mismatch")
+	for _, s := range secrets {
+		key, err := DecodeSecret(s)
+		if err != nil {
+			return fmt.Errorf("webhook: a secret %w", err)
+		}
+		want := Sign(key, id, ts, body)
+		for _, got := range strings.Fields(h.Get(HeaderSignature)) {
+			if hmac.Equal([]byte(want), []byte(got)) {
+				return nil
+			}
+		}
 	}
-	return nil
+	return errors.New("webhook: no signature matches")
 }
 
 // Send posts the message to its recipient URL.
 func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
+	u, err := url.Parse(m.Recipient)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return sender.Result{}, sender.Permanent(fmt.Errorf("recipient is not an http(s) URL"))
+	case u.User != nil:
+		return sender.Result{}, sender.WithCode(sender.Permanent(errors.New("recipient URL carries user info; refused")), "egress_refused")
+	}
 	body, err := json.Marshal(m)
 	if err != nil {
 		return sender.Result{}, sender.Permanent(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.Recipient, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return sender.Result{}, sender.Permanent(fmt.Errorf("recipient URL: %w", err))
 	}
-	ts := time.Now().Unix()
+	id, ts := "msg_"+strconv.FormatInt(m.ID, 10), time.Now().Unix()
+	sigs := make([]string, len(s.keys))
+	for i, k := range s.keys {
+		sigs[i] = Sign(k, id, ts, body)
+	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderID, id)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderSignature, Sign(s.cfg.Secret, ts, body))
-	req.Header.Set(HeaderMessageID, strconv.FormatInt(m.ID, 10))
+	req.Header.Set(HeaderSignature, strings.Join(sigs, " "))
 	resp, err := s.client.Do(req)
+	if errors.Is(err, egress.ErrRefused) {
+		return sender.Result{}, sender.WithCode(sender.Permanent(err), "egress_refused")
+	}
 	if err != nil {
 		return sender.Result{}, sender.Transient(err)
 	}
@@ -113,8 +191,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	switch {
 	case resp.StatusCode/100 == 2:
 		return sender.Result{ProviderMessageID: resp.Header.Get("X-Request-Id")}, nil
+	case resp.StatusCode/100 == 3:
+		return sender.Result{}, sender.WithCode(sender.Permanent(fmt.Errorf("HTTP %d to %q: redirects are not followed; enqueue the final URL",
+			resp.StatusCode, resp.Header.Get("Location"))), "redirect")
 	case resp.StatusCode == http.StatusGone:
-		return sender.Result{}, sender.Permanent(fmt.Errorf("HTTP 410: %s", strings.TrimSpace(string(b))))
+		return sender.Result{}, sender.WithCode(sender.Permanent(fmt.Errorf("HTTP 410: %s", strings.TrimSpace(string(b)))), "410")
 	default:
 		return sender.Result{}, sender.FromHTTP(resp.StatusCode, resp.Header, string(b), time.Now())
 	}

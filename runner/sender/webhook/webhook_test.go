@@ -3,33 +3,55 @@ package webhook_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/sender/sendertest"
 	"github.com/herald/herald/runner/sender/webhook"
 )
 
-// Webhook: the receiver verifies the signature; a tampered body, a wrong secret or
-// an old timestamp fail verification; 410 is permanent, 429 rate_limited.
-func TestWebhookSender(t *testing.T) {
+// newSecret returns a fresh "whsec_" secret.
+func newSecret(t *testing.T) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(b)
+}
+
+// loopback allows the test servers on 127.0.0.1, which the default policy refuses.
+var loopback = egress.Policy{Allow: []string{"127.0.0.1/32"}}
+
+// A receiver verifies herald's requests with the Standard Webhooks reference library;
+// during a rotation a receiver that knows only the old or only the new secret
+// verifies; a tampered body, another channel's secret or a replay fail; 410 is
+// permanent, 429 rate_limited.
+func TestWebhookSignaturesVerifyWithTheReferenceLibrary(t *testing.T) {
 	t.Parallel()
-	secret := []byte("0123456789abcdef-webhook")
+	oldSecret, newSec, otherChannel := newSecret(t), newSecret(t), newSecret(t)
 	var mu sync.Mutex
-	var verified []error
 	var lastBody []byte
 	var lastHeader http.Header
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		err := webhook.Verify(secret, r.Header, body, 5*time.Minute, time.Now())
 		mu.Lock()
-		verified, lastBody, lastHeader = append(verified, err), body, r.Header.Clone()
+		lastBody, lastHeader = body, r.Header.Clone()
 		mu.Unlock()
 		switch r.URL.Path {
 		case "/gone":
@@ -38,36 +60,46 @@ func TestWebhookSender(t *testing.T) {
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(429)
 		default:
-			if err != nil {
-				w.WriteHeader(401)
-				return
-			}
 			w.Header().Set("X-Request-Id", "rcv-1")
 			w.WriteHeader(204)
 		}
 	}))
 	defer srv.Close()
-	s, err := webhook.New(webhook.Config{Secret: secret})
+	s, err := webhook.New(webhook.Config{Secrets: []string{newSec, oldSecret}, Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := sender.Message{ID: 9, Channel: "hooks", Recipient: srv.URL + "/receipts", Attempt: 1, Payload: json.RawMessage(`{"event":"paid"}`)}
 	res, err := s.Send(context.Background(), m)
-	if err != nil || res.ProviderMessageID != "rcv-1" || verified[0] != nil {
-		t.Fatalf("delivery: %+v %v, verification %v", res, err, verified)
+	if err != nil || res.ProviderMessageID != "rcv-1" {
+		t.Fatalf("delivery: %+v %v", res, err)
+	}
+	for _, secret := range []string{oldSecret, newSec} {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify(lastBody, lastHeader); err != nil {
+			t.Fatalf("the reference library refuses herald's signature: %v", err)
+		}
+		if err := webhook.Verify([]string{secret}, lastHeader, lastBody, 5*time.Minute, time.Now()); err != nil {
+			t.Fatalf("webhook.Verify: %v", err)
+		}
 	}
 	var got sender.Message
-	if err := json.Unmarshal(lastBody, &got); err != nil || got.ID != 9 || string(got.Payload) != `{"event":"paid"}` || lastHeader.Get(webhook.HeaderMessageID) != "9" {
+	if err := json.Unmarshal(lastBody, &got); err != nil || got.ID != 9 || string(got.Payload) != `{"event":"paid"}` || lastHeader.Get(webhook.HeaderID) != "msg_9" {
 		t.Fatalf("body %s: %+v %v", lastBody, got, err)
 	}
 	tampered := bytes.Replace(lastBody, []byte("paid"), []byte("free"), 1)
-	if err := webhook.Verify(secret, lastHeader, tampered, 5*time.Minute, time.Now()); err == nil {
+	wh, _ := standardwebhooks.NewWebhook(newSec)
+	if wh.Verify(tampered, lastHeader) == nil || webhook.Verify([]string{newSec}, lastHeader, tampered, 5*time.Minute, time.Now()) == nil {
 		t.Fatal("a tampered body passed verification")
 	}
-	if err := webhook.Verify([]byte("another-secret-of-16+"), lastHeader, lastBody, 5*time.Minute, time.Now()); err == nil {
-		t.Fatal("a wrong secret passed verification")
+	other, _ := standardwebhooks.NewWebhook(otherChannel)
+	if other.Verify(lastBody, lastHeader) == nil {
+		t.Fatal("another channel's secret verifies this channel's request")
 	}
-	if err := webhook.Verify(secret, lastHeader, lastBody, 5*time.Minute, time.Now().Add(10*time.Minute)); err == nil {
+	if err := webhook.Verify([]string{newSec}, lastHeader, lastBody, 5*time.Minute, time.Now().Add(10*time.Minute)); err == nil {
 		t.Fatal("a replay 10 minutes later passed verification")
 	}
 	m.Recipient = srv.URL + "/gone"
@@ -75,8 +107,138 @@ func TestWebhookSender(t *testing.T) {
 	sendertest.WantClass(t, err, sender.ClassPermanent)
 	m.Recipient = srv.URL + "/busy"
 	_, err = s.Send(context.Background(), m)
-	sendertest.WantClass(t, err, sender.ClassRateLimited)
-	if _, err := webhook.New(webhook.Config{Secret: []byte("short")}); err == nil {
-		t.Fatal("a short secret was accepted")
+	if f := sendertest.WantClass(t, err, sender.ClassRateLimited); f.Code != "429" {
+		t.Fatalf("code %q", f.Code)
+	}
+	for _, bad := range []string{"short", "whsec_c2hvcnQ=", "whsec_%%%", strings.Repeat("x", 40)} {
+		if _, err := webhook.New(webhook.Config{Secrets: []string{bad}}); err == nil || strings.Contains(err.Error(), bad) {
+			t.Fatalf("secret %q: %v (accepted, or printed)", bad, err)
+		}
+	}
+}
+
+// Attack: a producer points a webhook at the runner's own network — loopback by
+// address, by name, in IPv6 and IPv4-mapped form, the unspecified address, the cloud
+// metadata address — or carries credentials in the URL. The request never arrives;
+// the failure is permanent with code egress_refused.
+func TestWebhookEgressRefusesInternalAddresses(t *testing.T) {
+	t.Parallel()
+	var arrived atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	ln6, err := net.Listen("tcp", "[::1]:0")
+	var port6 string
+	if err == nil {
+		srv6 := &http.Server{Handler: srv.Config.Handler}
+		go srv6.Serve(ln6)
+		defer srv6.Close()
+		_, port6, _ = net.SplitHostPort(ln6.Addr().String())
+	}
+	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []string{
+		"http://127.0.0.1:" + port + "/x",
+		"http://localhost:" + port + "/x",
+		"http://0.0.0.0:" + port + "/x",
+		"http://[::ffff:127.0.0.1]:" + port + "/x",
+		"http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+		"http://user:pass@example.com/x",
+	}
+	if port6 != "" {
+		targets = append(targets, "http://[::1]:"+port6+"/x")
+	}
+	for _, target := range targets {
+		_, err := s.Send(context.Background(), sender.Message{ID: 1, Channel: "hooks", Recipient: target, Payload: json.RawMessage(`{}`)})
+		f := sendertest.WantClass(t, err, sender.ClassPermanent)
+		if f.Code != "egress_refused" {
+			t.Errorf("%s: code %q: %v", target, f.Code, err)
+		}
+	}
+	if n := arrived.Load(); n != 0 {
+		t.Fatalf("%d requests arrived at the internal listener", n)
+	}
+	// The operator's allow-list opens one network.
+	allowed, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := allowed.Send(context.Background(), sender.Message{ID: 1, Recipient: srv.URL + "/x", Payload: json.RawMessage(`{}`)}); err != nil || arrived.Load() != 1 {
+		t.Fatalf("allowed 127.0.0.1/32: %v, %d arrived", err, arrived.Load())
+	}
+}
+
+// A name whose DNS answer changes between a check and the connection gets nowhere:
+// the policy judges the address dialled, not a lookup made before.
+func TestEgressChecksTheAddressDialled(t *testing.T) {
+	t.Parallel()
+	dial := egress.Policy{}.DialContext(time.Second)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	for _, addr := range []string{ln.Addr().String(), "localhost:" + strings.Split(ln.Addr().String(), ":")[1]} {
+		if _, err := dial(context.Background(), "tcp", addr); !errors.Is(err, egress.ErrRefused) {
+			t.Fatalf("%s: %v", addr, err)
+		}
+	}
+	select {
+	case <-accepted:
+		t.Fatal("a refused dial reached the listener")
+	default:
+	}
+	for _, a := range []string{"10.0.0.1", "172.31.255.255", "192.168.1.1", "100.64.0.1", "169.254.169.254", "fd00:ec2::254",
+		"fe80::1", "ff02::1", "224.0.0.1", "255.255.255.255", "::", "::ffff:10.0.0.1", "64:ff9b::7f00:1"} {
+		if why := (egress.Policy{}).Reason(netip.MustParseAddr(a)); why == "" {
+			t.Errorf("%s is not refused", a)
+		}
+	}
+	for _, a := range []string{"8.8.8.8", "2001:4860:4860::8888", "::ffff:8.8.8.8"} {
+		if why := (egress.Policy{}).Reason(netip.MustParseAddr(a)); why != "" {
+			t.Errorf("%s refused: %s", a, why)
+		}
+	}
+}
+
+// Redirects are not followed: a 307 would re-POST body and signature elsewhere, a
+// 302 turns into a GET whose 200 would mark the message sent.
+func TestWebhookDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	var elsewhere atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer target.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := 302
+		if r.URL.Path == "/307" {
+			code = 307
+		}
+		http.Redirect(w, r, target.URL+"/stolen", code)
+	}))
+	defer srv.Close()
+	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/302", "/307"} {
+		_, err := s.Send(context.Background(), sender.Message{ID: 1, Recipient: srv.URL + path, Payload: json.RawMessage(`{}`)})
+		if f := sendertest.WantClass(t, err, sender.ClassPermanent); f.Code != "redirect" {
+			t.Fatalf("%s: code %q", path, f.Code)
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("a redirect was followed %d times", n)
 	}
 }
