@@ -26,8 +26,8 @@ func (r *Runner) keepLeases(ctx context.Context) {
 // tick (a sixth of the lease) left: too little to start a send on.
 func (r *Runner) leaseLapsing(id int64) bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	f := r.flights[id]
-	r.mu.Unlock()
 	return f == nil || time.Until(f.leaseUntil) < r.cfg.Lease/6
 }
 
