@@ -25,6 +25,7 @@
 {{ template "functions/_check_arrays.sql" . }}
 {{ template "functions/_check_not_null.sql" . }}
 {{ template "functions/_caller.sql" . }}
+{{ template "functions/_named_producer.sql" . }}
 {{ template "functions/_producer.sql" . }}
 {{ template "functions/_check_clock.sql" . }}
 {{ template "functions/_json_text.sql" . }}

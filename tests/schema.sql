@@ -97,7 +97,7 @@ COMMENT ON FUNCTION herald._backoff(attempt integer, base interval, cap interval
 CREATE FUNCTION herald._caller() RETURNS text
     LANGUAGE sql STABLE
     AS $$
-  SELECT CASE WHEN r = 'none' THEN session_user::text ELSE r END FROM current_setting('role') AS r
+  SELECT CASE current_setting('role') WHEN 'none' THEN session_user::text ELSE current_setting('role') END
 $$;
 
 
@@ -655,6 +655,33 @@ COMMENT ON FUNCTION herald._messages_notify() IS 'Private: the function of trigg
 
 
 --
+-- Name: _named_producer(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._named_producer(name text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $_$
+BEGIN
+  IF NOT pg_has_role(herald._caller(), 'herald_intake', 'MEMBER') THEN
+    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', COLUMN = 'herald.producer',
+      MESSAGE = 'herald.producer: only members of herald_intake may name the producer they serve';
+  END IF;
+  IF name !~ '^[A-Za-z0-9._-]{1,64}$' THEN
+    PERFORM herald._reject(code => 'HR012', field => 'herald.producer', message => 'must be 1 to 64 of A-Z a-z 0-9 . _ -');
+  END IF;
+  RETURN 'intake:' || name;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _named_producer(name text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._named_producer(name text) IS 'Private: intake:<name> for a producer named in herald.producer, checked against the caller''s role.';
+
+
+--
 -- Name: _nonempty_string(jsonb, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -744,24 +771,11 @@ COMMENT ON FUNCTION herald._notify_due(channel text) IS 'Private: true when a no
 --
 
 CREATE FUNCTION herald._producer() RETURNS text
-    LANGUAGE plpgsql STABLE
-    AS $_$
-DECLARE
-  v_named text := current_setting('herald.producer', true);
-BEGIN
-  IF v_named IS NULL OR v_named = '' THEN
-    RETURN herald._caller();
-  END IF;
-  IF NOT pg_has_role(herald._caller(), 'herald_intake', 'MEMBER') THEN
-    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', COLUMN = 'herald.producer',
-      MESSAGE = 'herald.producer: only members of herald_intake may name the producer they serve';
-  END IF;
-  IF v_named !~ '^[A-Za-z0-9._-]{1,64}$' THEN
-    PERFORM herald._reject(code => 'HR012', field => 'herald.producer', message => 'must be 1 to 64 of A-Z a-z 0-9 . _ -');
-  END IF;
-  RETURN 'intake:' || v_named;
-END
-$_$;
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN coalesce(current_setting('herald.producer', true), '') = '' THEN herald._caller()
+              ELSE herald._named_producer(name => current_setting('herald.producer', true)) END
+$$;
 
 
 --
@@ -2916,6 +2930,13 @@ REVOKE ALL ON FUNCTION herald._message_specs(messages jsonb) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._messages_notify() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _named_producer(name text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._named_producer(name text) FROM PUBLIC;
 
 
 --
