@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"bytes"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -40,11 +43,11 @@ func TestServeAndIntakeOff(t *testing.T) {
 	pool := testdb.Pool(t, url)
 
 	addr := freeAddr(t)
-	cmd, logs := runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS=svc:tok")
+	cmd, logs := runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS=svc:tok-SECRET-serve")
 	waitHTTP(t, addr)
 	var ok struct{ ID int64 }
 	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail,
-		map[string]string{"Authorization": "Bearer tok"}, &ok); code != 202 || ok.ID == 0 {
+		map[string]string{"Authorization": "Bearer tok-SECRET-serve"}, &ok); code != 202 || ok.ID == 0 {
 		t.Fatalf("herald serve: %d %+v", code, ok)
 	}
 	var health map[string]string
@@ -52,6 +55,9 @@ func TestServeAndIntakeOff(t *testing.T) {
 		t.Fatalf("herald serve /healthz: %d %v", code, health)
 	}
 	waitExit(t, cmd, logs, 10*time.Second)
+	if strings.Contains(logs.String(), "SECRET") {
+		t.Fatalf("the token is in the logs:\n%s", logs.String())
+	}
 	if strings.Contains(logs.String(), "intake is open") {
 		t.Fatal("warned that the intake is open although a token is set")
 	}
@@ -60,8 +66,18 @@ func TestServeAndIntakeOff(t *testing.T) {
 	}
 
 	addr = freeAddr(t)
-	cmd, logs = runnerProcessArgs(t, url, []string{"run"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_SENDER_EMAIL=noop")
+	cmd, logs = runnerProcessArgs(t, url, []string{"run"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_SENDER_EMAIL=noop",
+		"HERALD_SMTP_PASSWORD=smtp-SECRET-run", "HERALD_INTAKE_TOKENS=svc:tok-SECRET-run")
 	waitHTTP(t, addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte("herald_")) || bytes.Contains(metrics, []byte("SECRET")) {
+		t.Fatalf("/metrics: no herald metrics, or a secret in them:\n%s", metrics)
+	}
 	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail, nil, nil); code != 404 && code != 405 {
 		t.Fatalf("intake off, POST answered %d", code)
 	}
@@ -69,6 +85,9 @@ func TestServeAndIntakeOff(t *testing.T) {
 		t.Fatalf("intake off, /healthz answered %d", code)
 	}
 	waitExit(t, cmd, logs, 15*time.Second)
+	if strings.Contains(logs.String(), "SECRET") {
+		t.Fatalf("a secret is in the runner's logs:\n%s", logs.String())
+	}
 
 	// With no token configured the intake does not start, unless the operator says it
 	// may be open; then the open intake is announced at start.

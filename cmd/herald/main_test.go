@@ -163,6 +163,11 @@ func TestSecretsStayOutOfUsage(t *testing.T) {
 			}
 		}
 	}
+	// A connection string that does not parse is printed with its password hidden.
+	t.Setenv("DATABASE_URL", "postgres://herald:db-SECRET-5@127.0.0.1:notaport/herald")
+	if code, out, errOut := run(t, "status", "1"); code == exitOK || strings.Contains(out+errOut, "SECRET-5") || !strings.Contains(errOut, "database") {
+		t.Fatalf("a bad DATABASE_URL: %d %q", code, out+errOut)
+	}
 }
 
 // The intake's tokens may come from a file (HERALD_INTAKE_TOKENS_FILE), and an intake
