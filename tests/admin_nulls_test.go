@@ -44,7 +44,7 @@ var nullSamples = map[string]string{
 }
 
 // A NULL in any argument of any public function is refused with a herald SQLSTATE
-// (class HR) naming that argument, unless NULL has a documented meaning there; never
+// (22Vxx) naming that argument, unless NULL has a documented meaning there; never
 // an internal error or a constraint violation. The functions are read from the
 // catalog, so a new function is checked as soon as it exists.
 func TestNullArgumentsAreNamed(t *testing.T) {
@@ -109,7 +109,7 @@ func TestNullArgumentsAreNamed(t *testing.T) {
 			if !errors.As(err, &pgErr) {
 				t.Fatalf("%s: %v", sql, err)
 			}
-			if !strings.HasPrefix(pgErr.Code, "HR") || pgErr.ColumnName != arg {
+			if !strings.HasPrefix(pgErr.Code, "22V") || pgErr.ColumnName != arg {
 				t.Errorf("%s: NULL %s gives %s (column %q): %s", f.name, arg, pgErr.Code, pgErr.ColumnName, pgErr.Message)
 			}
 		}

@@ -74,7 +74,7 @@ func TestClaimChannels(t *testing.T) {
 	}
 }
 
-// Bad arguments to claim_batch: HR012 with the argument named.
+// Bad arguments to claim_batch: 22V12 with the argument named.
 func TestClaimRejectsBadArguments(t *testing.T) {
 	ctx, pool := setup(t)
 	for _, c := range []struct{ sql, field string }{
@@ -86,7 +86,7 @@ func TestClaimRejectsBadArguments(t *testing.T) {
 		{`SELECT * FROM herald.claim_batch('w', 10, '2 days')`, "lease"},
 	} {
 		_, err := pool.Exec(ctx, c.sql)
-		wantPgError(t, err, "HR012", c.field)
+		wantPgError(t, err, "22V12", c.field)
 	}
 }
 

@@ -217,8 +217,8 @@ func TestEnqueueManyRejectsBadInput(t *testing.T) {
 		t.Fatalf("got code %q field %q index %v, want invalid_recipient, recipient, 1", ie.Code, ie.Field, ie.Index)
 	}
 	wantPgError(t, pool.QueryRow(ctx, `SELECT herald.enqueue_many(ARRAY['email'], ARRAY['a@example.com', 'b@example.com'],
-		ARRAY['{}'::jsonb])`).Scan(new([]int64)), "HR011", "recipients")
-	wantPgError(t, pool.QueryRow(ctx, `SELECT herald.enqueue_many('{}', '{}', '{}')`).Scan(new([]int64)), "HR011", "channels")
+		ARRAY['{}'::jsonb])`).Scan(new([]int64)), "22V11", "recipients")
+	wantPgError(t, pool.QueryRow(ctx, `SELECT herald.enqueue_many('{}', '{}', '{}')`).Scan(new([]int64)), "22V11", "channels")
 	if n := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`); n != 0 {
 		t.Fatalf("rejected calls stored %d messages and log rows", n)
 	}

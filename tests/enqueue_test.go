@@ -27,34 +27,34 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 		args                              []any  // for $4…
 		code, field                       string
 	}{
-		{"unknown channel", "fax", "ana@example.com", email, "", nil, "HR001", "channel"},
-		{"null channel", "", "ana@example.com", email, "", nil, "HR001", "channel"},
-		{"empty recipient", "email", "", email, "", nil, "HR002", "recipient"},
-		{"not an e-mail", "email", "ana.example.com", email, "", nil, "HR002", "recipient"},
-		{"double dot e-mail", "email", "ana..b@example.com", email, "", nil, "HR002", "recipient"},
-		{"e-mail with space", "email", "ana b@example.com", email, "", nil, "HR002", "recipient"},
-		{"not E.164", "sms", "4155550100", `{"text":"hi"}`, "", nil, "HR002", "recipient"},
-		{"E.164 leading zero", "sms", "+04155550100", `{"text":"hi"}`, "", nil, "HR002", "recipient"},
-		{"E.164 too short", "sms", "+1", `{"text":"hi"}`, "", nil, "HR002", "recipient"},
-		{"payload not object", "email", "ana@example.com", `["Hi"]`, "", nil, "HR003", "payload"},
-		{"e-mail without subject", "email", "ana@example.com", `{"text":"Hello"}`, "", nil, "HR003", "payload"},
-		{"e-mail without body", "email", "ana@example.com", `{"subject":"Hi"}`, "", nil, "HR003", "payload"},
-		{"e-mail with empty text", "email", "ana@example.com", `{"subject":"Hi","text":""}`, "", nil, "HR003", "payload"},
-		{"sms without text", "sms", "+14155550100", `{"subject":"hi"}`, "", nil, "HR003", "payload"},
-		{"sms text not a string", "sms", "+14155550100", `{"text":5}`, "", nil, "HR003", "payload"},
-		{"payload too large", "email", "ana@example.com", big, "", nil, "HR004", "payload"},
-		{"run_at far future", "email", "ana@example.com", email, "run_at => $4", []any{t0.AddDate(2, 0, 0)}, "HR005", "run_at"},
-		{"run_at far past", "email", "ana@example.com", email, "run_at => $4", []any{t0.AddDate(-2, 0, 0)}, "HR005", "run_at"},
-		{"priority too high", "email", "ana@example.com", email, "priority => 101", nil, "HR006", "priority"},
-		{"priority too low", "email", "ana@example.com", email, "priority => -101", nil, "HR006", "priority"},
-		{"max_attempts zero", "email", "ana@example.com", email, "max_attempts => 0", nil, "HR007", "max_attempts"},
-		{"max_attempts too many", "email", "ana@example.com", email, "max_attempts => 101", nil, "HR007", "max_attempts"},
-		{"metadata not object", "email", "ana@example.com", email, `metadata => '[1]'`, nil, "HR008", "metadata"},
-		{"metadata too large", "email", "ana@example.com", email, "metadata => $4", []any{bigMeta}, "HR008", "metadata"},
-		{"empty idempotency key", "email", "ana@example.com", email, "idempotency_key => ''", nil, "HR009", "idempotency_key"},
-		{"long idempotency key", "email", "ana@example.com", email, "idempotency_key => $4", []any{strings.Repeat("k", 256)}, "HR009", "idempotency_key"},
-		{"empty ordering key", "email", "ana@example.com", email, "ordering_key => ''", nil, "HR010", "ordering_key"},
-		{"long ordering key", "email", "ana@example.com", email, "ordering_key => $4", []any{strings.Repeat("k", 256)}, "HR010", "ordering_key"},
+		{"unknown channel", "fax", "ana@example.com", email, "", nil, "22V01", "channel"},
+		{"null channel", "", "ana@example.com", email, "", nil, "22V01", "channel"},
+		{"empty recipient", "email", "", email, "", nil, "22V02", "recipient"},
+		{"not an e-mail", "email", "ana.example.com", email, "", nil, "22V02", "recipient"},
+		{"double dot e-mail", "email", "ana..b@example.com", email, "", nil, "22V02", "recipient"},
+		{"e-mail with space", "email", "ana b@example.com", email, "", nil, "22V02", "recipient"},
+		{"not E.164", "sms", "4155550100", `{"text":"hi"}`, "", nil, "22V02", "recipient"},
+		{"E.164 leading zero", "sms", "+04155550100", `{"text":"hi"}`, "", nil, "22V02", "recipient"},
+		{"E.164 too short", "sms", "+1", `{"text":"hi"}`, "", nil, "22V02", "recipient"},
+		{"payload not object", "email", "ana@example.com", `["Hi"]`, "", nil, "22V03", "payload"},
+		{"e-mail without subject", "email", "ana@example.com", `{"text":"Hello"}`, "", nil, "22V03", "payload"},
+		{"e-mail without body", "email", "ana@example.com", `{"subject":"Hi"}`, "", nil, "22V03", "payload"},
+		{"e-mail with empty text", "email", "ana@example.com", `{"subject":"Hi","text":""}`, "", nil, "22V03", "payload"},
+		{"sms without text", "sms", "+14155550100", `{"subject":"hi"}`, "", nil, "22V03", "payload"},
+		{"sms text not a string", "sms", "+14155550100", `{"text":5}`, "", nil, "22V03", "payload"},
+		{"payload too large", "email", "ana@example.com", big, "", nil, "22V04", "payload"},
+		{"run_at far future", "email", "ana@example.com", email, "run_at => $4", []any{t0.AddDate(2, 0, 0)}, "22V05", "run_at"},
+		{"run_at far past", "email", "ana@example.com", email, "run_at => $4", []any{t0.AddDate(-2, 0, 0)}, "22V05", "run_at"},
+		{"priority too high", "email", "ana@example.com", email, "priority => 101", nil, "22V06", "priority"},
+		{"priority too low", "email", "ana@example.com", email, "priority => -101", nil, "22V06", "priority"},
+		{"max_attempts zero", "email", "ana@example.com", email, "max_attempts => 0", nil, "22V07", "max_attempts"},
+		{"max_attempts too many", "email", "ana@example.com", email, "max_attempts => 101", nil, "22V07", "max_attempts"},
+		{"metadata not object", "email", "ana@example.com", email, `metadata => '[1]'`, nil, "22V08", "metadata"},
+		{"metadata too large", "email", "ana@example.com", email, "metadata => $4", []any{bigMeta}, "22V08", "metadata"},
+		{"empty idempotency key", "email", "ana@example.com", email, "idempotency_key => ''", nil, "22V09", "idempotency_key"},
+		{"long idempotency key", "email", "ana@example.com", email, "idempotency_key => $4", []any{strings.Repeat("k", 256)}, "22V09", "idempotency_key"},
+		{"empty ordering key", "email", "ana@example.com", email, "ordering_key => ''", nil, "22V10", "ordering_key"},
+		{"long ordering key", "email", "ana@example.com", email, "ordering_key => $4", []any{strings.Repeat("k", 256)}, "22V10", "ordering_key"},
 	}
 	for _, c := range cases {
 		opts := ", now => $4"
@@ -137,19 +137,19 @@ func TestEnqueueBatch(t *testing.T) {
 	}
 
 	bad := []struct{ name, batch, code, field string }{
-		{"not an array", `{"channel":"email"}`, "HR011", "messages"},
-		{"empty", `[]`, "HR011", "messages"},
-		{"element not object", `[1]`, "HR011", "messages[0]"},
-		{"unknown field", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"colour":"red"}]`, "HR011", "messages[0].colour"},
-		{"channel not a string", `[{"channel":5,"recipient":"a@example.com","payload":{}}]`, "HR011", "messages[0].channel"},
-		{"run_at not a time", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"soon"}]`, "HR005", "messages[0].run_at"},
-		{"priority not an integer", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"priority":1.5}]`, "HR006", "messages[0].priority"},
-		{"max_attempts not an integer", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"max_attempts":"x"}]`, "HR007", "messages[0].max_attempts"},
+		{"not an array", `{"channel":"email"}`, "22V11", "messages"},
+		{"empty", `[]`, "22V11", "messages"},
+		{"element not object", `[1]`, "22V11", "messages[0]"},
+		{"unknown field", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"colour":"red"}]`, "22V11", "messages[0].colour"},
+		{"channel not a string", `[{"channel":5,"recipient":"a@example.com","payload":{}}]`, "22V11", "messages[0].channel"},
+		{"run_at not a time", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"soon"}]`, "22V05", "messages[0].run_at"},
+		{"priority not an integer", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"priority":1.5}]`, "22V06", "messages[0].priority"},
+		{"max_attempts not an integer", `[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"max_attempts":"x"}]`, "22V07", "messages[0].max_attempts"},
 		{"second item bad", `[{"channel":"email","recipient":"ok@example.com","payload":{"subject":"s","text":"t"}},
-		                      {"channel":"email","recipient":"nope","payload":{"subject":"s","text":"t"}}]`, "HR002", "messages[1].recipient"},
+		                      {"channel":"email","recipient":"nope","payload":{"subject":"s","text":"t"}}]`, "22V02", "messages[1].recipient"},
 		{"third item unknown channel", `[{"channel":"email","recipient":"ok@example.com","payload":{"subject":"s","text":"t"}},
 		                      {"channel":"email","recipient":"ok2@example.com","payload":{"subject":"s","text":"t"}},
-		                      {"channel":"pigeon","recipient":"x","payload":{}}]`, "HR001", "messages[2].channel"},
+		                      {"channel":"pigeon","recipient":"x","payload":{}}]`, "22V01", "messages[2].channel"},
 	}
 	before := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`)
 	for _, b := range bad {
@@ -158,7 +158,7 @@ func TestEnqueueBatch(t *testing.T) {
 	}
 	tooMany := "[" + strings.TrimSuffix(strings.Repeat(`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"}},`, 10001), ",") + "]"
 	_, err := pool.Exec(ctx, `SELECT herald.enqueue_batch($1, $2)`, tooMany, t0)
-	wantPgError(t, err, "HR011", "messages")
+	wantPgError(t, err, "22V11", "messages")
 	if after := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); after != before {
 		t.Fatalf("rejected batches stored %d rows", after-before)
 	}
@@ -200,7 +200,7 @@ func TestEnqueueIdempotency(t *testing.T) {
 	err = pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, `[
 	  {"channel":"email","recipient":"c@example.com","payload":{"subject":"s","text":"t"}},
 	  {"channel":"email","recipient":"not-an-address","payload":{"subject":"s","text":"t"},"idempotency_key":"order-1"}]`, t0).Scan(&got)
-	wantPgError(t, err, "HR002", "messages[1].recipient")
+	wantPgError(t, err, "22V02", "messages[1].recipient")
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 3 {
 		t.Fatalf("%d rows stored after a refused call, want 3", n)
 	}

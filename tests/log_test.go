@@ -279,7 +279,7 @@ func TestLogConsumerGroupsExactlyOnce(t *testing.T) {
 	// The poison event (the third) is dead-lettered by billing only.
 	poison := first[2].Offset
 	_, err = pool.Exec(ctx, `SELECT herald.log_dead_letter('billing', 0, $1, 'cannot bill')`, poison)
-	wantPgError(t, err, "HR015", "offset") // not the next event yet
+	wantPgError(t, err, "22V15", "offset") // not the next event yet
 
 	// Exactly-once consumer: read, apply (insert a receipt), ack, in one transaction.
 	consume := func(group string) int {
@@ -424,15 +424,15 @@ func TestLogPartitionHeldByOneConsumer(t *testing.T) {
 func TestLogContract(t *testing.T) {
 	ctx, pool := setup(t)
 	for _, c := range []struct{ sql, code, field string }{
-		{`SELECT herald.create_consumer_group('')`, "HR012", "group"},
-		{`SELECT herald.create_consumer_group('has space')`, "HR012", "group"},
-		{`SELECT herald.create_consumer_group('g', 0)`, "HR012", "partitions"},
-		{`SELECT herald.create_consumer_group('g', 257)`, "HR012", "partitions"},
-		{`SELECT herald.create_consumer_group('g', 1, 'middle')`, "HR012", "start"},
-		{`SELECT * FROM herald.log_read('nope', 0)`, "HR013", "group"},
-		{`SELECT herald.log_ack('nope', 0, 1)`, "HR013", "group"},
-		{`SELECT herald.log_sequence(0)`, "HR012", "max"},
-		{`SELECT herald.log_truncate(NULL)`, "HR012", "before_offset"},
+		{`SELECT herald.create_consumer_group('')`, "22V12", "group"},
+		{`SELECT herald.create_consumer_group('has space')`, "22V12", "group"},
+		{`SELECT herald.create_consumer_group('g', 0)`, "22V12", "partitions"},
+		{`SELECT herald.create_consumer_group('g', 257)`, "22V12", "partitions"},
+		{`SELECT herald.create_consumer_group('g', 1, 'middle')`, "22V12", "start"},
+		{`SELECT * FROM herald.log_read('nope', 0)`, "22V13", "group"},
+		{`SELECT herald.log_ack('nope', 0, 1)`, "22V13", "group"},
+		{`SELECT herald.log_sequence(0)`, "22V12", "max"},
+		{`SELECT herald.log_truncate(NULL)`, "22V12", "before_offset"},
 	} {
 		_, err := pool.Exec(ctx, c.sql)
 		wantPgError(t, err, c.code, c.field)
@@ -444,13 +444,13 @@ func TestLogContract(t *testing.T) {
 		t.Fatal("repeated create returned true")
 	}
 	for _, c := range []struct{ sql, code, field string }{
-		{`SELECT herald.create_consumer_group('g', 3)`, "HR016", "partitions"},
-		{`SELECT * FROM herald.log_read('g', 2)`, "HR014", "partition"},
-		{`SELECT * FROM herald.log_read('g', -1)`, "HR014", "partition"},
-		{`SELECT * FROM herald.log_read('g', 0, 0)`, "HR012", "max"},
-		{`SELECT herald.log_ack('g', 0, 1)`, "HR015", "upto"},
-		{`SELECT herald.log_dead_letter('g', 0, 1, '')`, "HR012", "error"},
-		{`SELECT herald.log_dead_letter('g', 0, 1, 'x')`, "HR015", "offset"},
+		{`SELECT herald.create_consumer_group('g', 3)`, "22V16", "partitions"},
+		{`SELECT * FROM herald.log_read('g', 2)`, "22V14", "partition"},
+		{`SELECT * FROM herald.log_read('g', -1)`, "22V14", "partition"},
+		{`SELECT * FROM herald.log_read('g', 0, 0)`, "22V12", "max"},
+		{`SELECT herald.log_ack('g', 0, 1)`, "22V15", "upto"},
+		{`SELECT herald.log_dead_letter('g', 0, 1, '')`, "22V12", "error"},
+		{`SELECT herald.log_dead_letter('g', 0, 1, 'x')`, "22V15", "offset"},
 	} {
 		_, err := pool.Exec(ctx, c.sql)
 		wantPgError(t, err, c.code, c.field)

@@ -65,8 +65,8 @@ SELECT status || ' ' || provider_message_id FROM herald.status(:id);
 	if err == nil {
 		t.Fatalf("bad enqueue succeeded: %s", out)
 	}
-	if !strings.Contains(out, "HR002") || !strings.Contains(out, "COLUMN NAME:  recipient") {
-		t.Fatalf("psql error output lacks SQLSTATE HR002 and the field:\n%s", out)
+	if !strings.Contains(out, "22V02") || !strings.Contains(out, "COLUMN NAME:  recipient") {
+		t.Fatalf("psql error output lacks SQLSTATE 22V02 and the field:\n%s", out)
 	}
 	pool := testdb.Pool(t, url)
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 1 {

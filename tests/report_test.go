@@ -164,7 +164,7 @@ func TestFailPermanent(t *testing.T) {
 	}
 }
 
-// Bad arguments to complete, fail, extend_lease and purge: HR012 naming the argument.
+// Bad arguments to complete, fail, extend_lease and purge: 22V12 naming the argument.
 func TestReportRejectsBadArguments(t *testing.T) {
 	ctx, pool := setup(t)
 	for _, c := range []struct{ sql, field string }{
@@ -183,7 +183,7 @@ func TestReportRejectsBadArguments(t *testing.T) {
 		{`SELECT herald.purge(NULL)`, "older_than"},
 	} {
 		_, err := pool.Exec(ctx, c.sql)
-		wantPgError(t, err, "HR012", c.field)
+		wantPgError(t, err, "22V12", c.field)
 	}
 }
 

@@ -112,7 +112,7 @@ COMMENT ON FUNCTION herald._caller() IS 'Private: the calling role (SET ROLE, el
 -- Name: _check_arrays(text[], integer[], integer, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer, code text DEFAULT 'HR012'::text) RETURNS void
+CREATE FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer, code text DEFAULT '22V12'::text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
@@ -148,7 +148,7 @@ CREATE FUNCTION herald._check_clock(now timestamp with time zone) RETURNS void
     AS $$
 BEGIN
   IF now IS NULL THEN
-    PERFORM herald._reject(code => 'HR012', field => 'now', message => 'must not be NULL',
+    PERFORM herald._reject(code => '22V12', field => 'now', message => 'must not be NULL',
                            hint => 'leave it out: the database clock is used');
   END IF;
   IF now <> pg_catalog.now() AND NOT pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN
@@ -178,7 +178,7 @@ DECLARE
 BEGIN
   FOR i IN 1 .. cardinality(fields) LOOP
     IF NOT present[i] THEN
-      PERFORM herald._reject(code => 'HR012', field => fields[i], message => 'must not be NULL');
+      PERFORM herald._reject(code => '22V12', field => fields[i], message => 'must not be NULL');
     END IF;
   END LOOP;
 END
@@ -189,7 +189,7 @@ $$;
 -- Name: FUNCTION _check_not_null(fields text[], present boolean[]); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._check_not_null(fields text[], present boolean[]) IS 'Private: refuse the first argument that is NULL (HR012, named in COLUMN).';
+COMMENT ON FUNCTION herald._check_not_null(fields text[], present boolean[]) IS 'Private: refuse the first argument that is NULL (22V12, named in COLUMN).';
 
 
 --
@@ -202,11 +202,11 @@ CREATE FUNCTION herald._consumer_partition("group" text, partition integer, skip
 BEGIN
   SELECT g.partitions INTO partitions FROM herald.consumer_groups g WHERE g.name = "group";
   IF NOT FOUND THEN
-    PERFORM herald._reject('HR013', 'group', format('unknown consumer group %L', "group"),
+    PERFORM herald._reject('22V13', 'group', format('unknown consumer group %L', "group"),
       hint => 'create it with herald.create_consumer_group');
   END IF;
   IF partition IS NULL OR partition NOT BETWEEN 0 AND partitions - 1 THEN
-    PERFORM herald._reject('HR014', 'partition',
+    PERFORM herald._reject('22V14', 'partition',
       format('%s is outside 0..%s for group %L', coalesce(partition::text, 'NULL'), partitions - 1, "group"));
   END IF;
   IF skip_locked THEN
@@ -597,23 +597,23 @@ BEGIN
     item := messages -> (i - 1);
     p := format('messages[%s]', i - 1);
     IF jsonb_typeof(item) <> 'object' THEN
-      PERFORM herald._reject(code => 'HR011', field => p, message => 'must be a JSON object');
+      PERFORM herald._reject(code => '22V11', field => p, message => 'must be a JSON object');
     END IF;
     FOR k IN SELECT jsonb_object_keys(item) LOOP
       IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
                    'ordering_key', 'max_attempts', 'metadata') THEN
-        PERFORM herald._reject(code => 'HR011', field => p || '.' || k, message => 'is not a message field',
+        PERFORM herald._reject(code => '22V11', field => p || '.' || k, message => 'is not a message field',
           hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
       END IF;
     END LOOP;
-    specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => 'HR011'),
-                    herald._json_text(item => item, key => 'recipient', prefix => p, code => 'HR011'),
+    specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => '22V11'),
+                    herald._json_text(item => item, key => 'recipient', prefix => p, code => '22V11'),
                     nullif(item -> 'payload', 'null'),
-                    herald._json_timestamptz(item => item, key => 'run_at', prefix => p, code => 'HR005'),
-                    herald._json_integer(item => item, key => 'priority', prefix => p, code => 'HR006'),
-                    herald._json_text(item => item, key => 'idempotency_key', prefix => p, code => 'HR011'),
-                    herald._json_text(item => item, key => 'ordering_key', prefix => p, code => 'HR011'),
-                    herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => 'HR007'),
+                    herald._json_timestamptz(item => item, key => 'run_at', prefix => p, code => '22V05'),
+                    herald._json_integer(item => item, key => 'priority', prefix => p, code => '22V06'),
+                    herald._json_text(item => item, key => 'idempotency_key', prefix => p, code => '22V11'),
+                    herald._json_text(item => item, key => 'ordering_key', prefix => p, code => '22V11'),
+                    herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => '22V07'),
                     nullif(item -> 'metadata', 'null'))::herald.message_spec;
   END LOOP;
   RETURN specs;
@@ -667,7 +667,7 @@ BEGIN
       MESSAGE = 'herald.producer: only members of herald_intake may name the producer they serve';
   END IF;
   IF name !~ '^[A-Za-z0-9._-]{1,64}$' THEN
-    PERFORM herald._reject(code => 'HR012', field => 'herald.producer', message => 'must be 1 to 64 of A-Z a-z 0-9 . _ -');
+    PERFORM herald._reject(code => '22V12', field => 'herald.producer', message => 'must be 1 to 64 of A-Z a-z 0-9 . _ -');
   END IF;
   RETURN 'intake:' || name;
 END
@@ -991,61 +991,61 @@ DECLARE
 BEGIN
   SELECT c.* INTO ch FROM herald.channels c WHERE c.name = spec.channel;
   IF NOT FOUND THEN
-    PERFORM herald._reject(code => 'HR001', field => p || 'channel', message => format('unknown channel %L', spec.channel),
+    PERFORM herald._reject(code => '22V01', field => p || 'channel', message => format('unknown channel %L', spec.channel),
       hint => 'known channels are the rows of herald.channels');
   END IF;
 
   IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => 'must be a non-empty string of at most 320 characters');
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => 'must be a non-empty string of at most 320 characters');
   ELSIF ch.kind = 'email' AND NOT herald._email_address(recipient => spec.recipient) THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => format('%L is not an e-mail address', spec.recipient),
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an e-mail address', spec.recipient),
       hint => 'expected local-part@domain, e.g. ana@example.com');
   ELSIF ch.kind = 'sms' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$') THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => format('%L is not an E.164 phone number', spec.recipient),
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an E.164 phone number', spec.recipient),
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
   ELSIF ch.kind = 'webhook' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$') THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient));
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient));
   ELSIF ch.kind = 'webhook' AND herald._refused_address(url => spec.recipient) IS NOT NULL THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient',
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient',
       message => 'the URL ' || herald._refused_address(url => spec.recipient),
       hint => 'webhooks may not target internal networks; see docs/security.md');
   END IF;
 
   IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN
-    PERFORM herald._reject(code => 'HR003', field => p || 'payload', message => 'must be a JSON object');
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'must be a JSON object');
   ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(obj => spec.payload, key => 'subject') THEN
-    PERFORM herald._reject(code => 'HR003', field => p || 'payload', message => 'an e-mail needs "subject" (a non-empty string)');
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "subject" (a non-empty string)');
   ELSIF ch.kind = 'email' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                                 OR herald._nonempty_string(obj => spec.payload, key => 'html')
                                 OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
-    PERFORM herald._reject(code => 'HR003', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string)');
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string)');
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
-    PERFORM herald._reject(code => 'HR003', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
-    PERFORM herald._reject(code => 'HR004', field => p || 'payload',
+    PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
   END IF;
 
   IF spec.run_at NOT BETWEEN now - interval '1 year' AND now + interval '1 year' THEN
-    PERFORM herald._reject(code => 'HR005', field => p || 'run_at', message => format('%s is more than a year away from now', spec.run_at));
+    PERFORM herald._reject(code => '22V05', field => p || 'run_at', message => format('%s is more than a year away from now', spec.run_at));
   END IF;
   IF spec.priority NOT BETWEEN -100 AND 100 THEN
-    PERFORM herald._reject(code => 'HR006', field => p || 'priority', message => format('%s is outside -100..100 (lower runs first)', spec.priority));
+    PERFORM herald._reject(code => '22V06', field => p || 'priority', message => format('%s is outside -100..100 (lower runs first)', spec.priority));
   END IF;
   IF spec.max_attempts NOT BETWEEN 1 AND 100 THEN
-    PERFORM herald._reject(code => 'HR007', field => p || 'max_attempts', message => format('%s is outside 1..100', spec.max_attempts));
+    PERFORM herald._reject(code => '22V07', field => p || 'max_attempts', message => format('%s is outside 1..100', spec.max_attempts));
   END IF;
   IF jsonb_typeof(spec.metadata) <> 'object' THEN
-    PERFORM herald._reject(code => 'HR008', field => p || 'metadata', message => 'must be a JSON object');
+    PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => 'must be a JSON object');
   ELSIF pg_column_size(spec.metadata) > 8192 THEN
-    PERFORM herald._reject(code => 'HR008', field => p || 'metadata', message => format('is %s bytes, over the 8192-byte limit', pg_column_size(spec.metadata)));
+    PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => format('is %s bytes, over the 8192-byte limit', pg_column_size(spec.metadata)));
   END IF;
   IF spec.idempotency_key = '' OR length(spec.idempotency_key) > 255 THEN
-    PERFORM herald._reject(code => 'HR009', field => p || 'idempotency_key', message => 'must be 1 to 255 characters');
+    PERFORM herald._reject(code => '22V09', field => p || 'idempotency_key', message => 'must be 1 to 255 characters');
   END IF;
   IF spec.ordering_key = '' OR length(spec.ordering_key) > 255 THEN
-    PERFORM herald._reject(code => 'HR010', field => p || 'ordering_key', message => 'must be 1 to 255 characters');
+    PERFORM herald._reject(code => '22V10', field => p || 'ordering_key', message => 'must be 1 to 255 characters');
   END IF;
 END
 $_$;
@@ -1071,7 +1071,7 @@ DECLARE
   done boolean;
 BEGIN
   IF cancel.id IS NULL THEN
-    PERFORM herald._reject(code => 'HR012', field => 'id', message => 'must not be NULL');
+    PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
   END IF;
   IF cancel.now IS DISTINCT FROM pg_catalog.now() THEN
     PERFORM herald._check_clock(now => cancel.now);
@@ -1119,13 +1119,13 @@ BEGIN
     PERFORM herald._check_clock(now => claim_batch.now);
   END IF;
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
-    PERFORM herald._reject('HR012', 'worker', 'must be a non-empty name of at most 200 characters');
+    PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
   END IF;
   IF claim_batch.batch_size IS NULL OR claim_batch.batch_size NOT BETWEEN 1 AND 10000 THEN
-    PERFORM herald._reject('HR012', 'batch_size', format('%s is outside 1..10000', claim_batch.batch_size));
+    PERFORM herald._reject('22V12', 'batch_size', format('%s is outside 1..10000', claim_batch.batch_size));
   END IF;
   IF claim_batch.lease IS NOT NULL AND claim_batch.lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
-    PERFORM herald._reject('HR012', 'lease', format('%s is outside 1 second..1 day', claim_batch.lease));
+    PERFORM herald._reject('22V12', 'lease', format('%s is outside 1 second..1 day', claim_batch.lease));
   END IF;
 
   -- The caller may be about to wait for a NOTIFY: producers notify from now on
@@ -1280,19 +1280,19 @@ BEGIN
     PERFORM herald._check_clock(now => create_consumer_group.now);
   END IF;
   IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
-    PERFORM herald._reject('HR012', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
+    PERFORM herald._reject('22V12', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
   END IF;
   IF partitions IS NULL OR partitions NOT BETWEEN 1 AND 256 THEN
-    PERFORM herald._reject('HR012', 'partitions', format('%s is outside 1..256', coalesce(partitions::text, 'NULL')));
+    PERFORM herald._reject('22V12', 'partitions', format('%s is outside 1..256', coalesce(partitions::text, 'NULL')));
   END IF;
   IF start IS NULL OR start NOT IN ('latest', 'earliest') THEN
-    PERFORM herald._reject('HR012', 'start', format('%s is neither latest nor earliest', coalesce(quote_literal(start), 'NULL')));
+    PERFORM herald._reject('22V12', 'start', format('%s is neither latest nor earliest', coalesce(quote_literal(start), 'NULL')));
   END IF;
 
   SELECT g.partitions INTO existing FROM herald.consumer_groups g WHERE g.name = "group";
   IF FOUND THEN
     IF existing <> partitions THEN
-      PERFORM herald._reject('HR016', 'partitions',
+      PERFORM herald._reject('22V16', 'partitions',
         format('consumer group %L exists with %s partitions, not %s', "group", existing, partitions));
     END IF;
     RETURN false;
@@ -1348,7 +1348,7 @@ $$;
 -- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors HR001-HR010 name the field.';
+COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10 name the field.';
 
 
 --
@@ -1365,11 +1365,11 @@ DECLARE
   v_plain boolean;
 BEGIN
   IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
-    PERFORM herald._reject(code => 'HR011', field => 'messages', message => 'must be a JSON array of message objects');
+    PERFORM herald._reject(code => '22V11', field => 'messages', message => 'must be a JSON array of message objects');
   END IF;
   n := jsonb_array_length(messages);
   IF n = 0 OR n > 10000 THEN
-    PERFORM herald._reject(code => 'HR011', field => 'messages', message => format('has %s elements; 1 to 10000 are allowed', n));
+    PERFORM herald._reject(code => '22V11', field => 'messages', message => format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
   -- The usual batch: every element an object of exactly channel, recipient and payload,
@@ -1436,7 +1436,7 @@ DECLARE
   n integer := coalesce(cardinality(channels), 0);
 BEGIN
   IF n = 0 OR n > 10000 THEN
-    PERFORM herald._reject(code => 'HR011', field => 'channels', message => format('has %s elements; 1 to 10000 messages are allowed', n));
+    PERFORM herald._reject(code => '22V11', field => 'channels', message => format('has %s elements; 1 to 10000 messages are allowed', n));
   END IF;
   PERFORM herald._check_arrays(
     fields => ARRAY['channels', 'recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
@@ -1444,7 +1444,7 @@ BEGIN
     lengths => ARRAY[n, cardinality(recipients), cardinality(payloads), cardinality(run_ats),
                      cardinality(priorities), cardinality(idempotency_keys), cardinality(ordering_keys),
                      cardinality(max_attempts), cardinality(metadata)],
-    required => 3, code => 'HR011');
+    required => 3, code => '22V11');
   RETURN herald._enqueue(
     specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md)::herald.message_spec
                    FROM (SELECT unnest(channels) AS c, unnest(recipients) AS r, unnest(payloads) AS p,
@@ -1481,7 +1481,7 @@ BEGIN
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens'],
     ARRAY[cardinality(ids), cardinality(lease_tokens)], 2);
   IF lease IS NULL OR lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
-    PERFORM herald._reject('HR012', 'lease', format('%s is outside 1 second..1 day', coalesce(lease::text, 'NULL')));
+    PERFORM herald._reject('22V12', 'lease', format('%s is outside 1 second..1 day', coalesce(lease::text, 'NULL')));
   END IF;
 
   UPDATE herald.messages m
@@ -1525,12 +1525,12 @@ BEGIN
   SELECT c INTO bad FROM unnest(error_classes) AS c
   WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'permanent') LIMIT 1;
   IF FOUND THEN
-    PERFORM herald._reject('HR012', 'error_classes',
+    PERFORM herald._reject('22V12', 'error_classes',
       format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
       hint => 'use transient, rate_limited or permanent');
   END IF;
   IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
-    PERFORM herald._reject('HR012', 'error_codes', 'a code is over 64 characters');
+    PERFORM herald._reject('22V12', 'error_codes', 'a code is over 64 characters');
   END IF;
 
   WITH failed AS (
@@ -1637,7 +1637,7 @@ BEGIN
   cp := herald._consumer_partition("group", partition, false);
   SELECT c.next_offset - 1 INTO log_end FROM herald.log_counter c;
   IF upto IS NULL OR upto > log_end THEN
-    PERFORM herald._reject('HR015', 'upto',
+    PERFORM herald._reject('22V15', 'upto',
       format('%s is beyond the end of the log (offset %s)', coalesce(upto::text, 'NULL'), log_end));
   END IF;
   IF upto <= cp.committed_offset THEN
@@ -1674,15 +1674,15 @@ BEGIN
     PERFORM herald._check_clock(now => log_dead_letter.now);
   END IF;
   IF log_dead_letter."offset" IS NULL THEN
-    PERFORM herald._reject('HR015', 'offset', 'must not be NULL');
+    PERFORM herald._reject('22V15', 'offset', 'must not be NULL');
   END IF;
   IF error IS NULL OR error = '' THEN
-    PERFORM herald._reject('HR012', 'error', 'must say why the event is set aside');
+    PERFORM herald._reject('22V12', 'error', 'must say why the event is set aside');
   END IF;
   cp := herald._consumer_partition("group", partition, false);
   SELECT l.* INTO ev FROM herald._log_after(cp.committed_offset, cp.partitions, log_dead_letter.partition, 1) l;
   IF ev."offset" IS DISTINCT FROM log_dead_letter."offset" THEN
-    PERFORM herald._reject('HR015', 'offset',
+    PERFORM herald._reject('22V15', 'offset',
       format('%s is not the next event of partition %s (that is %s)',
              coalesce(log_dead_letter."offset"::text, 'NULL'), partition, coalesce(ev."offset"::text, 'none')));
   END IF;
@@ -1718,7 +1718,7 @@ DECLARE
   cp record;
 BEGIN
   IF log_read.max IS NULL OR log_read.max NOT BETWEEN 1 AND 10000 THEN
-    PERFORM herald._reject('HR012', 'max', format('%s is outside 1..10000', coalesce(log_read.max::text, 'NULL')));
+    PERFORM herald._reject('22V12', 'max', format('%s is outside 1..10000', coalesce(log_read.max::text, 'NULL')));
   END IF;
   PERFORM herald._listening('herald_log'); -- the caller may wait next: producers notify (herald._notify)
   cp := herald._consumer_partition(log_read."group", log_read.partition, true);
@@ -1757,7 +1757,7 @@ DECLARE
   bad bigint;
 BEGIN
   IF max IS NULL OR max NOT BETWEEN 1 AND 100000 THEN
-    PERFORM herald._reject('HR012', 'max', format('%s is outside 1..100000', coalesce(max::text, 'NULL')));
+    PERFORM herald._reject('22V12', 'max', format('%s is outside 1..100000', coalesce(max::text, 'NULL')));
   END IF;
   SELECT c.next_offset INTO v_next FROM herald.log_counter c FOR UPDATE SKIP LOCKED;
   IF NOT FOUND THEN
@@ -1825,7 +1825,7 @@ DECLARE
   held_events integer;
 BEGIN
   IF before_offset IS NULL THEN
-    PERFORM herald._reject('HR012', 'before_offset', 'must not be NULL');
+    PERFORM herald._reject('22V12', 'before_offset', 'must not be NULL');
   END IF;
   SELECT least(before_offset, min(o.committed_offset) + 1) INTO bound FROM herald.consumer_offsets o;
   bound := coalesce(bound, before_offset);
@@ -1887,7 +1887,7 @@ BEGIN
     PERFORM herald._check_clock(now => purge.now);
   END IF;
   IF older_than IS NULL OR older_than < interval '0' THEN
-    PERFORM herald._reject('HR012', 'older_than', 'must be a non-negative interval');
+    PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
   END IF;
   DELETE FROM herald.messages m
   WHERE m.status IN ('sent', 'dead', 'cancelled')
@@ -1987,7 +1987,7 @@ DECLARE
   changed integer;
 BEGIN
   IF redrive.ids IS NULL THEN
-    PERFORM herald._reject(code => 'HR012', field => 'ids', message => 'must not be NULL');
+    PERFORM herald._reject(code => '22V12', field => 'ids', message => 'must not be NULL');
   END IF;
   IF redrive.now IS DISTINCT FROM pg_catalog.now() THEN
     PERFORM herald._check_clock(now => redrive.now);
@@ -2066,7 +2066,7 @@ DECLARE
                    AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER');
 BEGIN
   IF status.id IS NULL THEN
-    PERFORM herald._reject(code => 'HR012', field => 'id', message => 'must not be NULL');
+    PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
   END IF;
   RETURN QUERY
   SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,

@@ -152,7 +152,7 @@ func TestOnlyAdminsPassAClock(t *testing.T) {
 	}
 	// A past run_at counts as now: it cannot jump the queue of its priority.
 	_, err := alice.Exec(ctx, `SELECT herald.enqueue('email', 'a@example.com', `+otp+`, run_at => '-infinity')`)
-	wantPgError(t, err, "HR005", "run_at")
+	wantPgError(t, err, "22V05", "run_at")
 	id := scalar[int64](t, alice, `SELECT herald.enqueue('email', 'a@example.com', `+otp+`, run_at => now() - interval '300 days')`)
 	if dated := scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, id); time.Since(dated) > time.Hour {
 		t.Fatalf("a run_at in the past was stored as given: %v", dated)
@@ -218,7 +218,7 @@ func TestOnlyTheIntakeNamesProducers(t *testing.T) {
 		t.Fatalf("an admin naming a producer sees what that producer sees: %d %v", n, err)
 	}
 	_, err = named(intakeRole, "bad name!", `SELECT herald.enqueue('email', 'a@example.com', `+otp+`)`)
-	wantPgError(t, err, "HR012", "herald.producer")
+	wantPgError(t, err, "22V12", "herald.producer")
 }
 
 // Attack over HTTP: the holder of one intake token reads another token's message by
@@ -260,7 +260,7 @@ func TestIntakeTokensAreSeparateProducers(t *testing.T) {
 }
 
 // Attack at enqueue: webhook URLs with credentials or literal internal addresses are
-// refused with HR002 naming the recipient, and nothing is stored. Host names pass
+// refused with 22V02 naming the recipient, and nothing is stored. Host names pass
 // here; the runner judges what they resolve to when it connects.
 func TestWebhookRecipientsRefusedAtEnqueue(t *testing.T) {
 	ctx, pool := setup(t)
@@ -273,10 +273,10 @@ func TestWebhookRecipientsRefusedAtEnqueue(t *testing.T) {
 		"http://[::ffff:127.0.0.1]/x", "http://127.1/x", "http://2130706433/x", "http://0x7f.0.0.1/x", "http://[zz::1]/x",
 	} {
 		_, err := alice.Exec(ctx, `SELECT herald.enqueue('hooks', $1, '{}')`, url)
-		wantPgError(t, err, "HR002", "recipient")
+		wantPgError(t, err, "22V02", "recipient")
 		_, err = alice.Exec(ctx, `SELECT herald.enqueue_batch(jsonb_build_array(jsonb_build_object('channel', 'hooks', 'recipient', $1::text, 'payload', '{}'::jsonb),
 			jsonb_build_object('channel', 'hooks', 'recipient', 'https://hooks.example.com/ok', 'payload', '{}'::jsonb)))`, url)
-		wantPgError(t, err, "HR002", "messages[0].recipient")
+		wantPgError(t, err, "22V02", "messages[0].recipient")
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
 		t.Fatalf("%d refused webhooks stored", n)

@@ -23,18 +23,18 @@ func (e *InputError) Error() string { return e.Message }
 
 // codes maps herald's SQLSTATEs (docs/sql.md, "Errors") to the codes of the HTTP API.
 var codes = map[string]string{
-	"HR001": "unknown_channel",
-	"HR002": "invalid_recipient",
-	"HR003": "invalid_payload",
-	"HR004": "payload_too_large",
-	"HR005": "invalid_run_at",
-	"HR006": "invalid_priority",
-	"HR007": "invalid_max_attempts",
-	"HR008": "invalid_metadata",
-	"HR009": "invalid_idempotency_key",
-	"HR010": "invalid_ordering_key",
-	"HR011": "invalid_message",
-	"HR012": "invalid_argument",
+	"22V01": "unknown_channel",
+	"22V02": "invalid_recipient",
+	"22V03": "invalid_payload",
+	"22V04": "payload_too_large",
+	"22V05": "invalid_run_at",
+	"22V06": "invalid_priority",
+	"22V07": "invalid_max_attempts",
+	"22V08": "invalid_metadata",
+	"22V09": "invalid_idempotency_key",
+	"22V10": "invalid_ordering_key",
+	"22V11": "invalid_message",
+	"22V12": "invalid_argument",
 }
 
 // batchField splits enqueue_batch's COLUMN, "messages[3].recipient", into 3 and
@@ -42,7 +42,7 @@ var codes = map[string]string{
 var batchField = regexp.MustCompile(`^messages\[(\d+)\](?:\.(.+))?$`)
 
 // AsInputError returns the InputError behind err when err is one of herald's
-// validation errors (an HRxxx SQLSTATE), and false for anything else.
+// validation errors (a 22Vxx SQLSTATE), and false for anything else.
 func AsInputError(err error) (*InputError, bool) {
 	var pg *pgconn.PgError
 	if !errors.As(err, &pg) {

@@ -1,10 +1,10 @@
 -- herald._check_arrays(fields, lengths, required, code) — validate the parallel arrays
--- of a batch call (complete, fail, extend_lease: HR012; enqueue_many: HR011): the
+-- of a batch call (complete, fail, extend_lease: 22V12; enqueue_many: 22V11): the
 -- first `required` arrays must not be NULL, and every non-NULL array must have the
 -- length of the first. Raises `code` with the offending argument in COLUMN.
 -- Locks: none.
 CREATE OR REPLACE FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer,
-                                                code text DEFAULT 'HR012')
+                                                code text DEFAULT '22V12')
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE

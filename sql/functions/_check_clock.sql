@@ -1,4 +1,4 @@
--- herald._check_clock(now) — the rule for every `now` argument: NULL is refused (HR012
+-- herald._check_clock(now) — the rule for every `now` argument: NULL is refused (22V12
 -- 'now'), and a clock other than the transaction's now() is taken only from members of
 -- herald_admin (42501 'now'): tests and admins may fix time; producers cannot forge
 -- created_at or jump queues, workers cannot steal leases or claim scheduled messages.
@@ -10,7 +10,7 @@ STABLE
 AS $$
 BEGIN
   IF now IS NULL THEN
-    PERFORM herald._reject(code => 'HR012', field => 'now', message => 'must not be NULL',
+    PERFORM herald._reject(code => '22V12', field => 'now', message => 'must not be NULL',
                            hint => 'leave it out: the database clock is used');
   END IF;
   IF now <> pg_catalog.now() AND NOT pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN

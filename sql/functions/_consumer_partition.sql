@@ -3,7 +3,7 @@
 -- return (partitions of the group, committed_offset). With skip_locked, a row held by
 -- another transaction (another consumer of the group on this partition) gives
 -- committed_offset NULL instead of waiting.
--- Errors: HR013 group (unknown consumer group), HR014 partition (outside
+-- Errors: 22V13 group (unknown consumer group), 22V14 partition (outside
 -- 0..partitions-1). Locks: the offset row, FOR UPDATE.
 CREATE OR REPLACE FUNCTION herald._consumer_partition(
   "group" text,
@@ -17,11 +17,11 @@ AS $$
 BEGIN
   SELECT g.partitions INTO partitions FROM herald.consumer_groups g WHERE g.name = "group";
   IF NOT FOUND THEN
-    PERFORM herald._reject('HR013', 'group', format('unknown consumer group %L', "group"),
+    PERFORM herald._reject('22V13', 'group', format('unknown consumer group %L', "group"),
       hint => 'create it with herald.create_consumer_group');
   END IF;
   IF partition IS NULL OR partition NOT BETWEEN 0 AND partitions - 1 THEN
-    PERFORM herald._reject('HR014', 'partition',
+    PERFORM herald._reject('22V14', 'partition',
       format('%s is outside 0..%s for group %L', coalesce(partition::text, 'NULL'), partitions - 1, "group"));
   END IF;
   IF skip_locked THEN

@@ -1,8 +1,8 @@
 -- herald._message_specs(messages) — the elements of an enqueue_batch array as message
--- specs, read one by one: raises HR011 for an element that is not an object
+-- specs, read one by one: raises 22V11 for an element that is not an object
 -- ('messages[i]'), an unknown field or a text field that is not a JSON string
--- ('messages[i].field'), HR005 for a run_at that is not a timestamp string, HR006 /
--- HR007 for a priority / max_attempts that is not an integer. The values themselves
+-- ('messages[i].field'), 22V05 for a run_at that is not a timestamp string, 22V06 /
+-- 22V07 for a priority / max_attempts that is not an integer. The values themselves
 -- are checked later by herald._enqueue. enqueue_batch's path when its one SQL/JSON
 -- test refuses the batch; tests compare the two. Locks: none.
 CREATE OR REPLACE FUNCTION herald._message_specs(messages jsonb)
@@ -21,23 +21,23 @@ BEGIN
     item := messages -> (i - 1);
     p := format('messages[%s]', i - 1);
     IF jsonb_typeof(item) <> 'object' THEN
-      PERFORM herald._reject(code => 'HR011', field => p, message => 'must be a JSON object');
+      PERFORM herald._reject(code => '22V11', field => p, message => 'must be a JSON object');
     END IF;
     FOR k IN SELECT jsonb_object_keys(item) LOOP
       IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
                    'ordering_key', 'max_attempts', 'metadata') THEN
-        PERFORM herald._reject(code => 'HR011', field => p || '.' || k, message => 'is not a message field',
+        PERFORM herald._reject(code => '22V11', field => p || '.' || k, message => 'is not a message field',
           hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
       END IF;
     END LOOP;
-    specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => 'HR011'),
-                    herald._json_text(item => item, key => 'recipient', prefix => p, code => 'HR011'),
+    specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => '22V11'),
+                    herald._json_text(item => item, key => 'recipient', prefix => p, code => '22V11'),
                     nullif(item -> 'payload', 'null'),
-                    herald._json_timestamptz(item => item, key => 'run_at', prefix => p, code => 'HR005'),
-                    herald._json_integer(item => item, key => 'priority', prefix => p, code => 'HR006'),
-                    herald._json_text(item => item, key => 'idempotency_key', prefix => p, code => 'HR011'),
-                    herald._json_text(item => item, key => 'ordering_key', prefix => p, code => 'HR011'),
-                    herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => 'HR007'),
+                    herald._json_timestamptz(item => item, key => 'run_at', prefix => p, code => '22V05'),
+                    herald._json_integer(item => item, key => 'priority', prefix => p, code => '22V06'),
+                    herald._json_text(item => item, key => 'idempotency_key', prefix => p, code => '22V11'),
+                    herald._json_text(item => item, key => 'ordering_key', prefix => p, code => '22V11'),
+                    herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => '22V07'),
                     nullif(item -> 'metadata', 'null'))::herald.message_spec;
   END LOOP;
   RETURN specs;

@@ -2,7 +2,7 @@
 -- it carries user info (user:password@, which HTTP clients turn into an Authorization
 -- header), or its host is an IP address that is not canonical (127.1, 0x7f.1) or lies
 -- in herald._refused_networks(). Host names are judged by the runner at connect time.
--- Used by herald._valid and herald._validate (HR002 recipient). Locks: none.
+-- Used by herald._valid and herald._validate (22V02 recipient). Locks: none.
 CREATE OR REPLACE FUNCTION herald._refused_address(url text)
 RETURNS text
 LANGUAGE plpgsql

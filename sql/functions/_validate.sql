@@ -2,12 +2,12 @@
 -- field of one message that breaks an enqueue rule; return nothing when it passes.
 -- The rules, stated once (herald._valid is their set-based twin), raised through
 -- herald._reject with COLUMN = field_prefix || field (docs/sql.md, "Errors"):
---   HR001 channel  unknown      HR002 recipient  syntax of the kind, 1..320 chars
---   HR003 payload  object with what the kind needs (email: subject and text, html or
+--   22V01 channel  unknown      22V02 recipient  syntax of the kind, 1..320 chars
+--   22V03 payload  object with what the kind needs (email: subject and text, html or
 --         body; sms: text or body, non-empty strings)
---   HR004 payload  over the channel's max_payload_bytes   HR005 run_at  within a year
---   HR006 priority -100..100   HR007 max_attempts 1..100   HR008 metadata object, 8 kB
---   HR009 idempotency_key / HR010 ordering_key  1..255 characters
+--   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
+--   22V06 priority -100..100   22V07 max_attempts 1..100   22V08 metadata object, 8 kB
+--   22V09 idempotency_key / 22V10 ordering_key  1..255 characters
 -- NULL run_at, priority, max_attempts, metadata and keys are valid (defaults).
 -- Reads herald.channels by primary key. Locks: none.
 CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, now timestamptz, field_prefix text)
@@ -22,61 +22,61 @@ DECLARE
 BEGIN
   SELECT c.* INTO ch FROM herald.channels c WHERE c.name = spec.channel;
   IF NOT FOUND THEN
-    PERFORM herald._reject(code => 'HR001', field => p || 'channel', message => format('unknown channel %L', spec.channel),
+    PERFORM herald._reject(code => '22V01', field => p || 'channel', message => format('unknown channel %L', spec.channel),
       hint => 'known channels are the rows of herald.channels');
   END IF;
 
   IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => 'must be a non-empty string of at most 320 characters');
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => 'must be a non-empty string of at most 320 characters');
   ELSIF ch.kind = 'email' AND NOT herald._email_address(recipient => spec.recipient) THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => format('%L is not an e-mail address', spec.recipient),
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an e-mail address', spec.recipient),
       hint => 'expected local-part@domain, e.g. ana@example.com');
   ELSIF ch.kind = 'sms' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$') THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => format('%L is not an E.164 phone number', spec.recipient),
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an E.164 phone number', spec.recipient),
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
   ELSIF ch.kind = 'webhook' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$') THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient));
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient));
   ELSIF ch.kind = 'webhook' AND herald._refused_address(url => spec.recipient) IS NOT NULL THEN
-    PERFORM herald._reject(code => 'HR002', field => p || 'recipient',
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient',
       message => 'the URL ' || herald._refused_address(url => spec.recipient),
       hint => 'webhooks may not target internal networks; see docs/security.md');
   END IF;
 
   IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN
-    PERFORM herald._reject(code => 'HR003', field => p || 'payload', message => 'must be a JSON object');
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'must be a JSON object');
   ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(obj => spec.payload, key => 'subject') THEN
-    PERFORM herald._reject(code => 'HR003', field => p || 'payload', message => 'an e-mail needs "subject" (a non-empty string)');
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "subject" (a non-empty string)');
   ELSIF ch.kind = 'email' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                                 OR herald._nonempty_string(obj => spec.payload, key => 'html')
                                 OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
-    PERFORM herald._reject(code => 'HR003', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string)');
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string)');
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
-    PERFORM herald._reject(code => 'HR003', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
-    PERFORM herald._reject(code => 'HR004', field => p || 'payload',
+    PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
   END IF;
 
   IF spec.run_at NOT BETWEEN now - interval '1 year' AND now + interval '1 year' THEN
-    PERFORM herald._reject(code => 'HR005', field => p || 'run_at', message => format('%s is more than a year away from now', spec.run_at));
+    PERFORM herald._reject(code => '22V05', field => p || 'run_at', message => format('%s is more than a year away from now', spec.run_at));
   END IF;
   IF spec.priority NOT BETWEEN -100 AND 100 THEN
-    PERFORM herald._reject(code => 'HR006', field => p || 'priority', message => format('%s is outside -100..100 (lower runs first)', spec.priority));
+    PERFORM herald._reject(code => '22V06', field => p || 'priority', message => format('%s is outside -100..100 (lower runs first)', spec.priority));
   END IF;
   IF spec.max_attempts NOT BETWEEN 1 AND 100 THEN
-    PERFORM herald._reject(code => 'HR007', field => p || 'max_attempts', message => format('%s is outside 1..100', spec.max_attempts));
+    PERFORM herald._reject(code => '22V07', field => p || 'max_attempts', message => format('%s is outside 1..100', spec.max_attempts));
   END IF;
   IF jsonb_typeof(spec.metadata) <> 'object' THEN
-    PERFORM herald._reject(code => 'HR008', field => p || 'metadata', message => 'must be a JSON object');
+    PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => 'must be a JSON object');
   ELSIF pg_column_size(spec.metadata) > 8192 THEN
-    PERFORM herald._reject(code => 'HR008', field => p || 'metadata', message => format('is %s bytes, over the 8192-byte limit', pg_column_size(spec.metadata)));
+    PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => format('is %s bytes, over the 8192-byte limit', pg_column_size(spec.metadata)));
   END IF;
   IF spec.idempotency_key = '' OR length(spec.idempotency_key) > 255 THEN
-    PERFORM herald._reject(code => 'HR009', field => p || 'idempotency_key', message => 'must be 1 to 255 characters');
+    PERFORM herald._reject(code => '22V09', field => p || 'idempotency_key', message => 'must be 1 to 255 characters');
   END IF;
   IF spec.ordering_key = '' OR length(spec.ordering_key) > 255 THEN
-    PERFORM herald._reject(code => 'HR010', field => p || 'ordering_key', message => 'must be 1 to 255 characters');
+    PERFORM herald._reject(code => '22V10', field => p || 'ordering_key', message => 'must be 1 to 255 characters');
   END IF;
 END
 $$;

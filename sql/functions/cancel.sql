@@ -16,7 +16,7 @@ DECLARE
   done boolean;
 BEGIN
   IF cancel.id IS NULL THEN
-    PERFORM herald._reject(code => 'HR012', field => 'id', message => 'must not be NULL');
+    PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
   END IF;
   IF cancel.now IS DISTINCT FROM pg_catalog.now() THEN
     PERFORM herald._check_clock(now => cancel.now);

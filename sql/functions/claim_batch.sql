@@ -9,7 +9,7 @@
 -- Index: messages_claim_idx in order to the LIMIT; messages_ordering_key_idx;
 -- messages_pkey for the UPDATE. Locks: the claimed rows until the transaction ends
 -- (call it in autocommit; never hold it open during a send).
--- Errors: HR012 worker (empty, over 200 characters), batch_size (1..10,000), lease
+-- Errors: 22V12 worker (empty, over 200 characters), batch_size (1..10,000), lease
 -- (1 second..1 day). SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
@@ -41,13 +41,13 @@ BEGIN
     PERFORM herald._check_clock(now => claim_batch.now);
   END IF;
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
-    PERFORM herald._reject('HR012', 'worker', 'must be a non-empty name of at most 200 characters');
+    PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
   END IF;
   IF claim_batch.batch_size IS NULL OR claim_batch.batch_size NOT BETWEEN 1 AND 10000 THEN
-    PERFORM herald._reject('HR012', 'batch_size', format('%s is outside 1..10000', claim_batch.batch_size));
+    PERFORM herald._reject('22V12', 'batch_size', format('%s is outside 1..10000', claim_batch.batch_size));
   END IF;
   IF claim_batch.lease IS NOT NULL AND claim_batch.lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
-    PERFORM herald._reject('HR012', 'lease', format('%s is outside 1 second..1 day', claim_batch.lease));
+    PERFORM herald._reject('22V12', 'lease', format('%s is outside 1 second..1 day', claim_batch.lease));
   END IF;
 
   -- The caller may be about to wait for a NOTIFY: producers notify from now on

@@ -8,7 +8,7 @@
 -- Index: the primary key, one probe per id; status is not tested (the token implies
 -- processing), which keeps the planner off messages_lease_expiry_idx.
 -- Locks: the changed rows; ROW EXCLUSIVE on herald.log_statements.
--- Errors: HR012 ids/lease_tokens NULL, or an array whose length differs from ids.
+-- Errors: 22V12 ids/lease_tokens NULL, or an array whose length differs from ids.
 -- The single-id overload returns true when the row changed. SECURITY DEFINER for
 -- herald_worker.
 CREATE OR REPLACE FUNCTION herald.complete(

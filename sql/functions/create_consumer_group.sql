@@ -7,8 +7,8 @@
 -- ordering_key (or recipient): one key's events stay in one partition, in order.
 -- start: 'latest' (default) begins after the last event sequenced now; 'earliest'
 -- begins at the oldest event still in the log (after herald.log_truncate).
--- Errors: HR012 group (name: 1–100 of letters, digits, _ . : -, starting with a
--- letter or digit), partitions, start; HR016 partitions when the group exists with
+-- Errors: 22V12 group (name: 1–100 of letters, digits, _ . : -, starting with a
+-- letter or digit), partitions, start; 22V16 partitions when the group exists with
 -- another partition count. Locks: inserts into consumer_groups / consumer_offsets.
 -- SECURITY DEFINER for herald_consumer.
 CREATE OR REPLACE FUNCTION herald.create_consumer_group(
@@ -30,19 +30,19 @@ BEGIN
     PERFORM herald._check_clock(now => create_consumer_group.now);
   END IF;
   IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
-    PERFORM herald._reject('HR012', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
+    PERFORM herald._reject('22V12', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
   END IF;
   IF partitions IS NULL OR partitions NOT BETWEEN 1 AND 256 THEN
-    PERFORM herald._reject('HR012', 'partitions', format('%s is outside 1..256', coalesce(partitions::text, 'NULL')));
+    PERFORM herald._reject('22V12', 'partitions', format('%s is outside 1..256', coalesce(partitions::text, 'NULL')));
   END IF;
   IF start IS NULL OR start NOT IN ('latest', 'earliest') THEN
-    PERFORM herald._reject('HR012', 'start', format('%s is neither latest nor earliest', coalesce(quote_literal(start), 'NULL')));
+    PERFORM herald._reject('22V12', 'start', format('%s is neither latest nor earliest', coalesce(quote_literal(start), 'NULL')));
   END IF;
 
   SELECT g.partitions INTO existing FROM herald.consumer_groups g WHERE g.name = "group";
   IF FOUND THEN
     IF existing <> partitions THEN
-      PERFORM herald._reject('HR016', 'partitions',
+      PERFORM herald._reject('22V16', 'partitions',
         format('consumer group %L exists with %s partitions, not %s', "group", existing, partitions));
     END IF;
     RETURN false;

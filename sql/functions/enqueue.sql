@@ -4,7 +4,7 @@
 -- nothing), ordering_key (same key: one at a time, in id order), max_attempts (1..100;
 -- NULL = the channel's), metadata (object kept with the message, not sent), now (a
 -- clock: herald_admin only). Keys are per producer (herald._producer).
--- Errors: HR001–HR010 with the field in COLUMN (herald._validate), HR012 now NULL,
+-- Errors: 22V01–22V10 with the field in COLUMN (herald._validate), 22V12 now NULL,
 -- 42501 now from a role below herald_admin; nothing is stored. Runs in the caller's
 -- transaction; a concurrent enqueue of the same key waits for it (herald._enqueue).
 -- A thin entry point over herald._enqueue. SECURITY DEFINER for herald_producer.
@@ -40,4 +40,4 @@ REVOKE ALL ON FUNCTION herald.enqueue(text, text, jsonb, timestamptz, integer, t
 GRANT EXECUTE ON FUNCTION herald.enqueue(text, text, jsonb, timestamptz, integer, text, text, integer, jsonb, timestamptz)
   TO herald_producer, herald_admin;
 COMMENT ON FUNCTION herald.enqueue(text, text, jsonb, timestamptz, integer, text, text, integer, jsonb, timestamptz) IS
-  'Store one notification and return its id (idempotent with idempotency_key); errors HR001-HR010 name the field.';
+  'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10 name the field.';

@@ -2,10 +2,10 @@
 -- array (1 to 10,000 objects with the fields of herald.enqueue; run_at an ISO 8601
 -- string; null = absent), all or nothing; returns their ids in input order.
 -- Errors name the first bad element, COLUMN 'messages[<i>].<field>' (i from 0):
--- HR001–HR010 as herald.enqueue, and HR011 for messages (not an array, empty, too
+-- 22V01–22V10 as herald.enqueue, and 22V11 for messages (not an array, empty, too
 -- long), messages[i] (not an object) and messages[i].<field> (unknown, or of the
--- wrong JSON type; a run_at that is not a timestamp is HR005, a priority that is not
--- an integer HR006, max_attempts HR007).
+-- wrong JSON type; a run_at that is not a timestamp is 22V05, a priority that is not
+-- an integer 22V06, max_attempts 22V07).
 -- Reading: a batch of plain elements (exactly channel, recipient and payload, the
 -- first two strings) is proved so and read in one pass, one jsonb comparison and three
 -- lookups per element; any other batch is checked with one SQL/JSON path and a key
@@ -25,11 +25,11 @@ DECLARE
   v_plain boolean;
 BEGIN
   IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
-    PERFORM herald._reject(code => 'HR011', field => 'messages', message => 'must be a JSON array of message objects');
+    PERFORM herald._reject(code => '22V11', field => 'messages', message => 'must be a JSON array of message objects');
   END IF;
   n := jsonb_array_length(messages);
   IF n = 0 OR n > 10000 THEN
-    PERFORM herald._reject(code => 'HR011', field => 'messages', message => format('has %s elements; 1 to 10000 are allowed', n));
+    PERFORM herald._reject(code => '22V11', field => 'messages', message => format('has %s elements; 1 to 10000 are allowed', n));
   END IF;
 
   -- The usual batch: every element an object of exactly channel, recipient and payload,

@@ -4,8 +4,8 @@
 -- nothing; returns their ids in input order. For drivers that send arrays in the
 -- binary protocol (nothing to parse). channels, recipients and payloads are required;
 -- an optional array may be NULL (all defaults) or hold NULLs (that message's default).
--- Errors: HR011 channels (NULL, empty or over 10,000), HR011 <array> (length differs
--- from channels'); a bad message: HR001–HR010 with COLUMN 'messages[<i>].<field>'
+-- Errors: 22V11 channels (NULL, empty or over 10,000), 22V11 <array> (length differs
+-- from channels'); a bad message: 22V01–22V10 with COLUMN 'messages[<i>].<field>'
 -- (i from 0). Rules, defaults and idempotency as herald.enqueue (herald._enqueue).
 -- SECURITY DEFINER for herald_producer. Locks: as herald.enqueue.
 CREATE OR REPLACE FUNCTION herald.enqueue_many(
@@ -29,7 +29,7 @@ DECLARE
   n integer := coalesce(cardinality(channels), 0);
 BEGIN
   IF n = 0 OR n > 10000 THEN
-    PERFORM herald._reject(code => 'HR011', field => 'channels', message => format('has %s elements; 1 to 10000 messages are allowed', n));
+    PERFORM herald._reject(code => '22V11', field => 'channels', message => format('has %s elements; 1 to 10000 messages are allowed', n));
   END IF;
   PERFORM herald._check_arrays(
     fields => ARRAY['channels', 'recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
@@ -37,7 +37,7 @@ BEGIN
     lengths => ARRAY[n, cardinality(recipients), cardinality(payloads), cardinality(run_ats),
                      cardinality(priorities), cardinality(idempotency_keys), cardinality(ordering_keys),
                      cardinality(max_attempts), cardinality(metadata)],
-    required => 3, code => 'HR011');
+    required => 3, code => '22V11');
   RETURN herald._enqueue(
     specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md)::herald.message_spec
                    FROM (SELECT unnest(channels) AS c, unnest(recipients) AS r, unnest(payloads) AS p,

@@ -7,7 +7,7 @@
 -- not complete those: its complete would change nothing anyway).
 -- Index: the primary key, one probe per id (status is implied by the lease token;
 -- see herald.complete). Locks: row locks on the changed rows.
--- Errors: HR012 ids/lease_tokens (NULL or lengths differ), lease (outside 1 second..1 day).
+-- Errors: 22V12 ids/lease_tokens (NULL or lengths differ), lease (outside 1 second..1 day).
 -- SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.extend_lease(
   ids bigint[],
@@ -29,7 +29,7 @@ BEGIN
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens'],
     ARRAY[cardinality(ids), cardinality(lease_tokens)], 2);
   IF lease IS NULL OR lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
-    PERFORM herald._reject('HR012', 'lease', format('%s is outside 1 second..1 day', coalesce(lease::text, 'NULL')));
+    PERFORM herald._reject('22V12', 'lease', format('%s is outside 1 second..1 day', coalesce(lease::text, 'NULL')));
   END IF;
 
   UPDATE herald.messages m

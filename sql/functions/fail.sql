@@ -9,7 +9,7 @@
 -- characters), for workers and admins only. Each failure joins the error history
 -- (last 20); a message that goes dead gets a 'dead' log event.
 -- Index: the primary key, one probe per id. Locks: the changed rows; ROW EXCLUSIVE on
--- herald.log_statements. Errors: HR012 NULL or mismatched arrays, an unknown class, a
+-- herald.log_statements. Errors: 22V12 NULL or mismatched arrays, an unknown class, a
 -- code over 64 characters. The single-id overload returns true when the row changed.
 -- SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.fail(
@@ -41,12 +41,12 @@ BEGIN
   SELECT c INTO bad FROM unnest(error_classes) AS c
   WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'permanent') LIMIT 1;
   IF FOUND THEN
-    PERFORM herald._reject('HR012', 'error_classes',
+    PERFORM herald._reject('22V12', 'error_classes',
       format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
       hint => 'use transient, rate_limited or permanent');
   END IF;
   IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
-    PERFORM herald._reject('HR012', 'error_codes', 'a code is over 64 characters');
+    PERFORM herald._reject('22V12', 'error_codes', 'a code is over 64 characters');
   END IF;
 
   WITH failed AS (

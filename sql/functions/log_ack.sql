@@ -4,7 +4,7 @@
 -- offset changes nothing (a repeated ack is harmless).
 -- Call it in the transaction that called log_read (it waits for the offset row if
 -- another transaction holds it).
--- Errors: HR013 group, HR014 partition, HR015 upto (NULL, or beyond the last
+-- Errors: 22V13 group, 22V14 partition, 22V15 upto (NULL, or beyond the last
 -- sequenced offset). Locks: the offset row. SECURITY DEFINER for herald_consumer.
 CREATE OR REPLACE FUNCTION herald.log_ack("group" text, partition integer, upto bigint, now timestamptz DEFAULT now())
 RETURNS bigint
@@ -23,7 +23,7 @@ BEGIN
   cp := herald._consumer_partition("group", partition, false);
   SELECT c.next_offset - 1 INTO log_end FROM herald.log_counter c;
   IF upto IS NULL OR upto > log_end THEN
-    PERFORM herald._reject('HR015', 'upto',
+    PERFORM herald._reject('22V15', 'upto',
       format('%s is beyond the end of the log (offset %s)', coalesce(upto::text, 'NULL'), log_end));
   END IF;
   IF upto <= cp.committed_offset THEN

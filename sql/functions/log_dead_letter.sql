@@ -3,8 +3,8 @@
 -- herald.consumer_dead_letters and acknowledge it, so the group moves past it.
 -- The event must be the partition's next unacknowledged event (the one log_read gave
 -- first), so nothing else is skipped by mistake. Other groups are not affected.
--- Returns true. Errors: HR012 error (NULL or empty), HR013 group, HR014 partition,
--- HR015 offset (not the partition's next event).
+-- Returns true. Errors: 22V12 error (NULL or empty), 22V13 group, 22V14 partition,
+-- 22V15 offset (not the partition's next event).
 -- Locks: the offset row. SECURITY DEFINER for herald_consumer.
 CREATE OR REPLACE FUNCTION herald.log_dead_letter(
   "group" text,
@@ -26,15 +26,15 @@ BEGIN
     PERFORM herald._check_clock(now => log_dead_letter.now);
   END IF;
   IF log_dead_letter."offset" IS NULL THEN
-    PERFORM herald._reject('HR015', 'offset', 'must not be NULL');
+    PERFORM herald._reject('22V15', 'offset', 'must not be NULL');
   END IF;
   IF error IS NULL OR error = '' THEN
-    PERFORM herald._reject('HR012', 'error', 'must say why the event is set aside');
+    PERFORM herald._reject('22V12', 'error', 'must say why the event is set aside');
   END IF;
   cp := herald._consumer_partition("group", partition, false);
   SELECT l.* INTO ev FROM herald._log_after(cp.committed_offset, cp.partitions, log_dead_letter.partition, 1) l;
   IF ev."offset" IS DISTINCT FROM log_dead_letter."offset" THEN
-    PERFORM herald._reject('HR015', 'offset',
+    PERFORM herald._reject('22V15', 'offset',
       format('%s is not the next event of partition %s (that is %s)',
              coalesce(log_dead_letter."offset"::text, 'NULL'), partition, coalesce(ev."offset"::text, 'none')));
   END IF;

@@ -7,7 +7,7 @@
 -- same events again. Under READ COMMITTED it first sequences pending events
 -- (herald.log_sequence), so the log moves on with no other process.
 -- Index: log_statements_offset_idx (herald._log_after). Locks: the offset row; the
--- counter row when it sequenced. Errors: HR012 max, HR013 group, HR014 partition.
+-- counter row when it sequenced. Errors: 22V12 max, 22V13 group, 22V14 partition.
 -- SECURITY DEFINER for herald_consumer.
 CREATE OR REPLACE FUNCTION herald.log_read("group" text, partition integer, max integer DEFAULT 100)
 RETURNS TABLE (
@@ -28,7 +28,7 @@ DECLARE
   cp record;
 BEGIN
   IF log_read.max IS NULL OR log_read.max NOT BETWEEN 1 AND 10000 THEN
-    PERFORM herald._reject('HR012', 'max', format('%s is outside 1..10000', coalesce(log_read.max::text, 'NULL')));
+    PERFORM herald._reject('22V12', 'max', format('%s is outside 1..10000', coalesce(log_read.max::text, 'NULL')));
   END IF;
   PERFORM herald._listening('herald_log'); -- the caller may wait next: producers notify (herald._notify)
   cp := herald._consumer_partition(log_read."group", log_read.partition, true);

@@ -8,7 +8,7 @@
 -- again. A malformed row (unknown kind, arrays of different lengths) stops the run
 -- with XX000. Sends NOTIFY herald_log when it numbered anything.
 -- Index: log_statements_pending_idx. Locks: the log_counter row, the rows numbered.
--- Errors: HR012 max. SECURITY DEFINER for herald_worker and herald_consumer.
+-- Errors: 22V12 max. SECURITY DEFINER for herald_worker and herald_consumer.
 CREATE OR REPLACE FUNCTION herald.log_sequence(max integer DEFAULT 10000)
 RETURNS integer
 LANGUAGE plpgsql
@@ -22,7 +22,7 @@ DECLARE
   bad bigint;
 BEGIN
   IF max IS NULL OR max NOT BETWEEN 1 AND 100000 THEN
-    PERFORM herald._reject('HR012', 'max', format('%s is outside 1..100000', coalesce(max::text, 'NULL')));
+    PERFORM herald._reject('22V12', 'max', format('%s is outside 1..100000', coalesce(max::text, 'NULL')));
   END IF;
   SELECT c.next_offset INTO v_next FROM herald.log_counter c FOR UPDATE SKIP LOCKED;
   IF NOT FOUND THEN

@@ -6,7 +6,7 @@
 -- exactly at the bound.
 -- Index: log_statements_offset_idx: one backward probe finds and locks the only row
 -- that can hold the bound, then a range scan deletes the rows below it.
--- Locks: the deleted and cut rows. Errors: HR012 before_offset (NULL).
+-- Locks: the deleted and cut rows. Errors: 22V12 before_offset (NULL).
 -- Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.log_truncate(before_offset bigint)
 RETURNS bigint
@@ -23,7 +23,7 @@ DECLARE
   held_events integer;
 BEGIN
   IF before_offset IS NULL THEN
-    PERFORM herald._reject('HR012', 'before_offset', 'must not be NULL');
+    PERFORM herald._reject('22V12', 'before_offset', 'must not be NULL');
   END IF;
   SELECT least(before_offset, min(o.committed_offset) + 1) INTO bound FROM herald.consumer_offsets o;
   bound := coalesce(bound, before_offset);

@@ -3,7 +3,7 @@
 -- from cron or pg_cron, e.g. herald.purge('30 days').
 -- Index: none by default (delivered messages enter no index): a scan of
 -- herald.messages; with messages_finished_idx created as docs/tuning.md says, a range
--- scan of it. Locks: the deleted rows. Errors: HR012 older_than (NULL or negative).
+-- scan of it. Locks: the deleted rows. Errors: 22V12 older_than (NULL or negative).
 -- Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.purge(older_than interval, now timestamptz DEFAULT now())
 RETURNS bigint
@@ -19,7 +19,7 @@ BEGIN
     PERFORM herald._check_clock(now => purge.now);
   END IF;
   IF older_than IS NULL OR older_than < interval '0' THEN
-    PERFORM herald._reject('HR012', 'older_than', 'must be a non-negative interval');
+    PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
   END IF;
   DELETE FROM herald.messages m
   WHERE m.status IN ('sent', 'dead', 'cancelled')

@@ -14,7 +14,7 @@ DECLARE
   changed integer;
 BEGIN
   IF redrive.ids IS NULL THEN
-    PERFORM herald._reject(code => 'HR012', field => 'ids', message => 'must not be NULL');
+    PERFORM herald._reject(code => '22V12', field => 'ids', message => 'must not be NULL');
   END IF;
   IF redrive.now IS DISTINCT FROM pg_catalog.now() THEN
     PERFORM herald._check_clock(now => redrive.now);

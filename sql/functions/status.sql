@@ -5,7 +5,7 @@
 -- (SMTP reply, HTTP status, provider code), never the provider's or receiver's text
 -- (that stays in messages.errors for workers and admins). No payload, recipient or
 -- metadata. (The id is not repeated: an output column may not share the argument's
--- name.) Errors: HR012 id NULL. Index: the primary key. Locks: none.
+-- name.) Errors: 22V12 id NULL. Index: the primary key. Locks: none.
 -- SECURITY DEFINER for herald_producer (which has no table access).
 CREATE OR REPLACE FUNCTION herald.status(id bigint)
 RETURNS TABLE (
@@ -31,7 +31,7 @@ DECLARE
                    AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER');
 BEGIN
   IF status.id IS NULL THEN
-    PERFORM herald._reject(code => 'HR012', field => 'id', message => 'must not be NULL');
+    PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
   END IF;
   RETURN QUERY
   SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,

@@ -1,0 +1,61 @@
+"""A herald producer in Python with psycopg 3: enqueue, batch, status, and a
+validation error handled by its code and field.
+
+    DATABASE_URL=postgres://… python3 examples/python/producer.py
+
+herald's input errors are SQLSTATE class 22, which psycopg raises as
+psycopg.DataError; e.diag.sqlstate is the code (docs/sql.md, "Errors") and
+e.diag.column_name the field.
+"""
+
+import json
+import os
+import sys
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+
+def main() -> int:
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+        # One message; a repeat of the idempotency key returns the first id.
+        payload = Jsonb({"subject": "Your order", "text": "It ships today."})
+        sql = "SELECT herald.enqueue('email', %s, %s, idempotency_key => %s)"
+        (first,) = conn.execute(sql, ("ana@example.com", payload, "order-42")).fetchone()
+        (again,) = conn.execute(sql, ("ana@example.com", payload, "order-42")).fetchone()
+        assert again == first, (first, again)
+
+        # A batch: all or nothing, ids in input order.
+        batch = [
+            {"channel": "sms", "recipient": "+14155550100", "payload": {"text": "Code 123456"}},
+            {"channel": "email", "recipient": "bo@example.com", "payload": {"subject": "Hi", "text": "Hello"}},
+        ]
+        (ids,) = conn.execute("SELECT herald.enqueue_batch(%s)", (Jsonb(batch),)).fetchone()
+        assert len(ids) == 2, ids
+
+        # What happened to it (a producer sees only its own messages).
+        status, attempts = conn.execute(
+            "SELECT status, attempts FROM herald.status(%s)", (first,)).fetchone()
+        print(f"message {first}: {status}, {attempts} attempts; batch {ids}")
+
+        # Bad input: a DataError naming the field, and nothing stored.
+        for sql, args, code, field in [
+            ("SELECT herald.enqueue('email', %s, %s)", ("not-an-address", payload), "22V02", "recipient"),
+            ("SELECT herald.enqueue_batch(%s)",
+             (Jsonb(batch + [{"channel": "sms", "recipient": "12", "payload": {"text": "x"}}]),),
+             "22V02", "messages[2].recipient"),
+        ]:
+            try:
+                conn.execute(sql, args)
+            except psycopg.DataError as e:
+                assert (e.diag.sqlstate, e.diag.column_name) == (code, field), (e.diag.sqlstate, e.diag.column_name)
+                print(f"refused: {e.diag.sqlstate} {e.diag.column_name}: {e.diag.message_primary}")
+            else:
+                print("bad input was accepted", file=sys.stderr)
+                return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
