@@ -103,7 +103,7 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	}
 	r.m.claimSeconds.Observe(time.Since(start).Seconds())
 	for ch, k := range countByChannel(fl) {
-		r.m.claimed.Add(float64(k), ch)
+		r.m.claimed.WithLabelValues(ch).Add(float64(k))
 	}
 	r.start(sendCtx, fl)
 	return len(fl) == n, nil

@@ -5,17 +5,17 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Handler serves /metrics (Prometheus text format) and /healthz (200 when the
+// Handler serves /metrics (Prometheus exposition, github.com/prometheus/client_golang)
+// and /healthz (200 when the
 // database answers and the listener is connected, else 503, with a JSON body saying
 // which).
 func (r *Runner) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		r.m.reg.WriteTo(w)
-	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) {
 		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 		defer cancel()

@@ -1,47 +1,76 @@
 package runner
 
-import "github.com/herald/herald/runner/internal/metrics"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
 
-// instruments are the runner's Prometheus metrics.
+// instruments are the runner's Prometheus metrics, registered with the Go runtime
+// and process collectors in the runner's own registry (docs/operations.md, "Metrics").
 type instruments struct {
-	reg           *metrics.Registry
-	claimed       metrics.Counter
-	sent          metrics.Counter
-	failed        metrics.Counter
-	duplicates    metrics.Counter
-	released      metrics.Counter
-	leaseExtended metrics.Counter
-	leaseLost     metrics.Counter
-	leaseLapsed   metrics.Counter
-	reaped        metrics.Counter
-	notifications metrics.Counter
-	listenerUp    metrics.Gauge
-	inflight      metrics.Gauge
-	queueDepth    metrics.Gauge
-	sendSeconds   metrics.Histogram
-	claimSeconds  metrics.Histogram
+	reg           *prometheus.Registry
+	claimed       *prometheus.CounterVec
+	sent          *prometheus.CounterVec
+	failed        *prometheus.CounterVec
+	duplicates    prometheus.Counter
+	released      prometheus.Counter
+	leaseExtended prometheus.Counter
+	leaseLost     prometheus.Counter
+	leaseLapsed   prometheus.Counter
+	reaped        prometheus.Counter
+	notifications prometheus.Counter
+	listenerUp    prometheus.Gauge
+	inflight      prometheus.Gauge
+	queueDepth    *prometheus.GaugeVec
+	sendSeconds   *prometheus.HistogramVec
+	claimSeconds  prometheus.Histogram
 }
 
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
 func newInstruments() *instruments {
-	r := &metrics.Registry{}
-	return &instruments{
-		reg:           r,
-		claimed:       r.Counter("herald_claimed_total", "Messages claimed by this runner.", "channel"),
-		sent:          r.Counter("herald_sent_total", "Messages delivered and completed.", "channel"),
-		failed:        r.Counter("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
-		duplicates:    r.Counter("herald_duplicates_total", "Reports that matched no row: the lease was lost, so the message may be delivered twice."),
-		released:      r.Counter("herald_released_total", "Messages given back unsent at shutdown."),
-		leaseExtended: r.Counter("herald_lease_extended_total", "Leases extended for slow sends."),
-		leaseLost:     r.Counter("herald_lease_lost_total", "Lease extensions refused: the lease had already been lost."),
-		leaseLapsed:   r.Counter("herald_lease_lapsed_unsent_total", "Messages not sent because their lease lapsed while they waited."),
-		reaped:        r.Counter("herald_reaped_total", "Expired leases taken back by this runner's reap_stale calls."),
-		notifications: r.Counter("herald_notifications_total", "NOTIFY herald_queue received."),
-		listenerUp:    r.Gauge("herald_listener_connected", "1 while the LISTEN connection is up."),
-		inflight:      r.Gauge("herald_inflight", "Messages claimed and not yet reported."),
-		queueDepth:    r.Gauge("herald_queue_depth", "Messages queued and processing per channel, sampled from herald.queue_depth.", "channel", "status"),
-		sendSeconds:   r.Histogram("herald_send_seconds", "Time a sender took per message.", latencyBuckets, "channel"),
-		claimSeconds:  r.Histogram("herald_claim_seconds", "Time a claim_batch call took.", latencyBuckets),
+	reg := prometheus.NewRegistry()
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		f(c)
+		return c
 	}
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		f(c)
+		return c
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+		f(g)
+		return g
+	}
+	m := &instruments{
+		reg:           reg,
+		claimed:       counterVec("herald_claimed_total", "Messages claimed by this runner.", "channel"),
+		sent:          counterVec("herald_sent_total", "Messages delivered and completed.", "channel"),
+		failed:        counterVec("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
+		duplicates:    counter("herald_duplicates_total", "Reports that matched no row: the lease was lost, so the message may be delivered twice."),
+		released:      counter("herald_released_total", "Messages given back unsent at shutdown."),
+		leaseExtended: counter("herald_lease_extended_total", "Leases extended for slow sends."),
+		leaseLost:     counter("herald_lease_lost_total", "Lease extensions refused: the lease had already been lost."),
+		leaseLapsed:   counter("herald_lease_lapsed_unsent_total", "Messages not sent because their lease lapsed while they waited."),
+		reaped:        counter("herald_reaped_total", "Expired leases taken back by this runner's reap_stale calls."),
+		notifications: counter("herald_notifications_total", "NOTIFY herald_queue received."),
+		listenerUp:    gauge("herald_listener_connected", "1 while the LISTEN connection is up."),
+		inflight:      gauge("herald_inflight_messages", "Messages claimed and not yet reported."),
+		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
+			Help: "Messages queued and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
+		sendSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_send_duration_seconds",
+			Help: "Time a sender took per message.", Buckets: latencyBuckets}, []string{"channel"}),
+		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_claim_duration_seconds",
+			Help: "Time a claim_batch call took.", Buckets: latencyBuckets}),
+	}
+	f(m.queueDepth)
+	f(m.sendSeconds)
+	f(m.claimSeconds)
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
 }

@@ -100,7 +100,7 @@ func (r *Runner) sampleQueueDepth(ctx context.Context) {
 		var ch, st string
 		var n int64
 		if rows.Scan(&ch, &st, &n) == nil {
-			r.m.queueDepth.Set(float64(n), ch, st)
+			r.m.queueDepth.WithLabelValues(ch, st).Set(float64(n))
 		}
 	}
 }

@@ -117,11 +117,11 @@ func (r *Runner) flush(batch []outcome) {
 		if o.err == nil {
 			sent[o.msg.Channel]++
 		} else {
-			r.m.failed.Inc(o.msg.Channel, string(sender.Classify(o.err).Class))
+			r.m.failed.WithLabelValues(o.msg.Channel, string(sender.Classify(o.err).Class)).Inc()
 		}
 	}
 	for ch, k := range sent {
-		r.m.sent.Add(float64(k), ch)
+		r.m.sent.WithLabelValues(ch).Add(float64(k))
 	}
 	r.mu.Lock()
 	for _, o := range batch {

@@ -89,7 +89,7 @@ func (r *Runner) worker(ctx context.Context) {
 			start := time.Now()
 			o.res, o.err = r.send(ctx, m)
 			took := time.Since(start)
-			r.m.sendSeconds.Observe(took.Seconds(), m.Channel)
+			r.m.sendSeconds.WithLabelValues(m.Channel).Observe(took.Seconds())
 			if o.err == nil && debug {
 				r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
 					"provider_message_id", o.res.ProviderMessageID, "seconds", took.Seconds())
