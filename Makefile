@@ -11,14 +11,16 @@ TERN_VERSION := v2.4.2
 # Resolve the database once per recipe: the given DATABASE_URL, or the local cluster.
 DB := export DATABASE_URL="$${DATABASE_URL:-$$(tests/devdb.sh up)}" && [ -n "$$DATABASE_URL" ]
 
-.PHONY: run test bench build migrate vet db db-stop db-destroy psql examples-deps
+.PHONY: run test bench build install migrate vet db db-stop db-destroy psql examples-deps
 
 ## run: database up, herald installed, and the runner delivering to the sink (stdout); the
 ## intake is served open (HERALD_INTAKE_OPEN=true): a development setting
 run: build
 	@$(DB) && $(BIN)/herald migrate && \
 	echo && echo "herald is installed in $$DATABASE_URL; the runner prints each delivery as a JSON line." && \
-	echo "In another terminal, enqueue a notification:" && \
+	echo "In another terminal, in this folder, point herald's CLI and psql at it:" && \
+	echo "  export DATABASE_URL=$$DATABASE_URL PATH=$(BIN):\$$PATH" && \
+	echo "and enqueue a notification:" && \
 	echo "  psql \"$$DATABASE_URL\" -c \"SELECT herald.enqueue('email', 'ana@example.com', '{\\\"subject\\\": \\\"Hi\\\", \\\"text\\\": \\\"Hello Ana\\\"}')\"" && \
 	echo "or over HTTP:" && \
 	echo "  curl -s -X POST $${HERALD_HTTP_ADDR:-127.0.0.1:8080}/v1/messages -H 'Content-Type: application/json' -d '{\"channel\": \"sms\", \"recipient\": \"+14155550100\", \"payload\": {\"text\": \"Hello\"}}'" && \
@@ -37,9 +39,14 @@ test: $(BIN)/tern examples-deps
 bench:
 	@$(DB) && $(GO) run ./bench $(BENCH_FLAGS)
 
-## build: the herald binary in .bin/
+## build: the herald binary in .bin/ (with the commit it was built from: herald version)
 build:
-	$(GO) build -o $(BIN)/herald ./cmd/herald
+	$(GO) build -buildvcs=auto -o $(BIN)/herald ./cmd/herald
+
+## install: the herald binary into $(PREFIX)/bin (default /usr/local)
+PREFIX ?= /usr/local
+install: build
+	install -D -m 0755 $(BIN)/herald $(DESTDIR)$(PREFIX)/bin/herald
 
 ## migrate: install or upgrade herald in DATABASE_URL (or the local cluster)
 migrate: build

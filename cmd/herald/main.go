@@ -39,6 +39,7 @@ func commands() []command {
 		{"enqueue", "store a notification (flags, or JSON on stdin); prints its id", runEnqueue},
 		{"status", "what happened to one message", runStatus},
 		{"stats", "messages per channel and status", runStats},
+		{"version", "the build: module version, commit, Go, SQL code hash", runVersion},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	heraldsql "github.com/herald/herald/sql"
 	"github.com/herald/herald/tests/testdb"
 )
 
@@ -200,5 +201,18 @@ func TestIntakeTokensAndOpenIntake(t *testing.T) {
 	t.Setenv("HERALD_INTAKE_OPEN", "true")
 	if code, _, errOut = run(t, "serve", "--http-addr", badAddr); strings.Contains(errOut, "has no token") || !strings.Contains(errOut, "256.0.0.1") {
 		t.Fatalf("serve open: %d %q", code, errOut)
+	}
+}
+
+// `herald version` says what was built: module version, commit, Go, and the hash of
+// the SQL it installs (the value herald migrate stores in herald.installed_code).
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, "version")
+	if code != exitOK || !strings.HasPrefix(out, "herald ") || !strings.Contains(out, "\ncommit ") ||
+		!strings.Contains(out, "sql code "+heraldsql.CodeHash()) {
+		t.Fatalf("herald version: %d %q", code, out)
+	}
+	if code, _, errOut := run(t, "version", "extra"); code != exitUsage || !strings.Contains(errOut, "usage") {
+		t.Fatalf("herald version extra: %d %q", code, errOut)
 	}
 }
