@@ -11,7 +11,7 @@ TERN_VERSION := v2.4.2
 # Resolve the database once per recipe: the given DATABASE_URL, or the local cluster.
 DB := export DATABASE_URL="$${DATABASE_URL:-$$(tests/devdb.sh up)}" && [ -n "$$DATABASE_URL" ]
 
-.PHONY: run test bench build install migrate vet db db-stop db-destroy psql examples-deps
+.PHONY: run test bench build install migrate vet db db-stop db-destroy psql test-deps
 
 ## run: database up, herald installed, and the runner delivering to the sink (stdout); the
 ## intake is served open (HERALD_INTAKE_OPEN=true): a development setting
@@ -28,7 +28,7 @@ run: build
 	HERALD_INTAKE_OPEN=$${HERALD_INTAKE_OPEN:-true} HERALD_SENDER_EMAIL=$${HERALD_SENDER_EMAIL:-sink:-} HERALD_SENDER_SMS=$${HERALD_SENDER_SMS:-sink:-} exec $(BIN)/herald run
 
 ## test: vet, format check, and every test against a real PostgreSQL
-test: $(BIN)/tern examples-deps
+test: $(BIN)/tern test-deps
 	@$(DB) && export HERALD_TERN=$(BIN)/tern && \
 	unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './.devdb/*')) && \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi && \
@@ -64,11 +64,13 @@ db-stop:
 db-destroy:
 	@tests/devdb.sh destroy
 
-# What the producers in examples/ need, for the test that runs them: Debian's
-# python3-psycopg (psycopg 3) and nodejs/npm, and examples/node's packages (pg).
-examples-deps:
-	@/usr/bin/python3 -c 'import psycopg' 2>/dev/null && command -v npm >/dev/null || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg nodejs npm >/dev/null; }
+# What the tests need besides PostgreSQL: Debian's pgbouncer (the PgBouncer test),
+# python3-psycopg (psycopg 3) and nodejs/npm, and examples/node's packages (pg), for
+# the test that runs the producers in examples/.
+test-deps:
+	@/usr/bin/python3 -c 'import psycopg' 2>/dev/null && command -v npm >/dev/null && \
+	  { command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg nodejs npm pgbouncer >/dev/null; }
 	@[ -d examples/node/node_modules/pg ] || npm ci --prefix examples/node --no-audit --no-fund --loglevel=error
 
 # The tern CLI, for the test that installs herald the way a DBA without our binary does.

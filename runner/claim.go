@@ -14,6 +14,8 @@ func (r *Runner) claimLoop(ctx, sendCtx context.Context) {
 	defer poll.Stop()
 	trailing := time.NewTimer(time.Hour)
 	trailing.Stop()
+	deafPoll := time.NewTicker(r.cfg.DeafPollInterval)
+	defer deafPoll.Stop()
 	backoff := newBackoff(100*time.Millisecond, r.cfg.PollInterval)
 	for {
 		full, err := r.claim(ctx, sendCtx)
@@ -29,17 +31,32 @@ func (r *Runner) claimLoop(ctx, sendCtx context.Context) {
 		if full && r.free() > 0 {
 			continue // a full batch: there is probably more
 		}
+		if !r.waitForWork(ctx, poll, deafPoll, trailing) {
+			return
+		}
+	}
+}
+
+// waitForWork waits until a claim is due: a notification (and NotifyWindow after it,
+// for a commit that raced the first claim), the poll, a freed send slot, or — while
+// LISTEN is deaf — the DeafPollInterval tick. It returns false when ctx ends.
+func (r *Runner) waitForWork(ctx context.Context, poll, deafPoll *time.Ticker, trailing *time.Timer) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-r.wake:
 			trailing.Reset(r.cfg.NotifyWindow)
+			return true
 		case <-trailing.C:
+			return true
 		case <-poll.C:
+			return true
 		case <-r.freed:
-			if !full {
-				// A slot freed up, but the last claim found the queue empty.
-				continue
+			return true
+		case <-deafPoll.C:
+			if r.deaf.Load() {
+				return true
 			}
 		}
 	}

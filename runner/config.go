@@ -44,21 +44,30 @@ type Config struct {
 	// a message committed while the first claim ran, whose producer saw no runner
 	// waiting (default 10ms; docs/sql.md, "Notifications").
 	NotifyWindow time.Duration
+	// ListenURL is where the listener connects for LISTEN, when that must not be a
+	// connection of the pool: behind a transaction pooler (PgBouncer) LISTEN only
+	// works on a direct connection. Empty: a connection taken from the pool.
+	ListenURL string
+	// DeafPollInterval is how often the runner claims while its LISTEN connection
+	// receives no notifications (checked after each LISTEN; default 250ms).
+	DeafPollInterval time.Duration
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
 }
 
 // Defaults of Config, printed by `herald run --help`.
 const (
-	DefaultBatchSize     = 100
-	DefaultConcurrency   = 16
-	DefaultLease         = 30 * time.Second
-	DefaultPollInterval  = time.Second
-	DefaultShutdownGrace = 10 * time.Second
-	DefaultReapInterval  = 5 * time.Second
-	DefaultFlushInterval = 5 * time.Millisecond
-	DefaultStatsInterval = 15 * time.Second
-	DefaultNotifyWindow  = 10 * time.Millisecond
+	DefaultBatchSize    = 100
+	DefaultConcurrency  = 16
+	DefaultLease        = 30 * time.Second
+	DefaultPollInterval = time.Second
+	// DefaultDeafPollInterval is Config.DeafPollInterval's default.
+	DefaultDeafPollInterval = 250 * time.Millisecond
+	DefaultShutdownGrace    = 10 * time.Second
+	DefaultReapInterval     = 5 * time.Second
+	DefaultFlushInterval    = 5 * time.Millisecond
+	DefaultStatsInterval    = 15 * time.Second
+	DefaultNotifyWindow     = 10 * time.Millisecond
 )
 
 func (c *Config) setDefaults() error {
@@ -82,6 +91,7 @@ func (c *Config) setDefaults() error {
 	}
 	set(&c.Lease, DefaultLease)
 	set(&c.PollInterval, DefaultPollInterval)
+	set(&c.DeafPollInterval, DefaultDeafPollInterval)
 	set(&c.ShutdownGrace, DefaultShutdownGrace)
 	set(&c.ReapInterval, DefaultReapInterval)
 	set(&c.FlushInterval, DefaultFlushInterval)
@@ -97,7 +107,7 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("runner: concurrency %d must be at least 1", c.Concurrency)
 	case c.Lease < time.Second || c.Lease > 24*time.Hour:
 		return fmt.Errorf("runner: lease %s is outside 1s..24h", c.Lease)
-	case c.PollInterval < 0 || c.ShutdownGrace < 0 || c.ReapInterval < 0 || c.FlushInterval < 0 || c.StatsInterval < 0:
+	case c.PollInterval < 0 || c.DeafPollInterval < 0 || c.ShutdownGrace < 0 || c.ReapInterval < 0 || c.FlushInterval < 0 || c.StatsInterval < 0:
 		return errors.New("runner: intervals must not be negative")
 	}
 	return nil

@@ -10,9 +10,9 @@ import (
 )
 
 // Handler serves /metrics (Prometheus exposition, github.com/prometheus/client_golang)
-// and /healthz (200 when the
-// database answers and the listener is connected, else 503, with a JSON body saying
-// which).
+// and /healthz (200 when the database answers and the listener is connected — its
+// "listener" also says when LISTEN is deaf, polling — else 503, with a JSON body
+// saying which).
 func (r *Runner) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{}))
@@ -28,6 +28,10 @@ func (r *Runner) Handler() http.Handler {
 		if !r.listenerUp.Load() {
 			body["listener"] = "disconnected"
 			code = http.StatusServiceUnavailable
+		} else if r.deaf.Load() {
+			// Delivering, by polling: not down, but misconfigured (HERALD_LISTEN_URL).
+			body["listener"] = "deaf: LISTEN receives no notifications (a transaction pooler?); polling every " +
+				r.cfg.DeafPollInterval.String()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)

@@ -55,6 +55,7 @@ type Runner struct {
 	outKick    chan struct{} // capacity 1: the outbox got its first result, or a full batch
 	pastGrace  atomic.Bool
 	listenerUp atomic.Bool
+	deaf       atomic.Bool // LISTEN connected, but its check notification never came
 }
 
 // flight is a claimed message until its result is reported.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/herald/herald/runner/intake"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // stdin is where `herald enqueue` reads a JSON document; tests replace it.
@@ -126,10 +127,22 @@ func cliError(stderr io.Writer, who string, err error) int {
 	case intake.Unavailable(err):
 		fmt.Fprintf(stderr, "%s: database unavailable: %s\n", who, strings.Join(strings.Fields(err.Error()), " "))
 		return exitDatabase
+	case pooledStatements(err):
+		fmt.Fprintf(stderr, "%s: %v: herald reaches PostgreSQL through a transaction pooler (PgBouncer?): "+
+			"add default_query_exec_mode=exec to DATABASE_URL (docs/operations.md, \"Behind PgBouncer\")\n", who, err)
+		return exitFailure
 	default:
 		fmt.Fprintf(stderr, "%s: %v\n", who, err)
 		return exitFailure
 	}
+}
+
+// pooledStatements reports whether err is what a transaction pooler does to named
+// prepared statements: one already exists on the server connection it handed over
+// (42P05), or the one made earlier is on another (26000).
+func pooledStatements(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "42P05" || pg.Code == "26000")
 }
 
 // runStatus is `herald status ID`.

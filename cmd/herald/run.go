@@ -26,6 +26,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	conc := fs.Int("concurrency", ev.int("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
 	lease := fs.Duration("lease", ev.duration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
 	poll := fs.Duration("poll-interval", ev.duration("HERALD_POLL_INTERVAL", runner.DefaultPollInterval), "claim this often without a notification; also how often log_sequence and refresh_statistics run (env HERALD_POLL_INTERVAL)")
+	deafPoll := fs.Duration("deaf-poll-interval", ev.duration("HERALD_DEAF_POLL_INTERVAL", runner.DefaultDeafPollInterval), "claim this often while LISTEN receives no notifications (env HERALD_DEAF_POLL_INTERVAL)")
 	grace := fs.Duration("shutdown-grace", ev.duration("HERALD_SHUTDOWN_GRACE", runner.DefaultShutdownGrace), "time in-flight sends get after SIGTERM (env HERALD_SHUTDOWN_GRACE)")
 	reap := fs.Duration("reap-interval", ev.duration("HERALD_REAP_INTERVAL", runner.DefaultReapInterval), "how often one runner reaps expired leases (env HERALD_REAP_INTERVAL)")
 	stats := fs.Duration("stats-interval", ev.duration("HERALD_STATS_INTERVAL", runner.DefaultStatsInterval), "how often queue depth is sampled (env HERALD_STATS_INTERVAL)")
@@ -42,6 +43,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	listenURL := ev.secret("HERALD_LISTEN_URL") // a direct connection for LISTEN, behind a transaction pooler
 	if err := ev.err(); err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
@@ -100,7 +102,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	r, err := runner.New(pool, runner.Config{
 		Worker: *worker, Senders: senders, BatchSize: *batch, Concurrency: *conc, Lease: *lease,
-		PollInterval: *poll, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
+		PollInterval: *poll, DeafPollInterval: *deafPoll, ListenURL: listenURL, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
