@@ -65,12 +65,13 @@ db-destroy:
 	@tests/devdb.sh destroy
 
 # What the tests need besides PostgreSQL: Debian's pgbouncer (the PgBouncer test),
+# chromium (the console's browser test),
 # python3-psycopg (psycopg 3) and nodejs/npm, and examples/node's packages (pg), for
 # the test that runs the producers in examples/.
 test-deps:
 	@/usr/bin/python3 -c 'import psycopg' 2>/dev/null && command -v npm >/dev/null && \
-	  { command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg nodejs npm pgbouncer >/dev/null; }
+	  { command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null && [ -x /usr/bin/chromium ] || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg nodejs npm pgbouncer chromium >/dev/null; }
 	@[ -d examples/node/node_modules/pg ] || npm ci --prefix examples/node --no-audit --no-fund --loglevel=error
 
 # The tern CLI, for the test that installs herald the way a DBA without our binary does.

@@ -44,6 +44,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	listenURL := ev.secret("HERALD_LISTEN_URL") // a direct connection for LISTEN, behind a transaction pooler
+	consoleToken := ev.secret("HERALD_CONSOLE_TOKEN")
 	if err := ev.err(); err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
@@ -119,6 +120,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "herald run: %v\n", err)
 				return exitUsage
 			}
+		}
+		if err := registerConsole(mux, pool, consoleToken, logger); err != nil {
+			fmt.Fprintf(stderr, "herald run: %v\n", err)
+			return exitUsage
 		}
 		if stopHTTP, err = serveHTTP(ctx, *httpAddr, mux, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: listening on %s: %v\n", *httpAddr, err)

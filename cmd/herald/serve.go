@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/herald/herald/runner/console"
 	"github.com/herald/herald/runner/intake"
 )
 
@@ -109,6 +110,19 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 	return nil
 }
 
+// registerConsole adds the operator console (runner/console) to mux when a token is
+// set (HERALD_CONSOLE_TOKEN or its _FILE); without one there is no console.
+func registerConsole(mux *http.ServeMux, pool *pgxpool.Pool, token string, logger *slog.Logger) error {
+	if token == "" {
+		return nil
+	}
+	if err := console.Register(mux, pool, console.Config{Token: token, Logger: logger}); err != nil {
+		return err
+	}
+	logger.Info("serving the operator console", "path", console.Prefix)
+	return nil
+}
+
 // serveHTTP serves handler on addr until ctx ends, then shuts down gracefully. It
 // returns once the listener is up (or failed); the returned stop waits for shutdown.
 func serveHTTP(ctx context.Context, addr string, handler http.Handler, logger *slog.Logger) (stop func(), err error) {
@@ -148,6 +162,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	consoleToken := ev.secret("HERALD_CONSOLE_TOKEN")
 	settings, err := in.resolve(ev)
 	if err == nil && !settings.on {
 		err = errors.New("HERALD_INTAKE=off: herald serve serves nothing but the intake")
@@ -164,6 +179,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer pool.Close()
 	mux := http.NewServeMux()
 	if err := settings.register(ctx, mux, pool, in, logger); err != nil {
+		fmt.Fprintf(stderr, "herald serve: %v\n", err)
+		return exitUsage
+	}
+	if err := registerConsole(mux, pool, consoleToken, logger); err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
 	}

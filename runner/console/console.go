@@ -1,0 +1,288 @@
+// Package console is herald's operator console: a few server-rendered pages on the
+// HTTP address (no JavaScript) that show queue depth and the oldest message's age
+// per channel and state, throughput over the last hour as a chart, paused channels,
+// consumer-group lag and the dead letters with their error history, with redrive
+// and cancel actions, and one message by id with its events. It reads and acts only
+// through herald's SQL (views and functions), so its database role must be
+// herald_admin.
+//
+// Access needs the console's own token: a form exchanges it for an HttpOnly,
+// SameSite=Strict cookie scoped to the console's path; every page and action
+// without it is refused (401) and changes nothing.
+package console
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed templates/*.html
+var files embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"ago": func(d *time.Duration) string {
+		if d == nil {
+			return "—"
+		}
+		return d.Round(time.Second).String()
+	},
+}).ParseFS(files, "templates/*.html"))
+
+// Prefix is where the console is served.
+const Prefix = "/console/"
+
+const cookieName = "herald_console"
+
+// Config is the console's access and logging.
+type Config struct {
+	// Token grants access; it must be at least 16 characters.
+	Token string
+	// Logger receives errors that are not the operator's (default slog.Default()).
+	Logger *slog.Logger
+}
+
+type console struct {
+	pool *pgxpool.Pool
+	cfg  Config
+}
+
+// Register adds the console's routes under Prefix to mux.
+func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) error {
+	if len(cfg.Token) < 16 {
+		return errors.New("console: the token must be at least 16 characters")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	c := &console{pool: pool, cfg: cfg}
+	mux.HandleFunc("GET "+Prefix+"{$}", c.auth(c.overview))
+	mux.HandleFunc("GET "+Prefix+"messages/{id}", c.auth(c.message))
+	mux.HandleFunc("POST "+Prefix+"redrive", c.auth(c.redrive))
+	mux.HandleFunc("POST "+Prefix+"cancel", c.auth(c.cancel))
+	mux.HandleFunc("POST "+Prefix+"login", c.login)
+	return nil
+}
+
+func (c *console) valid(r *http.Request) bool {
+	ck, err := r.Cookie(cookieName)
+	return err == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.cfg.Token)) == 1
+}
+
+// auth runs next for a request with the console's cookie; others get the login form
+// with 401.
+func (c *console) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+		w.Header().Set("X-Frame-Options", "DENY")
+		if !c.valid(r) {
+			w.WriteHeader(http.StatusUnauthorized)
+			c.render(w, "login", map[string]any{"Prefix": Prefix, "Next": r.URL.Path})
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (c *console) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.cfg.Token)) != 1 {
+		w.WriteHeader(http.StatusUnauthorized)
+		c.render(w, "login", map[string]any{"Prefix": Prefix, "Failed": true})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.cfg.Token, Path: Prefix, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, Prefix, http.StatusSeeOther)
+}
+
+func (c *console) render(w http.ResponseWriter, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := pages.ExecuteTemplate(w, name+".html", data); err != nil {
+		c.cfg.Logger.Error("console: rendering", "page", name, "err", err)
+	}
+}
+
+func (c *console) fail(w http.ResponseWriter, err error) {
+	c.cfg.Logger.Error("console", "err", err)
+	http.Error(w, "the database could not answer; see the server's log", http.StatusServiceUnavailable)
+}
+
+// Depth is one row of herald.queue_stats.
+type Depth struct {
+	Channel, Status string
+	Count, Ready    int64
+	Oldest          *time.Duration
+}
+
+// Minute is the throughput of one minute (all channels).
+type Minute struct {
+	At               time.Time
+	Sent, Dead, Bars int64
+}
+
+// Dead is one row of herald.dead_letters.
+type Dead struct {
+	ID                              int64
+	Channel, Recipient, Class, Code string
+	Attempts                        int32
+	Error, Errors                   string
+	DiedAt                          time.Time
+}
+
+// Lag is one row of herald.consumer_lag.
+type Lag struct {
+	Group        string
+	Partition    int32
+	Lag, Pending int64
+}
+
+func (c *console) overview(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	data := map[string]any{"Prefix": Prefix, "Done": r.URL.Query().Get("done")}
+	var err error
+	if data["Depth"], err = collect(ctx, c.pool, `SELECT channel, status, count, ready, oldest_age FROM herald.queue_stats ORDER BY 1, 2`,
+		func(row pgx.CollectableRow) (d Depth, err error) {
+			err = row.Scan(&d.Channel, &d.Status, &d.Count, &d.Ready, &d.Oldest)
+			return
+		}); err != nil {
+		c.fail(w, err)
+		return
+	}
+	minutes, err := collect(ctx, c.pool, `SELECT g, coalesce(sum(t.sent), 0), coalesce(sum(t.dead), 0)
+		FROM generate_series(date_trunc('minute', now()) - interval '59 minutes', date_trunc('minute', now()), interval '1 minute') g
+		LEFT JOIN herald.throughput t ON t.minute = g GROUP BY g ORDER BY g`,
+		func(row pgx.CollectableRow) (m Minute, err error) {
+			err = row.Scan(&m.At, &m.Sent, &m.Dead)
+			return
+		})
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	var top int64 = 1
+	for _, m := range minutes {
+		top = max(top, m.Sent+m.Dead)
+	}
+	for i := range minutes {
+		minutes[i].Bars = (minutes[i].Sent + minutes[i].Dead) * 100 / top
+	}
+	data["Minutes"], data["Top"] = minutes, top
+	if data["Paused"], err = collect(ctx, c.pool, `SELECT name FROM herald.channels WHERE paused ORDER BY 1`, pgx.RowTo[string]); err != nil {
+		c.fail(w, err)
+		return
+	}
+	if data["Lag"], err = collect(ctx, c.pool, `SELECT group_name, partition, lag, pending FROM herald.consumer_lag ORDER BY 1, 2`,
+		func(row pgx.CollectableRow) (l Lag, err error) {
+			err = row.Scan(&l.Group, &l.Partition, &l.Lag, &l.Pending)
+			return
+		}); err != nil {
+		c.fail(w, err)
+		return
+	}
+	if data["Dead"], err = collect(ctx, c.pool, `SELECT id, channel, recipient, coalesce(last_error_class, ''),
+		coalesce(last_error_code, ''), attempts, coalesce(last_error, ''), jsonb_pretty(errors), died_at
+		FROM herald.dead_letters LIMIT 50`, scanDead); err != nil {
+		c.fail(w, err)
+		return
+	}
+	c.render(w, "overview", data)
+}
+
+func scanDead(row pgx.CollectableRow) (d Dead, err error) {
+	err = row.Scan(&d.ID, &d.Channel, &d.Recipient, &d.Class, &d.Code, &d.Attempts, &d.Error, &d.Errors, &d.DiedAt)
+	return
+}
+
+func collect[T any](ctx context.Context, pool *pgxpool.Pool, sql string, fn pgx.RowToFunc[T], args ...any) ([]T, error) {
+	rows, err := pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, fn)
+}
+
+// Event is one row of herald.log for a message.
+type Event struct {
+	Offset int64
+	Kind   string
+	At     time.Time
+	Detail string
+}
+
+func (c *console) message(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		http.Error(w, "id: must be an integer", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	var m struct {
+		ID                                           int64
+		Producer, Channel, Recipient, Status         string
+		Attempts, MaxAttempts                        int32
+		RunAt, CreatedAt                             time.Time
+		FinishedAt                                   *time.Time
+		Class, Code, Error, Receipt, Payload, Errors string
+	}
+	err = c.pool.QueryRow(ctx, `SELECT id, producer, channel, recipient, status, attempts, max_attempts, run_at, created_at,
+		finished_at, coalesce(last_error_class, ''), coalesce(last_error_code, ''), coalesce(last_error, ''),
+		coalesce(provider_message_id, ''), jsonb_pretty(payload), jsonb_pretty(errors)
+		FROM herald.messages WHERE id = $1`, id).Scan(&m.ID, &m.Producer, &m.Channel, &m.Recipient, &m.Status, &m.Attempts,
+		&m.MaxAttempts, &m.RunAt, &m.CreatedAt, &m.FinishedAt, &m.Class, &m.Code, &m.Error, &m.Receipt, &m.Payload, &m.Errors)
+	if errors.Is(err, pgx.ErrNoRows) {
+		http.Error(w, fmt.Sprintf("no message %d", id), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	events, err := collect(ctx, c.pool, `SELECT "offset", kind, at, coalesce(detail::text, '') FROM herald.log
+		WHERE message_id = $1 ORDER BY "offset"`, func(row pgx.CollectableRow) (e Event, err error) {
+		err = row.Scan(&e.Offset, &e.Kind, &e.At, &e.Detail)
+		return
+	}, id)
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	c.render(w, "message", map[string]any{"Prefix": Prefix, "M": m, "Events": events})
+}
+
+// act runs a herald admin function for the form's id and returns to the overview.
+func (c *console) act(w http.ResponseWriter, r *http.Request, what, sql string) {
+	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
+	if err != nil {
+		http.Error(w, "id: must be an integer", http.StatusBadRequest)
+		return
+	}
+	var n int64
+	if err := c.pool.QueryRow(r.Context(), sql, id).Scan(&n); err != nil {
+		c.fail(w, err)
+		return
+	}
+	c.cfg.Logger.Info("console: "+what, "id", id, "changed", n)
+	http.Redirect(w, r, fmt.Sprintf("%s?done=%s+%d:+%d+changed", Prefix, what, id, n), http.StatusSeeOther)
+}
+
+func (c *console) redrive(w http.ResponseWriter, r *http.Request) {
+	c.act(w, r, "redrive", `SELECT herald.redrive(ARRAY[$1::bigint])`)
+}
+
+func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
+	c.act(w, r, "cancel", `SELECT herald.cancel($1::bigint)::int`)
+}

@@ -1,0 +1,115 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/herald/herald/tests/testdb"
+)
+
+const consoleToken = "console-token-0123456789"
+
+// The operator console in a real headless browser (Debian's chromium, driven by
+// chromedp): the token form lets the operator in, the overview shows a dead letter
+// with its failure, Redrive queues it again, and the message page shows it queued.
+// Without the token the pages and the actions are refused and nothing changes.
+func TestConsoleInABrowser(t *testing.T) {
+	t.Parallel()
+	chromium := "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatal("chromium is not installed (make test installs Debian's chromium)")
+	}
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t"}')`)
+	mustExec(t, pool, `SELECT herald.fail(id, lease_token, '550 5.1.1 no such user', 'permanent', error_code => '550')
+		FROM herald.claim_batch('w', 1)`)
+
+	addr := freeAddr(t)
+	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr,
+		"HERALD_INTAKE_TOKENS=svc:tok-console", "HERALD_CONSOLE_TOKEN="+consoleToken)
+	waitHTTP(t, addr)
+	base := "http://" + addr + "/console/"
+
+	// Attacks without the token: nothing shown, nothing done.
+	resp, err := http.Get(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("console without a token: %d", resp.StatusCode)
+	}
+	for _, path := range []string{"redrive", "cancel"} {
+		resp, err := http.PostForm(base+path, url.Values{"id": {fmt.Sprint(id)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Fatalf("%s without a token: %d", path, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%smessages/%d", base, id), nil)
+	req.AddCookie(&http.Cookie{Name: "herald_console", Value: "tok-console"}) // the intake's token is not the console's
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("message page with another token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if s := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, id); s != "dead" {
+		t.Fatalf("status %s after refused actions", s)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
+		chromedp.NoSandbox, chromedp.Headless, chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	defer cancel()
+
+	deadID, redriveID := chromedp.ID(fmt.Sprintf("dead-%d", id)), chromedp.ID(fmt.Sprintf("redrive-%d", id))
+	step := func(what string, err error) {
+		if err != nil {
+			t.Fatalf("browser, %s: %v\n%s", what, err, logs.String())
+		}
+	}
+	step("sign in", chromedp.Do(ctx,
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), consoleToken),
+		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(deadID)))
+	deadRow, err := chromedp.Run(ctx, chromedp.Text(deadID))
+	step("read the dead letter", err)
+	step("redrive", chromedp.Do(ctx, chromedp.Click(redriveID), chromedp.WaitVisible(chromedp.ID("done"))))
+	done, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
+	step("read the result", err)
+	step("open the message", chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%smessages/%d", base, id)),
+		chromedp.WaitVisible(chromedp.ID("status"))))
+	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("status")))
+	step("read the status", err)
+	if !strings.Contains(deadRow, "550") || !strings.Contains(deadRow, "permanent") || !strings.Contains(deadRow, "no such user") {
+		t.Fatalf("the dead letter row: %q", deadRow)
+	}
+	if !strings.Contains(done, "redrive") || status != "queued" {
+		t.Fatalf("after Redrive: %q, message page says %q", done, status)
+	}
+	if s := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, id); s != "queued" {
+		t.Fatalf("the database says %s", s)
+	}
+	cancel()
+	cancelBrowser()
+	cancelAlloc()
+	waitExit(t, serve, logs, 10*time.Second)
+}
