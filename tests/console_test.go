@@ -33,6 +33,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	mustExec(t, pool, `SELECT herald.fail(id, lease_token, '550 5.1.1 no such user', 'permanent', error_code => '550')
 		FROM herald.claim_batch('w', 1)`)
 
+	mustExec(t, pool, `UPDATE herald.channels SET paused = true, paused_reason = 'SMTP 535: authentication failed', paused_at = now()
+		WHERE name = 'sms'`)
 	addr := freeAddr(t)
 	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr,
 		"HERALD_INTAKE_TOKENS=svc:tok-console", "HERALD_CONSOLE_TOKEN="+consoleToken)
@@ -92,6 +94,11 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.WaitVisible(deadID)))
 	deadRow, err := chromedp.Run(ctx, chromedp.Text(deadID))
 	step("read the dead letter", err)
+	paused, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("paused")))
+	step("read the paused channels", err)
+	if !strings.Contains(paused, "sms") || !strings.Contains(paused, "SMTP 535") {
+		t.Fatalf("paused channels: %q", paused)
+	}
 	step("redrive", chromedp.Do(ctx, chromedp.Click(redriveID), chromedp.WaitVisible(chromedp.ID("done"))))
 	done, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
 	step("read the result", err)

@@ -2101,6 +2101,8 @@ CREATE TABLE herald.channels (
     lease interval DEFAULT '00:00:30'::interval NOT NULL,
     max_payload_bytes integer DEFAULT 65536 NOT NULL,
     paused boolean DEFAULT false NOT NULL,
+    paused_reason text,
+    paused_at timestamp with time zone,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
     CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
@@ -2123,6 +2125,20 @@ COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kin
 --
 
 COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
+
+
+--
+-- Name: COLUMN channels.paused_reason; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, for operators (the console shows it); set with paused.';
+
+
+--
+-- Name: COLUMN channels.paused_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
 
 
 --

@@ -141,6 +141,12 @@ type Dead struct {
 	DiedAt                          time.Time
 }
 
+// Paused is a paused channel, why and since when.
+type Paused struct {
+	Channel, Reason string
+	Since           *time.Time
+}
+
 // Lag is one row of herald.consumer_lag.
 type Lag struct {
 	Group        string
@@ -180,7 +186,11 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		minutes[i].Bars = (minutes[i].Sent + minutes[i].Dead) * 100 / top
 	}
 	data["Minutes"], data["Top"] = minutes, top
-	if data["Paused"], err = collect(ctx, c.pool, `SELECT name FROM herald.channels WHERE paused ORDER BY 1`, pgx.RowTo[string]); err != nil {
+	if data["Paused"], err = collect(ctx, c.pool, `SELECT name, coalesce(paused_reason, ''), paused_at
+		FROM herald.channels WHERE paused ORDER BY 1`, func(row pgx.CollectableRow) (p Paused, err error) {
+		err = row.Scan(&p.Channel, &p.Reason, &p.Since)
+		return
+	}); err != nil {
 		c.fail(w, err)
 		return
 	}

@@ -25,6 +25,8 @@ CREATE TABLE herald.channels (
   lease             interval NOT NULL DEFAULT '30 seconds',
   max_payload_bytes integer NOT NULL DEFAULT 65536,
   paused            boolean NOT NULL DEFAULT false,
+  paused_reason     text,
+  paused_at         timestamptz,
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
   CONSTRAINT channels_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT channels_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 100),
@@ -34,6 +36,8 @@ CREATE TABLE herald.channels (
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
 COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
+COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, for operators (the console shows it); set with paused.';
+COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
 
