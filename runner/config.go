@@ -30,7 +30,7 @@ type Config struct {
 	// herald.log_sequence and herald.refresh_statistics (default 1s).
 	PollInterval time.Duration
 	// ShutdownGrace is how long in-flight sends may finish after a stop (default 10s);
-	// what is still unsent then is released (failed as transient, retry now).
+	// what is still unsent then is released (rate_limited, retry now; docs/runner-contract.md).
 	ShutdownGrace time.Duration
 	// ReapInterval is how often one runner (an advisory lock decides which) calls
 	// herald.reap_stale (default 5s).

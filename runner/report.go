@@ -70,7 +70,7 @@ func (r *Runner) report(stop <-chan struct{}) {
 }
 
 // flush reports one batch: complete for deliveries, fail for failures (released
-// as transient, retry now, when the send was cut short by shutdown). A database
+// as not tried, retry now, when shutdown came before the send). A database
 // error is retried with backoff; at shutdown for at most ShutdownGrace, after which
 // the lease expiry returns the messages.
 func (r *Runner) flush(batch []outcome) {

@@ -14,8 +14,9 @@
 // # Shutdown
 //
 // When Run's context ends the runner stops claiming, lets in-flight sends finish for
-// Config.ShutdownGrace, reports them, releases what is still unsent (herald.fail,
-// transient, retry now) and returns.
+// Config.ShutdownGrace, reports them, releases what was never started (herald.fail,
+// rate_limited, retry now: the attempt is given back) and what did not return (as
+// transient: it may have been delivered), and returns.
 package runner
 
 import (

@@ -76,8 +76,8 @@ func (r *Runner) worker(ctx context.Context) {
 		o := outcome{msg: m}
 		if r.pastGrace.Load() {
 			// Shutdown's grace is over: a message still queued is not sent now; it is
-			// released (transient, retry now) like a send cut short.
-			o.err = sender.WithCode(errors.New("released unsent at shutdown"), "released")
+			// released as not tried (rate_limited, retry now: the attempt is given back).
+			o.err = sender.WithCode(sender.RateLimited(errors.New("released unsent at shutdown"), time.Now()), "released")
 		} else if r.leaseLapsing(m.ID) {
 			// The lease expired, or will before a lease keeper tick can extend it, while
 			// the message waited: another runner may own it now. Not sent; reported as
