@@ -117,7 +117,7 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 		cfg := smtpsender.Config{Host: str("HOST"), TLS: str("TLS"), Username: str("USERNAME"),
 			Password: ev.secret(prefix + "PASSWORD"), Auth: str("AUTH"), Port: ev.int(prefix+"PORT", 0),
 			Timeout: duration("TIMEOUT", 10*time.Second), Pool: ev.int(prefix+"POOL", 4),
-			ThrottleWait: duration("THROTTLE_WAIT", time.Minute), Defaults: defaults}
+			ThrottleWait: duration("THROTTLE_WAIT", time.Minute), QuotaWait: duration("QUOTA_WAIT", time.Hour), Defaults: defaults}
 		if ca := str("CA_FILE"); ca != "" {
 			pem, err := os.ReadFile(ca)
 			if err != nil {
@@ -139,7 +139,7 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 			Timeout: duration("TIMEOUT", 10*time.Second)})
 	default: // webhook: the channel's own secrets (two while rotating), one allow-list for the runner
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
-			Timeout: duration("TIMEOUT", 10*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}})
+			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}})
 	}
 }
 

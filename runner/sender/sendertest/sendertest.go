@@ -53,9 +53,27 @@ type SMTPServer struct {
 	User     string
 	Password string
 
-	mu    sync.Mutex
-	msgs  []Received
-	conns map[string]bool // client addresses: one per connection (STARTTLS starts a new session, not a new connection)
+	mu      sync.Mutex
+	replies map[string]*smtp.SMTPError // by recipient local part (Reply)
+	msgs    []Received
+	conns   map[string]bool // client addresses: one per connection (STARTTLS starts a new session, not a new connection)
+}
+
+// Reply makes the server answer RCPT TO for the local part with the given reply
+// (code, enhanced code such as "4.7.0" or "", text), as a real provider would.
+func (s *SMTPServer) Reply(localPart string, code int, enhanced, text string) {
+	e := &smtp.SMTPError{Code: code, EnhancedCode: smtp.NoEnhancedCode, Message: text}
+	if enhanced != "" {
+		var c smtp.EnhancedCode
+		fmt.Sscanf(enhanced, "%d.%d.%d", &c[0], &c[1], &c[2])
+		e.EnhancedCode = c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.replies == nil {
+		s.replies = map[string]*smtp.SMTPError{}
+	}
+	s.replies[localPart] = e
 }
 
 // Messages returns what the server has received so far.
@@ -177,7 +195,14 @@ func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 }
 
 func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	switch strings.SplitN(to, "@", 2)[0] {
+	local := strings.SplitN(to, "@", 2)[0]
+	s.srv.mu.Lock()
+	reply := s.srv.replies[local]
+	s.srv.mu.Unlock()
+	if reply != nil {
+		return reply
+	}
+	switch local {
 	case "busy":
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "mailbox busy, try again later"}
 	case "slow-down":
@@ -283,6 +308,15 @@ func FakeSendGrid(t testing.TB) *httptest.Server {
 		case "down":
 			w.WriteHeader(500)
 			io.WriteString(w, `{"errors":[{"field":null,"message":"internal error"}]}`)
+		case "unverified": // SendGrid's answer for a From address without sender verification
+			w.WriteHeader(403)
+			io.WriteString(w, `{"errors":[{"message":"The from address does not match a verified Sender Identity. Mail cannot be sent until this error is resolved.","field":"from","help":"https://sendgrid.com/docs/for-developers/sending-email/sender-identity/"}]}`)
+		case "revoked":
+			w.WriteHeader(401)
+			io.WriteString(w, `{"errors":[{"field":null,"message":"The provided authorization grant is invalid, expired, or revoked","help":null}]}`)
+		case "huge":
+			w.WriteHeader(413)
+			io.WriteString(w, `{"errors":[{"message":"The JSON payload you have included in your request is too large.","field":null}]}`)
 		case "bad":
 			w.WriteHeader(400)
 			io.WriteString(w, `{"errors":[{"message":"Does not contain a valid address.","field":"personalizations.0.to.0.email","help":"http://sendgrid.com/docs/API_Reference/Web_API_v3/Mail/errors.html#message.personalizations.to"}]}`)
@@ -336,6 +370,18 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 		case "+15005550003":
 			w.WriteHeader(503)
 			io.WriteString(w, `{"code": 20503, "message": "Service Unavailable", "status": 503}`)
+		case "+15005550011": // Twilio's documented errors, as the API answers them
+			w.WriteHeader(400)
+			io.WriteString(w, `{"code": 21611, "message": "This 'From' number has exceeded the maximum number of queued messages", "more_info": "https://www.twilio.com/docs/errors/21611", "status": 400}`)
+		case "+15005550012":
+			w.WriteHeader(401)
+			io.WriteString(w, `{"code": 20003, "message": "Authenticate", "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401}`)
+		case "+15005550013":
+			w.WriteHeader(400)
+			io.WriteString(w, `{"code": 21610, "message": "Attempt to send to unsubscribed recipient", "more_info": "https://www.twilio.com/docs/errors/21610", "status": 400}`)
+		case "+15005550014":
+			w.WriteHeader(400)
+			io.WriteString(w, `{"code": 21614, "message": "'To' number is not a valid mobile number", "more_info": "https://www.twilio.com/docs/errors/21614", "status": 400}`)
 		default:
 			rec.mu.Lock()
 			rec.sent = append(rec.sent, to)

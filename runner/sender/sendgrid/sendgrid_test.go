@@ -45,4 +45,15 @@ func TestSendGridSender(t *testing.T) {
 	if f := sendertest.WantClass(t, err, sender.ClassPermanent); !strings.Contains(f.Error(), "personalizations.0.to.0.email") {
 		t.Fatalf("permanent error lacks SendGrid's field: %v", f)
 	}
+	// A revoked key (401) and an unverified sender (403) are the runner's problem, not
+	// the message's: they wait without using an attempt. 413 is permanent.
+	for _, c := range []struct {
+		local, code string
+		class       sender.Class
+	}{{"revoked", "401", sender.ClassRateLimited}, {"unverified", "403", sender.ClassRateLimited}, {"huge", "413", sender.ClassPermanent}} {
+		_, err = limited.Send(ctx, sendertest.EmailMessage(11, c.local+"@example.net"))
+		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code {
+			t.Fatalf("%s: code %q", c.local, f.Code)
+		}
+	}
 }

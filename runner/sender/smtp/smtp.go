@@ -7,13 +7,21 @@
 //
 // # Failure classes
 //
-//	5yz reply                               permanent (550 unknown mailbox…)
-//	530, 534, 535, 538 (authentication)     transient: an operator fixes credentials;
-//	                                        the messages must not die meanwhile
-//	421, 451, 452 saying rate / throttl… /
-//	too many, or with enhanced code 4.7.x   rate_limited, retry in Config.ThrottleWait
+//	530, 534, 535, 538 (authentication)     rate_limited, retry in Config.ThrottleWait: the
+//	                                        runner's configuration is wrong, not the
+//	                                        message; no attempt is used meanwhile
+//	5.4.5 (Gmail's daily sending limit),
+//	SubmissionQuotaExceeded (Microsoft 365)  rate_limited, retry in Config.QuotaWait
+//	421, 450, 451, 452, 454 with enhanced
+//	code 4.7.x or 4.2.1, or saying rate,
+//	throttl…, too many (not "too many
+//	recipients", 4.5.3)                     rate_limited, retry in Config.ThrottleWait
+//	other 5yz reply                         permanent (550 unknown mailbox…)
 //	other 4yz reply                         transient
 //	no reply (connection, TLS, timeout)     transient
+//
+// The reply code is the failure's Code. docs/operations.md has the table with the
+// providers' documentation each rule follows.
 package smtp
 
 import (
@@ -21,6 +29,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/textproto"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -48,9 +58,13 @@ type Config struct {
 	Timeout time.Duration
 	// Pool is how many connections are kept open for reuse (default 4).
 	Pool int
-	// ThrottleWait is when to retry after a throttling reply (default 1 minute).
+	// ThrottleWait is when to retry after a throttling or authentication reply
+	// (default 1 minute).
 	ThrottleWait time.Duration
-	Defaults     email.Defaults
+	// QuotaWait is when to retry after a sending-quota reply (default 1 hour: a
+	// daily quota is not back in a minute).
+	QuotaWait time.Duration
+	Defaults  email.Defaults
 }
 
 // Sender sends e-mail over SMTP. It is safe for concurrent use.
@@ -73,6 +87,9 @@ func New(cfg Config) (*Sender, error) {
 	}
 	if cfg.ThrottleWait == 0 {
 		cfg.ThrottleWait = time.Minute
+	}
+	if cfg.QuotaWait == 0 {
+		cfg.QuotaWait = time.Hour
 	}
 	opts := []mail.Option{mail.WithTimeout(cfg.Timeout)}
 	tlsConf := &tls.Config{ServerName: cfg.Host, MinVersion: tls.VersionTLS12}
@@ -218,25 +235,39 @@ func (s *Sender) Close() error {
 	}
 }
 
+// enhancedCode is an RFC 3463 enhanced status code at the start of a reply's text.
+var enhancedCode = regexp.MustCompile(`^[245]\.\d{1,3}\.\d{1,3}`)
+
 // classify maps an SMTP outcome to a failure class (see the package doc); the reply
 // code, when the server gave one, is the failure's Code.
 func (s *Sender) classify(err error) error {
 	var se *mail.SendError
 	code := 0
 	enhanced := ""
+	var te *textproto.Error // AUTH and connection-time replies
 	if errors.As(err, &se) {
 		code, enhanced = se.ErrorCode(), se.EnhancedStatusCode()
+	} else if errors.As(err, &te) {
+		code = te.Code
+		if m := enhancedCode.FindString(te.Msg); m != "" {
+			enhanced = m
+		}
 	}
 	text := strings.ToLower(err.Error())
+	now := time.Now()
 	switch {
 	case code == 530 || code == 534 || code == 535 || code == 538:
-		err = sender.Transient(err)
+		err = sender.RateLimited(err, now.Add(s.cfg.ThrottleWait))
+	case enhanced == "5.4.5" || strings.Contains(text, "submissionquotaexceeded") ||
+		strings.Contains(text, "sending limit exceeded") || strings.Contains(text, "daily user sending quota"):
+		err = sender.RateLimited(err, now.Add(s.cfg.QuotaWait))
+	case (code == 421 || code == 450 || code == 451 || code == 452 || code == 454) && enhanced != "4.5.3" &&
+		!strings.Contains(text, "too many recipients") &&
+		(strings.HasPrefix(enhanced, "4.7.") || enhanced == "4.2.1" || strings.Contains(text, "rate") ||
+			strings.Contains(text, "throttl") || strings.Contains(text, "too many") || strings.Contains(text, "too quickly")):
+		err = sender.RateLimited(err, now.Add(s.cfg.ThrottleWait))
 	case code >= 500:
 		err = sender.Permanent(err)
-	case (code == 421 || code == 451 || code == 452) &&
-		(strings.HasPrefix(enhanced, "4.7.") || strings.Contains(text, "rate") ||
-			strings.Contains(text, "throttl") || strings.Contains(text, "too many")):
-		err = sender.RateLimited(err, time.Now().Add(s.cfg.ThrottleWait))
 	default:
 		err = sender.Transient(err)
 	}

@@ -114,7 +114,7 @@ func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
 	cfg.Password = "wrong"
 	bad, _ := smtpsender.New(cfg)
 	_, err = bad.Send(context.Background(), sendertest.EmailMessage(3, "a@example.net"))
-	sendertest.WantClass(t, err, sender.ClassTransient)
+	sendertest.WantClass(t, err, sender.ClassRateLimited) // a wrong password uses no attempt
 
 	good, _ := smtpsender.New(sendertest.SMTPConfig(t, secure))
 	_, err = good.Send(context.Background(), sender.Message{ID: 4, Recipient: "a@example.net", Payload: json.RawMessage(`{"text":"no subject"}`)})
@@ -128,5 +128,51 @@ func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
 	}
 	if _, err := smtpsender.New(smtpsender.Config{Host: host, TLS: "maybe"}); err == nil {
 		t.Fatal("an unknown TLS mode was accepted")
+	}
+}
+
+// Providers' exact replies land in the class docs/operations.md gives them: quotas
+// wait hours, throttling a minute, neither uses an attempt; "too many recipients" is
+// not throttling; unknown mailboxes and full mailboxes are permanent; the reply code
+// is the failure's code.
+func TestSMTPRepliesAsProvidersSendThem(t *testing.T) {
+	t.Parallel()
+	srv := sendertest.StartSMTP(t, true)
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const minute, hour = time.Minute, time.Hour
+	for i, c := range []struct {
+		code           int
+		enhanced, text string
+		class          sender.Class
+		wait           time.Duration // for rate_limited: at least this far ahead
+	}{
+		{454, "", "Throttling failure: Maximum sending rate exceeded.", sender.ClassRateLimited, minute},                                                                                     // Amazon SES
+		{550, "5.4.5", "Daily user sending limit exceeded.", sender.ClassRateLimited, hour},                                                                                                  // Gmail
+		{554, "5.2.0", "STOREDRV.Submission.Exception:SubmissionQuotaExceededException; Failed to process message due to a permanent exception with message", sender.ClassRateLimited, hour}, // Microsoft 365
+		{421, "4.7.0", "Try again later, closing connection.", sender.ClassRateLimited, minute},                                                                                              // Gmail
+		{451, "4.7.1", "Greylisted, please try again later", sender.ClassRateLimited, minute},                                                                                                // greylisting
+		{450, "4.2.1", "The user you are trying to contact is receiving mail too quickly.", sender.ClassRateLimited, minute},
+		{452, "4.5.3", "Too many recipients", sender.ClassTransient, 0},
+		{452, "4.2.2", "The email account that you tried to reach is over quota.", sender.ClassTransient, 0},
+		{450, "4.2.0", "mailbox unavailable", sender.ClassTransient, 0},
+		{550, "5.1.1", "The email account that you tried to reach does not exist.", sender.ClassPermanent, 0},
+		{552, "5.2.2", "The email account that you tried to reach is over quota.", sender.ClassPermanent, 0},
+		{553, "5.1.3", "The recipient address is not a valid RFC 5321 address.", sender.ClassPermanent, 0},
+		{554, "5.7.1", "Message rejected: spam", sender.ClassPermanent, 0},
+	} {
+		local := fmt.Sprintf("reply%d", i)
+		srv.Reply(local, c.code, c.enhanced, c.text)
+		_, err := s.Send(context.Background(), sendertest.EmailMessage(int64(100+i), local+"@example.net"))
+		f := sendertest.WantClass(t, err, c.class)
+		if f.Code != fmt.Sprint(c.code) {
+			t.Errorf("%d %s: code %q", c.code, c.text, f.Code)
+		}
+		if c.class == sender.ClassRateLimited && time.Until(f.RetryAt) < c.wait-time.Second {
+			t.Errorf("%d %s: retry at %v, want at least %v ahead", c.code, c.text, f.RetryAt, c.wait)
+		}
 	}
 }

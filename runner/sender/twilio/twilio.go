@@ -103,6 +103,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 			detail = fmt.Sprintf("%d %s", r.Code, r.Message)
 		}
 		err := sender.FromHTTP(resp.StatusCode, resp.Header, detail, time.Now())
+		if r.Code == 21611 { // the From number's queue is full: wait, as for a 429
+			err = sender.RateLimited(err, time.Now().Add(time.Minute))
+		}
 		if r.Code != 0 {
 			err = sender.WithCode(err, strconv.Itoa(r.Code)) // Twilio's error code says more than the status
 		}

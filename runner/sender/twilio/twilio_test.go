@@ -33,7 +33,20 @@ func TestTwilioSender(t *testing.T) {
 	_, err = s.Send(ctx, sendertest.SMSMessage(3, "+15005550003"))
 	sendertest.WantClass(t, err, sender.ClassTransient)
 	_, err = s.Send(ctx, sendertest.SMSMessage(4, "+15005550001"))
-	if f := sendertest.WantClass(t, err, sender.ClassPermanent); !strings.Contains(f.Error(), "21211") {
-		t.Fatalf("permanent error lacks Twilio's code: %v", f)
+	if f := sendertest.WantClass(t, err, sender.ClassPermanent); !strings.Contains(f.Error(), "21211") || f.Code != "21211" {
+		t.Fatalf("permanent error lacks Twilio's code: %v (code %q)", f, f.Code)
+	}
+	// Twilio's documented errors: a full From queue (21611) and bad credentials
+	// (20003) wait without using an attempt; an unsubscribed recipient (21610) and a
+	// number that is not mobile (21614) are permanent. The code is Twilio's.
+	for _, c := range []struct {
+		to, code string
+		class    sender.Class
+	}{{"+15005550011", "21611", sender.ClassRateLimited}, {"+15005550012", "20003", sender.ClassRateLimited},
+		{"+15005550013", "21610", sender.ClassPermanent}, {"+15005550014", "21614", sender.ClassPermanent}} {
+		_, err := s.Send(ctx, sendertest.SMSMessage(5, c.to))
+		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code || (c.class == sender.ClassRateLimited && !f.RetryAt.After(time.Now())) {
+			t.Fatalf("Twilio %s: code %q, retry at %v", c.code, f.Code, f.RetryAt)
+		}
 	}
 }

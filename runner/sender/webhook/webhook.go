@@ -57,7 +57,8 @@ type Config struct {
 	// Secrets sign each request ("whsec_…"); all of them, so a receiver that knows
 	// either verifies during a rotation. At least one.
 	Secrets []string
-	// Timeout bounds one request (default 10s).
+	// Timeout bounds one request (default 30s: receivers that do work before they
+	// answer take 15 to 30 seconds).
 	Timeout time.Duration
 	// Egress is where connections may go (default: the refused networks refused).
 	Egress egress.Policy
@@ -86,7 +87,7 @@ func New(cfg Config) (*Sender, error) {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = 30 * time.Second
 	}
 	transport := &http.Transport{
 		Proxy:               nil, // a proxy would connect on our behalf, past the egress check
