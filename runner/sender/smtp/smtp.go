@@ -27,6 +27,7 @@ package smtp
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/textproto"
@@ -34,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	mail "github.com/wneessen/go-mail"
 	gosmtp "github.com/wneessen/go-mail/smtp"
@@ -169,7 +171,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 }
 
 func (s *Sender) message(e email.Email) (*mail.Msg, error) {
-	msg := mail.NewMsg()
+	msg := mail.NewMsg(mail.WithNoDefaultUserAgent()) // no X-Mailer naming our library
 	if err := msg.From(e.From); err != nil {
 		return nil, sender.Permanent(fmt.Errorf("from: %w", err))
 	}
@@ -181,10 +183,10 @@ func (s *Sender) message(e email.Email) (*mail.Msg, error) {
 			return nil, sender.Permanent(fmt.Errorf("reply_to: %w", err))
 		}
 	}
-	msg.Subject(e.Subject)
+	setHeader(msg, mail.HeaderSubject, e.Subject)
 	msg.SetMessageIDWithValue(strings.Trim(e.MessageID, "<>"))
 	for k, v := range e.Headers {
-		msg.SetGenHeader(mail.Header(k), v)
+		setHeader(msg, mail.Header(k), v)
 	}
 	switch {
 	case e.Text != "" && e.HTML != "":
@@ -196,6 +198,27 @@ func (s *Sender) message(e email.Email) (*mail.Msg, error) {
 		msg.SetBodyString(mail.TypeTextPlain, e.Text)
 	}
 	return msg, nil
+}
+
+// setHeader sets an unstructured header so that receivers read back exactly v: as
+// go-mail encodes it (RFC 2047 when it is not plain ASCII), except that text which
+// itself looks like an encoded word ("=?…?=") is encoded too, or receivers would
+// decode it into other text.
+func setHeader(msg *mail.Msg, h mail.Header, v string) {
+	if !strings.Contains(v, "=?") {
+		msg.SetGenHeader(h, v)
+		return
+	}
+	var words []string
+	for len(v) > 0 {
+		n := min(len(v), 45) // 45 bytes: 60 of base64, an encoded word within 75 characters
+		for n < len(v) && !utf8.RuneStart(v[n]) {
+			n--
+		}
+		words = append(words, "=?UTF-8?B?"+base64.StdEncoding.EncodeToString([]byte(v[:n]))+"?=")
+		v = v[n:]
+	}
+	msg.SetGenHeaderPreformatted(h, strings.Join(words, " "))
 }
 
 // conn takes an idle connection, or dials a new one.

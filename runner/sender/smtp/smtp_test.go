@@ -5,14 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	smtpsender "github.com/herald/herald/runner/sender/smtp"
 	"io"
+	"mime"
 	"net"
 	"net/mail"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
 
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
@@ -173,6 +175,41 @@ func TestSMTPRepliesAsProvidersSendThem(t *testing.T) {
 		}
 		if c.class == sender.ClassRateLimited && time.Until(f.RetryAt) < c.wait-time.Second {
 			t.Errorf("%d %s: retry at %v, want at least %v ahead", c.code, c.text, f.RetryAt, c.wait)
+		}
+	}
+}
+
+// A subject or header that looks like an RFC 2047 encoded word is encoded itself, so
+// receivers read the text the producer wrote, not what the "word" decodes to; no
+// X-Mailer or User-Agent names our library.
+func TestSMTPHeadersReadBackAsWritten(t *testing.T) {
+	t.Parallel()
+	srv := sendertest.StartSMTP(t, true)
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	subject := "=?utf-8?B?Zm9v?= and a long ASCII tail after it: " + strings.Repeat("x", 60)
+	m := sender.Message{ID: 7, Channel: "email", Recipient: "ana@example.net", Attempt: 1,
+		Payload: json.RawMessage(`{"subject":` + strconv.Quote(subject) + `,"text":"t","headers":{"X-Tag":"=?iso-8859-1?q?caf=E9?="}}`)}
+	if _, err := s.Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := mail.ReadMessage(strings.NewReader(srv.Messages()[0].Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := new(mime.WordDecoder)
+	for h, want := range map[string]string{"Subject": subject, "X-Tag": "=?iso-8859-1?q?caf=E9?="} {
+		got, err := dec.DecodeHeader(parsed.Header.Get(h))
+		if err != nil || got != want {
+			t.Errorf("%s reads back as %q (%v), want %q; raw %q", h, got, err, want, parsed.Header.Get(h))
+		}
+	}
+	for _, h := range []string{"X-Mailer", "User-Agent"} {
+		if v := parsed.Header.Get(h); v != "" {
+			t.Errorf("%s: %q", h, v)
 		}
 	}
 }
