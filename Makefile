@@ -11,7 +11,7 @@ TERN_VERSION := v2.4.2
 # Resolve the database once per recipe: the given DATABASE_URL, or the local cluster.
 DB := export DATABASE_URL="$${DATABASE_URL:-$$(tests/devdb.sh up)}" && [ -n "$$DATABASE_URL" ]
 
-.PHONY: run test bench build install migrate vet db db-stop db-destroy psql test-deps
+.PHONY: run test bench conformance build install migrate vet db db-stop db-destroy psql test-deps
 
 ## run: database up, herald installed, and the runner delivering to the sink (stdout); the
 ## intake is served open (HERALD_INTAKE_OPEN=true): a development setting
@@ -38,6 +38,12 @@ test: $(BIN)/tern test-deps
 ## bench: every benchmark scenario, quick (flags: make bench BENCH_FLAGS='-duration 10s')
 bench:
 	@$(DB) && $(GO) run ./bench $(BENCH_FLAGS)
+
+## conformance: check a runner in any language against docs/runner-contract.md:
+## make conformance RUNNER='tests/conformance/python-runner.sh' (see tests/conformance)
+conformance: build
+	@$(DB) && [ -n "$(RUNNER)" ] || { echo "usage: make conformance RUNNER='command that starts the runner'"; exit 2; } && \
+	HERALD=$(BIN)/herald $(GO) run ./tests/conformance -- $(RUNNER)
 
 ## build: the herald binary in .bin/ (with the commit it was built from: herald version)
 build:

@@ -98,8 +98,7 @@ def send(m):
 
 class Runner:
     def __init__(self):
-        self.claims, self.reports, self.listener = connect(), connect(), connect()
-        self.listener.execute("LISTEN herald_queue")
+        self.claims, self.reports, self.listener = connect(), connect(), None
         self.lock = threading.Lock()
         self.flights = {}  # id -> (row, lease deadline on our clock)
         self.wake_r, self.wake_w = os.pipe()  # a finished send wakes the claim loop
@@ -162,10 +161,21 @@ class Runner:
                             if i in self.flights:
                                 self.flights[i] = (self.flights[i][0], now + LEASE)
 
+    def listen(self):
+        """(Re)connect the LISTEN connection; after a reconnect, claim at once."""
+        try:
+            self.listener = connect()
+            self.listener.execute("LISTEN herald_queue")
+        except psycopg.Error as e:
+            print(f"listener: {e}; polling meanwhile", file=sys.stderr)
+            self.listener = None
+
     def run(self):
         threading.Thread(target=self.extend_leases, daemon=True).start()
         next_maintenance, trailing = 0.0, None
         while not self.stop.is_set():
+            if self.listener is None:
+                self.listen()
             if time.monotonic() >= next_maintenance:  # duties: reap crashed runners' leases, sequence the log
                 self.claims.execute("SELECT herald.reap_stale()")
                 self.claims.execute("SELECT herald.log_sequence()")
@@ -174,14 +184,19 @@ class Runner:
             if free > 0 and self.claim(free) == free:
                 continue  # a full claim: there is probably more
             timeout = POLL if trailing is None else max(0.0, trailing - time.monotonic())
-            ready, _, _ = select.select([self.listener.fileno(), self.wake_r], [], [], timeout)
+            fds = [self.wake_r] + ([self.listener.fileno()] if self.listener else [])
+            ready, _, _ = select.select(fds, [], [], timeout)
             trailing = None
             if self.wake_r in ready:
                 os.read(self.wake_r, 4096)
-            if self.listener.fileno() in ready:
-                self.listener.pgconn.consume_input()
-                while self.listener.pgconn.notifies() is not None:
-                    trailing = time.monotonic() + 0.01  # claim now, and once more shortly after
+            if self.listener and self.listener.fileno() in ready:
+                try:
+                    self.listener.pgconn.consume_input()
+                    while self.listener.pgconn.notifies() is not None:
+                        trailing = time.monotonic() + 0.01  # claim now, and once more shortly after
+                except psycopg.Error:  # the session is gone: notifications sent meanwhile are lost
+                    self.listener.close()
+                    self.listener = None
         deadline = time.monotonic() + GRACE  # in-flight sends finish and report, for GRACE at most
         while self.flights and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -1,0 +1,9 @@
+#!/bin/sh
+# The conformance suite's settings mapped onto examples/python/runner.py; with an
+# argument, one of tests/conformance/broken.py's deliberately broken variants.
+export HERALD_CHANNEL="$HERALD_CONFORMANCE_CHANNEL" HERALD_WEBHOOK_SECRETS="$HERALD_CONFORMANCE_SECRET" \
+  HERALD_WEBHOOK_ALLOW="$HERALD_CONFORMANCE_ALLOW" HERALD_LEASE_SECONDS="$HERALD_CONFORMANCE_LEASE_SECONDS" \
+  HERALD_POLL_SECONDS="$HERALD_CONFORMANCE_POLL_SECONDS"
+dir=$(dirname "$0")
+if [ -n "$1" ]; then exec /usr/bin/python3 "$dir/broken.py" "$1"; fi
+exec /usr/bin/python3 "$dir/../../examples/python/runner.py"
