@@ -32,9 +32,9 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-func (s *suite) start() (*process, error) {
+func (s *suite) start(env ...string) (*process, error) {
 	cmd := exec.Command(s.cmd[0], s.cmd[1:]...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+s.dbURL, "HERALD_CONFORMANCE_CHANNEL="+channel,
+	cmd.Env = append(append(os.Environ(), env...), "DATABASE_URL="+s.dbURL, "HERALD_CONFORMANCE_CHANNEL="+channel,
 		"HERALD_CONFORMANCE_SECRET="+s.secret, "HERALD_CONFORMANCE_ALLOW=127.0.0.0/8",
 		fmt.Sprintf("HERALD_CONFORMANCE_LEASE_SECONDS=%d", leaseSeconds), fmt.Sprintf("HERALD_CONFORMANCE_POLL_SECONDS=%d", pollSeconds))
 	p := &process{cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
@@ -283,6 +283,35 @@ var checks = []check{
 		var receipt string
 		s.db.QueryRow(ctx, `SELECT coalesce(provider_message_id, '') FROM herald.messages WHERE id = $1`, id).Scan(&receipt)
 		return fmt.Sprintf("receipt after the old owner finished: %q", receipt), receipt == "suite-receipt"
+	}},
+	{"priorities, as SQL hands them out", func(ctx context.Context, s *suite) (string, bool) {
+		// One send at a time, so arrivals show the order the runner sent in.
+		if _, err := s.db.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', $1::text,
+			'recipient', $2::text, 'payload', '{}'::jsonb, 'priority', p) ORDER BY g)
+			FROM generate_series(1, 6) g, LATERAL (SELECT CASE WHEN g <= 3 THEN 10 ELSE -10 END AS p) x))`,
+			channel, s.recv.base+"/order"); err != nil {
+			return err.Error(), false
+		}
+		p, err := s.start("HERALD_CONFORMANCE_CONCURRENCY=1")
+		if err != nil {
+			return err.Error(), false
+		}
+		defer p.stop(syscall.SIGTERM, 15*time.Second)
+		if !s.settled(ctx, 30*time.Second) {
+			return "not settled after 30 s", false
+		}
+		s.recv.mu.Lock()
+		order := append([]string(nil), s.recv.order...)
+		s.recv.mu.Unlock()
+		var want []string
+		rows, _ := s.db.Query(ctx, `SELECT 'msg_' || id FROM herald.messages ORDER BY priority, run_at, id`)
+		for rows.Next() {
+			var id string
+			rows.Scan(&id)
+			want = append(want, id)
+		}
+		rows.Close()
+		return fmt.Sprintf("arrivals %v, SQL's order %v (concurrency 1)", order, want), strings.Join(order, " ") == strings.Join(want, " ")
 	}},
 	{"ordering key: one at a time, in order", func(ctx context.Context, s *suite) (string, bool) {
 		s.enqueue(ctx, "/order", 6, "k")

@@ -13,6 +13,7 @@
 //	HERALD_CONFORMANCE_ALLOW           networks the runner must let its sender reach (127.0.0.0/8)
 //	HERALD_CONFORMANCE_LEASE_SECONDS   the lease to claim with (3)
 //	HERALD_CONFORMANCE_POLL_SECONDS    the poll interval to use (5)
+//	HERALD_CONFORMANCE_CONCURRENCY     sends at once, when set (1 for the priorities check)
 //
 // It prints one line per check, PASS or FAIL with the evidence, and exits 1 when a
 // check failed, 2 on bad arguments.
