@@ -767,6 +767,27 @@ COMMENT ON FUNCTION herald._notify_due(channel text) IS 'Private: true when a no
 
 
 --
+-- Name: _payload_fields(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._payload_fields(kind text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE kind
+           WHEN 'email' THEN '{subject,text,html,body,from,reply_to,headers}'::text[]
+           WHEN 'sms' THEN '{text,body}'::text[]
+         END
+$$;
+
+
+--
+-- Name: FUNCTION _payload_fields(kind text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._payload_fields(kind text) IS 'Private: the payload fields a channel kind accepts (NULL: any).';
+
+
+--
 -- Name: _producer(); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -950,9 +971,11 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
+                            AND payload - herald._payload_fields(kind => 'email') = '{}'
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
+                          AND payload - herald._payload_fields(kind => 'sms') = '{}'
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
                AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)
@@ -988,6 +1011,7 @@ CREATE FUNCTION herald._validate(spec herald.message_spec, now timestamp with ti
 DECLARE
   ch herald.channels;
   p text := field_prefix;
+  v_field text;
 BEGIN
   SELECT c.* INTO ch FROM herald.channels c WHERE c.name = spec.channel;
   IF NOT FOUND THEN
@@ -1022,6 +1046,12 @@ BEGIN
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
+  ELSIF EXISTS (SELECT FROM jsonb_object_keys(spec.payload) AS k WHERE k <> ALL (herald._payload_fields(kind => ch.kind))) THEN
+    SELECT k INTO v_field FROM jsonb_object_keys(spec.payload) AS k
+    WHERE k <> ALL (herald._payload_fields(kind => ch.kind)) ORDER BY k LIMIT 1;
+    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
+      message => format('is not a field of %s payloads; nothing would send it', ch.kind),
+      hint => 'fields: ' || array_to_string(herald._payload_fields(kind => ch.kind), ', '));
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
@@ -2981,6 +3011,13 @@ REVOKE ALL ON FUNCTION herald._notify_clock_due(clock bigint) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._notify_due(channel text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _payload_fields(kind text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._payload_fields(kind text) FROM PUBLIC;
 
 
 --

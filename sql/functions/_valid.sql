@@ -30,9 +30,11 @@ AS $$
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
+                            AND payload - herald._payload_fields(kind => 'email') = '{}'
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
+                          AND payload - herald._payload_fields(kind => 'sms') = '{}'
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
                AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)

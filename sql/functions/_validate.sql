@@ -4,7 +4,8 @@
 -- herald._reject with COLUMN = field_prefix || field (docs/sql.md, "Errors"):
 --   22V01 channel  unknown      22V02 recipient  syntax of the kind, 1..320 chars
 --   22V03 payload  object with what the kind needs (email: subject and text, html or
---         body; sms: text or body, non-empty strings)
+--         body; sms: text or body, non-empty strings); payload.<field> not a field of
+--         the kind (herald._payload_fields)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
 --   22V06 priority -100..100   22V07 max_attempts 1..100   22V08 metadata object, 8 kB
 --   22V09 idempotency_key / 22V10 ordering_key  1..255 characters
@@ -19,6 +20,7 @@ AS $$
 DECLARE
   ch herald.channels;
   p text := field_prefix;
+  v_field text;
 BEGIN
   SELECT c.* INTO ch FROM herald.channels c WHERE c.name = spec.channel;
   IF NOT FOUND THEN
@@ -53,6 +55,12 @@ BEGIN
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
+  ELSIF EXISTS (SELECT FROM jsonb_object_keys(spec.payload) AS k WHERE k <> ALL (herald._payload_fields(kind => ch.kind))) THEN
+    SELECT k INTO v_field FROM jsonb_object_keys(spec.payload) AS k
+    WHERE k <> ALL (herald._payload_fields(kind => ch.kind)) ORDER BY k LIMIT 1;
+    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
+      message => format('is not a field of %s payloads; nothing would send it', ch.kind),
+      hint => 'fields: ' || array_to_string(herald._payload_fields(kind => ch.kind), ', '));
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
