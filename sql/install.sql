@@ -16,6 +16,7 @@
 {{ template "functions/_email_address.sql" . }}
 {{ template "functions/_recipient_list_kind.sql" . }}
 {{ template "functions/_payload_fields.sql" . }}
+{{ template "functions/_address_lists_valid.sql" . }}
 {{ template "functions/_refused_networks.sql" . }}
 {{ template "functions/_refused_address.sql" . }}
 {{ template "functions/_backoff.sql" . }}

@@ -433,17 +433,20 @@ func TestEnqueueBatchFastPathAgrees(t *testing.T) {
 }
 
 // A payload field the channel kind's senders do not use is refused at enqueue,
-// named, instead of being stored and silently dropped at send time (cc, bcc and
-// attachments are not sent yet; an SMS has no media_urls); webhook payloads are free.
+// named, instead of being stored and silently dropped at send time (attachments and
+// templates are not sent yet; an SMS has no media_urls); webhook payloads are free.
+// cc and bcc are sent, and must be arrays of 1 to 50 e-mail addresses.
 func TestUnknownPayloadFieldsAreRefused(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
 	for _, c := range []struct{ sql, field string }{
-		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","cc":["b@example.com"]}')`, "payload.cc"},
-		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","attachments":[{"filename":"a.pdf"}],"bcc":"x"}')`, "payload.attachments"},
+		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","cc":"b@example.com"}')`, "payload.cc"},
+		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","bcc":["b@example.com", "not an address"]}')`, "payload.bcc"},
+		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","cc":[]}')`, "payload.cc"},
+		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","attachments":[{"filename":"a.pdf"}]}')`, "payload.attachments"},
 		{`SELECT herald.enqueue('sms', '+14155550100', '{"text":"t","media_urls":["https://example.com/a.png"]}')`, "payload.media_urls"},
 		{`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"}},
-			{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t","cc":"b@example.com"}}]')`, "messages[1].payload.cc"},
+			{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t","cc":["b@example.com", 7]}}]')`, "messages[1].payload.cc"},
 		{`SELECT herald.enqueue_many('{email}', '{a@example.com}', ARRAY['{"subject":"s","text":"t","template_id":"d-1"}'::jsonb])`, "messages[0].payload.template_id"},
 	} {
 		_, err := pool.Exec(ctx, c.sql)
@@ -454,4 +457,6 @@ func TestUnknownPayloadFieldsAreRefused(t *testing.T) {
 	}
 	mustExec(t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","html":"<p>h</p>","from":"A <a@example.com>","reply_to":"r@example.com","headers":{"X-A":"1"}}')`)
 	mustExec(t, pool, `SELECT herald.enqueue('hooks', 'https://hooks.example.com/x', '{"anything":{"goes":true}}')`)
+	mustExec(t, pool, `SELECT herald.enqueue_batch('[{"channel":"email","recipient":"a@example.com",
+		"payload":{"subject":"s","text":"t","cc":["b@example.com"],"bcc":["c@example.com","d@example.com"]}}]')`)
 }

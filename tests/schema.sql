@@ -54,6 +54,31 @@ COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of hera
 
 
 --
+-- Name: _address_lists_valid(jsonb); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._address_lists_valid(payload jsonb) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT NOT EXISTS (
+    SELECT FROM unnest('{cc,bcc}'::text[]) AS k
+    WHERE payload ? k
+      AND CASE WHEN jsonb_typeof(payload -> k) <> 'array' THEN true
+               ELSE jsonb_array_length(payload -> k) NOT BETWEEN 1 AND 50
+                    OR EXISTS (SELECT FROM jsonb_array_elements(payload -> k) AS e
+                               WHERE jsonb_typeof(e) <> 'string' OR NOT herald._email_address(recipient => e #>> '{}'))
+          END)
+$$;
+
+
+--
+-- Name: FUNCTION _address_lists_valid(payload jsonb); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._address_lists_valid(payload jsonb) IS 'Private: whether an e-mail payload''s cc and bcc are arrays of 1 to 50 e-mail addresses.';
+
+
+--
 -- Name: _append_error(jsonb, jsonb); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -774,7 +799,7 @@ CREATE FUNCTION herald._payload_fields(kind text) RETURNS text[]
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE kind
-           WHEN 'email' THEN '{subject,text,html,body,from,reply_to,headers}'::text[]
+           WHEN 'email' THEN '{subject,text,html,body,from,reply_to,headers,cc,bcc}'::text[]
            WHEN 'sms' THEN '{text,body}'::text[]
          END
 $$;
@@ -972,6 +997,7 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
                             AND payload - herald._payload_fields(kind => 'email') = '{}'
+                            AND (NOT payload ?| '{cc,bcc}' OR herald._address_lists_valid(payload => payload))
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
@@ -1052,6 +1078,12 @@ BEGIN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),
       hint => 'fields: ' || array_to_string(herald._payload_fields(kind => ch.kind), ', '));
+  ELSIF ch.kind = 'email' AND NOT herald._address_lists_valid(payload => spec.payload) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || k,
+      message => 'must be an array of 1 to 50 e-mail addresses')
+    FROM unnest('{cc,bcc}'::text[]) AS k
+    WHERE NOT herald._address_lists_valid(payload => jsonb_build_object(k, spec.payload -> k)) AND spec.payload ? k
+    LIMIT 1;
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
@@ -2839,6 +2871,13 @@ GRANT USAGE ON SCHEMA herald TO herald_intake;
 GRANT USAGE ON SCHEMA herald TO herald_worker;
 GRANT USAGE ON SCHEMA herald TO herald_consumer;
 GRANT USAGE ON SCHEMA herald TO herald_admin;
+
+
+--
+-- Name: FUNCTION _address_lists_valid(payload jsonb); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._address_lists_valid(payload jsonb) FROM PUBLIC;
 
 
 --

@@ -1,5 +1,5 @@
 -- herald._payload_fields(kind) — the payload fields a channel kind's senders use:
--- email subject, text, html, body, from, reply_to, headers; sms text, body; NULL (any
+-- email subject, text, html, body, from, reply_to, headers, cc, bcc; sms text, body; NULL (any
 -- field) for webhook and custom. A payload with another field is refused at enqueue
 -- (22V03, COLUMN 'payload.<field>'): nothing is accepted that would not be sent.
 -- IMMUTABLE SQL, inlined. Locks: none.
@@ -9,7 +9,7 @@ LANGUAGE sql
 IMMUTABLE
 AS $$
   SELECT CASE kind
-           WHEN 'email' THEN '{subject,text,html,body,from,reply_to,headers}'::text[]
+           WHEN 'email' THEN '{subject,text,html,body,from,reply_to,headers,cc,bcc}'::text[]
            WHEN 'sms' THEN '{text,body}'::text[]
          END
 $$;

@@ -31,6 +31,7 @@ AS $$
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
                             AND payload - herald._payload_fields(kind => 'email') = '{}'
+                            AND (NOT payload ?| '{cc,bcc}' OR herald._address_lists_valid(payload => payload))
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "")'

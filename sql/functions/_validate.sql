@@ -61,6 +61,12 @@ BEGIN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),
       hint => 'fields: ' || array_to_string(herald._payload_fields(kind => ch.kind), ', '));
+  ELSIF ch.kind = 'email' AND NOT herald._address_lists_valid(payload => spec.payload) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || k,
+      message => 'must be an array of 1 to 50 e-mail addresses')
+    FROM unnest('{cc,bcc}'::text[]) AS k
+    WHERE NOT herald._address_lists_valid(payload => jsonb_build_object(k, spec.payload -> k)) AND spec.payload ? k
+    LIMIT 1;
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));

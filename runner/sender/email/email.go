@@ -2,7 +2,8 @@
 // e-mail, for the SMTP and SendGrid senders alike.
 //
 // Payload fields: subject (required), text and/or html (body is taken as text when
-// text is absent), and optionally from, reply_to and headers (an object of strings).
+// text is absent), and optionally from, reply_to, headers (an object of strings) and
+// cc and bcc (arrays of addresses; herald._payload_fields lists what SQL accepts).
 // from and reply_to fall back to the channel's defaults. The Message-ID is derived
 // from the herald message id, so a resend after a crash carries the same id and is
 // recognisable downstream.
@@ -35,6 +36,7 @@ type Email struct {
 	Text      string
 	HTML      string
 	Headers   map[string]string
+	Cc, Bcc   []string
 	MessageID string // with angle brackets: <herald-42@example.com>
 }
 
@@ -46,6 +48,8 @@ type payload struct {
 	From    string            `json:"from"`
 	ReplyTo string            `json:"reply_to"`
 	Headers map[string]string `json:"headers"`
+	Cc      []string          `json:"cc"`
+	Bcc     []string          `json:"bcc"`
 }
 
 // reserved headers are set by herald and may not be overridden from a payload.
@@ -59,7 +63,8 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	if err := json.Unmarshal(m.Payload, &p); err != nil {
 		return Email{}, sender.Permanent(fmt.Errorf("payload: %w", err))
 	}
-	e := Email{From: p.From, ReplyTo: p.ReplyTo, To: m.Recipient, Subject: p.Subject, Text: p.Text, HTML: p.HTML, Headers: p.Headers}
+	e := Email{From: p.From, ReplyTo: p.ReplyTo, To: m.Recipient, Subject: p.Subject, Text: p.Text, HTML: p.HTML, Headers: p.Headers,
+		Cc: p.Cc, Bcc: p.Bcc}
 	if e.From == "" {
 		e.From = d.From
 	}
@@ -80,6 +85,11 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	from, err := mail.ParseAddress(e.From)
 	if err != nil {
 		return Email{}, sender.Permanent(fmt.Errorf("from address %q: %w", e.From, err))
+	}
+	for _, a := range append(append([]string(nil), e.Cc...), e.Bcc...) {
+		if _, err := mail.ParseAddress(a); err != nil {
+			return Email{}, sender.Permanent(fmt.Errorf("payload: cc/bcc address %q: %w", a, err))
+		}
 	}
 	for k, v := range e.Headers {
 		if reserved[strings.ToLower(k)] || strings.ContainsAny(k, ": \r\n") || strings.ContainsAny(v, "\r\n") {

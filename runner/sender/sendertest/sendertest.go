@@ -280,7 +280,9 @@ func FakeSendGrid(t testing.TB) *httptest.Server {
 		}
 		var req struct {
 			Personalizations []struct {
-				To []struct{ Email string } `json:"to"`
+				To  []struct{ Email string } `json:"to"`
+				Cc  []struct{ Email string } `json:"cc"`
+				Bcc []struct{ Email string } `json:"bcc"`
 			} `json:"personalizations"`
 			From       struct{ Email, Name string }   `json:"from"`
 			ReplyTo    *struct{ Email string }        `json:"reply_to"`
@@ -301,6 +303,15 @@ func FakeSendGrid(t testing.TB) *httptest.Server {
 			t.Errorf("sendgrid: fields: %+v", req)
 		}
 		switch strings.SplitN(to, "@", 2)[0] {
+		case "copied": // answers 202 only when cc and bcc arrived as personalizations
+			p := req.Personalizations[0]
+			if len(p.Cc) != 1 || p.Cc[0].Email != "bo@example.net" || len(p.Bcc) != 1 || p.Bcc[0].Email != "audit@example.net" {
+				w.WriteHeader(400)
+				io.WriteString(w, `{"errors":[{"message":"cc/bcc missing","field":"personalizations.0.cc"}]}`)
+				return
+			}
+			w.Header().Set("X-Message-Id", "sg-copied")
+			w.WriteHeader(202)
 		case "limited":
 			w.Header().Set("Retry-After", "30")
 			w.WriteHeader(429)

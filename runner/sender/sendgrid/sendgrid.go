@@ -72,7 +72,9 @@ type request struct {
 }
 
 type personalization struct {
-	To []address `json:"to"`
+	To  []address `json:"to"`
+	Cc  []address `json:"cc,omitempty"`
+	Bcc []address `json:"bcc,omitempty"`
 }
 
 func parse(s string) (address, error) {
@@ -96,6 +98,18 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, err
 	}
 	req.Personalizations = []personalization{{To: []address{to}}}
+	for _, list := range []struct {
+		from []string
+		to   *[]address
+	}{{e.Cc, &req.Personalizations[0].Cc}, {e.Bcc, &req.Personalizations[0].Bcc}} {
+		for _, s := range list.from {
+			a, err := parse(s)
+			if err != nil {
+				return sender.Result{}, err
+			}
+			*list.to = append(*list.to, a)
+		}
+	}
 	if req.From, err = parse(e.From); err != nil {
 		return sender.Result{}, err
 	}

@@ -2,6 +2,7 @@ package sendgrid_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,12 @@ func TestSendGridSender(t *testing.T) {
 	}
 	limited := ratelimit.New(s, 100, 10)
 	ctx := context.Background()
+	// cc and bcc travel as the personalization's cc and bcc (the fake answers 400 otherwise).
+	copied := sendertest.EmailMessage(6, "copied@example.net")
+	copied.Payload = json.RawMessage(strings.Replace(string(copied.Payload), `"headers"`, `"cc":["bo@example.net"],"bcc":["audit@example.net"],"headers"`, 1))
+	if res, err := s.Send(ctx, copied); err != nil || res.ProviderMessageID != "sg-copied" {
+		t.Fatalf("cc/bcc: %+v %v", res, err)
+	}
 	res, err := limited.Send(ctx, sendertest.EmailMessage(7, "ana@example.net"))
 	if err != nil || res.ProviderMessageID != "sg-7" {
 		t.Fatalf("success: %+v %v", res, err)

@@ -183,6 +183,16 @@ func (s *Sender) message(e email.Email) (*mail.Msg, error) {
 			return nil, sender.Permanent(fmt.Errorf("reply_to: %w", err))
 		}
 	}
+	if len(e.Cc) > 0 {
+		if err := msg.Cc(e.Cc...); err != nil {
+			return nil, sender.Permanent(fmt.Errorf("cc: %w", err))
+		}
+	}
+	if len(e.Bcc) > 0 { // in the envelope only, never in a header
+		if err := msg.Bcc(e.Bcc...); err != nil {
+			return nil, sender.Permanent(fmt.Errorf("bcc: %w", err))
+		}
+	}
 	setHeader(msg, mail.HeaderSubject, e.Subject)
 	msg.SetMessageIDWithValue(strings.Trim(e.MessageID, "<>"))
 	for k, v := range e.Headers {

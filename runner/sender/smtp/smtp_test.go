@@ -213,3 +213,30 @@ func TestSMTPHeadersReadBackAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// cc goes to the envelope and the Cc header, bcc to the envelope only.
+func TestSMTPCopies(t *testing.T) {
+	t.Parallel()
+	srv := sendertest.StartSMTP(t, true)
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := sender.Message{ID: 8, Channel: "email", Recipient: "ana@example.net", Attempt: 1,
+		Payload: json.RawMessage(`{"subject":"s","text":"t","cc":["bo@example.net"],"bcc":["audit@example.net"]}`)}
+	if _, err := s.Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Messages()[0]
+	if strings.Join(got.To, ",") != "ana@example.net,bo@example.net,audit@example.net" {
+		t.Fatalf("envelope recipients %v", got.To)
+	}
+	parsed, err := mail.ReadMessage(strings.NewReader(got.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(parsed.Header.Get("Cc"), "bo@example.net") || parsed.Header.Get("Bcc") != "" || strings.Contains(got.Data, "audit@") {
+		t.Fatalf("Cc %q, Bcc %q; the bcc address appears in the message: %v", parsed.Header.Get("Cc"), parsed.Header.Get("Bcc"), strings.Contains(got.Data, "audit@"))
+	}
+}
