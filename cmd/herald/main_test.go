@@ -216,3 +216,19 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("herald version extra: %d %q", code, errOut)
 	}
 }
+
+// herald serve may serve the console alone (HERALD_INTAKE=off with a console token),
+// but not nothing at all. (The address cannot be listened on, so a serve that
+// passes the checks stops there.)
+func TestServeConsoleAlone(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	t.Setenv("HERALD_INTAKE", "off")
+	if code, _, errOut := run(t, "serve", "--http-addr", "256.0.0.1:1"); code != exitUsage || !strings.Contains(errOut, "would serve nothing") {
+		t.Fatalf("serve with nothing to serve: %d %q", code, errOut)
+	}
+	t.Setenv("HERALD_CONSOLE_TOKEN", "console-SECRET-0123456789")
+	code, out, errOut := run(t, "serve", "--http-addr", "256.0.0.1:1")
+	if strings.Contains(errOut, "would serve nothing") || !strings.Contains(errOut, "256.0.0.1") || strings.Contains(out+errOut, "SECRET") {
+		t.Fatalf("console-only serve: %d %q", code, errOut)
+	}
+}

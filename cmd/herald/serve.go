@@ -164,8 +164,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	consoleToken := ev.secret("HERALD_CONSOLE_TOKEN")
 	settings, err := in.resolve(ev)
-	if err == nil && !settings.on {
-		err = errors.New("HERALD_INTAKE=off: herald serve serves nothing but the intake")
+	if err == nil && !settings.on && consoleToken == "" {
+		err = errors.New("HERALD_INTAKE=off and no HERALD_CONSOLE_TOKEN: herald serve would serve nothing")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
@@ -178,9 +178,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer pool.Close()
 	mux := http.NewServeMux()
-	if err := settings.register(ctx, mux, pool, in, logger); err != nil {
-		fmt.Fprintf(stderr, "herald serve: %v\n", err)
-		return exitUsage
+	if settings.on {
+		if err := settings.register(ctx, mux, pool, in, logger); err != nil {
+			fmt.Fprintf(stderr, "herald serve: %v\n", err)
+			return exitUsage
+		}
 	}
 	if err := registerConsole(mux, pool, consoleToken, logger); err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
