@@ -130,13 +130,18 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 			cfg.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
 		return smtpsender.New(cfg)
-	case "sendgrid":
-		return sendgrid.New(sendgrid.Config{APIKey: ev.secret(prefix + "API_KEY"), BaseURL: str("URL"),
-			Timeout: duration("TIMEOUT", 10*time.Second), Defaults: defaults})
-	case "twilio":
+	case "sendgrid", "twilio":
+		roots, err := sender.LoadCAFile(str("CA_FILE"))
+		if err != nil {
+			return nil, fmt.Errorf("%sCA_FILE: %w", prefix, err)
+		}
+		if kind == "sendgrid" {
+			return sendgrid.New(sendgrid.Config{APIKey: ev.secret(prefix + "API_KEY"), BaseURL: str("URL"),
+				Timeout: duration("TIMEOUT", 10*time.Second), Defaults: defaults, RootCAs: roots})
+		}
 		return twilio.New(twilio.Config{AccountSID: str("ACCOUNT_SID"), AuthToken: ev.secret(prefix + "AUTH_TOKEN"),
 			From: str("FROM"), MessagingServiceSID: str("MESSAGING_SERVICE_SID"), BaseURL: str("URL"),
-			Timeout: duration("TIMEOUT", 10*time.Second)})
+			Timeout: duration("TIMEOUT", 10*time.Second), RootCAs: roots})
 	default: // webhook: the channel's own secrets (two while rotating), one allow-list for the runner
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
 			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}})

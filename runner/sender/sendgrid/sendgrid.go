@@ -9,6 +9,7 @@ package sendgrid
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,8 @@ type Config struct {
 	BaseURL  string        // default https://api.sendgrid.com
 	Timeout  time.Duration // per request, default 10s
 	Defaults email.Defaults
+	// RootCAs, when not nil, are the only CAs trusted for the API's TLS (HERALD_*_CA_FILE).
+	RootCAs *x509.CertPool
 }
 
 // Sender sends e-mail through SendGrid. It is safe for concurrent use.
@@ -48,7 +51,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &Sender{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout}}, nil
+	return &Sender{cfg: cfg, client: sender.ProviderClient(cfg.Timeout, cfg.RootCAs)}, nil
 }
 
 type address struct {
@@ -168,4 +171,10 @@ func errorText(b []byte) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Close drops the idle connections kept for reuse.
+func (s *Sender) Close() error {
+	s.client.CloseIdleConnections()
+	return nil
 }

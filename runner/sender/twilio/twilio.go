@@ -8,6 +8,7 @@ package twilio
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ type Config struct {
 	MessagingServiceSID string
 	BaseURL             string        // default https://api.twilio.com
 	Timeout             time.Duration // per request, default 10s
+	// RootCAs, when not nil, are the only CAs trusted for the API's TLS (HERALD_*_CA_FILE).
+	RootCAs *x509.CertPool
 }
 
 // Sender sends SMS through Twilio. It is safe for concurrent use.
@@ -52,7 +55,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &Sender{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout}}, nil
+	return &Sender{cfg: cfg, client: sender.ProviderClient(cfg.Timeout, cfg.RootCAs)}, nil
 }
 
 // Send delivers one SMS: the payload's text (or body).
@@ -115,4 +118,10 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, sender.Transient(fmt.Errorf("twilio answered %d without a message sid", resp.StatusCode))
 	}
 	return sender.Result{ProviderMessageID: r.SID}, nil
+}
+
+// Close drops the idle connections kept for reuse.
+func (s *Sender) Close() error {
+	s.client.CloseIdleConnections()
+	return nil
 }

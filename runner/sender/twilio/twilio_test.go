@@ -2,7 +2,13 @@ package twilio_test
 
 import (
 	"context"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,4 +55,58 @@ func TestTwilioSender(t *testing.T) {
 			t.Fatalf("Twilio %s: code %q, retry at %v", c.code, f.Code, f.RetryAt)
 		}
 	}
+}
+
+// Concurrent sends reuse connections (one TLS handshake per connection, not per
+// message), and the API's certificate is checked against the configured CAs only.
+func TestTwilioReusesConnectionsAndTrustsItsCA(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	conns := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(201)
+		io.WriteString(w, `{"sid": "SM0123", "status": "queued"}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	s, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tok", From: "+15005550006", BaseURL: srv.URL, RootCAs: roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 16, 25
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := s.Send(context.Background(), sendertest.SMSMessage(int64(w*each+i), "+14155550100")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// About one per concurrent send, plus the dials Go's transport races against a
+	// connection coming free; the default client (2 idle per host) opens one for
+	// nearly every send.
+	if conns > 4*workers {
+		t.Fatalf("%d sends opened %d connections; at most %d expected", workers*each, conns, 4*workers)
+	}
+	// Without the CA, the same server is not trusted.
+	untrusting, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tok", From: "+15005550006", BaseURL: srv.URL})
+	if _, err := untrusting.Send(context.Background(), sendertest.SMSMessage(1, "+14155550100")); err == nil {
+		t.Fatal("a certificate from an unknown CA was accepted")
+	}
+	s.Close()
 }
