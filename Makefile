@@ -28,7 +28,7 @@ run: build
 	HERALD_INTAKE_OPEN=$${HERALD_INTAKE_OPEN:-true} HERALD_SENDER_EMAIL=$${HERALD_SENDER_EMAIL:-sink:-} HERALD_SENDER_SMS=$${HERALD_SENDER_SMS:-sink:-} exec $(BIN)/herald run
 
 ## test: vet, format check, and every test against a real PostgreSQL
-test: $(BIN)/tern test-deps
+test: $(BIN)/tern $(BIN)/mailpit test-deps
 	@$(DB) && export HERALD_TERN=$(BIN)/tern && \
 	unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './.devdb/*')) && \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi && \
@@ -79,6 +79,11 @@ test-deps:
 	  { command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null && [ -x /usr/bin/chromium ] || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg nodejs npm pgbouncer chromium >/dev/null; }
 	@[ -d examples/node/node_modules/pg ] || npm ci --prefix examples/node --no-audit --no-fund --loglevel=error
+
+# Mailpit, the real SMTP server of tests/mailpit_test.go.
+MAILPIT_VERSION := v1.27.11
+$(BIN)/mailpit:
+	GOBIN=$(BIN) $(GO) install github.com/axllent/mailpit@$(MAILPIT_VERSION)
 
 # The tern CLI, for the test that installs herald the way a DBA without our binary does.
 $(BIN)/tern:

@@ -93,6 +93,37 @@ func (s *SMTPServer) ConnCount() int {
 // selfSigned makes a certificate for 127.0.0.1 and localhost and writes its PEM.
 func selfSigned(t testing.TB) (tls.Certificate, string) {
 	t.Helper()
+	certPEM, keyPEM := newCert(t)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(file, certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cert, file
+}
+
+// CertFiles writes a fresh self-signed certificate for 127.0.0.1 and localhost, and
+// its key, as PEM files (for a TLS server started by a test, such as Mailpit); the
+// certificate is also the CA to trust.
+func CertFiles(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
+	certPEM, keyPEM := newCert(t)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+func newCert(t testing.TB) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -108,17 +139,9 @@ func selfSigned(t testing.TB) (tls.Certificate, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyDER, _ := x509.MarshalECPrivateKey(key)
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(file, certPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return cert, file
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
 
 // StartSMTP starts the server; withTLS false gives a plain relay with no AUTH.

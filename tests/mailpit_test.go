@@ -1,0 +1,133 @@
+package tests
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/email"
+	"github.com/herald/herald/runner/sender/sendertest"
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
+	"github.com/herald/herald/tests/testdb"
+)
+
+// End to end against a real SMTP server, Mailpit (github.com/axllent/mailpit, which
+// `make test` installs into .bin/), over STARTTLS with AUTH: text, html, both, a
+// unicode subject, a subject that looks like an encoded word, cc and bcc arrive as
+// sent (read back through Mailpit's API), and a recipient Mailpit refuses is a
+// permanent failure with its reply code.
+func TestMailpit(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(testdb.RepoRoot(), ".bin", "mailpit")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatal("Mailpit is not installed (make test installs it into .bin/)")
+	}
+	certFile, keyFile := sendertest.CertFiles(t)
+	smtpAddr, apiAddr := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(bin, "--smtp", smtpAddr, "--listen", apiAddr, "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile,
+		"--smtp-require-starttls", "--smtp-auth-accept-any", "--smtp-disable-rdns", "--smtp-allowed-recipients", `^[^x].*@example\.net$`,
+		"--database", filepath.Join(t.TempDir(), "mailpit.db"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logs := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	waitHTTP(t, apiAddr)
+
+	pem, _ := os.ReadFile(certFile)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	host, portText, _ := net.SplitHostPort(smtpAddr)
+	port, _ := strconv.Atoi(portText)
+	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: port, TLS: "starttls", Username: "herald", Password: "secret",
+		TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, Timeout: 10 * time.Second,
+		Defaults: email.Defaults{From: "Herald <noreply@example.com>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cases := []struct{ subject, payload string }{
+		{"text only", `{"subject":"text only","text":"plain words"}`},
+		{"html only", `{"subject":"html only","html":"<p>rich <b>words</b></p>"}`},
+		{"both parts", `{"subject":"both parts","text":"plain words","html":"<p>rich</p>"}`},
+		{"Grüße, 東京 ✓", `{"subject":"Grüße, 東京 ✓","text":"unicode"}`},
+		{"=?utf-8?B?Zm9v?= stays", `{"subject":"=?utf-8?B?Zm9v?= stays","text":"literal"}`},
+		{"copies", `{"subject":"copies","text":"t","cc":["bo@example.net"],"bcc":["audit@example.net"]}`},
+	}
+	for i, c := range cases {
+		m := sender.Message{ID: int64(100 + i), Channel: "email", Recipient: "ana@example.net", Attempt: 1, Payload: json.RawMessage(c.payload)}
+		if _, err := s.Send(context.Background(), m); err != nil {
+			t.Fatalf("%s: %v\n%s", c.subject, err, logs.String())
+		}
+	}
+	_, err = s.Send(context.Background(), sender.Message{ID: 200, Channel: "email", Recipient: "xavier@example.net", Attempt: 1,
+		Payload: json.RawMessage(`{"subject":"refused","text":"t"}`)})
+	if f := sendertest.WantClass(t, err, sender.ClassPermanent); !strings.HasPrefix(f.Code, "5") {
+		t.Fatalf("the refused recipient: code %q: %v", f.Code, err)
+	}
+
+	var list struct {
+		Messages []struct {
+			ID, Subject string
+			To, Cc, Bcc []struct{ Address string }
+		} `json:"messages"`
+	}
+	getJSON(t, "http://"+apiAddr+"/api/v1/messages", &list)
+	if len(list.Messages) != len(cases) {
+		t.Fatalf("Mailpit holds %d messages, want %d", len(list.Messages), len(cases))
+	}
+	bySubject := map[string]int{}
+	for i, m := range list.Messages {
+		bySubject[m.Subject] = i
+	}
+	for _, c := range cases {
+		i, ok := bySubject[c.subject]
+		if !ok {
+			t.Errorf("no message with the subject %q (Mailpit has %v)", c.subject, bySubject)
+			continue
+		}
+		var full struct{ Text, HTML string }
+		getJSON(t, "http://"+apiAddr+"/api/v1/message/"+list.Messages[i].ID, &full)
+		var want map[string]any
+		json.Unmarshal([]byte(c.payload), &want)
+		if w, _ := want["text"].(string); w != "" && strings.TrimSpace(full.Text) != w {
+			t.Errorf("%s: text %q", c.subject, full.Text)
+		}
+		if w, _ := want["html"].(string); w != "" && !strings.Contains(full.HTML, w) {
+			t.Errorf("%s: html %q", c.subject, full.HTML)
+		}
+	}
+	copies := list.Messages[bySubject["copies"]]
+	if len(copies.Cc) != 1 || copies.Cc[0].Address != "bo@example.net" || len(copies.Bcc) != 1 || copies.Bcc[0].Address != "audit@example.net" {
+		t.Fatalf("copies: cc %v bcc %v", copies.Cc, copies.Bcc)
+	}
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
