@@ -29,6 +29,7 @@
 {{ template "functions/_caller.sql" . }}
 {{ template "functions/_named_producer.sql" . }}
 {{ template "functions/_producer.sql" . }}
+{{ template "functions/_refuse_clock.sql" . }}
 {{ template "functions/_check_clock.sql" . }}
 {{ template "functions/_json_text.sql" . }}
 {{ template "functions/_json_integer.sql" . }}

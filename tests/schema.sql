@@ -168,19 +168,10 @@ COMMENT ON FUNCTION herald._check_arrays(fields text[], lengths integer[], requi
 -- Name: _check_clock(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._check_clock(now timestamp with time zone) RETURNS void
-    LANGUAGE plpgsql STABLE
+CREATE FUNCTION herald._check_clock(now timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
     AS $$
-BEGIN
-  IF now IS NULL THEN
-    PERFORM herald._reject(code => '22V12', field => 'now', message => 'must not be NULL',
-                           hint => 'leave it out: the database clock is used');
-  END IF;
-  IF now <> pg_catalog.now() AND NOT pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN
-    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', COLUMN = 'now',
-      MESSAGE = 'now: only herald_admin may pass a clock', HINT = 'leave it out: the database clock is used';
-  END IF;
-END
+  SELECT CASE WHEN now IS DISTINCT FROM pg_catalog.now() THEN herald._refuse_clock(now => now) ELSE true END
 $$;
 
 
@@ -188,7 +179,7 @@ $$;
 -- Name: FUNCTION _check_clock(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._check_clock(now timestamp with time zone) IS 'Private: refuse a NULL clock, and any clock but now() from roles below herald_admin.';
+COMMENT ON FUNCTION herald._check_clock(now timestamp with time zone) IS 'Private: pass the transaction''s now(); anything else goes to herald._refuse_clock (inlined).';
 
 
 --
@@ -281,6 +272,7 @@ CREATE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with 
     LANGUAGE plpgsql
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => _enqueue.now); -- first: a forged clock changes nothing
   n integer := cardinality(specs);
   v_ids bigint[];
   v_channels text[];
@@ -297,9 +289,6 @@ DECLARE
   v_producer text := herald._producer();
   i integer;
 BEGIN
-  IF _enqueue.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => _enqueue.now);
-  END IF;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
     v_channels := ARRAY[(specs[1]).channel];
@@ -877,6 +866,34 @@ COMMENT ON FUNCTION herald._recipient_pattern(kind text) IS 'Private: the regula
 
 
 --
+-- Name: _refuse_clock(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._refuse_clock(now timestamp with time zone) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+  IF now IS NULL THEN
+    PERFORM herald._reject(code => '22V12', field => 'now', message => 'must not be NULL',
+                           hint => 'leave it out: the database clock is used');
+  END IF;
+  IF now <> pg_catalog.now() AND NOT pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN
+    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', COLUMN = 'now',
+      MESSAGE = 'now: only herald_admin may pass a clock', HINT = 'leave it out: the database clock is used';
+  END IF;
+  RETURN true;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _refuse_clock(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._refuse_clock(now timestamp with time zone) IS 'Private: refuse a NULL clock, and any clock but now() from roles below herald_admin.';
+
+
+--
 -- Name: _refused_address(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1061,6 +1078,9 @@ BEGIN
       hint => 'webhooks may not target internal networks; see docs/security.md');
   END IF;
 
+  IF jsonb_typeof(spec.payload) = 'object' THEN -- the first field the kind does not take
+    v_field := (SELECT min(k) FROM jsonb_object_keys(spec.payload) AS k WHERE k <> ALL (herald._payload_fields(kind => ch.kind)));
+  END IF;
   IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'must be a JSON object');
   ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(obj => spec.payload, key => 'subject') THEN
@@ -1072,9 +1092,7 @@ BEGIN
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
-  ELSIF EXISTS (SELECT FROM jsonb_object_keys(spec.payload) AS k WHERE k <> ALL (herald._payload_fields(kind => ch.kind))) THEN
-    SELECT k INTO v_field FROM jsonb_object_keys(spec.payload) AS k
-    WHERE k <> ALL (herald._payload_fields(kind => ch.kind)) ORDER BY k LIMIT 1;
+  ELSIF v_field IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),
       hint => 'fields: ' || array_to_string(herald._payload_fields(kind => ch.kind), ', '));
@@ -1130,13 +1148,11 @@ CREATE FUNCTION herald.cancel(id bigint, now timestamp with time zone DEFAULT no
     AS $$
 #variable_conflict use_column
 DECLARE
+  clock_ok boolean := herald._check_clock(now => cancel.now); -- first: a forged clock changes nothing
   done boolean;
 BEGIN
   IF cancel.id IS NULL THEN
     PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
-  END IF;
-  IF cancel.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => cancel.now);
   END IF;
   WITH cancelled AS (
     UPDATE herald.messages m
@@ -1174,12 +1190,10 @@ CREATE FUNCTION herald.claim_batch(worker text, batch_size integer DEFAULT 100, 
     AS $$
 #variable_conflict use_column
 DECLARE
+  clock_ok boolean := herald._check_clock(now => claim_batch.now); -- first: a forged clock changes nothing
   v_token bigint;
   v_channels text[];
 BEGIN
-  IF claim_batch.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => claim_batch.now);
-  END IF;
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
   END IF;
@@ -1258,11 +1272,9 @@ CREATE FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_me
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => complete.now); -- first: a forged clock changes nothing
   changed integer;
 BEGIN
-  IF complete.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => complete.now);
-  END IF;
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
 
@@ -1335,12 +1347,10 @@ CREATE FUNCTION herald.create_consumer_group("group" text, partitions integer DE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => create_consumer_group.now); -- first: a forged clock changes nothing
   existing integer;
   v_start bigint;
 BEGIN
-  IF create_consumer_group.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => create_consumer_group.now);
-  END IF;
   IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
     PERFORM herald._reject('22V12', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
   END IF;
@@ -1535,11 +1545,9 @@ CREATE FUNCTION herald.extend_lease(ids bigint[], lease_tokens bigint[], lease i
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => extend_lease.now); -- first: a forged clock changes nothing
   changed integer;
 BEGIN
-  IF extend_lease.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => extend_lease.now);
-  END IF;
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens'],
     ARRAY[cardinality(ids), cardinality(lease_tokens)], 2);
   IF lease IS NULL OR lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
@@ -1573,14 +1581,12 @@ CREATE FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], 
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => fail.now); -- first: a forged clock changes nothing
   changed integer;
   died boolean;
   ready boolean;
   bad text;
 BEGIN
-  IF fail.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => fail.now);
-  END IF;
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'errors', 'error_classes', 'retry_at', 'error_codes'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
           cardinality(error_classes), cardinality(retry_at), cardinality(error_codes)], 4);
@@ -1690,12 +1696,10 @@ CREATE FUNCTION herald.log_ack("group" text, partition integer, upto bigint, now
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => log_ack.now); -- first: a forged clock changes nothing
   cp record;
   log_end bigint;
 BEGIN
-  IF log_ack.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => log_ack.now);
-  END IF;
   cp := herald._consumer_partition("group", partition, false);
   SELECT c.next_offset - 1 INTO log_end FROM herald.log_counter c;
   IF upto IS NULL OR upto > log_end THEN
@@ -1729,12 +1733,10 @@ CREATE FUNCTION herald.log_dead_letter("group" text, partition integer, "offset"
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => log_dead_letter.now); -- first: a forged clock changes nothing
   cp record;
   ev herald.log;
 BEGIN
-  IF log_dead_letter.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => log_dead_letter.now);
-  END IF;
   IF log_dead_letter."offset" IS NULL THEN
     PERFORM herald._reject('22V15', 'offset', 'must not be NULL');
   END IF;
@@ -1943,11 +1945,9 @@ CREATE FUNCTION herald.purge(older_than interval, now timestamp with time zone D
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => purge.now); -- first: a forged clock changes nothing
   deleted bigint;
 BEGIN
-  IF purge.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => purge.now);
-  END IF;
   IF older_than IS NULL OR older_than < interval '0' THEN
     PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
   END IF;
@@ -1976,13 +1976,11 @@ CREATE FUNCTION herald.reap_stale(now timestamp with time zone DEFAULT now()) RE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => reap_stale.now); -- first: a forged clock changes nothing
   changed integer;
   died boolean;
   ready boolean;
 BEGIN
-  IF reap_stale.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => reap_stale.now);
-  END IF;
   WITH expired AS (
     SELECT e.id
     FROM herald.messages e
@@ -2046,13 +2044,11 @@ CREATE FUNCTION herald.redrive(ids bigint[], now timestamp with time zone DEFAUL
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => redrive.now); -- first: a forged clock changes nothing
   changed integer;
 BEGIN
   IF redrive.ids IS NULL THEN
     PERFORM herald._reject(code => '22V12', field => 'ids', message => 'must not be NULL');
-  END IF;
-  IF redrive.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => redrive.now);
   END IF;
   UPDATE herald.messages m
   SET status = 'queued', attempts = 0, run_at = redrive.now, finished_at = NULL
@@ -3078,6 +3074,13 @@ REVOKE ALL ON FUNCTION herald._recipient_list_kind(list text, n integer) FROM PU
 --
 
 REVOKE ALL ON FUNCTION herald._recipient_pattern(kind text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _refuse_clock(now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._refuse_clock(now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -44,6 +44,9 @@ BEGIN
       hint => 'webhooks may not target internal networks; see docs/security.md');
   END IF;
 
+  IF jsonb_typeof(spec.payload) = 'object' THEN -- the first field the kind does not take
+    v_field := (SELECT min(k) FROM jsonb_object_keys(spec.payload) AS k WHERE k <> ALL (herald._payload_fields(kind => ch.kind)));
+  END IF;
   IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'must be a JSON object');
   ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(obj => spec.payload, key => 'subject') THEN
@@ -55,9 +58,7 @@ BEGIN
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
-  ELSIF EXISTS (SELECT FROM jsonb_object_keys(spec.payload) AS k WHERE k <> ALL (herald._payload_fields(kind => ch.kind))) THEN
-    SELECT k INTO v_field FROM jsonb_object_keys(spec.payload) AS k
-    WHERE k <> ALL (herald._payload_fields(kind => ch.kind)) ORDER BY k LIMIT 1;
+  ELSIF v_field IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),
       hint => 'fields: ' || array_to_string(herald._payload_fields(kind => ch.kind), ', '));

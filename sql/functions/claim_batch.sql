@@ -34,12 +34,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
+  clock_ok boolean := herald._check_clock(now => claim_batch.now); -- first: a forged clock changes nothing
   v_token bigint;
   v_channels text[];
 BEGIN
-  IF claim_batch.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => claim_batch.now);
-  END IF;
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
   END IF;

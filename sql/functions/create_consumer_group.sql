@@ -23,12 +23,10 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => create_consumer_group.now); -- first: a forged clock changes nothing
   existing integer;
   v_start bigint;
 BEGIN
-  IF create_consumer_group.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => create_consumer_group.now);
-  END IF;
   IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
     PERFORM herald._reject('22V12', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
   END IF;

@@ -21,13 +21,11 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => reap_stale.now); -- first: a forged clock changes nothing
   changed integer;
   died boolean;
   ready boolean;
 BEGIN
-  IF reap_stale.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => reap_stale.now);
-  END IF;
   WITH expired AS (
     SELECT e.id
     FROM herald.messages e

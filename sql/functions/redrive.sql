@@ -11,13 +11,11 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+  clock_ok boolean := herald._check_clock(now => redrive.now); -- first: a forged clock changes nothing
   changed integer;
 BEGIN
   IF redrive.ids IS NULL THEN
     PERFORM herald._reject(code => '22V12', field => 'ids', message => 'must not be NULL');
-  END IF;
-  IF redrive.now IS DISTINCT FROM pg_catalog.now() THEN
-    PERFORM herald._check_clock(now => redrive.now);
   END IF;
   UPDATE herald.messages m
   SET status = 'queued', attempts = 0, run_at = redrive.now, finished_at = NULL

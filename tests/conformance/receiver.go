@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -70,16 +71,8 @@ func (r *receiver) release() {
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body := make([]byte, 1<<20)
-	n, _ := req.Body.Read(body)
-	for n < len(body) {
-		k, err := req.Body.Read(body[n:])
-		n += k
-		if err != nil {
-			break
-		}
-	}
-	if webhook.Verify([]string{r.secret}, req.Header, body[:n], time.Minute, time.Now()) != nil {
+	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	if webhook.Verify([]string{r.secret}, req.Header, body, time.Minute, time.Now()) != nil {
 		r.mu.Lock()
 		r.bad++
 		r.mu.Unlock()

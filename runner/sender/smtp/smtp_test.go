@@ -26,12 +26,7 @@ import (
 // rate_limited, 550 permanent, a dropped connection transient.
 func TestSMTPSender(t *testing.T) {
 	t.Parallel()
-	srv := sendertest.StartSMTP(t, true)
-	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	srv, s := startSender(t)
 	ctx := context.Background()
 	for i := int64(1); i <= 3; i++ {
 		res, err := s.Send(ctx, sendertest.EmailMessage(40+i, fmt.Sprintf("ana%d@example.net", i)))
@@ -139,12 +134,7 @@ func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
 // is the failure's code.
 func TestSMTPRepliesAsProvidersSendThem(t *testing.T) {
 	t.Parallel()
-	srv := sendertest.StartSMTP(t, true)
-	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	srv, s := startSender(t)
 	const minute, hour = time.Minute, time.Hour
 	for i, c := range []struct {
 		code           int
@@ -184,12 +174,7 @@ func TestSMTPRepliesAsProvidersSendThem(t *testing.T) {
 // X-Mailer or User-Agent names our library.
 func TestSMTPHeadersReadBackAsWritten(t *testing.T) {
 	t.Parallel()
-	srv := sendertest.StartSMTP(t, true)
-	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	srv, s := startSender(t)
 	subject := "=?utf-8?B?Zm9v?= and a long ASCII tail after it: " + strings.Repeat("x", 60)
 	m := sender.Message{ID: 7, Channel: "email", Recipient: "ana@example.net", Attempt: 1,
 		Payload: json.RawMessage(`{"subject":` + strconv.Quote(subject) + `,"text":"t","headers":{"X-Tag":"=?iso-8859-1?q?caf=E9?="}}`)}
@@ -217,12 +202,7 @@ func TestSMTPHeadersReadBackAsWritten(t *testing.T) {
 // cc goes to the envelope and the Cc header, bcc to the envelope only.
 func TestSMTPCopies(t *testing.T) {
 	t.Parallel()
-	srv := sendertest.StartSMTP(t, true)
-	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	srv, s := startSender(t)
 	m := sender.Message{ID: 8, Channel: "email", Recipient: "ana@example.net", Attempt: 1,
 		Payload: json.RawMessage(`{"subject":"s","text":"t","cc":["bo@example.net"],"bcc":["audit@example.net"]}`)}
 	if _, err := s.Send(context.Background(), m); err != nil {
@@ -239,4 +219,17 @@ func TestSMTPCopies(t *testing.T) {
 	if !strings.Contains(parsed.Header.Get("Cc"), "bo@example.net") || parsed.Header.Get("Bcc") != "" || strings.Contains(got.Data, "audit@") {
 		t.Fatalf("Cc %q, Bcc %q; the bcc address appears in the message: %v", parsed.Header.Get("Cc"), parsed.Header.Get("Bcc"), strings.Contains(got.Data, "audit@"))
 	}
+}
+
+// startSender starts the in-process server (STARTTLS, AUTH) and a sender for it,
+// closed when the test ends.
+func startSender(t *testing.T) (*sendertest.SMTPServer, *smtpsender.Sender) {
+	t.Helper()
+	srv := sendertest.StartSMTP(t, true)
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return srv, s
 }

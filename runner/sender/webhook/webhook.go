@@ -89,17 +89,11 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	transport := &http.Transport{
-		Proxy:               nil, // a proxy would connect on our behalf, past the egress check
-		DialContext:         cfg.Egress.DialContext(cfg.Timeout),
-		ForceAttemptHTTP2:   true,
-		MaxIdleConns:        200,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: cfg.Timeout,
-	}
-	client := &http.Client{Timeout: cfg.Timeout, Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := sender.ProviderClient(cfg.Timeout, nil)
+	transport := client.Transport.(*http.Transport)
+	transport.Proxy = nil // a proxy would connect on our behalf, past the egress check
+	transport.DialContext = cfg.Egress.DialContext(cfg.Timeout)
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Sender{keys: keys, client: client}, nil
 }
 
