@@ -81,7 +81,7 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Lease)
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(r.cfg.ShutdownGrace, cancel) })()
-	rows, err := r.pool.Query(qctx, `SELECT id, channel, recipient, payload, metadata, attempt, lease_token, lease_expires_at
+	rows, err := r.pool.Query(qctx, `SELECT id, channel, recipient, payload, metadata, attempt, lease_token, lease_expires_at, expires_at
 		FROM herald.claim_batch($1, $2, $3 * interval '1 microsecond', $4)`, r.cfg.Worker, n, r.cfg.Lease.Microseconds(), r.channels)
 	if err != nil {
 		return false, err
@@ -96,12 +96,13 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	fl := make([]flight, 0, n)
 	var channel, payload, metadata pgtype.DriverBytes // valid until the next row
 	var blocks jsonBlocks
-	dest := make([]any, 8)
+	var expiresAt time.Time
+	dest := make([]any, 9)
 	for rows.Next() {
 		fl = append(fl, flight{})
 		m := &fl[len(fl)-1].msg
-		dest[0], dest[1], dest[2], dest[3], dest[4], dest[5], dest[6], dest[7] =
-			&m.ID, &channel, &m.Recipient, &payload, &metadata, &m.Attempt, &m.LeaseToken, &m.LeaseUntil
+		dest[0], dest[1], dest[2], dest[3], dest[4], dest[5], dest[6], dest[7], dest[8] =
+			&m.ID, &channel, &m.Recipient, &payload, &metadata, &m.Attempt, &m.LeaseToken, &m.LeaseUntil, &expiresAt
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return false, err
@@ -112,6 +113,9 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 		// The runner's own clock: the lease began after start, whatever the
 		// database's clock says, so start + lease is never later than its end.
 		fl[len(fl)-1].leaseUntil = start.Add(r.cfg.Lease)
+		// The deadline on the same clock: the database's claim time is
+		// lease_expires_at - lease, and it came after start.
+		m.Deadline = start.Add(r.cfg.Lease + expiresAt.Sub(m.LeaseUntil))
 	}
 	if err := rows.Err(); err != nil {
 		// The claim may have committed before the error: those messages come back

@@ -51,6 +51,16 @@ type Config struct {
 	// DeafPollInterval is how often the runner claims while its LISTEN connection
 	// receives no notifications (checked after each LISTEN; default 250ms).
 	DeafPollInterval time.Duration
+	// StartCheck is what Run does when a sender's check (sender.Checker) finds the
+	// configuration wrong before the first claim: StartCheckPause (default),
+	// StartCheckRefuse or StartCheckOff.
+	StartCheck string
+	// CheckTimeout bounds one sender check (default 15s).
+	CheckTimeout time.Duration
+	// ProbeInterval is how often the paused state of the runner's channels is read
+	// (the herald_channel_paused gauge) and a channel a runner paused is probed
+	// (default 1m).
+	ProbeInterval time.Duration
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -68,6 +78,8 @@ const (
 	DefaultFlushInterval    = 5 * time.Millisecond
 	DefaultStatsInterval    = 15 * time.Second
 	DefaultNotifyWindow     = 10 * time.Millisecond
+	DefaultCheckTimeout     = 15 * time.Second
+	DefaultProbeInterval    = time.Minute
 )
 
 func (c *Config) setDefaults() error {
@@ -97,6 +109,11 @@ func (c *Config) setDefaults() error {
 	set(&c.FlushInterval, DefaultFlushInterval)
 	set(&c.StatsInterval, DefaultStatsInterval)
 	set(&c.NotifyWindow, DefaultNotifyWindow)
+	set(&c.CheckTimeout, DefaultCheckTimeout)
+	set(&c.ProbeInterval, DefaultProbeInterval)
+	if c.StartCheck == "" {
+		c.StartCheck = StartCheckPause
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -107,6 +124,8 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("runner: concurrency %d must be at least 1", c.Concurrency)
 	case c.Lease < time.Second || c.Lease > 24*time.Hour:
 		return fmt.Errorf("runner: lease %s is outside 1s..24h", c.Lease)
+	case c.StartCheck != StartCheckPause && c.StartCheck != StartCheckRefuse && c.StartCheck != StartCheckOff:
+		return fmt.Errorf("runner: start check %q: want pause, refuse or off", c.StartCheck)
 	case c.PollInterval < 0 || c.DeafPollInterval < 0 || c.ShutdownGrace < 0 || c.ReapInterval < 0 || c.FlushInterval < 0 || c.StatsInterval < 0:
 		return errors.New("runner: intervals must not be negative")
 	}

@@ -17,11 +17,13 @@ type instruments struct {
 	leaseExtended prometheus.Counter
 	leaseLost     prometheus.Counter
 	leaseLapsed   prometheus.Counter
+	expiredUnsent prometheus.Counter
 	reaped        prometheus.Counter
 	notifications prometheus.Counter
 	listenerUp    prometheus.Gauge
 	inflight      prometheus.Gauge
 	queueDepth    *prometheus.GaugeVec
+	paused        *prometheus.GaugeVec
 	sendSeconds   *prometheus.HistogramVec
 	claimSeconds  prometheus.Histogram
 }
@@ -56,18 +58,22 @@ func newInstruments() *instruments {
 		leaseExtended: counter("herald_lease_extended_total", "Leases extended for slow sends."),
 		leaseLost:     counter("herald_lease_lost_total", "Lease extensions refused: the lease had already been lost."),
 		leaseLapsed:   counter("herald_lease_lapsed_unsent_total", "Messages not sent because their lease lapsed while they waited."),
+		expiredUnsent: counter("herald_expired_unsent_total", "Claimed messages not sent because they expired while they waited."),
 		reaped:        counter("herald_reaped_total", "Expired leases taken back by this runner's reap_stale calls."),
 		notifications: counter("herald_notifications_total", "NOTIFY herald_queue received."),
 		listenerUp:    gauge("herald_listener_connected", "1 while the LISTEN connection is up."),
 		inflight:      gauge("herald_inflight_messages", "Messages claimed and not yet reported."),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
 			Help: "Messages queued and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_channel_paused",
+			Help: "1 while the channel is paused in herald.channels (read every probe interval)."}, []string{"channel"}),
 		sendSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_send_duration_seconds",
 			Help: "Time a sender took per message.", Buckets: latencyBuckets}, []string{"channel"}),
 		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_claim_duration_seconds",
 			Help: "Time a claim_batch call took.", Buckets: latencyBuckets}),
 	}
 	f(m.queueDepth)
+	f(m.paused)
 	f(m.sendSeconds)
 	f(m.claimSeconds)
 	f(collectors.NewGoCollector())

@@ -58,3 +58,37 @@ func TestNoSendOnALapsedLease(t *testing.T) {
 		}
 	}
 }
+
+// A message past its deadline (expires_at, on the runner's clock) is not sent: it is
+// reported as not tried, code expired, and herald.fail ends it expired.
+func TestNoSendPastTheDeadline(t *testing.T) {
+	s := &countingSender{}
+	r, err := New(nil, Config{Worker: "w", Senders: map[string]sender.Sender{"sms": s}, Lease: 30 * time.Second,
+		Concurrency: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := flight{msg: sender.Message{ID: 1, Channel: "sms", LeaseToken: 7, Deadline: time.Now().Add(-time.Millisecond)},
+		leaseUntil: time.Now().Add(30 * time.Second)}
+	timely := flight{msg: sender.Message{ID: 2, Channel: "sms", LeaseToken: 7, Deadline: time.Now().Add(time.Hour)},
+		leaseUntil: time.Now().Add(30 * time.Second)}
+	r.flights[1], r.flights[2] = &late, &timely
+	r.busy.Add(2)
+	r.sends.Add(2)
+	r.work <- late.msg
+	r.work <- timely.msg
+	close(r.work)
+	r.worker(context.Background())
+	if n := s.calls.Load(); n != 1 {
+		t.Fatalf("%d sends, want 1 (the timely message only)", n)
+	}
+	for _, o := range r.outbox {
+		var f *sender.Failure
+		if o.msg.ID == 1 && (!errors.As(o.err, &f) || f.Class != sender.ClassRateLimited || f.Code != "expired") {
+			t.Fatalf("late message: %v", o.err)
+		}
+		if o.msg.ID == 2 && o.err != nil {
+			t.Fatalf("timely message: %v", o.err)
+		}
+	}
+}

@@ -20,7 +20,10 @@ func (r *Runner) maintain(ctx context.Context) {
 	defer seq.Stop()
 	stats := time.NewTicker(r.cfg.StatsInterval)
 	defer stats.Stop()
+	probe := time.NewTicker(r.cfg.ProbeInterval)
+	defer probe.Stop()
 	r.sampleQueueDepth(ctx)
+	r.probe(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -34,6 +37,8 @@ func (r *Runner) maintain(ctx context.Context) {
 			r.refreshStatistics(ctx)
 		case <-stats.C:
 			r.sampleQueueDepth(ctx)
+		case <-probe.C:
+			r.probe(ctx)
 		}
 	}
 }

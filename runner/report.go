@@ -103,8 +103,13 @@ func (r *Runner) flush(batch []outcome) {
 		classes = append(classes, string(f.Class))
 		codes = append(codes, f.Code)
 		retryAt = append(retryAt, at)
-		r.log.Info("delivery failed", "id", o.msg.ID, "channel", o.msg.Channel, "attempt", o.msg.Attempt,
-			"class", string(f.Class), "err", f.Error())
+		if f.Class == sender.ClassConfiguration {
+			r.log.Error("channel paused: the provider says this runner's configuration is wrong; the message goes back unharmed",
+				"id", o.msg.ID, "channel", o.msg.Channel, "err", f.Error())
+		} else {
+			r.log.Info("delivery failed", "id", o.msg.ID, "channel", o.msg.Channel, "attempt", o.msg.Attempt,
+				"class", string(f.Class), "err", f.Error())
+		}
 	}
 	if len(doneIDs) > 0 {
 		r.retry(len(batch), func() error { return r.complete(doneIDs, doneTokens, providerIDs) })

@@ -97,6 +97,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 func (r *Runner) Run(ctx context.Context) error {
 	r.log.Info("runner starting", "channels", r.channels, "batch_size", r.cfg.BatchSize,
 		"concurrency", r.cfg.Concurrency, "lease", r.cfg.Lease.String(), "poll_interval", r.cfg.PollInterval.String())
+	if err := r.startCheck(ctx); err != nil {
+		return err
+	}
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
 

@@ -78,6 +78,11 @@ func (r *Runner) worker(ctx context.Context) {
 			// Shutdown's grace is over: a message still queued is not sent now; it is
 			// released as not tried (rate_limited, retry now: the attempt is given back).
 			o.err = sender.WithCode(sender.RateLimited(errors.New("released unsent at shutdown"), time.Now()), "released")
+		} else if !m.Deadline.IsZero() && !time.Now().Before(m.Deadline) {
+			// Past its deadline while it waited: never sent late. Reported as not tried;
+			// herald.fail ends it expired.
+			o.err = sender.WithCode(sender.RateLimited(errors.New("expired before the send started; not sent"), time.Now()), "expired")
+			r.m.expiredUnsent.Inc()
 		} else if r.leaseLapsing(m.ID) {
 			// The lease expired, or will before a lease keeper tick can extend it, while
 			// the message waited: another runner may own it now. Not sent; reported as

@@ -16,7 +16,8 @@
 {{ template "functions/_email_address.sql" . }}
 {{ template "functions/_recipient_list_kind.sql" . }}
 {{ template "functions/_payload_fields.sql" . }}
-{{ template "functions/_address_lists_valid.sql" . }}
+{{ template "functions/_base64.sql" . }}
+{{ template "functions/_payload_problem.sql" . }}
 {{ template "functions/_refused_networks.sql" . }}
 {{ template "functions/_refused_address.sql" . }}
 {{ template "functions/_backoff.sql" . }}
@@ -28,6 +29,7 @@
 {{ template "functions/_check_not_null.sql" . }}
 {{ template "functions/_caller.sql" . }}
 {{ template "functions/_named_producer.sql" . }}
+{{ template "functions/_check_pauser.sql" . }}
 {{ template "functions/_producer.sql" . }}
 {{ template "functions/_refuse_clock.sql" . }}
 {{ template "functions/_check_clock.sql" . }}
@@ -54,6 +56,8 @@
 {{ template "functions/extend_lease.sql" . }}
 {{ template "functions/reap_stale.sql" . }}
 {{ template "functions/cancel.sql" . }}
+{{ template "functions/pause_channel.sql" . }}
+{{ template "functions/resume_channel.sql" . }}
 {{ template "functions/redrive.sql" . }}
 {{ template "functions/purge.sql" . }}
 {{ template "functions/status.sql" . }}

@@ -16,9 +16,10 @@ import (
 // SQLSTATE naming it.
 var nullMeans = map[string]bool{
 	"enqueue.run_at": true, "enqueue.priority": true, "enqueue.idempotency_key": true,
-	"enqueue.ordering_key": true, "enqueue.max_attempts": true, "enqueue.metadata": true,
+	"enqueue.ordering_key": true, "enqueue.max_attempts": true, "enqueue.metadata": true, "enqueue.expires_at": true,
 	"enqueue_many.run_ats": true, "enqueue_many.priorities": true, "enqueue_many.idempotency_keys": true,
 	"enqueue_many.ordering_keys": true, "enqueue_many.max_attempts": true, "enqueue_many.metadata": true,
+	"enqueue_many.expires_ats": true,
 	"claim_batch.lease": true, "claim_batch.channels": true,
 	"complete.provider_message_id": true, "complete.provider_message_ids": true,
 	"fail.retry_at": true, "fail.error_code": true, "fail.error_codes": true,
@@ -41,6 +42,8 @@ var nullSamples = map[string]string{
 	"fail.ids.retry_at": "ARRAY[now()]",
 	"group":             "'g'", "partitions": "1", "start": "'latest'", "partition": "0", "upto": "0", "offset": "0",
 	"max": "10", "before_offset": "0", "older_than": "'1 day'",
+	"expires_at": "(now() + interval '1 hour')", "expires_ats": "ARRAY[now() + interval '1 hour']",
+	"reason": "'r'", "by": "'operator'",
 }
 
 // A NULL in any argument of any public function is refused with a herald SQLSTATE

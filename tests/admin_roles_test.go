@@ -76,15 +76,15 @@ func TestRolePrivileges(t *testing.T) {
 	denied := map[string][]string{
 		"herald_producer": {
 			`SELECT count(*) FROM herald.messages`,
-			`INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at) VALUES ('test', 'email', 'x', '{}', now(), 1, now())`,
+			`INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at) VALUES ('test', 'email', 'x', '{}', now(), 1, now(), 'infinity')`,
 			`SELECT * FROM herald.claim_batch('w', 10)`,
 			`SELECT herald.complete(ARRAY[1]::bigint[], ARRAY[1]::bigint[])`,
 			`SELECT herald.refresh_statistics()`,
 			`SELECT herald.cancel(1)`,
 			`SELECT * FROM herald.queue_stats`,
 			`SELECT * FROM herald.queue_depth`,
-			`SELECT herald._validate(ROW('email', 'a@example.com', '{}', NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec, now(), '')`,
-			`SELECT herald._enqueue(ARRAY[ROW('email', 'a@example.com', '{"subject":"s","text":"t"}', NULL, NULL, NULL, NULL, NULL, NULL)]::herald.message_spec[], now(), true)`,
+			`SELECT herald._validate(ROW('email', 'a@example.com', '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec, now(), '')`,
+			`SELECT herald._enqueue(ARRAY[ROW('email', 'a@example.com', '{"subject":"s","text":"t"}', NULL, NULL, NULL, NULL, NULL, NULL, NULL)]::herald.message_spec[], now(), true)`,
 			`SELECT herald.create_consumer_group('g')`,
 			`SELECT * FROM herald.log_read('g', 0)`,
 		},

@@ -106,7 +106,7 @@ func TestAnalyzeSkipsLogEventArrays(t *testing.T) {
 	_, pool := setup(t)
 	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
 		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb))
-		FROM generate_series(1, 50) g))`)
+		FROM generate_series(1, 50) g), now => $1)`, t0)
 	cs := claim(t, pool, 50, t0.Add(time.Minute))
 	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[])`, ids(cs), leaseTokens(cs)); n != 50 {
 		t.Fatalf("complete changed %d rows, want 50", n)
@@ -133,8 +133,8 @@ func refreshStatistics(t *testing.T, pool *pgxpool.Pool) []string {
 // addQueued inserts n ready e-mails straight into herald.messages.
 func addQueued(t *testing.T, pool *pgxpool.Pool, n int) {
 	t.Helper()
-	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at)
-		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1::timestamptz, 5, $1::timestamptz
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1::timestamptz, 5, $1::timestamptz, 'infinity'
 		FROM generate_series(1, $2::integer)`, t0, n)
 }
 

@@ -142,7 +142,9 @@ func TestQueueDepth(t *testing.T) {
 	}
 
 	plan := explain(t, pool, `SELECT * FROM herald.queue_depth`)
-	if strings.Contains(plan, "Seq Scan on messages") || !strings.Contains(plan, "messages_claim_idx") ||
+	// queued rows: either partial index on status = 'queued' (claim or expiry)
+	if strings.Contains(plan, "Seq Scan on messages") ||
+		!(strings.Contains(plan, "messages_claim_idx") || strings.Contains(plan, "messages_expiry_idx")) ||
 		!strings.Contains(plan, "messages_lease_expiry_idx") {
 		t.Fatalf("queue_depth should read the partial indexes, not the table:\n%s", plan)
 	}
@@ -151,8 +153,8 @@ func TestQueueDepth(t *testing.T) {
 // herald.throughput counts finished messages per channel and minute of the last hour.
 func TestThroughputView(t *testing.T) {
 	_, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at)
-		SELECT 'test', 'email', 'a@example.com', '{}', now(), s, 5, now(), f
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{}', now(), s, 5, now(), f, 'infinity'
 		FROM (VALUES ('sent', now()), ('sent', now()), ('dead', now()), ('cancelled', now()),
 		             ('sent', now() - interval '2 hours')) AS v(s, f)`)
 	var sent, dead, cancelled int64

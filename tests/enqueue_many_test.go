@@ -307,25 +307,54 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"email", "a@example.com", email, "idempotency_key => repeat('k', 255)"},
 		{"email", "a@example.com", email, "idempotency_key => ''"},
 		{"email", "a@example.com", email, "ordering_key => repeat('k', 256)"},
+		{"email", "a@example.com", email, "expires_at => $4::timestamptz + interval '1 second'"},
+		{"email", "a@example.com", email, "expires_at => $4::timestamptz"},
+		{"email", "a@example.com", email, "expires_at => $4::timestamptz - interval '1 second'"},
+		// the optional fields (herald._payload_problem)
+		{"email", "a@example.com", `{"subject":"s\r\nBcc: x@evil.example","text":"t"}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","headers":{"X-A":"1"}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","headers":{"X-A":"1\r\nBcc: x@evil.example"}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","headers":{"Bcc":"x@evil.example"}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","headers":{"X A":"1"}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","attachments":[{"filename":"a.txt","content":"aGk="}]}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","attachments":[{"filename":"a.txt","content":"aGk"}]}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","attachments":[{"filename":"a.txt","content":"a!k="}]}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","attachments":[{"filename":"a\r\n.txt","content":"aGk="}]}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","attachments":[{"filename":"a.txt","content":"aGk=","content_type":"text/plain","disposition":"inline","content_id":"logo"}]}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","attachments":[{"filename":"a.txt","content":"aGk=","size":2}]}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","attachments":[]}`, ""},
+		{"email", "a@example.com", `{"template_id":"d-0123456789abcdef0123456789abcdef","dynamic_template_data":{"name":"Ana"}}`, ""},
+		{"email", "a@example.com", `{"template_id":"d-0123456789abcdef0123456789abcdef","subject":7}`, ""},
+		{"email", "a@example.com", `{"template_id":"tmpl"}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","dynamic_template_data":{}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","categories":["welcome"],"custom_args":{"user":"42"}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","categories":[""]}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","custom_args":{"user":42}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","custom_args":{"herald_id":"1"}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"Ana <ana@example.com>","reply_to":"b@example.com"}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"a@example.com\r\nBcc: x@evil.example"}`, ""},
+		{"sms", "+14155550100", `{"media_urls":["https://example.com/a.png"]}`, ""},
+		{"sms", "+14155550100", `{"text":"t","media_urls":["ftp://example.com/a.png"]}`, ""},
+		{"sms", "+14155550100", `{"text":"t","media_urls":[]}`, ""},
 	}
 	valids, invalids := 0, 0
 	for _, k := range cases {
 		args := map[string]string{"run_at": "NULL", "priority": "NULL", "max_attempts": "NULL", "metadata": "NULL",
-			"idempotency_key": "NULL", "ordering_key": "NULL"}
+			"idempotency_key": "NULL", "ordering_key": "NULL", "expires_at": "NULL"}
 		if k.extra != "" {
 			name, value, _ := strings.Cut(k.extra, " => ")
 			args[name] = value
 		}
-		list := fmt.Sprintf("%s, %s, %s, %s::jsonb, %s, %s", args["run_at"], args["priority"], args["max_attempts"],
-			args["metadata"], args["idempotency_key"], args["ordering_key"])
+		list := fmt.Sprintf("%s, %s, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], args["max_attempts"],
+			args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
 		var valid bool
 		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, $2, $3::jsonb, `+list+`, $4)
 			FROM (SELECT $1::text AS name) x LEFT JOIN herald.channels c ON c.name = x.name`,
 			k.channel, k.recipient, k.payload, t0).Scan(&valid); err != nil {
 			t.Fatalf("%+v: %v", k, err)
 		}
-		spec := fmt.Sprintf("ROW($1, $2, $3::jsonb, %s, %s, %s, %s, %s, %s::jsonb)::herald.message_spec", args["run_at"],
-			args["priority"], args["idempotency_key"], args["ordering_key"], args["max_attempts"], args["metadata"])
+		spec := fmt.Sprintf("ROW($1, $2, $3::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s)::herald.message_spec", args["run_at"],
+			args["priority"], args["idempotency_key"], args["ordering_key"], args["max_attempts"], args["metadata"], args["expires_at"])
 		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, $4, '')`, k.channel, k.recipient, k.payload, t0)
 		if valid != (err == nil) {
 			t.Errorf("%s %q %s %s: _valid says %v, _validate says %v", k.channel, k.recipient, k.payload, k.extra, valid, err)

@@ -72,7 +72,8 @@ func TestIntakeAccepts(t *testing.T) {
 		StatusURL string `json:"status_url"`
 	}
 	body := `{"channel":"sms","recipient":"+14155550100","payload":{"text":"hi"},"priority":-5,"ordering_key":"acct-9",
-		"max_attempts":3,"metadata":{"tenant":"t"},"run_at":"` + time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339) + `"}`
+		"max_attempts":3,"metadata":{"tenant":"t"},"run_at":"` + time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339) + `",
+		"expires_at":"` + time.Now().Add(25*time.Hour).UTC().Format(time.RFC3339) + `"}`
 	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json; charset=utf-8", body, nil, &ok); code != 202 {
 		t.Fatalf("status %d", code)
 	}
@@ -86,7 +87,8 @@ func TestIntakeAccepts(t *testing.T) {
 		t.Fatalf("status_url %q", ok.StatusURL)
 	}
 	var st intake.Status
-	if code := do(t, "GET", srv.URL+ok.StatusURL, "", "", nil, &st); code != 200 || st.Status != "queued" || st.Channel != "sms" || st.MaxAttempts != 3 {
+	if code := do(t, "GET", srv.URL+ok.StatusURL, "", "", nil, &st); code != 200 || st.Status != "queued" || st.Channel != "sms" || st.MaxAttempts != 3 ||
+		st.ExpiresAt.Sub(st.RunAt) < 59*time.Minute || st.ExpiresAt.Sub(st.RunAt) > 61*time.Minute {
 		t.Fatalf("GET status: %d %+v", code, st)
 	}
 }
@@ -105,6 +107,8 @@ func TestIntakeRejectsBadMessages(t *testing.T) {
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"` + big + `"}}`, "payload_too_large", "payload"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"2099-01-01T00:00:00Z"}`, "invalid_run_at", "run_at"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"tomorrow-ish"}`, "invalid_run_at", "run_at"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"expires_at":"2001-01-01T00:00:00Z"}`, "invalid_expires_at", "expires_at"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"expires_at":7}`, "invalid_expires_at", "expires_at"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"priority":500}`, "invalid_priority", "priority"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"priority":"high"}`, "invalid_priority", "priority"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"max_attempts":0}`, "invalid_max_attempts", "max_attempts"},

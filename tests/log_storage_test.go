@@ -21,7 +21,7 @@ func enqueueBatchEmails(t *testing.T, pool interface {
 	t.Helper()
 	var ids []int64
 	if err := pool.QueryRow(context.Background(), `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
-		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, $1) g))`, n).Scan(&ids); err != nil {
+		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, $1) g), now => $2)`, n, t0).Scan(&ids); err != nil {
 		t.Fatal(err)
 	}
 	if len(ids) != n {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -67,6 +69,9 @@ func TestMailpit(t *testing.T) {
 		{"Grüße, 東京 ✓", `{"subject":"Grüße, 東京 ✓","text":"unicode"}`},
 		{"=?utf-8?B?Zm9v?= stays", `{"subject":"=?utf-8?B?Zm9v?= stays","text":"literal"}`},
 		{"copies", `{"subject":"copies","text":"t","cc":["bo@example.net"],"bcc":["audit@example.net"]}`},
+		{"attached", `{"subject":"attached","text":"see the file","html":"<p>logo <img src=\"cid:logo\"></p>","attachments":[
+			{"filename":"report.csv","content_type":"text/csv","content":"` + base64.StdEncoding.EncodeToString([]byte("a,b\n1,2\n")) + `"},
+			{"filename":"logo.png","content_type":"image/png","disposition":"inline","content_id":"logo","content":"` + base64.StdEncoding.EncodeToString([]byte("\x89PNG-not-really")) + `"}]}`},
 	}
 	for i, c := range cases {
 		m := sender.Message{ID: int64(100 + i), Channel: "email", Recipient: "ana@example.net", Attempt: 1, Payload: json.RawMessage(c.payload)}
@@ -109,6 +114,27 @@ func TestMailpit(t *testing.T) {
 		}
 		if w, _ := want["html"].(string); w != "" && !strings.Contains(full.HTML, w) {
 			t.Errorf("%s: html %q", c.subject, full.HTML)
+		}
+	}
+	// The attachment and the inline part arrive with their names, types and bytes.
+	var attached struct {
+		Attachments, Inline []struct{ PartID, FileName, ContentType, ContentID string }
+	}
+	id := list.Messages[bySubject["attached"]].ID
+	getJSON(t, "http://"+apiAddr+"/api/v1/message/"+id, &attached)
+	if len(attached.Attachments) != 1 || attached.Attachments[0].FileName != "report.csv" || attached.Attachments[0].ContentType != "text/csv" ||
+		len(attached.Inline) != 1 || attached.Inline[0].FileName != "logo.png" || attached.Inline[0].ContentID != "logo" {
+		t.Fatalf("attachments: %+v", attached)
+	}
+	for part, want := range map[string]string{attached.Attachments[0].PartID: "a,b\n1,2\n", attached.Inline[0].PartID: "\x89PNG-not-really"} {
+		resp, err := http.Get("http://" + apiAddr + "/api/v1/message/" + id + "/part/" + part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != want {
+			t.Errorf("part %s: %q, want %q", part, b, want)
 		}
 	}
 	copies := list.Messages[bySubject["copies"]]

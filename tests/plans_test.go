@@ -22,11 +22,11 @@ import (
 // function is read with auto_explain, sent to the client as NOTICEs.
 func TestClaimUsesPartialIndex(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, ordering_key)
-		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'sent', 5, $1, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, ordering_key, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'sent', 5, $1, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END, 'infinity'
 		FROM generate_series(1, 100000) g`, t0)
-	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, ordering_key)
-		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'queued', 5, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, ordering_key, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'queued', 5, $1, CASE WHEN g % 3 = 0 THEN 'k' || g END, 'infinity'
 		FROM generate_series(1, 1000) g`, t0)
 	mustExec(t, pool, `ANALYZE herald.messages`)
 
@@ -52,8 +52,8 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 // through auto_explain.
 func TestCompletePlanProbesPrimaryKey(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, lease_token, lease_expires_at)
-		SELECT 'test', 'email', 'a@example.com', '{}', $1::timestamptz, 'processing', 5, $1::timestamptz, 7, $1::timestamptz + interval '1 hour' FROM generate_series(1, 5000)`, t0)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, lease_token, lease_expires_at, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{}', $1::timestamptz, 'processing', 5, $1::timestamptz, 7, $1::timestamptz + interval '1 hour', 'infinity' FROM generate_series(1, 5000)`, t0)
 	conn, notices := explainConn(t, pool)
 	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
 		t.Fatal(err)
@@ -76,8 +76,8 @@ func TestCompletePlanProbesPrimaryKey(t *testing.T) {
 // grew).
 func TestClaimPlanProbesPrimaryKey(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at)
-		SELECT 'test', 'email', 'a@example.com', '{}', $1::timestamptz, 5, $1::timestamptz FROM generate_series(1, 20000)`, t0)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{}', $1::timestamptz, 5, $1::timestamptz, 'infinity' FROM generate_series(1, 20000)`, t0)
 	mustExec(t, pool, `ANALYZE herald.messages`)
 	conn, notices := explainConn(t, pool)
 	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
@@ -142,9 +142,9 @@ func TestDeliveredMessagesOnlyInPrimaryKey(t *testing.T) {
 // purge and throughput is used by them once it exists (their SQL is unchanged).
 func TestFinishedRowsPlans(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, expires_at)
 		SELECT 'test', 'email', 'a@example.com', '{}', now(), CASE WHEN g % 1000 = 0 THEN 'dead' ELSE 'sent' END, 5,
-		       now() - interval '30 days', now() - g * interval '1 minute'
+		       now() - interval '30 days', now() - g * interval '1 minute', 'infinity'
 		FROM generate_series(1, 20000) g`)
 	mustExec(t, pool, `ANALYZE herald.messages`)
 
@@ -161,7 +161,7 @@ func TestFinishedRowsPlans(t *testing.T) {
 		t.Fatalf("messages_finished_idx should not exist:\n%s", plan)
 	}
 	mustExec(t, pool, `CREATE INDEX CONCURRENTLY messages_finished_idx ON herald.messages (finished_at)
-		WHERE status IN ('sent', 'dead', 'cancelled')`)
+		WHERE finished_at IS NOT NULL`)
 	mustExec(t, pool, `ANALYZE herald.messages`)
 	if plan := explain(t, pool, `SELECT * FROM herald.throughput`); !strings.Contains(plan, "messages_finished_idx") {
 		t.Fatalf("throughput should use the re-created messages_finished_idx:\n%s", plan)
@@ -291,8 +291,8 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._recipient_pattern(g::text)`,
 		`herald._recipient_list_kind(g::text, g)`,
 		`herald._nonempty_string(jsonb_build_object('k', g), g::text)`,
-		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, now())`,
-		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, now(), g::text)`,
+		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, NULL, now())`,
+		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, NULL, now(), g::text)`,
 		`herald._notify_due(g::text)`,
 		`herald._notify_clock_due(g)`,
 	} {

@@ -42,7 +42,8 @@ CREATE TYPE herald.message_spec AS (
 	idempotency_key text,
 	ordering_key text,
 	max_attempts integer,
-	metadata jsonb
+	metadata jsonb,
+	expires_at timestamp with time zone
 );
 
 
@@ -51,31 +52,6 @@ CREATE TYPE herald.message_spec AS (
 --
 
 COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of herald.enqueue; NULL takes the default.';
-
-
---
--- Name: _address_lists_valid(jsonb); Type: FUNCTION; Schema: herald; Owner: -
---
-
-CREATE FUNCTION herald._address_lists_valid(payload jsonb) RETURNS boolean
-    LANGUAGE sql STABLE
-    AS $$
-  SELECT NOT EXISTS (
-    SELECT FROM unnest('{cc,bcc}'::text[]) AS k
-    WHERE payload ? k
-      AND CASE WHEN jsonb_typeof(payload -> k) <> 'array' THEN true
-               ELSE jsonb_array_length(payload -> k) NOT BETWEEN 1 AND 50
-                    OR EXISTS (SELECT FROM jsonb_array_elements(payload -> k) AS e
-                               WHERE jsonb_typeof(e) <> 'string' OR NOT herald._email_address(recipient => e #>> '{}'))
-          END)
-$$;
-
-
---
--- Name: FUNCTION _address_lists_valid(payload jsonb); Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON FUNCTION herald._address_lists_valid(payload jsonb) IS 'Private: whether an e-mail payload''s cc and bcc are arrays of 1 to 50 e-mail addresses.';
 
 
 --
@@ -113,6 +89,32 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._backoff(attempt integer, base interval, cap interval) IS 'Private: exponential backoff with equal jitter for a retry attempt.';
+
+
+--
+-- Name: _base64(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._base64(text text) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+BEGIN
+  IF text !~ '^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$' THEN
+    RETURN false;
+  END IF;
+  PERFORM decode(text, 'base64');
+  RETURN true;
+EXCEPTION WHEN invalid_parameter_value THEN
+  RETURN false;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _base64(text text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._base64(text text) IS 'Private: whether a text is base64 that decodes.';
 
 
 --
@@ -206,6 +208,32 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._check_not_null(fields text[], present boolean[]) IS 'Private: refuse the first argument that is NULL (22V12, named in COLUMN).';
+
+
+--
+-- Name: _check_pauser(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._check_pauser(by text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+  IF by NOT IN ('operator', 'runner') THEN
+    PERFORM herald._reject(code => '22V12', field => 'by', message => format('%L is neither operator nor runner', by));
+  END IF;
+  IF by = 'operator' AND NOT pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN
+    RAISE EXCEPTION 'by: only herald_admin may pause or resume as operator'
+      USING ERRCODE = '42501', COLUMN = 'by', HINT = 'a runner passes by => ''runner''';
+  END IF;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _check_pauser(by text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._check_pauser(by text) IS 'Private: refuse a pause or resume by someone who may not (operator: herald_admin only).';
 
 
 --
@@ -317,9 +345,9 @@ BEGIN
                  coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
                    recipient => s.recipient, payload => s.payload, run_at => s.run_at, priority => s.priority,
                    max_attempts => s.max_attempts, metadata => s.metadata, idempotency_key => s.idempotency_key,
-                   ordering_key => s.ordering_key, now => _enqueue.now), false) AS valid
+                   ordering_key => s.ordering_key, expires_at => s.expires_at, now => _enqueue.now), false) AS valid
           FROM unnest(specs) WITH ORDINALITY
-                 AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
+                 AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
           LEFT JOIN herald.channels c ON c.name = s.channel
           WHERE s.idempotency_key IS NOT NULL) AS r
     WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
@@ -331,18 +359,19 @@ BEGIN
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at)
+     idempotency_key, max_attempts, created_at, expires_at)
   SELECT v_ids[s.ord], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
-         coalesce(s.max_attempts, c.max_attempts), _enqueue.now
+         coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
+         least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl)
   FROM unnest(v_specs) WITH ORDINALITY
-         AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
+         AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
-                      now => _enqueue.now, checked_kind => v_kind);
+                      expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
   GET DIAGNOSTICS v_stored = ROW_COUNT;
 
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
@@ -615,9 +644,9 @@ BEGIN
     END IF;
     FOR k IN SELECT jsonb_object_keys(item) LOOP
       IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
-                   'ordering_key', 'max_attempts', 'metadata') THEN
+                   'ordering_key', 'max_attempts', 'metadata', 'expires_at') THEN
         PERFORM herald._reject(code => '22V11', field => p || '.' || k, message => 'is not a message field',
-          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata');
+          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at');
       END IF;
     END LOOP;
     specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => '22V11'),
@@ -628,7 +657,8 @@ BEGIN
                     herald._json_text(item => item, key => 'idempotency_key', prefix => p, code => '22V11'),
                     herald._json_text(item => item, key => 'ordering_key', prefix => p, code => '22V11'),
                     herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => '22V07'),
-                    nullif(item -> 'metadata', 'null'))::herald.message_spec;
+                    nullif(item -> 'metadata', 'null'),
+                    herald._json_timestamptz(item => item, key => 'expires_at', prefix => p, code => '22V17'))::herald.message_spec;
   END LOOP;
   RETURN specs;
 END
@@ -788,8 +818,8 @@ CREATE FUNCTION herald._payload_fields(kind text) RETURNS text[]
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE kind
-           WHEN 'email' THEN '{subject,text,html,body,from,reply_to,headers,cc,bcc}'::text[]
-           WHEN 'sms' THEN '{text,body}'::text[]
+           WHEN 'email' THEN '{subject,text,html,body,from,reply_to,headers,cc,bcc,attachments,template_id,dynamic_template_data,categories,custom_args}'::text[]
+           WHEN 'sms' THEN '{text,body,media_urls}'::text[]
          END
 $$;
 
@@ -799,6 +829,150 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._payload_fields(kind text) IS 'Private: the payload fields a channel kind accepts (NULL: any).';
+
+
+--
+-- Name: _payload_problem(text, jsonb); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._payload_problem(kind text, payload jsonb) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    AS $_$
+DECLARE
+  k text;
+  v jsonb;
+  e jsonb;
+  i integer;
+  p text;
+BEGIN
+  IF kind = 'sms' AND payload ? 'media_urls' THEN
+    v := payload -> 'media_urls';
+    IF jsonb_typeof(v) <> 'array' OR jsonb_array_length(v) NOT BETWEEN 1 AND 10 THEN
+      RETURN ARRAY['payload.media_urls', 'must be an array of 1 to 10 URLs'];
+    END IF;
+    FOR i IN 0 .. jsonb_array_length(v) - 1 LOOP
+      e := v -> i;
+      IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 2048
+         OR e #>> '{}' !~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$') THEN
+        RETURN ARRAY[format('payload.media_urls[%s]', i), 'must be an http(s) URL of at most 2048 characters'];
+      END IF;
+    END LOOP;
+  END IF;
+  IF kind <> 'email' THEN
+    RETURN NULL;
+  END IF;
+
+  FOREACH k IN ARRAY ARRAY['subject', 'text', 'html', 'body'] LOOP
+    IF jsonb_typeof(payload -> k) NOT IN ('string', 'null') THEN
+      RETURN ARRAY['payload.' || k, 'must be a string'];
+    END IF;
+  END LOOP;
+  IF coalesce(payload ->> 'subject' ~ '[\r\n]', false) THEN
+    RETURN ARRAY['payload.subject', 'must be one line (no line breaks)'];
+  END IF;
+  FOREACH k IN ARRAY ARRAY['from', 'reply_to'] LOOP
+    IF payload ? k AND (jsonb_typeof(payload -> k) <> 'string' OR length(payload ->> k) NOT BETWEEN 1 AND 320
+                        OR payload ->> k ~ '[\r\n]') THEN
+      RETURN ARRAY['payload.' || k, 'must be an address of 1 to 320 characters on one line'];
+    END IF;
+  END LOOP;
+  FOREACH k IN ARRAY ARRAY['cc', 'bcc'] LOOP
+    IF payload ? k AND (jsonb_typeof(payload -> k) <> 'array' OR jsonb_array_length(payload -> k) NOT BETWEEN 1 AND 50
+        OR EXISTS (SELECT FROM jsonb_array_elements(payload -> k) AS a
+                   WHERE jsonb_typeof(a) <> 'string' OR NOT herald._email_address(recipient => a #>> '{}'))) THEN
+      RETURN ARRAY['payload.' || k, 'must be an array of 1 to 50 e-mail addresses'];
+    END IF;
+  END LOOP;
+
+  IF payload ? 'headers' THEN
+    v := payload -> 'headers';
+    IF jsonb_typeof(v) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(v)) > 50 THEN
+      RETURN ARRAY['payload.headers', 'must be an object of at most 50 header names to strings'];
+    END IF;
+    FOR k, e IN SELECT h.key, h.value FROM jsonb_each(v) AS h ORDER BY h.key LOOP
+      IF k !~ '^[!-9;-~]{1,76}$' OR lower(k) IN ('from', 'to', 'cc', 'bcc', 'subject', 'message-id', 'reply-to',
+          'date', 'content-type', 'mime-version', 'content-transfer-encoding') THEN
+        RETURN ARRAY['payload.headers.' || k, 'is not a header a payload may set (printable ASCII without colon; not one herald sets)'];
+      END IF;
+      IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
+        RETURN ARRAY['payload.headers.' || k, 'must be a string of at most 998 characters on one line'];
+      END IF;
+    END LOOP;
+  END IF;
+
+  IF payload ? 'attachments' THEN
+    v := payload -> 'attachments';
+    IF jsonb_typeof(v) <> 'array' OR jsonb_array_length(v) NOT BETWEEN 1 AND 10 THEN
+      RETURN ARRAY['payload.attachments', 'must be an array of 1 to 10 attachment objects'];
+    END IF;
+    FOR i IN 0 .. jsonb_array_length(v) - 1 LOOP
+      e := v -> i;
+      p := format('payload.attachments[%s]', i);
+      IF jsonb_typeof(e) <> 'object' THEN
+        RETURN ARRAY[p, 'must be an object {filename, content, content_type, disposition, content_id}'];
+      END IF;
+      k := (SELECT min(a) FROM jsonb_object_keys(e) AS a
+            WHERE a NOT IN ('filename', 'content', 'content_type', 'disposition', 'content_id'));
+      IF k IS NOT NULL THEN
+        RETURN ARRAY[p || '.' || k, 'is not an attachment field (filename, content, content_type, disposition, content_id)'];
+      END IF;
+      IF jsonb_typeof(e -> 'filename') IS DISTINCT FROM 'string' OR length(e ->> 'filename') NOT BETWEEN 1 AND 255
+         OR e ->> 'filename' ~ '[[:cntrl:]"\\/]' THEN
+        RETURN ARRAY[p || '.filename', 'must be a name of 1 to 255 characters without control characters, quotes or slashes'];
+      END IF;
+      IF jsonb_typeof(e -> 'content') IS DISTINCT FROM 'string' OR e ->> 'content' = ''
+         OR NOT herald._base64(text => e ->> 'content') THEN
+        RETURN ARRAY[p || '.content', 'must be non-empty base64 (RFC 4648)'];
+      END IF;
+      IF e ? 'content_type' AND (jsonb_typeof(e -> 'content_type') <> 'string'
+         OR e ->> 'content_type' !~ '^[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}$') THEN
+        RETURN ARRAY[p || '.content_type', 'must be a media type such as application/pdf'];
+      END IF;
+      IF e ? 'disposition' AND (e -> 'disposition') NOT IN ('"attachment"', '"inline"') THEN
+        RETURN ARRAY[p || '.disposition', 'must be attachment or inline'];
+      END IF;
+      IF e ? 'content_id' AND (jsonb_typeof(e -> 'content_id') <> 'string' OR e ->> 'content_id' !~ '^[!-;=?-~]{1,128}$') THEN
+        RETURN ARRAY[p || '.content_id', 'must be 1 to 128 printable characters without <, > or space'];
+      END IF;
+    END LOOP;
+  END IF;
+
+  IF payload ? 'template_id' AND (jsonb_typeof(payload -> 'template_id') <> 'string'
+                                  OR payload ->> 'template_id' !~ '^d-[0-9a-f]{32}$') THEN
+    RETURN ARRAY['payload.template_id', 'must be a dynamic template id, d- and 32 hexadecimal digits'];
+  END IF;
+  IF payload ? 'dynamic_template_data' AND (jsonb_typeof(payload -> 'dynamic_template_data') <> 'object'
+                                            OR NOT payload ? 'template_id') THEN
+    RETURN ARRAY['payload.dynamic_template_data', 'must be an object, given with template_id'];
+  END IF;
+  IF payload ? 'categories' THEN
+    v := payload -> 'categories';
+    IF jsonb_typeof(v) <> 'array' OR jsonb_array_length(v) NOT BETWEEN 1 AND 10
+       OR EXISTS (SELECT FROM jsonb_array_elements(v) AS c
+                  WHERE jsonb_typeof(c) <> 'string' OR length(c #>> '{}') NOT BETWEEN 1 AND 255 OR c #>> '{}' ~ '[[:cntrl:]]') THEN
+      RETURN ARRAY['payload.categories', 'must be an array of 1 to 10 strings of 1 to 255 characters'];
+    END IF;
+  END IF;
+  IF payload ? 'custom_args' THEN
+    v := payload -> 'custom_args';
+    IF jsonb_typeof(v) <> 'object' OR octet_length(v::text) >= 10000
+       OR EXISTS (SELECT FROM jsonb_each(v) AS a WHERE jsonb_typeof(a.value) <> 'string') THEN
+      RETURN ARRAY['payload.custom_args', 'must be an object of strings, under 10000 bytes'];
+    END IF;
+    IF v ? 'herald_id' THEN
+      RETURN ARRAY['payload.custom_args.herald_id', 'is set by herald'];
+    END IF;
+  END IF;
+  RETURN NULL;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _payload_problem(kind text, payload jsonb); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._payload_problem(kind text, payload jsonb) IS 'Private: the first problem of a payload''s optional fields as {field, message}, or NULL.';
 
 
 --
@@ -1002,23 +1176,25 @@ COMMENT ON FUNCTION herald._reject(code text, field text, message text, detail t
 
 
 --
--- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, jsonb, text, text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $_$
   SELECT coalesce(
         kind IS NOT NULL
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
-                            AND payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
+                            AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
                             AND payload - herald._payload_fields(kind => 'email') = '{}'
-                            AND (NOT payload ?| '{cc,bcc}' OR herald._address_lists_valid(payload => payload))
+                            AND ((payload - '{subject,text,html,body}'::text[] = '{}' AND payload ->> 'subject' !~ '[\r\n]')
+                                 OR herald._payload_problem(kind => 'email', payload => payload) IS NULL)
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
-                          AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
+                          AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls))'
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
+                          AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
                AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)
@@ -1031,16 +1207,17 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
     AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
-    AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]')),
+    AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]'))
+    AND (expires_at IS NULL OR expires_at > greatest(run_at, now)),
     false)
 $_$;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
 
 
 --
@@ -1083,25 +1260,25 @@ BEGIN
   END IF;
   IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'must be a JSON object');
-  ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(obj => spec.payload, key => 'subject') THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "subject" (a non-empty string)');
-  ELSIF ch.kind = 'email' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
-                                OR herald._nonempty_string(obj => spec.payload, key => 'html')
-                                OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string)');
+  ELSIF ch.kind = 'email' AND NOT spec.payload ? 'template_id'
+        AND NOT herald._nonempty_string(obj => spec.payload, key => 'subject') THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "subject" (a non-empty string) or "template_id"');
+  ELSIF ch.kind = 'email' AND NOT spec.payload ? 'template_id'
+        AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
+                 OR herald._nonempty_string(obj => spec.payload, key => 'html')
+                 OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string) or "template_id"');
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
-                              OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
+                              OR herald._nonempty_string(obj => spec.payload, key => 'body')
+                              OR spec.payload ? 'media_urls') THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string) or "media_urls"');
   ELSIF v_field IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),
       hint => 'fields: ' || array_to_string(herald._payload_fields(kind => ch.kind), ', '));
-  ELSIF ch.kind = 'email' AND NOT herald._address_lists_valid(payload => spec.payload) THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || k,
-      message => 'must be an array of 1 to 50 e-mail addresses')
-    FROM unnest('{cc,bcc}'::text[]) AS k
-    WHERE NOT herald._address_lists_valid(payload => jsonb_build_object(k, spec.payload -> k)) AND spec.payload ? k
-    LIMIT 1;
+  ELSIF herald._payload_problem(kind => ch.kind, payload => spec.payload) IS NOT NULL THEN
+    PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
+    FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
@@ -1126,6 +1303,10 @@ BEGIN
   END IF;
   IF spec.ordering_key = '' OR length(spec.ordering_key) > 255 THEN
     PERFORM herald._reject(code => '22V10', field => p || 'ordering_key', message => 'must be 1 to 255 characters');
+  END IF;
+  IF spec.expires_at <= greatest(spec.run_at, now) THEN
+    PERFORM herald._reject(code => '22V17', field => p || 'expires_at',
+      message => format('%s is not after the time the message is due (%s)', spec.expires_at, greatest(spec.run_at, now)));
   END IF;
 END
 $_$;
@@ -1184,7 +1365,7 @@ COMMENT ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) IS 'C
 -- Name: claim_batch(text, integer, interval, text[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.claim_batch(worker text, batch_size integer DEFAULT 100, lease interval DEFAULT '00:00:30'::interval, channels text[] DEFAULT NULL::text[], now timestamp with time zone DEFAULT now()) RETURNS TABLE(id bigint, channel text, recipient text, payload jsonb, metadata jsonb, attempt integer, lease_token bigint, lease_expires_at timestamp with time zone)
+CREATE FUNCTION herald.claim_batch(worker text, batch_size integer DEFAULT 100, lease interval DEFAULT '00:00:30'::interval, channels text[] DEFAULT NULL::text[], now timestamp with time zone DEFAULT now()) RETURNS TABLE(id bigint, channel text, recipient text, payload jsonb, metadata jsonb, attempt integer, lease_token bigint, lease_expires_at timestamp with time zone, expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1224,6 +1405,7 @@ BEGIN
     FROM herald.messages m
     WHERE m.status = 'queued'
       AND m.run_at <= claim_batch.now
+      AND m.expires_at > claim_batch.now
       AND m.channel = ANY (v_channels)
       AND (m.ordering_key IS NULL OR NOT EXISTS (
             SELECT 1 FROM herald.messages e
@@ -1246,10 +1428,10 @@ BEGIN
     -- table for every claim).
     WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
-              m.lease_token, m.lease_expires_at, m.priority, m.run_at
+              m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
   )
   SELECT c.id, c.channel, c.recipient, c.payload, c.metadata, c.attempts,
-         c.lease_token, c.lease_expires_at
+         c.lease_token, c.lease_expires_at, c.expires_at
   FROM claimed c
   ORDER BY c.priority, c.run_at, c.id;
 END
@@ -1398,10 +1580,10 @@ COMMENT ON FUNCTION herald.create_consumer_group("group" text, partitions intege
 
 
 --
--- Name: enqueue(text, text, jsonb, timestamp with time zone, integer, text, text, integer, jsonb, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: enqueue(text, text, jsonb, timestamp with time zone, integer, text, text, integer, jsonb, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, ordering_key text DEFAULT NULL::text, max_attempts integer DEFAULT NULL::integer, metadata jsonb DEFAULT NULL::jsonb, now timestamp with time zone DEFAULT now()) RETURNS bigint
+CREATE FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, ordering_key text DEFAULT NULL::text, max_attempts integer DEFAULT NULL::integer, metadata jsonb DEFAULT NULL::jsonb, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, now timestamp with time zone DEFAULT now()) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1409,7 +1591,7 @@ BEGIN
   -- PL/pgSQL rather than SQL: a SQL function that is not inlined is planned at every call.
   RETURN (herald._enqueue(
             specs => ARRAY[ROW(channel, recipient, payload, run_at, priority, idempotency_key,
-                               ordering_key, max_attempts, metadata)::herald.message_spec],
+                               ordering_key, max_attempts, metadata, expires_at)::herald.message_spec],
             now => now,
             single => true))[1];
 END
@@ -1417,10 +1599,10 @@ $$;
 
 
 --
--- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10 name the field.';
+COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10 and 22V17 name the field.';
 
 
 --
@@ -1449,7 +1631,7 @@ BEGIN
   -- number of members first, so `< R` (R: four members) holds for objects of at most
   -- three, and ?& then proves the three keys.
   SELECT array_agg(ROW(e ->> 'channel', e ->> 'recipient', nullif(e -> 'payload', 'null'),
-                       NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
+                       NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
          bool_and(coalesce(e < '{"": null, "a": null, "b": null, "c": null}'
                            AND e ?& '{channel,recipient,payload}'
                            AND jsonb_typeof(e -> 'channel') = 'string'
@@ -1467,12 +1649,13 @@ BEGIN
           || (@.channel.type() != "string" && @.channel.type() != "null")
           || (@.recipient.type() != "string" && @.recipient.type() != "null")
           || (@.run_at.type() != "string" && @.run_at.type() != "null")
+          || (@.expires_at.type() != "string" && @.expires_at.type() != "null")
           || (@.idempotency_key.type() != "string" && @.idempotency_key.type() != "null")
           || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
           || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
           || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
        AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
-                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata}'::text[] <> '{}') THEN
+                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata,expires_at}'::text[] <> '{}') THEN
       BEGIN
         specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
       EXCEPTION WHEN data_exception THEN
@@ -1497,10 +1680,10 @@ COMMENT ON FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with time
 
 
 --
--- Name: enqueue_many(text[], text[], jsonb[], timestamp with time zone[], integer[], text[], text[], integer[], jsonb[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: enqueue_many(text[], text[], jsonb[], timestamp with time zone[], integer[], text[], text[], integer[], jsonb[], timestamp with time zone[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], idempotency_keys text[] DEFAULT NULL::text[], ordering_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], metadata jsonb[] DEFAULT NULL::jsonb[], now timestamp with time zone DEFAULT now()) RETURNS bigint[]
+CREATE FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], idempotency_keys text[] DEFAULT NULL::text[], ordering_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], metadata jsonb[] DEFAULT NULL::jsonb[], expires_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], now timestamp with time zone DEFAULT now()) RETURNS bigint[]
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1512,17 +1695,17 @@ BEGIN
   END IF;
   PERFORM herald._check_arrays(
     fields => ARRAY['channels', 'recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
-                    'ordering_keys', 'max_attempts', 'metadata'],
+                    'ordering_keys', 'max_attempts', 'metadata', 'expires_ats'],
     lengths => ARRAY[n, cardinality(recipients), cardinality(payloads), cardinality(run_ats),
                      cardinality(priorities), cardinality(idempotency_keys), cardinality(ordering_keys),
-                     cardinality(max_attempts), cardinality(metadata)],
+                     cardinality(max_attempts), cardinality(metadata), cardinality(expires_ats)],
     required => 3, code => '22V11');
   RETURN herald._enqueue(
-    specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md)::herald.message_spec
+    specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md, u.ea)::herald.message_spec
                    FROM (SELECT unnest(channels) AS c, unnest(recipients) AS r, unnest(payloads) AS p,
                                 unnest(run_ats) AS ra, unnest(priorities) AS pr, unnest(idempotency_keys) AS ik,
                                 unnest(ordering_keys) AS ok, unnest(max_attempts) AS ma,
-                                unnest(metadata) AS md) AS u),
+                                unnest(metadata) AS md, unnest(expires_ats) AS ea) AS u),
     now => enqueue_many.now,
     single => false);
 END
@@ -1530,10 +1713,10 @@ $$;
 
 
 --
--- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone) IS 'Store many notifications given as parallel arrays, all or nothing; ids in input order.';
+COMMENT ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone) IS 'Store many notifications given as parallel arrays, all or nothing; ids in input order.';
 
 
 --
@@ -1591,11 +1774,11 @@ BEGIN
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
           cardinality(error_classes), cardinality(retry_at), cardinality(error_codes)], 4);
   SELECT c INTO bad FROM unnest(error_classes) AS c
-  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'permanent') LIMIT 1;
+  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'configuration', 'permanent') LIMIT 1;
   IF FOUND THEN
     PERFORM herald._reject('22V12', 'error_classes',
       format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
-      hint => 'use transient, rate_limited or permanent');
+      hint => 'use transient, rate_limited, configuration or permanent');
   END IF;
   IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
     PERFORM herald._reject('22V12', 'error_codes', 'a code is over 64 characters');
@@ -1606,7 +1789,7 @@ BEGIN
     SET status = d.next_status,
         attempts = d.attempts,
         run_at = CASE WHEN d.next_status = 'queued' THEN d.next_run_at ELSE m.run_at END,
-        finished_at = CASE WHEN d.next_status = 'dead' THEN fail.now END,
+        finished_at = CASE WHEN d.next_status IN ('dead', 'expired') THEN fail.now END,
         lease_token = NULL,
         lease_expires_at = NULL,
         last_error = d.error,
@@ -1620,15 +1803,19 @@ BEGIN
              CASE
                WHEN u.error_class = 'permanent' THEN 'dead'
                WHEN u.error_class = 'transient' AND x.attempts >= x.max_attempts THEN 'dead'
+               WHEN n.next_run_at >= x.expires_at THEN 'expired'
                ELSE 'queued'
              END AS next_status,
-             CASE WHEN u.error_class = 'rate_limited' THEN greatest(x.attempts - 1, 0) ELSE x.attempts END AS attempts,
-             greatest(fail.now, coalesce(u.retry_at,
-               fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max))) AS next_run_at
+             CASE WHEN u.error_class IN ('rate_limited', 'configuration') THEN greatest(x.attempts - 1, 0)
+                  ELSE x.attempts END AS attempts,
+             n.next_run_at
       FROM unnest(ids, lease_tokens, errors, error_classes, retry_at, error_codes)
              AS u(id, lease_token, error, error_class, retry_at, error_code)
       JOIN herald.messages x ON x.id = u.id
       JOIN herald.channels c ON c.name = x.channel
+      CROSS JOIN LATERAL (SELECT greatest(fail.now, coalesce(u.retry_at, CASE
+               WHEN u.error_class = 'configuration' THEN fail.now
+               ELSE fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max) END)) AS next_run_at) AS n
     ) AS d
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
@@ -1636,14 +1823,20 @@ BEGIN
               m.last_error, m.attempts
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
-    SELECT 'dead', fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),
+    SELECT f.status, fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),
            array_agg(herald._key_hash(f.ordering_key, f.recipient) ORDER BY f.id),
-           array_agg(herald._event_detail('dead', NULL, f.last_error_class, f.last_error, f.attempts) ORDER BY f.id)
+           array_agg(herald._event_detail(f.status, NULL, f.last_error_class, f.last_error, f.attempts) ORDER BY f.id)
     FROM failed f
-    WHERE f.status = 'dead'
-    HAVING count(*) > 0
+    WHERE f.status IN ('dead', 'expired')
+    GROUP BY f.status
+  ), paused AS (
+    UPDATE herald.channels c
+    SET paused = true, paused_reason = left(p.last_error, 500), paused_at = fail.now, paused_by = 'runner'
+    FROM (SELECT DISTINCT ON (f.channel) f.channel, f.last_error
+          FROM failed f WHERE f.last_error_class = 'configuration' ORDER BY f.channel, f.id) AS p
+    WHERE c.name = p.channel AND NOT c.paused
   )
-  SELECT count(*), bool_or(f.status = 'dead'), bool_or(f.status = 'queued' AND f.run_at <= fail.now)
+  SELECT count(*), bool_or(f.status IN ('dead', 'expired')), bool_or(f.status = 'queued' AND f.run_at <= fail.now)
   INTO changed, died, ready
   FROM failed f;
   IF died THEN
@@ -1847,7 +2040,7 @@ BEGIN
                 AND (s.details IS NULL OR cardinality(s.details) = cardinality(s.message_ids))
                 AND (s.provider_message_ids IS NULL OR cardinality(s.provider_message_ids) = cardinality(s.message_ids))
                 AND (s.attempts IS NULL OR cardinality(s.attempts) = cardinality(s.message_ids))
-                AND s.kind IN ('accepted', 'sent', 'dead', 'cancelled') AS well_formed
+                AND s.kind IN ('accepted', 'sent', 'dead', 'cancelled', 'expired') AS well_formed
   )
   SELECT coalesce(sum(n.events), 0), min(n.seq) FILTER (WHERE NOT n.well_formed)
   INTO moved, bad
@@ -1937,6 +2130,43 @@ COMMENT ON FUNCTION herald.log_truncate(before_offset bigint) IS 'Delete log eve
 
 
 --
+-- Name: pause_channel(text, text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.pause_channel(channel text, reason text, by text DEFAULT 'operator'::text, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  clock_ok boolean := herald._check_clock(now => pause_channel.now); -- first: a forged clock changes nothing
+  changed boolean;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['channel', 'reason', 'by'],
+    ARRAY[pause_channel.channel IS NOT NULL, pause_channel.reason IS NOT NULL, pause_channel.by IS NOT NULL]);
+  PERFORM herald._check_pauser(by => pause_channel.by);
+  IF NOT EXISTS (SELECT FROM herald.channels c WHERE c.name = pause_channel.channel) THEN
+    PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', pause_channel.channel));
+  END IF;
+  UPDATE herald.channels c
+  SET paused = true, paused_reason = left(pause_channel.reason, 500), paused_at = pause_channel.now,
+      paused_by = pause_channel.by
+  WHERE c.name = pause_channel.channel
+    AND (NOT c.paused OR (c.paused_by IS DISTINCT FROM 'operator' AND pause_channel.by = 'operator'))
+  RETURNING true INTO changed;
+  RETURN coalesce(changed, false);
+END
+$$;
+
+
+--
+-- Name: FUNCTION pause_channel(channel text, reason text, by text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.pause_channel(channel text, reason text, by text, now timestamp with time zone) IS 'Stop handing out a channel''s messages, with a reason; by operator (resumed by an operator) or runner (a probe may resume).';
+
+
+--
 -- Name: purge(interval, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1952,8 +2182,7 @@ BEGIN
     PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
   END IF;
   DELETE FROM herald.messages m
-  WHERE m.status IN ('sent', 'dead', 'cancelled')
-    AND m.finished_at < purge.now - purge.older_than;
+  WHERE m.finished_at < purge.now - purge.older_than;
   GET DIAGNOSTICS deleted = ROW_COUNT;
   RETURN deleted;
 END
@@ -1964,7 +2193,7 @@ $$;
 -- Name: FUNCTION purge(older_than interval, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) IS 'Delete sent, dead and cancelled messages finished longer ago than a bound.';
+COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) IS 'Delete finished (sent, dead, cancelled, expired) messages finished longer ago than a bound.';
 
 
 --
@@ -1978,10 +2207,10 @@ CREATE FUNCTION herald.reap_stale(now timestamp with time zone DEFAULT now()) RE
 DECLARE
   clock_ok boolean := herald._check_clock(now => reap_stale.now); -- first: a forged clock changes nothing
   changed integer;
-  died boolean;
+  finished boolean;
   ready boolean;
 BEGIN
-  WITH expired AS (
+  WITH lapsed AS (
     SELECT e.id
     FROM herald.messages e
     WHERE e.status = 'processing'
@@ -1991,9 +2220,9 @@ BEGIN
     FOR UPDATE SKIP LOCKED
   ), reaped AS (
     UPDATE herald.messages m
-    SET status = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'queued' END,
-        run_at = CASE WHEN m.attempts >= m.max_attempts THEN m.run_at ELSE reap_stale.now END,
-        finished_at = CASE WHEN m.attempts >= m.max_attempts THEN reap_stale.now END,
+    SET status = d.next_status,
+        run_at = CASE WHEN d.next_status = 'queued' THEN reap_stale.now ELSE m.run_at END,
+        finished_at = CASE WHEN d.next_status <> 'queued' THEN reap_stale.now END,
         lease_token = NULL,
         lease_expires_at = NULL,
         last_error = 'lease expired',
@@ -2002,22 +2231,41 @@ BEGIN
         errors = herald._append_error(m.errors, jsonb_build_object(
                    'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
                    'code', 'lease_expired', 'error', 'lease expired', 'worker', m.leased_by))
-    FROM expired
-    WHERE m.id = expired.id
+    FROM (SELECT x.id, CASE WHEN x.attempts >= x.max_attempts THEN 'dead'
+                            WHEN x.expires_at <= reap_stale.now THEN 'expired'
+                            ELSE 'queued' END AS next_status
+          FROM lapsed l JOIN herald.messages x ON x.id = l.id) AS d
+    WHERE m.id = d.id
     RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
+  ), overdue AS (
+    SELECT e.id
+    FROM herald.messages e
+    WHERE e.status = 'queued'
+      AND e.expires_at <= reap_stale.now
+    ORDER BY e.expires_at
+    LIMIT 10000
+    FOR UPDATE SKIP LOCKED
+  ), expired AS (
+    UPDATE herald.messages m
+    SET status = 'expired', finished_at = reap_stale.now
+    FROM overdue o
+    WHERE m.id = o.id
+    RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
+  ), changes AS (
+    SELECT * FROM reaped UNION ALL SELECT * FROM expired
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
-    SELECT 'dead', reap_stale.now, array_agg(r.id ORDER BY r.id), array_agg(r.channel ORDER BY r.id),
+    SELECT r.status, reap_stale.now, array_agg(r.id ORDER BY r.id), array_agg(r.channel ORDER BY r.id),
            array_agg(herald._key_hash(r.ordering_key, r.recipient) ORDER BY r.id),
-           array_agg(herald._event_detail('dead', NULL, 'transient', 'lease expired', r.attempts) ORDER BY r.id)
-    FROM reaped r
-    WHERE r.status = 'dead'
-    HAVING count(*) > 0
+           array_agg(herald._event_detail(r.status, NULL, 'transient', 'lease expired', r.attempts) ORDER BY r.id)
+    FROM changes r
+    WHERE r.status IN ('dead', 'expired')
+    GROUP BY r.status
   )
-  SELECT count(*), bool_or(r.status = 'dead'), bool_or(r.status = 'queued')
-  INTO changed, died, ready
-  FROM reaped r;
-  IF died THEN
+  SELECT count(*), bool_or(r.status <> 'queued'), bool_or(r.status = 'queued')
+  INTO changed, finished, ready
+  FROM changes r;
+  IF finished THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
   IF ready THEN
@@ -2032,7 +2280,7 @@ $$;
 -- Name: FUNCTION reap_stale(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.reap_stale(now timestamp with time zone) IS 'Take back messages whose lease expired: queued again, or dead when attempts are exhausted.';
+COMMENT ON FUNCTION herald.reap_stale(now timestamp with time zone) IS 'Take back messages whose lease expired (queued again, dead or expired) and end queued messages past their expires_at.';
 
 
 --
@@ -2111,10 +2359,48 @@ COMMENT ON FUNCTION herald.refresh_statistics() IS 'ANALYZE herald''s tables whi
 
 
 --
+-- Name: resume_channel(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.resume_channel(channel text, by text DEFAULT 'operator'::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  changed boolean;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['channel', 'by'],
+    ARRAY[resume_channel.channel IS NOT NULL, resume_channel.by IS NOT NULL]);
+  PERFORM herald._check_pauser(by => resume_channel.by);
+  IF NOT EXISTS (SELECT FROM herald.channels c WHERE c.name = resume_channel.channel) THEN
+    PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', resume_channel.channel));
+  END IF;
+  UPDATE herald.channels c
+  SET paused = false, paused_reason = NULL, paused_at = NULL, paused_by = NULL
+  WHERE c.name = resume_channel.channel AND c.paused
+    AND (resume_channel.by = 'operator' OR c.paused_by IS DISTINCT FROM 'operator')
+  RETURNING true INTO changed;
+  IF changed THEN
+    PERFORM herald._notify(ARRAY['herald_queue']);
+  END IF;
+  RETURN coalesce(changed, false);
+END
+$$;
+
+
+--
+-- Name: FUNCTION resume_channel(channel text, by text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.resume_channel(channel text, by text) IS 'Hand out a paused channel''s messages again: any pause (operator) or only a runner''s (a probe).';
+
+
+--
 -- Name: status(bigint); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, last_error_class text, last_error_code text, provider_message_id text)
+CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, expires_at timestamp with time zone, last_error_class text, last_error_code text, provider_message_id text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2128,7 +2414,7 @@ BEGIN
   END IF;
   RETURN QUERY
   SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
-         m.finished_at, m.last_error_class, m.last_error_code, m.provider_message_id
+         m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id
   FROM herald.messages m
   WHERE m.id = status.id AND (v_all OR m.producer = v_producer);
 END
@@ -2139,7 +2425,7 @@ $$;
 -- Name: FUNCTION status(id bigint); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.status(id bigint) IS 'What happened to one of the caller''s messages: state, attempts, times, failure class and code, receipt.';
+COMMENT ON FUNCTION herald.status(id bigint) IS 'What happened to one of the caller''s messages: state, attempts, times, deadline, failure class and code, receipt.';
 
 
 SET default_tablespace = '';
@@ -2158,15 +2444,19 @@ CREATE TABLE herald.channels (
     backoff_max interval DEFAULT '01:00:00'::interval NOT NULL,
     lease interval DEFAULT '00:00:30'::interval NOT NULL,
     max_payload_bytes integer DEFAULT 65536 NOT NULL,
+    ttl interval DEFAULT '5 days'::interval NOT NULL,
     paused boolean DEFAULT false NOT NULL,
     paused_reason text,
     paused_at timestamp with time zone,
+    paused_by text,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
     CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
     CONSTRAINT channels_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
     CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
-    CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text))
+    CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
+    CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
+    CONSTRAINT channels_ttl_range CHECK (((ttl >= '00:00:01'::interval) AND (ttl <= '1 year'::interval)))
 )
 WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
 
@@ -2176,6 +2466,13 @@ WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
 --
 
 COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
+
+
+--
+-- Name: COLUMN channels.ttl; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.ttl IS 'Time-to-live of a message once due: not sent by run_at + ttl, it ends expired (a producer''s expires_at may only shorten it).';
 
 
 --
@@ -2197,6 +2494,13 @@ COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, f
 --
 
 COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
+
+
+--
+-- Name: COLUMN channels.paused_by; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
 
 
 --
@@ -2395,6 +2699,7 @@ CREATE TABLE herald.messages (
     leased_by text,
     lease_expires_at timestamp with time zone,
     created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
     finished_at timestamp with time zone,
     provider_message_id text,
     last_error text,
@@ -2402,10 +2707,10 @@ CREATE TABLE herald.messages (
     last_error_code text,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
-    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'permanent'::text]))),
-    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text])) = (finished_at IS NOT NULL))),
+    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'configuration'::text, 'permanent'::text]))),
+    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text])) = (finished_at IS NOT NULL))),
     CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text])))
+    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text])))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
@@ -2436,6 +2741,13 @@ COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first (-100..100, defa
 --
 
 COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
+
+
+--
+-- Name: COLUMN messages.expires_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
 
 
 --
@@ -2664,7 +2976,10 @@ CREATE VIEW herald.queue_stats AS
         CASE
             WHEN (m.status = 'queued'::text) THEN (now() - min(m.run_at) FILTER (WHERE (m.run_at <= now())))
             ELSE (now() - min(m.created_at))
-        END AS oldest_age
+        END AS oldest_age,
+    ( SELECT c.paused
+           FROM herald.channels c
+          WHERE (c.name = m.channel)) AS paused
    FROM herald.messages m
   GROUP BY m.channel, m.status;
 
@@ -2673,7 +2988,7 @@ CREATE VIEW herald.queue_stats AS
 -- Name: VIEW queue_stats; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, ready now, age of the oldest.';
+COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, ready now, age of the oldest, channel paused.';
 
 
 --
@@ -2685,9 +3000,10 @@ CREATE VIEW herald.throughput AS
     date_trunc('minute'::text, m.finished_at) AS minute,
     count(*) FILTER (WHERE (m.status = 'sent'::text)) AS sent,
     count(*) FILTER (WHERE (m.status = 'dead'::text)) AS dead,
-    count(*) FILTER (WHERE (m.status = 'cancelled'::text)) AS cancelled
+    count(*) FILTER (WHERE (m.status = 'cancelled'::text)) AS cancelled,
+    count(*) FILTER (WHERE (m.status = 'expired'::text)) AS expired
    FROM herald.messages m
-  WHERE ((m.status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text])) AND (m.finished_at >= (now() - '01:00:00'::interval)))
+  WHERE (m.finished_at >= (now() - '01:00:00'::interval))
   GROUP BY m.channel, (date_trunc('minute'::text, m.finished_at));
 
 
@@ -2808,6 +3124,13 @@ CREATE INDEX messages_dead_idx ON herald.messages USING btree (finished_at, id) 
 
 
 --
+-- Name: messages_expiry_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE INDEX messages_expiry_idx ON herald.messages USING btree (expires_at) WHERE (status = 'queued'::text);
+
+
+--
 -- Name: messages_idempotency_key_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
@@ -2870,13 +3193,6 @@ GRANT USAGE ON SCHEMA herald TO herald_admin;
 
 
 --
--- Name: FUNCTION _address_lists_valid(payload jsonb); Type: ACL; Schema: herald; Owner: -
---
-
-REVOKE ALL ON FUNCTION herald._address_lists_valid(payload jsonb) FROM PUBLIC;
-
-
---
 -- Name: FUNCTION _append_error(errors jsonb, entry jsonb); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -2888,6 +3204,13 @@ REVOKE ALL ON FUNCTION herald._append_error(errors jsonb, entry jsonb) FROM PUBL
 --
 
 REVOKE ALL ON FUNCTION herald._backoff(attempt integer, base interval, cap interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _base64(text text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._base64(text text) FROM PUBLIC;
 
 
 --
@@ -2916,6 +3239,13 @@ REVOKE ALL ON FUNCTION herald._check_clock(now timestamp with time zone) FROM PU
 --
 
 REVOKE ALL ON FUNCTION herald._check_not_null(fields text[], present boolean[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_pauser(by text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._check_pauser(by text) FROM PUBLIC;
 
 
 --
@@ -3056,6 +3386,13 @@ REVOKE ALL ON FUNCTION herald._payload_fields(kind text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _payload_problem(kind text, payload jsonb); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._payload_problem(kind text, payload jsonb) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _producer(); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -3105,10 +3442,10 @@ REVOKE ALL ON FUNCTION herald._reject(code text, field text, message text, detai
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
 
 
 --
@@ -3163,12 +3500,12 @@ GRANT ALL ON FUNCTION herald.create_consumer_group("group" text, partitions inte
 
 
 --
--- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) TO herald_producer;
-GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone) TO herald_admin;
 
 
 --
@@ -3181,12 +3518,12 @@ GRANT ALL ON FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with ti
 
 
 --
--- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone) TO herald_producer;
-GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone) TO herald_admin;
 
 
 --
@@ -3262,6 +3599,15 @@ GRANT ALL ON FUNCTION herald.log_truncate(before_offset bigint) TO herald_admin;
 
 
 --
+-- Name: FUNCTION pause_channel(channel text, reason text, by text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, now timestamp with time zone) TO herald_admin;
+
+
+--
 -- Name: FUNCTION purge(older_than interval, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -3296,6 +3642,15 @@ GRANT ALL ON FUNCTION herald.refresh_statistics() TO herald_admin;
 
 
 --
+-- Name: FUNCTION resume_channel(channel text, by text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.resume_channel(channel text, by text) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text) TO herald_worker;
+GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text) TO herald_admin;
+
+
+--
 -- Name: FUNCTION status(id bigint); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -3308,6 +3663,7 @@ GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_admin;
 -- Name: TABLE channels; Type: ACL; Schema: herald; Owner: -
 --
 
+GRANT SELECT ON TABLE herald.channels TO herald_worker;
 GRANT ALL ON TABLE herald.channels TO herald_admin;
 
 

@@ -35,6 +35,7 @@ func commands() []command {
 	return []command{
 		{"migrate", "install or upgrade herald's schema, functions and triggers", runMigrate},
 		{"run", "the delivery worker: claim, send, report (and the HTTP intake)", runRun},
+		{"check", "check each configured provider (connect, authenticate) without sending", runCheck},
 		{"serve", "the HTTP intake alone", runServe},
 		{"enqueue", "store a notification (flags, or JSON on stdin); prints its id", runEnqueue},
 		{"status", "what happened to one message", runStatus},

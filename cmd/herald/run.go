@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/herald/herald/runner"
-	"github.com/herald/herald/runner/sender"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -32,6 +32,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stats := fs.Duration("stats-interval", ev.duration("HERALD_STATS_INTERVAL", runner.DefaultStatsInterval), "how often queue depth is sampled (env HERALD_STATS_INTERVAL)")
 	worker := fs.String("worker", ev.str("HERALD_WORKER", ""), "name recorded in leased_by (env HERALD_WORKER; default hostname-pid)")
 	logLevel := fs.String("log-level", ev.str("HERALD_LOG_LEVEL", "info"), "debug, info, warn or error (env HERALD_LOG_LEVEL)")
+	startCheck := fs.String("start-check", ev.str("HERALD_START_CHECK", runner.StartCheckPause), "a provider whose check finds the configuration wrong at start: pause its channel, refuse to start, or off (env HERALD_START_CHECK)")
+	checkTimeout := fs.Duration("check-timeout", ev.duration("HERALD_CHECK_TIMEOUT", runner.DefaultCheckTimeout), "time one provider check may take (env HERALD_CHECK_TIMEOUT)")
+	probe := fs.Duration("probe-interval", ev.duration("HERALD_PROBE_INTERVAL", runner.DefaultProbeInterval), "how often a channel the runner paused is probed, and pauses are read for /metrics (env HERALD_PROBE_INTERVAL)")
 	in := addIntakeFlags(fs, ev)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald run [flags]")
@@ -67,18 +70,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "herald run: no channel has a sender: set HERALD_SENDER_EMAIL=sink:- (or --sender email=sink:-)")
 		return exitUsage
 	}
-	senders := map[string]sender.Sender{}
-	for ch, spec := range specs {
-		s, err := buildSender(ev, ch, spec)
-		if err != nil {
-			fmt.Fprintf(stderr, "herald run: channel %s: %v\n", ch, err)
-			return exitUsage
-		}
-		if c, ok := s.(closer); ok {
-			defer c.Close()
-		}
-		senders[ch] = s
+	senders, closeSenders, err := buildSenders(ev, specs)
+	if err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitUsage
 	}
+	defer closeSenders()
 
 	// First signal: graceful stop. Second: exit at once.
 	ctx, cancel := context.WithCancel(ctx)
@@ -104,6 +101,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r, err := runner.New(pool, runner.Config{
 		Worker: *worker, Senders: senders, BatchSize: *batch, Concurrency: *conc, Lease: *lease,
 		PollInterval: *poll, DeafPollInterval: *deafPoll, ListenURL: listenURL, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
+		StartCheck: *startCheck, CheckTimeout: *checkTimeout, ProbeInterval: *probe,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
@@ -132,6 +130,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	err = r.Run(ctx)
 	stopHTTP()
+	if errors.Is(err, runner.ErrConfiguration) {
+		fmt.Fprintf(stderr, "herald run: %v (HERALD_START_CHECK=refuse; herald check repeats the checks)\n", err)
+		return exitFailure
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitFailure

@@ -55,6 +55,28 @@ func sendersFromEnv(ev *environ) senderSpecs {
 // closer is implemented by senders that hold a file or connection.
 type closer interface{ Close() error }
 
+// buildSenders builds every channel's sender; the returned function closes those
+// that hold resources.
+func buildSenders(ev *environ, specs senderSpecs) (map[string]sender.Sender, func(), error) {
+	senders := map[string]sender.Sender{}
+	closeAll := func() {
+		for _, s := range senders {
+			if c, ok := s.(closer); ok {
+				c.Close()
+			}
+		}
+	}
+	for ch, spec := range specs {
+		s, err := buildSender(ev, ch, spec)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("channel %s: %w", ch, err)
+		}
+		senders[ch] = s
+	}
+	return senders, closeAll, nil
+}
+
 // Default client-side rates, in sends per second (HERALD_<PROVIDER>_RATE; 0 = none).
 var defaultRates = map[string]float64{"smtp": 50, "sendgrid": 100, "twilio": 10, "webhook": 50}
 
@@ -140,8 +162,9 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 				Timeout: duration("TIMEOUT", 10*time.Second), Defaults: defaults, RootCAs: roots})
 		}
 		return twilio.New(twilio.Config{AccountSID: str("ACCOUNT_SID"), AuthToken: ev.secret(prefix + "AUTH_TOKEN"),
+			APIKeySID: str("API_KEY_SID"), APIKeySecret: ev.secret(prefix + "API_KEY_SECRET"),
 			From: str("FROM"), MessagingServiceSID: str("MESSAGING_SERVICE_SID"), BaseURL: str("URL"),
-			Timeout: duration("TIMEOUT", 10*time.Second), RootCAs: roots})
+			StatusCallback: str("STATUS_CALLBACK"), Timeout: duration("TIMEOUT", 10*time.Second), RootCAs: roots})
 	default: // webhook: the channel's own secrets (two while rotating), one allow-list for the runner
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
 			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}})

@@ -87,8 +87,8 @@ def send(m):
         s, text = e.code, f"HTTP {e.code}: {e.read(500).decode(errors='replace')}"
         if s == 429:
             raise Failure("rate_limited", "429", text, retry_after(e.headers, 60))
-        if s in (401, 403):
-            raise Failure("rate_limited", str(s), text, retry_after(e.headers, 60))
+        if s in (401, 403):  # this receiver refused: its configuration, not the channel's
+            raise Failure("transient", str(s), text, retry_after(e.headers, None))
         if s >= 500 or s == 408:
             raise Failure("transient", str(s), text, retry_after(e.headers, None))
         raise Failure("permanent", "redirect" if 300 <= s < 400 else str(s), text)
@@ -108,10 +108,13 @@ class Runner:
     def claim(self, n):
         start = time.monotonic()  # the lease began after this: start + LEASE is never late
         rows = self.claims.execute(
-            "SELECT id, channel, recipient, payload, metadata, attempt, lease_token FROM herald.claim_batch("
+            "SELECT id, channel, recipient, payload, metadata, attempt, lease_token,"
+            " extract(epoch FROM expires_at - lease_expires_at)::float8 FROM herald.claim_batch("
             "%s, %s, make_interval(secs => %s), ARRAY[%s])", (WORKER, n, LEASE, CHANNEL)).fetchall()
         for r in rows:
-            m = dict(zip(("id", "channel", "recipient", "payload", "metadata", "attempt", "lease_token"), r))
+            m = dict(zip(("id", "channel", "recipient", "payload", "metadata", "attempt", "lease_token"), r[:7]))
+            # expires_at on our clock: the database claimed at lease_expires_at - LEASE, after start
+            m["expires"] = start + LEASE + r[7]
             with self.lock:
                 self.flights[m["id"]] = (m, start + LEASE)
             self.pool.submit(self.deliver, m)
@@ -122,6 +125,9 @@ class Runner:
             deadline = self.flights[m["id"]][1]
         if deadline - time.monotonic() < LEASE / 6:  # the lease lapsed while it waited: not ours to send
             self.report(m, None, Failure("rate_limited", "lease_lapsed", "lease lapsed before the send", 0))
+            return
+        if time.monotonic() >= m["expires"]:  # never sent late: herald.fail ends it expired
+            self.report(m, None, Failure("rate_limited", "expired", "expired before the send", 0))
             return
         try:
             self.report(m, send(m), None)

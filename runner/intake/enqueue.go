@@ -21,9 +21,9 @@ func Enqueue(ctx context.Context, q Querier, m Message) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, `SELECT herald.enqueue(channel => $1, recipient => $2, payload => $3,
 		run_at => $4, priority => $5, idempotency_key => $6, ordering_key => $7,
-		max_attempts => $8, metadata => $9)`,
+		max_attempts => $8, metadata => $9, expires_at => $10)`,
 		m.Channel, m.Recipient, jsonArg(m.Payload), m.RunAt, m.Priority, m.IdempotencyKey,
-		m.OrderingKey, m.MaxAttempts, jsonArg(m.Metadata)).Scan(&id)
+		m.OrderingKey, m.MaxAttempts, jsonArg(m.Metadata), m.ExpiresAt).Scan(&id)
 	if err != nil {
 		return 0, inputOr(err)
 	}
@@ -32,7 +32,8 @@ func Enqueue(ctx context.Context, q Querier, m Message) (int64, error) {
 
 // DecodeMessage reads one message from a JSON object with the fields of
 // herald.enqueue: channel, recipient, payload, run_at (RFC 3339), priority,
-// idempotency_key, ordering_key, max_attempts, metadata; null is the same as absent.
+// idempotency_key, ordering_key, max_attempts, metadata, expires_at (RFC 3339); null
+// is the same as absent.
 // It checks only what JSON decides (one object, known fields, each of its JSON type);
 // the values are herald.enqueue's to judge. Errors are *InputError naming the field.
 func DecodeMessage(body []byte) (Message, error) {
@@ -66,16 +67,20 @@ func DecodeMessage(body []byte) (Message, error) {
 			m.Payload = v
 		case "metadata":
 			m.Metadata = v
-		case "run_at":
+		case "run_at", "expires_at":
 			var s string
 			if json.Unmarshal(v, &s) != nil {
-				return m, &InputError{Code: "invalid_run_at", Field: k, Message: "run_at: must be a timestamp string such as \"2030-01-02T03:04:05Z\""}
+				return m, &InputError{Code: "invalid_" + k, Field: k, Message: k + ": must be a timestamp string such as \"2030-01-02T03:04:05Z\""}
 			}
 			t, perr := time.Parse(time.RFC3339Nano, s)
 			if perr != nil {
-				return m, &InputError{Code: "invalid_run_at", Field: k, Message: fmt.Sprintf("run_at: %q is not an RFC 3339 timestamp", s)}
+				return m, &InputError{Code: "invalid_" + k, Field: k, Message: fmt.Sprintf("%s: %q is not an RFC 3339 timestamp", k, s)}
 			}
-			m.RunAt = &t
+			if k == "run_at" {
+				m.RunAt = &t
+			} else {
+				m.ExpiresAt = &t
+			}
 		case "priority", "max_attempts":
 			n, ok := jsonInteger(v)
 			if !ok {
@@ -165,6 +170,7 @@ type Status struct {
 	RunAt             time.Time  `json:"run_at"`
 	CreatedAt         time.Time  `json:"created_at"`
 	FinishedAt        *time.Time `json:"finished_at"`
+	ExpiresAt         time.Time  `json:"expires_at"`
 	LastErrorClass    *string    `json:"last_error_class"`
 	LastErrorCode     *string    `json:"last_error_code"`
 	ProviderMessageID *string    `json:"provider_message_id"`
@@ -178,9 +184,9 @@ var ErrNotFound = errors.New("no such message")
 func GetStatus(ctx context.Context, q Querier, id int64) (*Status, error) {
 	s := Status{ID: id}
 	err := q.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, run_at, created_at, finished_at,
-		last_error_class, last_error_code, provider_message_id FROM herald.status($1)`, id).
+		expires_at, last_error_class, last_error_code, provider_message_id FROM herald.status($1)`, id).
 		Scan(&s.Channel, &s.Status, &s.Attempts, &s.MaxAttempts, &s.RunAt, &s.CreatedAt, &s.FinishedAt,
-			&s.LastErrorClass, &s.LastErrorCode, &s.ProviderMessageID)
+			&s.ExpiresAt, &s.LastErrorClass, &s.LastErrorCode, &s.ProviderMessageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -35,6 +35,7 @@ var codes = map[string]string{
 	"22V10": "invalid_ordering_key",
 	"22V11": "invalid_message",
 	"22V12": "invalid_argument",
+	"22V17": "invalid_expires_at",
 }
 
 // batchField splits enqueue_batch's COLUMN, "messages[3].recipient", into 3 and

@@ -10,7 +10,7 @@ import (
 
 // Message is one notification for Enqueue and EnqueueMany: the arguments of
 // herald.enqueue as Go values. nil means the default: no run_at (now), priority 0, no
-// keys, the channel's max_attempts, no metadata.
+// keys, the channel's max_attempts, no metadata, the channel's time-to-live.
 type Message struct {
 	Channel        string
 	Recipient      string
@@ -21,6 +21,7 @@ type Message struct {
 	OrderingKey    *string
 	MaxAttempts    *int
 	Metadata       json.RawMessage // a JSON object, or nil
+	ExpiresAt      *time.Time      // not sent by then: expired (capped by the channel's ttl)
 }
 
 // Querier is what the producer functions (Enqueue, EnqueueBatch, EnqueueMany,
@@ -46,6 +47,7 @@ func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error
 		orderKeys   []*string
 		maxAttempts []*int
 		metadata    []json.RawMessage
+		expiresAts  []*time.Time
 	)
 	// Optional arrays are sent only when some message sets the field (NULL = all
 	// defaults), which keeps the common batch small on the wire.
@@ -69,10 +71,13 @@ func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error
 		if m.Metadata != nil {
 			put(&metadata, n, i, m.Metadata)
 		}
+		if m.ExpiresAt != nil {
+			put(&expiresAts, n, i, m.ExpiresAt)
+		}
 	}
 	var ids []int64
-	err := q.QueryRow(ctx, `SELECT herald.enqueue_many($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		channels, recipients, payloads, runAts, priorities, idemKeys, orderKeys, maxAttempts, metadata).Scan(&ids)
+	err := q.QueryRow(ctx, `SELECT herald.enqueue_many($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		channels, recipients, payloads, runAts, priorities, idemKeys, orderKeys, maxAttempts, metadata, expiresAts).Scan(&ids)
 	if err != nil {
 		return nil, inputOr(err)
 	}

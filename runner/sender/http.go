@@ -16,9 +16,9 @@ import (
 //	429                      rate_limited, retry at Retry-After (seconds or a date), else
 //	                         at a reset header (X-RateLimit-Reset, epoch seconds), else in 1 minute
 //	5xx, 408                 transient (Retry-After honoured when given)
-//	401, 403                 rate_limited at Retry-After, else in CredentialsWait: the
-//	                         runner's key or sender is wrong, not the message; an operator
-//	                         fixes it, and no attempt is used meanwhile
+//	401, 403                 configuration: the runner's key or sender identity is
+//	                         wrong, not the message (the channel is paused, no attempt
+//	                         is used)
 //	other 4xx                permanent
 //
 // The Code is the status. detail is the provider's error text (kept short in the error).
@@ -38,17 +38,10 @@ func FromHTTP(status int, h http.Header, detail string, now time.Time) error {
 	case status >= 500 || status == http.StatusRequestTimeout:
 		f.Class, f.RetryAt = ClassTransient, retry
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		if retry.IsZero() {
-			retry = now.Add(CredentialsWait)
-		}
-		f.Class, f.RetryAt = ClassRateLimited, retry
+		f.Class = ClassConfiguration
 	}
 	return f
 }
-
-// CredentialsWait is when a message refused for the runner's credentials (HTTP 401,
-// 403) is tried again.
-const CredentialsWait = time.Minute
 
 // retryAfter reads Retry-After (delay in seconds, or an HTTP date) or, failing that,
 // X-RateLimit-Reset (epoch seconds). Zero when neither is usable.

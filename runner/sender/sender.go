@@ -11,16 +11,23 @@
 // part of a failure a producer may see (herald.status); the error text goes to the
 // error history for workers and admins.
 //
-//	ClassTransient    try again after the channel's backoff (or at RetryAt)
-//	ClassRateLimited  the provider refused for now: try again at RetryAt
-//	ClassPermanent    never going to work (unknown mailbox, invalid number): dead
+//	ClassTransient      try again after the channel's backoff (or at RetryAt)
+//	ClassRateLimited    the provider refused for now: try again at RetryAt
+//	ClassConfiguration  the runner's setup is wrong (credentials, sender identity,
+//	                    TLS trust, the provider's host name): the message goes back
+//	                    unharmed and SQL pauses the channel until a probe (Checker)
+//	                    succeeds or an operator resumes it
+//	ClassPermanent      never going to work (unknown mailbox, invalid number): dead
 package sender
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -29,9 +36,10 @@ type Class string
 
 // The failure classes of herald.fail.
 const (
-	ClassTransient   Class = "transient"
-	ClassRateLimited Class = "rate_limited"
-	ClassPermanent   Class = "permanent"
+	ClassTransient     Class = "transient"
+	ClassRateLimited   Class = "rate_limited"
+	ClassConfiguration Class = "configuration"
+	ClassPermanent     Class = "permanent"
 )
 
 // Message is one claimed message, as herald.claim_batch returns it.
@@ -44,6 +52,9 @@ type Message struct {
 	Attempt    int             `json:"attempt"`
 	LeaseToken int64           `json:"-"`
 	LeaseUntil time.Time       `json:"-"`
+	// Deadline is when the message expires, on the runner's clock: it must not be
+	// sent at or after it (herald.messages.expires_at).
+	Deadline time.Time `json:"-"`
 }
 
 // Result is what a successful delivery reports back.
@@ -57,6 +68,15 @@ type Result struct {
 // once; it must honour ctx (the runner cancels it at shutdown).
 type Sender interface {
 	Send(ctx context.Context, m Message) (Result, error)
+}
+
+// Checker is implemented by senders that can check their configuration against the
+// provider without sending anything (connect, authenticate, read the account). Check
+// returns nil, a *Failure of ClassConfiguration for a setup an operator must fix, or
+// another error when the provider could not be asked (the network). The runner calls
+// it at start (herald run, herald check) and as the probe of a channel it paused.
+type Checker interface {
+	Check(ctx context.Context) error
 }
 
 // Failure is a classified delivery failure.
@@ -87,6 +107,29 @@ func Transient(err error) error { return &Failure{Class: ClassTransient, Err: er
 
 // Permanent wraps err as a permanent failure.
 func Permanent(err error) error { return &Failure{Class: ClassPermanent, Err: err} }
+
+// Configuration wraps err as a configuration failure with the given code.
+func Configuration(err error, code string) error {
+	return &Failure{Class: ClassConfiguration, Code: code, Err: err}
+}
+
+// FromNetwork classifies an error from reaching a provider's own host (not a
+// recipient's): a certificate the runner does not trust (code tls) or a host name
+// that does not resolve (code dns) is configuration; anything else is transient.
+func FromNetwork(err error) error {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
+		return Configuration(err, "tls")
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return Configuration(err, "dns")
+	}
+	return Transient(err)
+}
 
 // RateLimited wraps err as a rate-limited failure to retry at retryAt.
 func RateLimited(err error, retryAt time.Time) error {

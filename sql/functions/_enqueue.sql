@@ -4,7 +4,8 @@
 -- (herald._check_clock). Ids are drawn first, in input order. Idempotency keys are
 -- per producer: each key is locked (pg_advisory_xact_lock(1213612876, hashtext(key)),
 -- in order), and a repeat (stored before by the same producer, or earlier in the call)
--- is answered with that message's id and not stored. One INSERT stores the rest where
+-- is answered with that message's id and not stored. expires_at: the least of the
+-- spec's and due time (run_at or now) + the channel's ttl. One INSERT stores the rest where
 -- herald._valid holds; fewer rows than expected: herald._validate names the first bad
 -- message (COLUMN 'messages[i].field', or 'field' when single) and the call is undone.
 -- Under REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 on
@@ -61,9 +62,9 @@ BEGIN
                  coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
                    recipient => s.recipient, payload => s.payload, run_at => s.run_at, priority => s.priority,
                    max_attempts => s.max_attempts, metadata => s.metadata, idempotency_key => s.idempotency_key,
-                   ordering_key => s.ordering_key, now => _enqueue.now), false) AS valid
+                   ordering_key => s.ordering_key, expires_at => s.expires_at, now => _enqueue.now), false) AS valid
           FROM unnest(specs) WITH ORDINALITY
-                 AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
+                 AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
           LEFT JOIN herald.channels c ON c.name = s.channel
           WHERE s.idempotency_key IS NOT NULL) AS r
     WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
@@ -75,18 +76,19 @@ BEGIN
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at)
+     idempotency_key, max_attempts, created_at, expires_at)
   SELECT v_ids[s.ord], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
-         coalesce(s.max_attempts, c.max_attempts), _enqueue.now
+         coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
+         least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl)
   FROM unnest(v_specs) WITH ORDINALITY
-         AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, ord)
+         AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
-                      now => _enqueue.now, checked_kind => v_kind);
+                      expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
   GET DIAGNOSTICS v_stored = ROW_COUNT;
 
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN

@@ -19,6 +19,7 @@ CREATE OR REPLACE FUNCTION herald._valid(
   metadata jsonb,
   idempotency_key text,
   ordering_key text,
+  expires_at timestamptz,
   now timestamptz,
   checked_kind text DEFAULT NULL
 ) RETURNS boolean
@@ -29,13 +30,15 @@ AS $$
         kind IS NOT NULL
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
-                            AND payload @? 'strict $ ? (@.subject > "" && (@.text > "" || @.html > "" || @.body > ""))'
+                            AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
                             AND payload - herald._payload_fields(kind => 'email') = '{}'
-                            AND (NOT payload ?| '{cc,bcc}' OR herald._address_lists_valid(payload => payload))
+                            AND ((payload - '{subject,text,html,body}'::text[] = '{}' AND payload ->> 'subject' !~ '[\r\n]')
+                                 OR herald._payload_problem(kind => 'email', payload => payload) IS NULL)
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
-                          AND payload @? 'strict $ ? (@.text > "" || @.body > "")'
+                          AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls))'
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
+                          AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
                AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)
@@ -48,10 +51,11 @@ AS $$
     AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
-    AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]')),
+    AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]'))
+    AND (expires_at IS NULL OR expires_at > greatest(run_at, now)),
     false)
 $$;
 
-REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz, timestamptz, text) IS
   'Private: true when a message passes every enqueue rule (inlined set-based check).';

@@ -4,12 +4,14 @@
 -- herald._reject with COLUMN = field_prefix || field (docs/sql.md, "Errors"):
 --   22V01 channel  unknown      22V02 recipient  syntax of the kind, 1..320 chars
 --   22V03 payload  object with what the kind needs (email: subject and text, html or
---         body; sms: text or body, non-empty strings); payload.<field> not a field of
---         the kind (herald._payload_fields)
+--         body, or template_id; sms: text or body, or media_urls); payload.<field> not
+--         a field of the kind (herald._payload_fields) or breaking its rules
+--         (herald._payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
 --   22V06 priority -100..100   22V07 max_attempts 1..100   22V08 metadata object, 8 kB
 --   22V09 idempotency_key / 22V10 ordering_key  1..255 characters
--- NULL run_at, priority, max_attempts, metadata and keys are valid (defaults).
+--   22V17 expires_at  after run_at (and after now)
+-- NULL run_at, priority, max_attempts, metadata, keys and expires_at are valid (defaults).
 -- Reads herald.channels by primary key. Locks: none.
 CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, now timestamptz, field_prefix text)
 RETURNS void
@@ -49,25 +51,25 @@ BEGIN
   END IF;
   IF spec.payload IS NULL OR jsonb_typeof(spec.payload) <> 'object' THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'must be a JSON object');
-  ELSIF ch.kind = 'email' AND NOT herald._nonempty_string(obj => spec.payload, key => 'subject') THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "subject" (a non-empty string)');
-  ELSIF ch.kind = 'email' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
-                                OR herald._nonempty_string(obj => spec.payload, key => 'html')
-                                OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string)');
+  ELSIF ch.kind = 'email' AND NOT spec.payload ? 'template_id'
+        AND NOT herald._nonempty_string(obj => spec.payload, key => 'subject') THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "subject" (a non-empty string) or "template_id"');
+  ELSIF ch.kind = 'email' AND NOT spec.payload ? 'template_id'
+        AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
+                 OR herald._nonempty_string(obj => spec.payload, key => 'html')
+                 OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string) or "template_id"');
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
-                              OR herald._nonempty_string(obj => spec.payload, key => 'body')) THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string)');
+                              OR herald._nonempty_string(obj => spec.payload, key => 'body')
+                              OR spec.payload ? 'media_urls') THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string) or "media_urls"');
   ELSIF v_field IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),
       hint => 'fields: ' || array_to_string(herald._payload_fields(kind => ch.kind), ', '));
-  ELSIF ch.kind = 'email' AND NOT herald._address_lists_valid(payload => spec.payload) THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || k,
-      message => 'must be an array of 1 to 50 e-mail addresses')
-    FROM unnest('{cc,bcc}'::text[]) AS k
-    WHERE NOT herald._address_lists_valid(payload => jsonb_build_object(k, spec.payload -> k)) AND spec.payload ? k
-    LIMIT 1;
+  ELSIF herald._payload_problem(kind => ch.kind, payload => spec.payload) IS NOT NULL THEN
+    PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
+    FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
@@ -92,6 +94,10 @@ BEGIN
   END IF;
   IF spec.ordering_key = '' OR length(spec.ordering_key) > 255 THEN
     PERFORM herald._reject(code => '22V10', field => p || 'ordering_key', message => 'must be 1 to 255 characters');
+  END IF;
+  IF spec.expires_at <= greatest(spec.run_at, now) THEN
+    PERFORM herald._reject(code => '22V17', field => p || 'expires_at',
+      message => format('%s is not after the time the message is due (%s)', spec.expires_at, greatest(spec.run_at, now)));
   END IF;
 END
 $$;

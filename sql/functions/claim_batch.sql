@@ -1,7 +1,9 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
--- messages to `worker`, in (priority, run_at, id) order. Ready: queued, run_at <= now,
--- channel in `channels` (NULL = all) and not paused, no earlier message with the same
--- ordering_key queued or processing. Claimed rows become processing with attempts + 1,
+-- messages to `worker`, in (priority, run_at, id) order. Ready: queued, run_at <= now
+-- < expires_at, channel in `channels` (NULL = all) and not paused, no earlier message
+-- with the same ordering_key queued or processing (past expires_at: left to
+-- herald.reap_stale, which ends it expired). A runner must not send a claimed message
+-- at or after its expires_at (it reports it failed; herald.fail ends it expired). Claimed rows become processing with attempts + 1,
 -- lease_expires_at = now + lease (NULL: the channel's) and one new lease_token for the
 -- call, the fencing token complete/fail/extend_lease must present.
 -- One statement: a CTE selects up to batch_size rows FOR UPDATE SKIP LOCKED, then
@@ -25,7 +27,8 @@ CREATE OR REPLACE FUNCTION herald.claim_batch(
   metadata jsonb,
   attempt integer,
   lease_token bigint,
-  lease_expires_at timestamptz
+  lease_expires_at timestamptz,
+  expires_at timestamptz
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -68,6 +71,7 @@ BEGIN
     FROM herald.messages m
     WHERE m.status = 'queued'
       AND m.run_at <= claim_batch.now
+      AND m.expires_at > claim_batch.now
       AND m.channel = ANY (v_channels)
       AND (m.ordering_key IS NULL OR NOT EXISTS (
             SELECT 1 FROM herald.messages e
@@ -90,10 +94,10 @@ BEGIN
     -- table for every claim).
     WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
-              m.lease_token, m.lease_expires_at, m.priority, m.run_at
+              m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
   )
   SELECT c.id, c.channel, c.recipient, c.payload, c.metadata, c.attempts,
-         c.lease_token, c.lease_expires_at
+         c.lease_token, c.lease_expires_at, c.expires_at
   FROM claimed c
   ORDER BY c.priority, c.run_at, c.id;
 END

@@ -2,10 +2,10 @@
 -- array (1 to 10,000 objects with the fields of herald.enqueue; run_at an ISO 8601
 -- string; null = absent), all or nothing; returns their ids in input order.
 -- Errors name the first bad element, COLUMN 'messages[<i>].<field>' (i from 0):
--- 22V01–22V10 as herald.enqueue, and 22V11 for messages (not an array, empty, too
--- long), messages[i] (not an object) and messages[i].<field> (unknown, or of the
--- wrong JSON type; a run_at that is not a timestamp is 22V05, a priority that is not
--- an integer 22V06, max_attempts 22V07).
+-- 22V01–22V10 and 22V17 as herald.enqueue, and 22V11 for messages (not an array, empty,
+-- too long), messages[i] (not an object) and messages[i].<field> (unknown, or of the
+-- wrong JSON type; a run_at that is not a timestamp is 22V05, expires_at 22V17, a
+-- priority that is not an integer 22V06, max_attempts 22V07).
 -- Reading: a batch of plain elements (exactly channel, recipient and payload, the
 -- first two strings) is proved so and read in one pass, one jsonb comparison and three
 -- lookups per element; any other batch is checked with one SQL/JSON path and a key
@@ -37,7 +37,7 @@ BEGIN
   -- number of members first, so `< R` (R: four members) holds for objects of at most
   -- three, and ?& then proves the three keys.
   SELECT array_agg(ROW(e ->> 'channel', e ->> 'recipient', nullif(e -> 'payload', 'null'),
-                       NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
+                       NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
          bool_and(coalesce(e < '{"": null, "a": null, "b": null, "c": null}'
                            AND e ?& '{channel,recipient,payload}'
                            AND jsonb_typeof(e -> 'channel') = 'string'
@@ -55,12 +55,13 @@ BEGIN
           || (@.channel.type() != "string" && @.channel.type() != "null")
           || (@.recipient.type() != "string" && @.recipient.type() != "null")
           || (@.run_at.type() != "string" && @.run_at.type() != "null")
+          || (@.expires_at.type() != "string" && @.expires_at.type() != "null")
           || (@.idempotency_key.type() != "string" && @.idempotency_key.type() != "null")
           || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
           || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
           || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
        AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
-                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata}'::text[] <> '{}') THEN
+                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata,expires_at}'::text[] <> '{}') THEN
       BEGIN
         specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
       EXCEPTION WHEN data_exception THEN

@@ -1,15 +1,21 @@
 -- herald.fail(ids, lease_tokens, errors, error_classes, retry_at, error_codes, now) —
 -- report failed deliveries; SQL decides what follows. Returns how many rows changed
 -- (only rows still processing under the same lease_token change).
---   permanent -> dead at once;  transient -> queued at retry_at (else now +
---   herald._backoff), dead once attempts >= max;  rate_limited -> queued at retry_at
---   (else now + backoff) with the attempt given back (the provider refused to try).
--- A past retry_at counts as now. error_codes: short codes producers may see (SMTP
+--   permanent     -> dead at once
+--   transient     -> queued at retry_at (else now + herald._backoff); dead once
+--                    attempts >= max
+--   rate_limited  -> queued at retry_at (else now + backoff), the attempt given back
+--                    (the provider refused to try)
+--   configuration -> queued at retry_at (else now), the attempt given back, and the
+--                    channel paused by 'runner' with the error as reason (the runner's
+--                    credentials or setup are wrong: herald.resume_channel)
+-- A message queued again at or after its expires_at ends expired instead (an
+-- 'expired' log event). A past retry_at counts as now. error_codes: short codes producers may see (SMTP
 -- reply, HTTP status, provider code; NULL: none); errors: the full text (first 2,000
 -- characters), for workers and admins only. Each failure joins the error history
 -- (last 20); a message that goes dead gets a 'dead' log event.
 -- Index: the primary key, one probe per id. Locks: the changed rows; ROW EXCLUSIVE on
--- herald.log_statements. Errors: 22V12 NULL or mismatched arrays, an unknown class, a
+-- herald.log_statements; the channel row of a configuration failure. Errors: 22V12 NULL or mismatched arrays, an unknown class, a
 -- code over 64 characters. The single-id overload returns true when the row changed.
 -- SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.fail(
@@ -37,11 +43,11 @@ BEGIN
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
           cardinality(error_classes), cardinality(retry_at), cardinality(error_codes)], 4);
   SELECT c INTO bad FROM unnest(error_classes) AS c
-  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'permanent') LIMIT 1;
+  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'configuration', 'permanent') LIMIT 1;
   IF FOUND THEN
     PERFORM herald._reject('22V12', 'error_classes',
       format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
-      hint => 'use transient, rate_limited or permanent');
+      hint => 'use transient, rate_limited, configuration or permanent');
   END IF;
   IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
     PERFORM herald._reject('22V12', 'error_codes', 'a code is over 64 characters');
@@ -52,7 +58,7 @@ BEGIN
     SET status = d.next_status,
         attempts = d.attempts,
         run_at = CASE WHEN d.next_status = 'queued' THEN d.next_run_at ELSE m.run_at END,
-        finished_at = CASE WHEN d.next_status = 'dead' THEN fail.now END,
+        finished_at = CASE WHEN d.next_status IN ('dead', 'expired') THEN fail.now END,
         lease_token = NULL,
         lease_expires_at = NULL,
         last_error = d.error,
@@ -66,15 +72,19 @@ BEGIN
              CASE
                WHEN u.error_class = 'permanent' THEN 'dead'
                WHEN u.error_class = 'transient' AND x.attempts >= x.max_attempts THEN 'dead'
+               WHEN n.next_run_at >= x.expires_at THEN 'expired'
                ELSE 'queued'
              END AS next_status,
-             CASE WHEN u.error_class = 'rate_limited' THEN greatest(x.attempts - 1, 0) ELSE x.attempts END AS attempts,
-             greatest(fail.now, coalesce(u.retry_at,
-               fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max))) AS next_run_at
+             CASE WHEN u.error_class IN ('rate_limited', 'configuration') THEN greatest(x.attempts - 1, 0)
+                  ELSE x.attempts END AS attempts,
+             n.next_run_at
       FROM unnest(ids, lease_tokens, errors, error_classes, retry_at, error_codes)
              AS u(id, lease_token, error, error_class, retry_at, error_code)
       JOIN herald.messages x ON x.id = u.id
       JOIN herald.channels c ON c.name = x.channel
+      CROSS JOIN LATERAL (SELECT greatest(fail.now, coalesce(u.retry_at, CASE
+               WHEN u.error_class = 'configuration' THEN fail.now
+               ELSE fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max) END)) AS next_run_at) AS n
     ) AS d
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
@@ -82,14 +92,20 @@ BEGIN
               m.last_error, m.attempts
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
-    SELECT 'dead', fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),
+    SELECT f.status, fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),
            array_agg(herald._key_hash(f.ordering_key, f.recipient) ORDER BY f.id),
-           array_agg(herald._event_detail('dead', NULL, f.last_error_class, f.last_error, f.attempts) ORDER BY f.id)
+           array_agg(herald._event_detail(f.status, NULL, f.last_error_class, f.last_error, f.attempts) ORDER BY f.id)
     FROM failed f
-    WHERE f.status = 'dead'
-    HAVING count(*) > 0
+    WHERE f.status IN ('dead', 'expired')
+    GROUP BY f.status
+  ), paused AS (
+    UPDATE herald.channels c
+    SET paused = true, paused_reason = left(p.last_error, 500), paused_at = fail.now, paused_by = 'runner'
+    FROM (SELECT DISTINCT ON (f.channel) f.channel, f.last_error
+          FROM failed f WHERE f.last_error_class = 'configuration' ORDER BY f.channel, f.id) AS p
+    WHERE c.name = p.channel AND NOT c.paused
   )
-  SELECT count(*), bool_or(f.status = 'dead'), bool_or(f.status = 'queued' AND f.run_at <= fail.now)
+  SELECT count(*), bool_or(f.status IN ('dead', 'expired')), bool_or(f.status = 'queued' AND f.run_at <= fail.now)
   INTO changed, died, ready
   FROM failed f;
   IF died THEN

@@ -1,5 +1,5 @@
--- herald.purge(older_than, now) — delete finished messages (sent, dead, cancelled)
--- whose finished_at is more than `older_than` ago; returns how many. Retention: run it
+-- herald.purge(older_than, now) — delete finished messages (sent, dead, cancelled,
+-- expired: finished_at set) whose finished_at is more than `older_than` ago; returns how many. Retention: run it
 -- from cron or pg_cron, e.g. herald.purge('30 days').
 -- Index: none by default (delivered messages enter no index): a scan of
 -- herald.messages; with messages_finished_idx created as docs/tuning.md says, a range
@@ -20,8 +20,7 @@ BEGIN
     PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
   END IF;
   DELETE FROM herald.messages m
-  WHERE m.status IN ('sent', 'dead', 'cancelled')
-    AND m.finished_at < purge.now - purge.older_than;
+  WHERE m.finished_at < purge.now - purge.older_than;
   GET DIAGNOSTICS deleted = ROW_COUNT;
   RETURN deleted;
 END
@@ -30,4 +29,4 @@ $$;
 REVOKE ALL ON FUNCTION herald.purge(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.purge(interval, timestamptz) TO herald_admin;
 COMMENT ON FUNCTION herald.purge(interval, timestamptz) IS
-  'Delete sent, dead and cancelled messages finished longer ago than a bound.';
+  'Delete finished (sent, dead, cancelled, expired) messages finished longer ago than a bound.';

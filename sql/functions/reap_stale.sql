@@ -1,18 +1,16 @@
 -- herald.reap_stale(now) — take back messages whose lease expired (the worker crashed
--- or lost its connection); returns how many.
---
--- Each expired row goes back to 'queued' (run_at = now, so it is retried at once; the
--- attempt it used counts) or to 'dead' when attempts >= max_attempts. Its
--- lease_token is cleared, so the old worker's late complete/fail changes nothing.
--- The failure is recorded as class transient, code 'lease_expired'. A message that
--- goes 'dead' gets a 'dead' log event in the same statement; runners are woken for
--- the requeued ones and log consumers for the dead ones (herald._notify).
--- Rows locked by a concurrent complete/fail are skipped (SKIP LOCKED) and seen, if
--- still expired, by the next call. At most 10,000 rows per call; call it again while
--- it returns 10,000.
--- Safe to run from many workers at once; the runner runs it from one at a time.
--- Index: messages_lease_expiry_idx (lease_expires_at) WHERE status = 'processing'.
--- Locks: row locks on the reaped rows; ROW EXCLUSIVE on herald.log_statements. SECURITY DEFINER for herald_worker.
+-- or lost its connection) and end queued messages past their expires_at; returns how
+-- many messages changed.
+-- An expired lease: back to 'queued' at now (the attempt it used counts), 'dead' when
+-- attempts >= max_attempts, 'expired' when now >= expires_at; lease_token cleared, so
+-- the old worker's late complete/fail changes nothing; recorded as class transient,
+-- code 'lease_expired'. A queued message with expires_at <= now: 'expired', never sent.
+-- 'dead' and 'expired' log events in the same statement; runners and log consumers
+-- are woken (herald._notify). Rows locked by a concurrent call are skipped (SKIP
+-- LOCKED). At most 10,000 rows of each kind per call: call it again while it returns
+-- 10,000 or more. Safe from many workers at once.
+-- Index: messages_lease_expiry_idx, messages_expiry_idx. Locks: the changed rows;
+-- ROW EXCLUSIVE on herald.log_statements. SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.reap_stale(now timestamptz DEFAULT now())
 RETURNS integer
 LANGUAGE plpgsql
@@ -23,10 +21,10 @@ AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => reap_stale.now); -- first: a forged clock changes nothing
   changed integer;
-  died boolean;
+  finished boolean;
   ready boolean;
 BEGIN
-  WITH expired AS (
+  WITH lapsed AS (
     SELECT e.id
     FROM herald.messages e
     WHERE e.status = 'processing'
@@ -36,9 +34,9 @@ BEGIN
     FOR UPDATE SKIP LOCKED
   ), reaped AS (
     UPDATE herald.messages m
-    SET status = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'queued' END,
-        run_at = CASE WHEN m.attempts >= m.max_attempts THEN m.run_at ELSE reap_stale.now END,
-        finished_at = CASE WHEN m.attempts >= m.max_attempts THEN reap_stale.now END,
+    SET status = d.next_status,
+        run_at = CASE WHEN d.next_status = 'queued' THEN reap_stale.now ELSE m.run_at END,
+        finished_at = CASE WHEN d.next_status <> 'queued' THEN reap_stale.now END,
         lease_token = NULL,
         lease_expires_at = NULL,
         last_error = 'lease expired',
@@ -47,22 +45,41 @@ BEGIN
         errors = herald._append_error(m.errors, jsonb_build_object(
                    'at', reap_stale.now, 'attempt', m.attempts, 'class', 'transient',
                    'code', 'lease_expired', 'error', 'lease expired', 'worker', m.leased_by))
-    FROM expired
-    WHERE m.id = expired.id
+    FROM (SELECT x.id, CASE WHEN x.attempts >= x.max_attempts THEN 'dead'
+                            WHEN x.expires_at <= reap_stale.now THEN 'expired'
+                            ELSE 'queued' END AS next_status
+          FROM lapsed l JOIN herald.messages x ON x.id = l.id) AS d
+    WHERE m.id = d.id
     RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
+  ), overdue AS (
+    SELECT e.id
+    FROM herald.messages e
+    WHERE e.status = 'queued'
+      AND e.expires_at <= reap_stale.now
+    ORDER BY e.expires_at
+    LIMIT 10000
+    FOR UPDATE SKIP LOCKED
+  ), expired AS (
+    UPDATE herald.messages m
+    SET status = 'expired', finished_at = reap_stale.now
+    FROM overdue o
+    WHERE m.id = o.id
+    RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
+  ), changes AS (
+    SELECT * FROM reaped UNION ALL SELECT * FROM expired
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
-    SELECT 'dead', reap_stale.now, array_agg(r.id ORDER BY r.id), array_agg(r.channel ORDER BY r.id),
+    SELECT r.status, reap_stale.now, array_agg(r.id ORDER BY r.id), array_agg(r.channel ORDER BY r.id),
            array_agg(herald._key_hash(r.ordering_key, r.recipient) ORDER BY r.id),
-           array_agg(herald._event_detail('dead', NULL, 'transient', 'lease expired', r.attempts) ORDER BY r.id)
-    FROM reaped r
-    WHERE r.status = 'dead'
-    HAVING count(*) > 0
+           array_agg(herald._event_detail(r.status, NULL, 'transient', 'lease expired', r.attempts) ORDER BY r.id)
+    FROM changes r
+    WHERE r.status IN ('dead', 'expired')
+    GROUP BY r.status
   )
-  SELECT count(*), bool_or(r.status = 'dead'), bool_or(r.status = 'queued')
-  INTO changed, died, ready
-  FROM reaped r;
-  IF died THEN
+  SELECT count(*), bool_or(r.status <> 'queued'), bool_or(r.status = 'queued')
+  INTO changed, finished, ready
+  FROM changes r;
+  IF finished THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
   IF ready THEN
@@ -75,4 +92,4 @@ $$;
 REVOKE ALL ON FUNCTION herald.reap_stale(timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.reap_stale(timestamptz) TO herald_worker, herald_admin;
 COMMENT ON FUNCTION herald.reap_stale(timestamptz) IS
-  'Take back messages whose lease expired: queued again, or dead when attempts are exhausted.';
+  'Take back messages whose lease expired (queued again, dead or expired) and end queued messages past their expires_at.';

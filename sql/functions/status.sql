@@ -16,6 +16,7 @@ RETURNS TABLE (
   run_at timestamptz,
   created_at timestamptz,
   finished_at timestamptz,
+  expires_at timestamptz,
   last_error_class text,
   last_error_code text,
   provider_message_id text
@@ -35,7 +36,7 @@ BEGIN
   END IF;
   RETURN QUERY
   SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
-         m.finished_at, m.last_error_class, m.last_error_code, m.provider_message_id
+         m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id
   FROM herald.messages m
   WHERE m.id = status.id AND (v_all OR m.producer = v_producer);
 END
@@ -44,4 +45,4 @@ $$;
 REVOKE ALL ON FUNCTION herald.status(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.status(bigint) TO herald_producer, herald_admin;
 COMMENT ON FUNCTION herald.status(bigint) IS
-  'What happened to one of the caller''s messages: state, attempts, times, failure class and code, receipt.';
+  'What happened to one of the caller''s messages: state, attempts, times, deadline, failure class and code, receipt.';

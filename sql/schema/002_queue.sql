@@ -6,6 +6,8 @@
 --   processing --fail--------->  queued (retry at run_at) | dead (permanent, or attempts exhausted)
 --   processing --reap_stale--->  queued                   | dead (attempts exhausted)
 --   queued     --cancel------->  cancelled                 (terminal)
+--   queued     --reap_stale--->  expired  (expires_at passed: never sent late; terminal)
+--   processing --fail/reap---->  expired  (a retry would come after expires_at; terminal)
 --   dead       --redrive------>  queued (attempts reset)
 -- Terminal rows carry finished_at and are removed by herald.purge.
 -- Every hot query has a partial index below that matches its WHERE and ORDER BY;
@@ -24,20 +26,26 @@ CREATE TABLE herald.channels (
   backoff_max       interval NOT NULL DEFAULT '1 hour',
   lease             interval NOT NULL DEFAULT '30 seconds',
   max_payload_bytes integer NOT NULL DEFAULT 65536,
+  ttl               interval NOT NULL DEFAULT '5 days',
   paused            boolean NOT NULL DEFAULT false,
   paused_reason     text,
   paused_at         timestamptz,
+  paused_by         text,
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
   CONSTRAINT channels_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT channels_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 100),
   CONSTRAINT channels_backoff_positive CHECK (backoff_base > '0' AND backoff_max >= backoff_base),
   CONSTRAINT channels_lease_range CHECK (lease BETWEEN '1 second' AND '1 day'),
-  CONSTRAINT channels_max_payload_range CHECK (max_payload_bytes BETWEEN 64 AND 1048576)
+  CONSTRAINT channels_max_payload_range CHECK (max_payload_bytes BETWEEN 64 AND 1048576),
+  CONSTRAINT channels_ttl_range CHECK (ttl BETWEEN '1 second' AND '1 year'),
+  CONSTRAINT channels_paused_by_known CHECK (paused_by IN ('operator', 'runner'))
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
 COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
+COMMENT ON COLUMN herald.channels.ttl IS 'Time-to-live of a message once due: not sent by run_at + ttl, it ends expired (a producer''s expires_at may only shorten it).';
 COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, for operators (the console shows it); set with paused.';
 COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
+COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
 
@@ -67,16 +75,17 @@ CREATE TABLE herald.messages (
   leased_by           text,
   lease_expires_at    timestamptz,
   created_at          timestamptz NOT NULL,
+  expires_at          timestamptz NOT NULL,
   finished_at         timestamptz,
   provider_message_id text,
   last_error          text,
   last_error_class    text,
   last_error_code     text,
   errors              jsonb NOT NULL DEFAULT '[]',
-  CONSTRAINT messages_status_known CHECK (status IN ('queued', 'processing', 'sent', 'dead', 'cancelled')),
-  CONSTRAINT messages_error_class_known CHECK (last_error_class IN ('transient', 'rate_limited', 'permanent')),
+  CONSTRAINT messages_status_known CHECK (status IN ('queued', 'processing', 'sent', 'dead', 'cancelled', 'expired')),
+  CONSTRAINT messages_error_class_known CHECK (last_error_class IN ('transient', 'rate_limited', 'configuration', 'permanent')),
   CONSTRAINT messages_lease_when_processing CHECK ((status = 'processing') = (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL)),
-  CONSTRAINT messages_finished_when_terminal CHECK ((status IN ('sent', 'dead', 'cancelled')) = (finished_at IS NOT NULL)),
+  CONSTRAINT messages_finished_when_terminal CHECK ((status IN ('sent', 'dead', 'cancelled', 'expired')) = (finished_at IS NOT NULL)),
   CONSTRAINT messages_attempts_range CHECK (attempts >= 0 AND max_attempts BETWEEN 1 AND 100)
 ) WITH (
   fillfactor = 80,
@@ -87,6 +96,7 @@ CREATE TABLE herald.messages (
 );
 COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
 COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first (-100..100, default 0).';
+COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
 COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
 COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
 COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at most 2,000 characters); never shown to producers.';
@@ -100,6 +110,8 @@ CREATE INDEX messages_lease_expiry_idx ON herald.messages (lease_expires_at) WHE
 -- enqueue: a key is unique per producer; lookup of the first id of a repeat.
 CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages (producer, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
+-- reap_stale: queued messages past their deadline.
+CREATE INDEX messages_expiry_idx ON herald.messages (expires_at) WHERE status = 'queued';
 -- claim_batch: "is an earlier message with my ordering key still pending?"
 CREATE INDEX messages_ordering_key_idx ON herald.messages (ordering_key, id)
   WHERE ordering_key IS NOT NULL AND status IN ('queued', 'processing');
@@ -118,7 +130,8 @@ CREATE TYPE herald.message_spec AS (
   idempotency_key text,
   ordering_key    text,
   max_attempts    integer,
-  metadata        jsonb
+  metadata        jsonb,
+  expires_at      timestamptz
 );
 COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of herald.enqueue; NULL takes the default.';
 
@@ -138,5 +151,6 @@ CREATE TABLE herald.installed_code (
 );
 COMMENT ON TABLE herald.installed_code IS 'Hash of the installed functions, views and triggers; NULL when installed by hand.';
 
+GRANT SELECT ON herald.channels TO herald_worker; -- runners read pauses to probe and report them
 GRANT ALL ON ALL TABLES IN SCHEMA herald TO herald_admin;
 GRANT ALL ON ALL SEQUENCES IN SCHEMA herald TO herald_admin;

@@ -1,15 +1,19 @@
 // Package email turns a herald message of an e-mail channel into the parts of an
 // e-mail, for the SMTP and SendGrid senders alike.
 //
-// Payload fields: subject (required), text and/or html (body is taken as text when
-// text is absent), and optionally from, reply_to, headers (an object of strings) and
-// cc and bcc (arrays of addresses; herald._payload_fields lists what SQL accepts).
-// from and reply_to fall back to the channel's defaults. The Message-ID is derived
+// Payload fields (herald._payload_fields and herald._payload_problem state what SQL
+// accepts): subject and text and/or html (body is taken as text when text is absent),
+// unless template_id names a provider template; optionally from, reply_to, headers
+// (an object of strings), cc and bcc (arrays of addresses), attachments ({filename,
+// content (base64), content_type, disposition, content_id}), and the SendGrid-only
+// template_id, dynamic_template_data, categories and custom_args. from and reply_to
+// fall back to the channel's defaults. The Message-ID is derived
 // from the herald message id, so a resend after a crash carries the same id and is
 // recognisable downstream.
 package email
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +42,40 @@ type Email struct {
 	Headers   map[string]string
 	Cc, Bcc   []string
 	MessageID string // with angle brackets: <herald-42@example.com>
+
+	Attachments []Attachment
+
+	// The SendGrid-only fields: a sender that cannot honour them refuses the message
+	// (ProviderOnly) rather than send it without them.
+	TemplateID   string
+	TemplateData json.RawMessage
+	Categories   []string
+	CustomArgs   map[string]string
+}
+
+// Attachment is a file sent with an e-mail.
+type Attachment struct {
+	Filename    string
+	ContentType string // default application/octet-stream
+	Content     []byte
+	Inline      bool   // disposition inline (shown in the body, referenced by ContentID)
+	ContentID   string // for inline parts: cid:<ContentID> in the html
+}
+
+// ProviderOnly names the first field set that only a provider's own API can send
+// (template_id, dynamic_template_data, categories, custom_args), or "".
+func (e Email) ProviderOnly() string {
+	switch {
+	case e.TemplateID != "":
+		return "template_id"
+	case len(e.TemplateData) > 0:
+		return "dynamic_template_data"
+	case len(e.Categories) > 0:
+		return "categories"
+	case len(e.CustomArgs) > 0:
+		return "custom_args"
+	}
+	return ""
 }
 
 type payload struct {
@@ -50,11 +88,19 @@ type payload struct {
 	Headers map[string]string `json:"headers"`
 	Cc      []string          `json:"cc"`
 	Bcc     []string          `json:"bcc"`
-}
 
-// reserved headers are set by herald and may not be overridden from a payload.
-var reserved = map[string]bool{"from": true, "to": true, "cc": true, "bcc": true, "subject": true,
-	"message-id": true, "reply-to": true, "content-type": true, "mime-version": true, "content-transfer-encoding": true}
+	Attachments []struct {
+		Filename    string `json:"filename"`
+		Content     string `json:"content"`
+		ContentType string `json:"content_type"`
+		Disposition string `json:"disposition"`
+		ContentID   string `json:"content_id"`
+	} `json:"attachments"`
+	TemplateID   string            `json:"template_id"`
+	TemplateData json.RawMessage   `json:"dynamic_template_data"`
+	Categories   []string          `json:"categories"`
+	CustomArgs   map[string]string `json:"custom_args"`
+}
 
 // Build makes the e-mail for m. A payload that cannot make an e-mail is a permanent
 // failure: sending it again would not help.
@@ -64,7 +110,15 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 		return Email{}, sender.Permanent(fmt.Errorf("payload: %w", err))
 	}
 	e := Email{From: p.From, ReplyTo: p.ReplyTo, To: m.Recipient, Subject: p.Subject, Text: p.Text, HTML: p.HTML, Headers: p.Headers,
-		Cc: p.Cc, Bcc: p.Bcc}
+		Cc: p.Cc, Bcc: p.Bcc, TemplateID: p.TemplateID, TemplateData: p.TemplateData, Categories: p.Categories, CustomArgs: p.CustomArgs}
+	for i, a := range p.Attachments {
+		content, err := base64.StdEncoding.DecodeString(strings.NewReplacer("\r", "", "\n", "").Replace(a.Content))
+		if err != nil || a.Filename == "" || strings.ContainsAny(a.Filename, "\r\n\"") {
+			return Email{}, sender.Permanent(fmt.Errorf("payload: attachments[%d]: a filename and base64 content are required", i))
+		}
+		e.Attachments = append(e.Attachments, Attachment{Filename: a.Filename, ContentType: a.ContentType, Content: content,
+			Inline: a.Disposition == "inline", ContentID: a.ContentID})
+	}
 	if e.From == "" {
 		e.From = d.From
 	}
@@ -77,9 +131,9 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	switch {
 	case e.From == "":
 		return Email{}, sender.Permanent(errors.New("no from address: set the payload's from or the channel's default"))
-	case e.Subject == "":
+	case e.Subject == "" && e.TemplateID == "":
 		return Email{}, sender.Permanent(errors.New("payload: no subject"))
-	case e.Text == "" && e.HTML == "":
+	case e.Text == "" && e.HTML == "" && e.TemplateID == "":
 		return Email{}, sender.Permanent(errors.New("payload: no text, html or body"))
 	}
 	from, err := mail.ParseAddress(e.From)
@@ -91,8 +145,8 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 			return Email{}, sender.Permanent(fmt.Errorf("payload: cc/bcc address %q: %w", a, err))
 		}
 	}
-	for k, v := range e.Headers {
-		if reserved[strings.ToLower(k)] || strings.ContainsAny(k, ": \r\n") || strings.ContainsAny(v, "\r\n") {
+	for k, v := range e.Headers { // what herald sets itself SQL refuses (herald._payload_problem)
+		if strings.ContainsAny(k, ": \r\n") || strings.ContainsAny(v, "\r\n") {
 			return Email{}, sender.Permanent(fmt.Errorf("payload: header %q cannot be set", k))
 		}
 	}

@@ -61,6 +61,14 @@ func (s *Sender) adapt(err error) {
 	}
 }
 
+// Check runs the wrapped sender's check (sender.Checker); nil when it has none.
+func (s *Sender) Check(ctx context.Context) error {
+	if c, ok := s.next.(sender.Checker); ok {
+		return c.Check(ctx)
+	}
+	return nil
+}
+
 // Close closes the wrapped sender when it holds resources.
 func (s *Sender) Close() error {
 	if c, ok := s.next.(interface{ Close() error }); ok {

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -199,7 +200,7 @@ func (s *smtpSession) AuthMechanisms() []string {
 func (s *smtpSession) Auth(mech string) (sasl.Server, error) {
 	check := func(user, pass string) error {
 		if user != s.srv.User || pass != s.srv.Password {
-			return errors.New("invalid credentials")
+			return smtp.ErrAuthFailed // 535 5.7.8, as real servers answer
 		}
 		s.authed = true
 		return nil
@@ -292,9 +293,23 @@ func SMTPConfig(t testing.TB, s *SMTPServer) smtpsender.Config {
 }
 
 // FakeSendGrid checks each request as the v3 Mail Send API documents it and answers
-// with SendGrid's response shapes; recipients choose the answer.
+// with SendGrid's response shapes; recipients choose the answer. GET /v3/scopes
+// answers for the key SG.test-key (with mail.send) and SG.read-only (without); any
+// other key gets 401.
 func FakeSendGrid(t testing.TB) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "GET" && r.URL.Path == "/v3/scopes" {
+			switch r.Header.Get("Authorization") {
+			case "Bearer SG.test-key":
+				io.WriteString(w, `{"scopes":["mail.send","alerts.read"]}`)
+			case "Bearer SG.read-only":
+				io.WriteString(w, `{"scopes":["alerts.read"]}`)
+			default:
+				w.WriteHeader(401)
+				io.WriteString(w, `{"errors":[{"field":null,"message":"authorization required"}]}`)
+			}
+			return
+		}
 		if r.Method != "POST" || r.URL.Path != "/v3/mail/send" || r.Header.Get("Authorization") != "Bearer SG.test-key" ||
 			r.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("sendgrid: bad request %s %s auth %q type %q", r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"))
@@ -365,8 +380,16 @@ func FakeSendGrid(t testing.TB) *httptest.Server {
 
 // TwilioRequests records what the Twilio fake received.
 type TwilioRequests struct {
-	mu   sync.Mutex
-	sent []string // To numbers accepted
+	mu    sync.Mutex
+	sent  []string // To numbers accepted
+	forms []url.Values
+}
+
+// Forms returns the forms of the accepted messages, in order.
+func (r *TwilioRequests) Forms() []url.Values {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]url.Values(nil), r.forms...)
 }
 
 // Sent returns the To numbers the fake accepted, in order.
@@ -376,19 +399,33 @@ func (r *TwilioRequests) Sent() []string {
 	return append([]string(nil), r.sent...)
 }
 
-// FakeTwilio checks each request as the Messages API documents it (path, Basic auth,
-// form encoding, fields) and answers with Twilio's response shapes.
+// FakeTwilio checks each request as the Messages API documents it (path, Basic auth
+// with the account SID AC0123 and token tw-token or the API key SK0123 and secret
+// sk-secret, form encoding, fields) and answers with Twilio's response shapes. GET of
+// the account answers status active (error 20003 with other credentials).
 func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 	rec := &TwilioRequests{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
-		if r.Method != "POST" || r.URL.Path != "/2010-04-01/Accounts/AC0123/Messages.json" || !ok || user != "AC0123" || pass != "tw-token" ||
+		authed := ok && ((user == "AC0123" && pass == "tw-token") || (user == "SK0123" && pass == "sk-secret"))
+		if r.Method == "GET" && r.URL.Path == "/2010-04-01/Accounts/AC0123.json" {
+			w.Header().Set("Content-Type", "application/json")
+			if !authed {
+				w.WriteHeader(401)
+				io.WriteString(w, `{"code": 20003, "message": "Authenticate", "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401}`)
+				return
+			}
+			io.WriteString(w, `{"sid": "AC0123", "friendly_name": "herald test", "status": "active", "type": "Full"}`)
+			return
+		}
+		if r.Method != "POST" || r.URL.Path != "/2010-04-01/Accounts/AC0123/Messages.json" || !authed ||
 			r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
 			t.Errorf("twilio: bad request %s %s auth %v %q type %q", r.Method, r.URL.Path, ok, user, r.Header.Get("Content-Type"))
 			w.WriteHeader(401)
 			return
 		}
-		if err := r.ParseForm(); err != nil || r.PostForm.Get("From") != "+15005550006" || r.PostForm.Get("Body") == "" {
+		if err := r.ParseForm(); err != nil || r.PostForm.Get("From") != "+15005550006" ||
+			(r.PostForm.Get("Body") == "" && r.PostForm.Get("MediaUrl") == "") {
 			t.Errorf("twilio: form %v %v", r.PostForm, err)
 		}
 		to := r.PostForm.Get("To")
@@ -419,6 +456,7 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 		default:
 			rec.mu.Lock()
 			rec.sent = append(rec.sent, to)
+			rec.forms = append(rec.forms, r.PostForm)
 			n := len(rec.sent)
 			rec.mu.Unlock()
 			w.WriteHeader(201)

@@ -2,20 +2,25 @@
 // (POST /v3/mail/send, Bearer API key, JSON). The herald id travels as the custom
 // argument herald_id and in the Message-ID header; the provider id is the answer's
 // X-Message-Id header. Failures are classified by sender.FromHTTP: 429 rate_limited
-// (Retry-After / X-RateLimit-Reset), 5xx transient, 401/403 transient, other 4xx
-// (such as an invalid recipient) permanent.
+// (Retry-After / X-RateLimit-Reset), 5xx transient, 401/403 configuration (a revoked
+// key, an unverified sender), other 4xx (such as an invalid recipient) permanent;
+// an untrusted certificate or unknown host is configuration (sender.FromNetwork).
+// Attachments, template_id with dynamic_template_data, categories and custom_args
+// are sent as the API's own fields.
 package sendgrid
 
 import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/mail"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,16 +73,28 @@ type request struct {
 	Personalizations []personalization `json:"personalizations"`
 	From             address           `json:"from"`
 	ReplyTo          *address          `json:"reply_to,omitempty"`
-	Subject          string            `json:"subject"`
-	Content          []content         `json:"content"`
+	Subject          string            `json:"subject,omitempty"`
+	Content          []content         `json:"content,omitempty"`
+	Attachments      []attachment      `json:"attachments,omitempty"`
+	TemplateID       string            `json:"template_id,omitempty"`
+	Categories       []string          `json:"categories,omitempty"`
 	Headers          map[string]string `json:"headers,omitempty"`
 	CustomArgs       map[string]string `json:"custom_args,omitempty"`
 }
 
 type personalization struct {
-	To  []address `json:"to"`
-	Cc  []address `json:"cc,omitempty"`
-	Bcc []address `json:"bcc,omitempty"`
+	To                  []address       `json:"to"`
+	Cc                  []address       `json:"cc,omitempty"`
+	Bcc                 []address       `json:"bcc,omitempty"`
+	DynamicTemplateData json.RawMessage `json:"dynamic_template_data,omitempty"`
+}
+
+type attachment struct {
+	Content     string `json:"content"` // base64
+	Type        string `json:"type,omitempty"`
+	Filename    string `json:"filename"`
+	Disposition string `json:"disposition,omitempty"`
+	ContentID   string `json:"content_id,omitempty"`
 }
 
 func parse(s string) (address, error) {
@@ -95,12 +112,23 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, err
 	}
 	req := request{Subject: e.Subject, Headers: map[string]string{"Message-ID": e.MessageID},
-		CustomArgs: map[string]string{"herald_id": strconv.FormatInt(m.ID, 10)}}
+		CustomArgs: map[string]string{}, TemplateID: e.TemplateID, Categories: e.Categories}
+	for k, v := range e.CustomArgs {
+		req.CustomArgs[k] = v
+	}
+	req.CustomArgs["herald_id"] = strconv.FormatInt(m.ID, 10)
+	for _, a := range e.Attachments {
+		at := attachment{Content: base64.StdEncoding.EncodeToString(a.Content), Type: a.ContentType, Filename: a.Filename}
+		if a.Inline {
+			at.Disposition, at.ContentID = "inline", a.ContentID
+		}
+		req.Attachments = append(req.Attachments, at)
+	}
 	to, err := parse(e.To)
 	if err != nil {
 		return sender.Result{}, err
 	}
-	req.Personalizations = []personalization{{To: []address{to}}}
+	req.Personalizations = []personalization{{To: []address{to}, DynamicTemplateData: e.TemplateData}}
 	for _, list := range []struct {
 		from []string
 		to   *[]address
@@ -141,7 +169,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := s.client.Do(hr)
 	if err != nil {
-		return sender.Result{}, sender.Transient(err)
+		return sender.Result{}, sender.FromNetwork(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -149,6 +177,35 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, sender.FromHTTP(resp.StatusCode, resp.Header, errorText(b), time.Now())
 	}
 	return sender.Result{ProviderMessageID: resp.Header.Get("X-Message-Id")}, nil
+}
+
+// Check reads the key's scopes (GET /v3/scopes) and wants mail.send among them
+// (sender.Checker): a revoked key answers 401, a key without the scope is refused.
+func (s *Sender) Check(ctx context.Context) error {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s.cfg.BaseURL, "/")+"/v3/scopes", nil)
+	if err != nil {
+		return sender.Configuration(err, "")
+	}
+	hr.Header.Set("Authorization", "Bearer "+s.cfg.APIKey)
+	resp, err := s.client.Do(hr)
+	if err != nil {
+		return sender.FromNetwork(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<10))
+	if resp.StatusCode/100 != 2 {
+		return sender.FromHTTP(resp.StatusCode, resp.Header, errorText(b), time.Now())
+	}
+	var r struct {
+		Scopes []string `json:"scopes"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return sender.Transient(fmt.Errorf("sendgrid /v3/scopes: %w", err))
+	}
+	if !slices.Contains(r.Scopes, "mail.send") {
+		return sender.Configuration(errors.New("the API key lacks the mail.send scope"), "scope")
+	}
+	return nil
 }
 
 // errorText condenses SendGrid's {"errors":[{"message","field"}]} into one line.

@@ -3,6 +3,8 @@ package sendgrid_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -57,10 +59,77 @@ func TestSendGridSender(t *testing.T) {
 	for _, c := range []struct {
 		local, code string
 		class       sender.Class
-	}{{"revoked", "401", sender.ClassRateLimited}, {"unverified", "403", sender.ClassRateLimited}, {"huge", "413", sender.ClassPermanent}} {
+	}{{"revoked", "401", sender.ClassConfiguration}, {"unverified", "403", sender.ClassConfiguration}, {"huge", "413", sender.ClassPermanent}} {
 		_, err = limited.Send(ctx, sendertest.EmailMessage(11, c.local+"@example.net"))
 		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code {
 			t.Fatalf("%s: code %q", c.local, f.Code)
+		}
+	}
+}
+
+// Attachments, a dynamic template with its data, categories and custom arguments
+// travel as the Mail Send API's own fields; herald_id stays herald's.
+func TestSendGridProviderFields(t *testing.T) {
+	t.Parallel()
+	var got map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		w.Header().Set("X-Message-Id", "sg-fields")
+		w.WriteHeader(202)
+	}))
+	t.Cleanup(srv.Close)
+	s, err := sendgrid.New(sendgrid.Config{APIKey: "SG.test-key", BaseURL: srv.URL, Defaults: email.Defaults{From: "noreply@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sender.Message{ID: 9, Channel: "email", Recipient: "ana@example.net", Payload: json.RawMessage(`{
+		"template_id": "d-0123456789abcdef0123456789abcdef", "dynamic_template_data": {"name": "Ana"},
+		"categories": ["welcome"], "custom_args": {"user": "42"},
+		"attachments": [{"filename": "a.txt", "content": "aGkK", "content_type": "text/plain"},
+		                {"filename": "logo.png", "content": "iVBORw==", "disposition": "inline", "content_id": "logo"}]}`)}
+	if _, err := s.Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	for _, want := range []string{`"template_id":"d-0123456789abcdef0123456789abcdef"`, `"dynamic_template_data":{"name":"Ana"}`,
+		`"categories":["welcome"]`, `"custom_args":{"herald_id":"9","user":"42"}`,
+		`{"content":"aGkK","filename":"a.txt","type":"text/plain"}`,
+		`{"content":"iVBORw==","content_id":"logo","disposition":"inline","filename":"logo.png"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("request lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), `"subject"`) || strings.Contains(string(b), `"content":[`) {
+		t.Errorf("a templated mail carries no subject or content of its own:\n%s", b)
+	}
+}
+
+// The start check reads the key's scopes: mail.send passes, a key without it and a
+// revoked key are configuration failures.
+func TestSendGridCheck(t *testing.T) {
+	t.Parallel()
+	srv := sendertest.FakeSendGrid(t)
+	for _, c := range []struct {
+		key  string
+		want sender.Class
+		code string
+	}{{"SG.test-key", "", ""}, {"SG.read-only", sender.ClassConfiguration, "scope"}, {"SG.revoked", sender.ClassConfiguration, "401"}} {
+		s, err := sendgrid.New(sendgrid.Config{APIKey: c.key, BaseURL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Check(context.Background())
+		if c.want == "" {
+			if err != nil {
+				t.Fatalf("%s: %v", c.key, err)
+			}
+			continue
+		}
+		if f := sendertest.WantClass(t, err, c.want); f.Code != c.code {
+			t.Fatalf("%s: code %q, want %q", c.key, f.Code, c.code)
 		}
 	}
 }

@@ -7,9 +7,9 @@
 //
 // # Failure classes
 //
-//	530, 534, 535, 538 (authentication)     rate_limited, retry in Config.ThrottleWait: the
-//	                                        runner's configuration is wrong, not the
-//	                                        message; no attempt is used meanwhile
+//	530, 534, 535, 538 (authentication)     configuration: the runner's credentials are
+//	                                        wrong, not the message (the channel is
+//	                                        paused; no attempt is used)
 //	5.4.5 (Gmail's daily sending limit),
 //	SubmissionQuotaExceeded (Microsoft 365)  rate_limited, retry in Config.QuotaWait
 //	421, 450, 451, 452, 454 with enhanced
@@ -18,13 +18,16 @@
 //	recipients", 4.5.3)                     rate_limited, retry in Config.ThrottleWait
 //	other 5yz reply                         permanent (550 unknown mailbox…)
 //	other 4yz reply                         transient
-//	no reply (connection, TLS, timeout)     transient
+//	untrusted certificate, unknown host     configuration (sender.FromNetwork)
+//	no reply (connection, timeout)          transient
 //
 // The reply code is the failure's Code. docs/operations.md has the table with the
 // providers' documentation each rule follows.
 package smtp
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -171,6 +174,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 }
 
 func (s *Sender) message(e email.Email) (*mail.Msg, error) {
+	if f := e.ProviderOnly(); f != "" { // sending without it would drop what was asked
+		return nil, sender.WithCode(sender.Permanent(fmt.Errorf("payload: %s needs the SendGrid sender; SMTP cannot send it", f)), "unsupported_field")
+	}
 	msg := mail.NewMsg(mail.WithNoDefaultUserAgent()) // no X-Mailer naming our library
 	if err := msg.From(e.From); err != nil {
 		return nil, sender.Permanent(fmt.Errorf("from: %w", err))
@@ -207,6 +213,17 @@ func (s *Sender) message(e email.Email) (*mail.Msg, error) {
 	default:
 		msg.SetBodyString(mail.TypeTextPlain, e.Text)
 	}
+	for _, a := range e.Attachments {
+		opts := []mail.FileOption{mail.WithFileContentType(mail.ContentType(cmp.Or(a.ContentType, "application/octet-stream")))}
+		if a.Inline {
+			if a.ContentID != "" {
+				opts = append(opts, mail.WithFileContentID(a.ContentID))
+			}
+			msg.EmbedReadSeeker(a.Filename, bytes.NewReader(a.Content), opts...)
+		} else {
+			msg.AttachReadSeeker(a.Filename, bytes.NewReader(a.Content), opts...)
+		}
+	}
 	return msg, nil
 }
 
@@ -229,6 +246,17 @@ func setHeader(msg *mail.Msg, h mail.Header, v string) {
 		v = v[n:]
 	}
 	msg.SetGenHeaderPreformatted(h, strings.Join(words, " "))
+}
+
+// Check connects, starts TLS and authenticates as configured, then quits: what a
+// send would do before MAIL FROM (sender.Checker).
+func (s *Sender) Check(ctx context.Context) error {
+	c, err := s.dial(ctx)
+	if err != nil {
+		return s.classify(err)
+	}
+	_ = s.client.CloseWithSMTPClient(c)
+	return nil
 }
 
 // conn takes an idle connection, or dials a new one.
@@ -290,7 +318,7 @@ func (s *Sender) classify(err error) error {
 	now := time.Now()
 	switch {
 	case code == 530 || code == 534 || code == 535 || code == 538:
-		err = sender.RateLimited(err, now.Add(s.cfg.ThrottleWait))
+		err = sender.Configuration(err, "")
 	case enhanced == "5.4.5" || strings.Contains(text, "submissionquotaexceeded") ||
 		strings.Contains(text, "sending limit exceeded") || strings.Contains(text, "daily user sending quota"):
 		err = sender.RateLimited(err, now.Add(s.cfg.QuotaWait))
@@ -301,6 +329,8 @@ func (s *Sender) classify(err error) error {
 		err = sender.RateLimited(err, now.Add(s.cfg.ThrottleWait))
 	case code >= 500:
 		err = sender.Permanent(err)
+	case code == 0:
+		err = sender.FromNetwork(err)
 	default:
 		err = sender.Transient(err)
 	}

@@ -111,7 +111,22 @@ func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
 	cfg.Password = "wrong"
 	bad, _ := smtpsender.New(cfg)
 	_, err = bad.Send(context.Background(), sendertest.EmailMessage(3, "a@example.net"))
-	sendertest.WantClass(t, err, sender.ClassRateLimited) // a wrong password uses no attempt
+	if f := sendertest.WantClass(t, err, sender.ClassConfiguration); f.Code != "535" { // a wrong password pauses the channel
+		t.Fatalf("wrong password: code %q", f.Code)
+	}
+	// The start check says the same without a message; with the right password it passes.
+	if f := sendertest.WantClass(t, bad.Check(context.Background()), sender.ClassConfiguration); f.Code != "535" {
+		t.Fatalf("check with a wrong password: code %q", f.Code)
+	}
+	if err := newSMTP(t, sendertest.SMTPConfig(t, secure)).Check(context.Background()); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	// A server certificate the runner does not trust is configuration too (code tls).
+	untrusted := sendertest.SMTPConfig(t, secure)
+	untrusted.TLSConfig = nil
+	if f := sendertest.WantClass(t, newSMTP(t, untrusted).Check(context.Background()), sender.ClassConfiguration); f.Code != "tls" {
+		t.Fatalf("untrusted certificate: code %q", f.Code)
+	}
 
 	good, _ := smtpsender.New(sendertest.SMTPConfig(t, secure))
 	_, err = good.Send(context.Background(), sender.Message{ID: 4, Recipient: "a@example.net", Payload: json.RawMessage(`{"text":"no subject"}`)})
@@ -232,4 +247,35 @@ func startSender(t *testing.T) (*sendertest.SMTPServer, *smtpsender.Sender) {
 	}
 	t.Cleanup(func() { s.Close() })
 	return srv, s
+}
+
+// newSMTP is a sender for cfg, or the end of the test.
+func newSMTP(t *testing.T, cfg smtpsender.Config) *smtpsender.Sender {
+	t.Helper()
+	s, err := smtpsender.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Fields only SendGrid's API can send are refused by the SMTP sender (permanent, code
+// unsupported_field) rather than dropped; attachments go out as MIME parts.
+func TestSMTPAttachmentsAndProviderOnlyFields(t *testing.T) {
+	srv, s := startSender(t)
+	_, err := s.Send(context.Background(), sender.Message{ID: 1, Recipient: "a@example.net",
+		Payload: json.RawMessage(`{"template_id":"d-0123456789abcdef0123456789abcdef"}`)})
+	if f := sendertest.WantClass(t, err, sender.ClassPermanent); f.Code != "unsupported_field" {
+		t.Fatalf("template_id over SMTP: code %q", f.Code)
+	}
+	_, err = s.Send(context.Background(), sender.Message{ID: 2, Recipient: "a@example.net",
+		Payload: json.RawMessage(`{"subject":"s","text":"see attached","attachments":[{"filename":"r.csv","content_type":"text/csv","content":"YSxiCjEsMgo="}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := srv.Messages()
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Data, "multipart/mixed") || !strings.Contains(msgs[0].Data, `filename="r.csv"`) ||
+		!strings.Contains(msgs[0].Data, "YSxiCjEsMgo=") {
+		t.Fatalf("%d messages:\n%s", len(msgs), msgs)
+	}
 }

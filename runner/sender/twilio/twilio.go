@@ -1,12 +1,16 @@
 // Package twilio delivers SMS through the Twilio Messages API
 // (POST /2010-04-01/Accounts/{AccountSid}/Messages.json, form-encoded To, From or
-// MessagingServiceSid, Body; HTTP Basic auth with the Account SID and auth token).
-// The provider id is the message SID. Failures are classified by sender.FromHTTP:
-// 429 rate_limited (Retry-After), 5xx transient, 401/403 transient, other 4xx —
-// such as error 21211, an invalid To number — permanent.
+// MessagingServiceSid, Body, MediaUrl (MMS: the payload's media_urls), StatusCallback
+// when configured; HTTP Basic auth with the Account SID and auth token, or with an
+// API key SID and secret). The provider id is the message SID. Failures are
+// classified by sender.FromHTTP: 429 rate_limited (Retry-After), 5xx transient,
+// 401/403 configuration, other 4xx — such as error 21211, an invalid To number —
+// permanent; error 21611 (the From number's queue is full) rate_limited; an untrusted
+// certificate or unknown host configuration (sender.FromNetwork).
 package twilio
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -26,6 +30,13 @@ import (
 type Config struct {
 	AccountSID string
 	AuthToken  string
+	// APIKeySID and APIKeySecret, when set, authenticate instead of the auth token
+	// (Twilio's recommended credentials for production).
+	APIKeySID    string
+	APIKeySecret string
+	// StatusCallback, when set, is sent with every message: Twilio posts the
+	// message's delivery status there.
+	StatusCallback string
 	// From is the sending number (E.164); MessagingServiceSID may be used instead.
 	From                string
 	MessagingServiceSID string
@@ -44,8 +55,12 @@ type Sender struct {
 // New checks cfg and returns a Sender.
 func New(cfg Config) (*Sender, error) {
 	switch {
-	case cfg.AccountSID == "" || cfg.AuthToken == "":
-		return nil, errors.New("twilio: account SID and auth token are required")
+	case cfg.AccountSID == "":
+		return nil, errors.New("twilio: the account SID is required")
+	case (cfg.APIKeySID == "") != (cfg.APIKeySecret == ""):
+		return nil, errors.New("twilio: an API key needs both its SID and its secret")
+	case cfg.AuthToken == "" && cfg.APIKeySID == "":
+		return nil, errors.New("twilio: an auth token or an API key (SID and secret) is required")
 	case cfg.From == "" && cfg.MessagingServiceSID == "":
 		return nil, errors.New("twilio: a From number or a messaging service SID is required")
 	}
@@ -58,39 +73,43 @@ func New(cfg Config) (*Sender, error) {
 	return &Sender{cfg: cfg, client: sender.ProviderClient(cfg.Timeout, cfg.RootCAs)}, nil
 }
 
-// Send delivers one SMS: the payload's text (or body).
+// Send delivers one SMS: the payload's text (or body) and media_urls.
 func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
 	var p struct {
-		Text string `json:"text"`
-		Body string `json:"body"`
+		Text      string   `json:"text"`
+		Body      string   `json:"body"`
+		MediaURLs []string `json:"media_urls"`
 	}
 	if err := json.Unmarshal(m.Payload, &p); err != nil {
 		return sender.Result{}, sender.Permanent(fmt.Errorf("payload: %w", err))
 	}
-	text := p.Text
-	if text == "" {
-		text = p.Body
+	text := cmp.Or(p.Text, p.Body)
+	if text == "" && len(p.MediaURLs) == 0 {
+		return sender.Result{}, sender.Permanent(errors.New("payload: no text, body or media_urls"))
 	}
-	if text == "" {
-		return sender.Result{}, sender.Permanent(errors.New("payload: no text or body"))
+	form := url.Values{"To": {m.Recipient}}
+	if text != "" {
+		form.Set("Body", text)
 	}
-	form := url.Values{"To": {m.Recipient}, "Body": {text}}
+	for _, u := range p.MediaURLs {
+		form.Add("MediaUrl", u)
+	}
 	if s.cfg.MessagingServiceSID != "" {
 		form.Set("MessagingServiceSid", s.cfg.MessagingServiceSID)
 	} else {
 		form.Set("From", s.cfg.From)
 	}
-	endpoint := fmt.Sprintf("%s/2010-04-01/Accounts/%s/Messages.json", strings.TrimRight(s.cfg.BaseURL, "/"), url.PathEscape(s.cfg.AccountSID))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if s.cfg.StatusCallback != "" {
+		form.Set("StatusCallback", s.cfg.StatusCallback)
+	}
+	req, err := s.request(ctx, http.MethodPost, "/Messages.json", strings.NewReader(form.Encode()))
 	if err != nil {
 		return sender.Result{}, sender.Permanent(err)
 	}
-	req.SetBasicAuth(s.cfg.AccountSID, s.cfg.AuthToken)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return sender.Result{}, sender.Transient(err)
+		return sender.Result{}, sender.FromNetwork(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -118,6 +137,50 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, sender.Transient(fmt.Errorf("twilio answered %d without a message sid", resp.StatusCode))
 	}
 	return sender.Result{ProviderMessageID: r.SID}, nil
+}
+
+// request is a request to a path under the account's API root, authenticated.
+func (s *Sender) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	endpoint := fmt.Sprintf("%s/2010-04-01/Accounts/%s%s", strings.TrimRight(s.cfg.BaseURL, "/"), url.PathEscape(s.cfg.AccountSID), path)
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, body)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.APIKeySID != "" {
+		req.SetBasicAuth(s.cfg.APIKeySID, s.cfg.APIKeySecret)
+	} else {
+		req.SetBasicAuth(s.cfg.AccountSID, s.cfg.AuthToken)
+	}
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+// Check reads the account (GET /2010-04-01/Accounts/{AccountSid}.json) and wants it
+// active (sender.Checker): wrong credentials answer 401 (error 20003).
+func (s *Sender) Check(ctx context.Context) error {
+	req, err := s.request(ctx, http.MethodGet, ".json", nil)
+	if err != nil {
+		return sender.Configuration(err, "")
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return sender.FromNetwork(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var r struct {
+		Status  string `json:"status"`
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(b, &r)
+	if resp.StatusCode/100 != 2 {
+		return sender.FromHTTP(resp.StatusCode, resp.Header, fmt.Sprintf("%d %s", r.Code, r.Message), time.Now())
+	}
+	if r.Status != "active" {
+		return sender.Configuration(fmt.Errorf("the Twilio account is %q, not active", r.Status), "account_"+r.Status)
+	}
+	return nil
 }
 
 // Close drops the idle connections kept for reuse.

@@ -3,6 +3,7 @@ package twilio_test
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -48,7 +49,7 @@ func TestTwilioSender(t *testing.T) {
 	for _, c := range []struct {
 		to, code string
 		class    sender.Class
-	}{{"+15005550011", "21611", sender.ClassRateLimited}, {"+15005550012", "20003", sender.ClassRateLimited},
+	}{{"+15005550011", "21611", sender.ClassRateLimited}, {"+15005550012", "20003", sender.ClassConfiguration},
 		{"+15005550013", "21610", sender.ClassPermanent}, {"+15005550014", "21614", sender.ClassPermanent}} {
 		_, err := s.Send(ctx, sendertest.SMSMessage(5, c.to))
 		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code || (c.class == sender.ClassRateLimited && !f.RetryAt.After(time.Now())) {
@@ -109,4 +110,38 @@ func TestTwilioReusesConnectionsAndTrustsItsCA(t *testing.T) {
 		t.Fatal("a certificate from an unknown CA was accepted")
 	}
 	s.Close()
+}
+
+// MMS media, the status callback and API-key credentials: MediaUrl once per URL, a
+// media-only message without Body, StatusCallback on every message; the key
+// authenticates instead of the auth token. The start check reads the account.
+func TestTwilioMediaCallbackAndAPIKey(t *testing.T) {
+	t.Parallel()
+	srv, rec := sendertest.FakeTwilio(t)
+	s, err := twilio.New(twilio.Config{AccountSID: "AC0123", APIKeySID: "SK0123", APIKeySecret: "sk-secret", From: "+15005550006",
+		BaseURL: srv.URL, StatusCallback: "https://herald.example.com/v1/events/twilio"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m := sender.Message{ID: 1, Channel: "sms", Recipient: "+14155550100",
+		Payload: json.RawMessage(`{"media_urls":["https://example.com/a.png","https://example.com/b.png"]}`)}
+	if _, err := s.Send(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	f := rec.Forms()[0]
+	if got := f["MediaUrl"]; len(got) != 2 || got[1] != "https://example.com/b.png" || f.Has("Body") ||
+		f.Get("StatusCallback") != "https://herald.example.com/v1/events/twilio" {
+		t.Fatalf("form %v", f)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("check with the API key: %v", err)
+	}
+	wrong, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "nope", From: "+15005550006", BaseURL: srv.URL})
+	if f := sendertest.WantClass(t, wrong.Check(ctx), sender.ClassConfiguration); f.Code != "401" {
+		t.Fatalf("check with a wrong token: code %q", f.Code)
+	}
+	if _, err := twilio.New(twilio.Config{AccountSID: "AC0123", APIKeySID: "SK0123", From: "+15005550006"}); err == nil {
+		t.Fatal("an API key without its secret was accepted")
+	}
 }

@@ -19,7 +19,9 @@
 // from the environment are not used; redirects are never followed. 2xx delivered
 // (the provider id is the X-Request-Id answer header, if any); 3xx permanent (code
 // "redirect"); refused by the policy permanent (code "egress_refused"); 410 Gone
-// permanent; the rest as sender.FromHTTP; connection errors and timeouts transient.
+// permanent; 401 and 403 transient (the receiver refused this request: its own
+// configuration, not the channel's, so the channel is not paused); the rest as
+// sender.FromHTTP; connection errors and timeouts transient.
 package webhook
 
 import (
@@ -191,6 +193,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 			resp.StatusCode, resp.Header.Get("Location"))), "redirect")
 	case resp.StatusCode == http.StatusGone:
 		return sender.Result{}, sender.WithCode(sender.Permanent(fmt.Errorf("HTTP 410: %s", strings.TrimSpace(string(b)))), "410")
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return sender.Result{}, sender.WithCode(sender.Transient(fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))),
+			strconv.Itoa(resp.StatusCode))
 	default:
 		return sender.Result{}, sender.FromHTTP(resp.StatusCode, resp.Header, string(b), time.Now())
 	}

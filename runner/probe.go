@@ -1,0 +1,126 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/herald/herald/runner/sender"
+)
+
+// Start-check policies (Config.StartCheck): what the runner does when a channel's
+// sender reports a configuration failure before anything is claimed.
+const (
+	StartCheckPause  = "pause"  // pause the channel in SQL (by runner) and serve the others
+	StartCheckRefuse = "refuse" // do not start
+	StartCheckOff    = "off"    // do not check
+)
+
+// ErrConfiguration is returned by Run when Config.StartCheck is refuse and a sender's
+// check failed with a configuration failure.
+var ErrConfiguration = errors.New("a provider's configuration is wrong")
+
+// CheckSenders runs the check of every sender that has one (sender.Checker), each
+// bounded by timeout, and returns the failures by channel (nil: all passed or had
+// nothing to check). herald check and the runner's start share it.
+func CheckSenders(ctx context.Context, senders map[string]sender.Sender, timeout time.Duration) map[string]error {
+	out := map[string]error{}
+	for ch, s := range senders {
+		c, ok := s.(sender.Checker)
+		if !ok {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err := c.Check(cctx)
+		cancel()
+		if err != nil {
+			out[ch] = err
+		}
+	}
+	return out
+}
+
+// startCheck checks the senders before the first claim (Config.StartCheck).
+func (r *Runner) startCheck(ctx context.Context) error {
+	if r.cfg.StartCheck == StartCheckOff {
+		return nil
+	}
+	for ch, err := range CheckSenders(ctx, r.cfg.Senders, r.cfg.CheckTimeout) {
+		f := sender.Classify(err)
+		if f.Class != sender.ClassConfiguration {
+			r.log.Warn("provider check failed; serving the channel anyway", "channel", ch, "err", err)
+			continue
+		}
+		if r.cfg.StartCheck == StartCheckRefuse {
+			return fmt.Errorf("%w: channel %s: %v", ErrConfiguration, ch, err)
+		}
+		r.pause(ctx, ch, err)
+	}
+	return nil
+}
+
+// pause pauses channel ch in SQL as the runner, with err as the reason.
+func (r *Runner) pause(ctx context.Context, ch string, err error) {
+	var paused bool
+	if qerr := r.pool.QueryRow(ctx, `SELECT herald.pause_channel($1, $2, by => 'runner')`, ch, err.Error()).Scan(&paused); qerr != nil {
+		r.log.Error("pausing the channel failed", "channel", ch, "err", qerr)
+		return
+	}
+	r.log.Error("channel paused: the provider says this runner's configuration is wrong; fix it, then a probe or herald.resume_channel resumes it",
+		"channel", ch, "err", err)
+}
+
+// probe looks at the runner's channels: the paused gauge for each, and for a channel
+// a runner paused, its sender's check (sender.Checker); when that passes — or the
+// sender has no check, so the next message is the probe — the channel is resumed.
+// An operator's pause is left alone.
+func (r *Runner) probe(ctx context.Context) {
+	rows, err := r.pool.Query(ctx, `SELECT name, paused, coalesce(paused_by, '') FROM herald.channels WHERE name = ANY ($1)`, r.channels)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("reading channel pauses failed", "err", err)
+		}
+		return
+	}
+	type state struct {
+		name, by string
+		paused   bool
+	}
+	var states []state
+	for rows.Next() {
+		var s state
+		if rows.Scan(&s.name, &s.paused, &s.by) == nil {
+			states = append(states, s)
+		}
+	}
+	rows.Close()
+	for _, s := range states {
+		v := 0.0
+		if s.paused {
+			v = 1
+		}
+		r.m.paused.WithLabelValues(s.name).Set(v)
+		if !s.paused || s.by != "runner" {
+			continue
+		}
+		if c, ok := r.cfg.Senders[s.name].(sender.Checker); ok {
+			cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckTimeout)
+			err := c.Check(cctx)
+			cancel()
+			if err != nil {
+				r.log.Info("probe failed; the channel stays paused", "channel", s.name, "err", err)
+				continue
+			}
+		}
+		var resumed bool
+		if err := r.pool.QueryRow(ctx, `SELECT herald.resume_channel($1, by => 'runner')`, s.name).Scan(&resumed); err != nil {
+			r.log.Warn("resuming the channel failed", "channel", s.name, "err", err)
+			continue
+		}
+		if resumed {
+			r.m.paused.WithLabelValues(s.name).Set(0)
+			r.log.Info("channel resumed: the probe of its provider succeeded", "channel", s.name)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+-- herald._payload_problem(kind, payload) — the first problem of a payload's optional
+-- fields, as {field, message} (field 'payload.<name>[…]'), or NULL when there is none.
+-- email: from, reply_to strings of 1..320 without line breaks; cc, bcc arrays of 1..50
+--   addresses; headers an object of at most 50 names (printable ASCII, no colon, not
+--   one herald sets) to strings of at most 998 characters without line breaks;
+--   attachments 1..10 objects {filename, content (base64), content_type, disposition
+--   attachment|inline, content_id}; template_id a SendGrid dynamic template id
+--   (d-<32 hex>), dynamic_template_data an object (with template_id); categories 1..10
+--   strings of 1..255; custom_args an object of strings under 10,000 bytes, not
+--   herald_id; subject, text, html, body strings, subject without line breaks.
+-- sms: media_urls 1..10 http(s) URLs of at most 2,048 characters.
+-- herald._valid calls it when a payload has a field past the required ones (or a
+-- subject with a line break), herald._validate to name the field. Locks: none.
+CREATE OR REPLACE FUNCTION herald._payload_problem(kind text, payload jsonb)
+RETURNS text[]
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+  k text;
+  v jsonb;
+  e jsonb;
+  i integer;
+  p text;
+BEGIN
+  IF kind = 'sms' AND payload ? 'media_urls' THEN
+    v := payload -> 'media_urls';
+    IF jsonb_typeof(v) <> 'array' OR jsonb_array_length(v) NOT BETWEEN 1 AND 10 THEN
+      RETURN ARRAY['payload.media_urls', 'must be an array of 1 to 10 URLs'];
+    END IF;
+    FOR i IN 0 .. jsonb_array_length(v) - 1 LOOP
+      e := v -> i;
+      IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 2048
+         OR e #>> '{}' !~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$') THEN
+        RETURN ARRAY[format('payload.media_urls[%s]', i), 'must be an http(s) URL of at most 2048 characters'];
+      END IF;
+    END LOOP;
+  END IF;
+  IF kind <> 'email' THEN
+    RETURN NULL;
+  END IF;
+
+  FOREACH k IN ARRAY ARRAY['subject', 'text', 'html', 'body'] LOOP
+    IF jsonb_typeof(payload -> k) NOT IN ('string', 'null') THEN
+      RETURN ARRAY['payload.' || k, 'must be a string'];
+    END IF;
+  END LOOP;
+  IF coalesce(payload ->> 'subject' ~ '[\r\n]', false) THEN
+    RETURN ARRAY['payload.subject', 'must be one line (no line breaks)'];
+  END IF;
+  FOREACH k IN ARRAY ARRAY['from', 'reply_to'] LOOP
+    IF payload ? k AND (jsonb_typeof(payload -> k) <> 'string' OR length(payload ->> k) NOT BETWEEN 1 AND 320
+                        OR payload ->> k ~ '[\r\n]') THEN
+      RETURN ARRAY['payload.' || k, 'must be an address of 1 to 320 characters on one line'];
+    END IF;
+  END LOOP;
+  FOREACH k IN ARRAY ARRAY['cc', 'bcc'] LOOP
+    IF payload ? k AND (jsonb_typeof(payload -> k) <> 'array' OR jsonb_array_length(payload -> k) NOT BETWEEN 1 AND 50
+        OR EXISTS (SELECT FROM jsonb_array_elements(payload -> k) AS a
+                   WHERE jsonb_typeof(a) <> 'string' OR NOT herald._email_address(recipient => a #>> '{}'))) THEN
+      RETURN ARRAY['payload.' || k, 'must be an array of 1 to 50 e-mail addresses'];
+    END IF;
+  END LOOP;
+
+  IF payload ? 'headers' THEN
+    v := payload -> 'headers';
+    IF jsonb_typeof(v) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(v)) > 50 THEN
+      RETURN ARRAY['payload.headers', 'must be an object of at most 50 header names to strings'];
+    END IF;
+    FOR k, e IN SELECT h.key, h.value FROM jsonb_each(v) AS h ORDER BY h.key LOOP
+      IF k !~ '^[!-9;-~]{1,76}$' OR lower(k) IN ('from', 'to', 'cc', 'bcc', 'subject', 'message-id', 'reply-to',
+          'date', 'content-type', 'mime-version', 'content-transfer-encoding') THEN
+        RETURN ARRAY['payload.headers.' || k, 'is not a header a payload may set (printable ASCII without colon; not one herald sets)'];
+      END IF;
+      IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
+        RETURN ARRAY['payload.headers.' || k, 'must be a string of at most 998 characters on one line'];
+      END IF;
+    END LOOP;
+  END IF;
+
+  IF payload ? 'attachments' THEN
+    v := payload -> 'attachments';
+    IF jsonb_typeof(v) <> 'array' OR jsonb_array_length(v) NOT BETWEEN 1 AND 10 THEN
+      RETURN ARRAY['payload.attachments', 'must be an array of 1 to 10 attachment objects'];
+    END IF;
+    FOR i IN 0 .. jsonb_array_length(v) - 1 LOOP
+      e := v -> i;
+      p := format('payload.attachments[%s]', i);
+      IF jsonb_typeof(e) <> 'object' THEN
+        RETURN ARRAY[p, 'must be an object {filename, content, content_type, disposition, content_id}'];
+      END IF;
+      k := (SELECT min(a) FROM jsonb_object_keys(e) AS a
+            WHERE a NOT IN ('filename', 'content', 'content_type', 'disposition', 'content_id'));
+      IF k IS NOT NULL THEN
+        RETURN ARRAY[p || '.' || k, 'is not an attachment field (filename, content, content_type, disposition, content_id)'];
+      END IF;
+      IF jsonb_typeof(e -> 'filename') IS DISTINCT FROM 'string' OR length(e ->> 'filename') NOT BETWEEN 1 AND 255
+         OR e ->> 'filename' ~ '[[:cntrl:]"\\/]' THEN
+        RETURN ARRAY[p || '.filename', 'must be a name of 1 to 255 characters without control characters, quotes or slashes'];
+      END IF;
+      IF jsonb_typeof(e -> 'content') IS DISTINCT FROM 'string' OR e ->> 'content' = ''
+         OR NOT herald._base64(text => e ->> 'content') THEN
+        RETURN ARRAY[p || '.content', 'must be non-empty base64 (RFC 4648)'];
+      END IF;
+      IF e ? 'content_type' AND (jsonb_typeof(e -> 'content_type') <> 'string'
+         OR e ->> 'content_type' !~ '^[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}$') THEN
+        RETURN ARRAY[p || '.content_type', 'must be a media type such as application/pdf'];
+      END IF;
+      IF e ? 'disposition' AND (e -> 'disposition') NOT IN ('"attachment"', '"inline"') THEN
+        RETURN ARRAY[p || '.disposition', 'must be attachment or inline'];
+      END IF;
+      IF e ? 'content_id' AND (jsonb_typeof(e -> 'content_id') <> 'string' OR e ->> 'content_id' !~ '^[!-;=?-~]{1,128}$') THEN
+        RETURN ARRAY[p || '.content_id', 'must be 1 to 128 printable characters without <, > or space'];
+      END IF;
+    END LOOP;
+  END IF;
+
+  IF payload ? 'template_id' AND (jsonb_typeof(payload -> 'template_id') <> 'string'
+                                  OR payload ->> 'template_id' !~ '^d-[0-9a-f]{32}$') THEN
+    RETURN ARRAY['payload.template_id', 'must be a dynamic template id, d- and 32 hexadecimal digits'];
+  END IF;
+  IF payload ? 'dynamic_template_data' AND (jsonb_typeof(payload -> 'dynamic_template_data') <> 'object'
+                                            OR NOT payload ? 'template_id') THEN
+    RETURN ARRAY['payload.dynamic_template_data', 'must be an object, given with template_id'];
+  END IF;
+  IF payload ? 'categories' THEN
+    v := payload -> 'categories';
+    IF jsonb_typeof(v) <> 'array' OR jsonb_array_length(v) NOT BETWEEN 1 AND 10
+       OR EXISTS (SELECT FROM jsonb_array_elements(v) AS c
+                  WHERE jsonb_typeof(c) <> 'string' OR length(c #>> '{}') NOT BETWEEN 1 AND 255 OR c #>> '{}' ~ '[[:cntrl:]]') THEN
+      RETURN ARRAY['payload.categories', 'must be an array of 1 to 10 strings of 1 to 255 characters'];
+    END IF;
+  END IF;
+  IF payload ? 'custom_args' THEN
+    v := payload -> 'custom_args';
+    IF jsonb_typeof(v) <> 'object' OR octet_length(v::text) >= 10000
+       OR EXISTS (SELECT FROM jsonb_each(v) AS a WHERE jsonb_typeof(a.value) <> 'string') THEN
+      RETURN ARRAY['payload.custom_args', 'must be an object of strings, under 10000 bytes'];
+    END IF;
+    IF v ? 'herald_id' THEN
+      RETURN ARRAY['payload.custom_args.herald_id', 'is set by herald'];
+    END IF;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald._payload_problem(text, jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION herald._payload_problem(text, jsonb) IS
+  'Private: the first problem of a payload''s optional fields as {field, message}, or NULL.';

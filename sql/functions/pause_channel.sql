@@ -1,0 +1,47 @@
+-- herald.pause_channel(channel, reason, by, now) — stop handing out a channel's
+-- messages (claim_batch skips it; enqueue still stores them). Returns true when this
+-- call paused it, false when it was paused already (an operator's pause is kept over
+-- a runner's; an operator's call takes over a runner's pause and its reason).
+--   by 'operator'  only an operator's herald.resume_channel ends it (herald_admin)
+--   by 'runner'    a runner found the configuration wrong (credentials, TLS, sender
+--                  identity); a runner's probe that succeeds may end it (herald_worker)
+-- reason: for operators (first 500 characters; herald.channels, the console, /metrics).
+-- Errors: 22V12 channel, reason or by NULL, by not one of the two; 22V01 channel
+-- unknown; 42501 by 'operator' from a role below herald_admin.
+-- Index: channels_pkey. Locks: the channel row. SECURITY DEFINER for herald_worker.
+CREATE OR REPLACE FUNCTION herald.pause_channel(
+  channel text,
+  reason text,
+  by text DEFAULT 'operator',
+  now timestamptz DEFAULT now()
+) RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  clock_ok boolean := herald._check_clock(now => pause_channel.now); -- first: a forged clock changes nothing
+  changed boolean;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['channel', 'reason', 'by'],
+    ARRAY[pause_channel.channel IS NOT NULL, pause_channel.reason IS NOT NULL, pause_channel.by IS NOT NULL]);
+  PERFORM herald._check_pauser(by => pause_channel.by);
+  IF NOT EXISTS (SELECT FROM herald.channels c WHERE c.name = pause_channel.channel) THEN
+    PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', pause_channel.channel));
+  END IF;
+  UPDATE herald.channels c
+  SET paused = true, paused_reason = left(pause_channel.reason, 500), paused_at = pause_channel.now,
+      paused_by = pause_channel.by
+  WHERE c.name = pause_channel.channel
+    AND (NOT c.paused OR (c.paused_by IS DISTINCT FROM 'operator' AND pause_channel.by = 'operator'))
+  RETURNING true INTO changed;
+  RETURN coalesce(changed, false);
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.pause_channel(text, text, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.pause_channel(text, text, text, timestamptz) TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.pause_channel(text, text, text, timestamptz) IS
+  'Stop handing out a channel''s messages, with a reason; by operator (resumed by an operator) or runner (a probe may resume).';

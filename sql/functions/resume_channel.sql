@@ -1,0 +1,42 @@
+-- herald.resume_channel(channel, by) — hand out a paused channel's messages again;
+-- returns true when this call resumed it.
+--   by 'operator'  ends any pause (herald_admin)
+--   by 'runner'    ends only a runner's pause (a probe of the provider succeeded);
+--                  an operator's pause stays (herald_worker)
+-- Wakes the runners (NOTIFY herald_queue) when it resumed the channel.
+-- Errors: 22V12 channel or by NULL, by not one of the two; 22V01 channel unknown;
+-- 42501 by 'operator' from a role below herald_admin.
+-- Index: channels_pkey. Locks: the channel row. SECURITY DEFINER for herald_worker.
+CREATE OR REPLACE FUNCTION herald.resume_channel(channel text, by text DEFAULT 'operator')
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  changed boolean;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['channel', 'by'],
+    ARRAY[resume_channel.channel IS NOT NULL, resume_channel.by IS NOT NULL]);
+  PERFORM herald._check_pauser(by => resume_channel.by);
+  IF NOT EXISTS (SELECT FROM herald.channels c WHERE c.name = resume_channel.channel) THEN
+    PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', resume_channel.channel));
+  END IF;
+  UPDATE herald.channels c
+  SET paused = false, paused_reason = NULL, paused_at = NULL, paused_by = NULL
+  WHERE c.name = resume_channel.channel AND c.paused
+    AND (resume_channel.by = 'operator' OR c.paused_by IS DISTINCT FROM 'operator')
+  RETURNING true INTO changed;
+  IF changed THEN
+    PERFORM herald._notify(ARRAY['herald_queue']);
+  END IF;
+  RETURN coalesce(changed, false);
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.resume_channel(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.resume_channel(text, text) TO herald_worker, herald_admin;
+COMMENT ON FUNCTION herald.resume_channel(text, text) IS
+  'Hand out a paused channel''s messages again: any pause (operator) or only a runner''s (a probe).';
