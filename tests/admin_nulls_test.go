@@ -20,7 +20,7 @@ var nullMeans = map[string]bool{
 	"enqueue_many.run_ats": true, "enqueue_many.priorities": true, "enqueue_many.idempotency_keys": true,
 	"enqueue_many.ordering_keys": true, "enqueue_many.max_attempts": true, "enqueue_many.metadata": true,
 	"enqueue_many.expires_ats": true,
-	"claim_batch.lease": true, "claim_batch.channels": true,
+	"claim_batch.lease":        true, "claim_batch.channels": true,
 	"complete.provider_message_id": true, "complete.provider_message_ids": true,
 	"fail.retry_at": true, "fail.error_code": true, "fail.error_codes": true,
 }

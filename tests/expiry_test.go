@@ -56,9 +56,9 @@ func TestExpiredMessagesAreNeverClaimed(t *testing.T) {
 			expires_at => $3::timestamptz + $4::interval, now => $3)`, channel, key, t0, expiresIn.String())
 	}
 	waiting := enq("sms", "", time.Minute)
-	first := enq("sms", "k", time.Minute)         // blocks the next one of key k
-	next := enq("sms", "k", time.Hour)            // behind it
-	paused := enq("otp", "", time.Minute)         // its channel is paused
+	first := enq("sms", "k", time.Minute) // blocks the next one of key k
+	next := enq("sms", "k", time.Hour)    // behind it
+	paused := enq("otp", "", time.Minute) // its channel is paused
 	mustExec(t, pool, `SELECT herald.pause_channel('otp', 'maintenance')`)
 	late := t0.Add(2 * time.Minute)
 	if got := claim(t, pool, 10, late); len(got) != 0 {
