@@ -89,8 +89,8 @@ func preload(ctx context.Context, db *database, n int, bareTable string) error {
 		return err
 	}
 	if bareTable != "" {
-		if _, err := db.pool.Exec(ctx, `INSERT INTO `+bareTable+` (producer, channel, recipient, payload, run_at, max_attempts, created_at)
-			SELECT 'bench', 'email', 'u' || g || '@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now() FROM generate_series(1, $1) g`, n); err != nil {
+		if _, err := db.pool.Exec(ctx, `INSERT INTO `+bareTable+` (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
+			SELECT 'bench', 'email', 'u' || g || '@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now(), now() + interval '5 days' FROM generate_series(1, $1) g`, n); err != nil {
 			return err
 		}
 		return settle(ctx, db, bareTable)

@@ -33,8 +33,8 @@ const enqueueSQL = `SELECT herald.enqueue('email', 'ana@example.com', '{"subject
 
 // bareEnqueueSQL is the latency baseline's producer statement: the same message
 // inserted into public.bare and a NOTIFY, in one autocommit statement.
-const bareEnqueueSQL = `WITH m AS (INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at)
-	VALUES ('bench', 'email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now()) RETURNING id)
+const bareEnqueueSQL = `WITH m AS (INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
+	VALUES ('bench', 'email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now(), now() + interval '5 days') RETURNING id)
 	SELECT m.id FROM m, pg_notify('bench_bare', '')`
 
 // bareClaimSQL is the latency baseline's claim: up to 1,000 ready rows of

@@ -37,8 +37,8 @@ func enqueueSingle(ctx context.Context, db *database, o options) ([]row, error) 
 	variants := []variant{
 		{name: "herald.enqueue, triggers on", triggers: true, sql: `SELECT herald.enqueue('email', 'ana@example.com', $1)`},
 		{name: "herald.enqueue, triggers off", triggers: false, sql: `SELECT herald.enqueue('email', 'ana@example.com', $1)`},
-		{name: "bare INSERT", triggers: false, sql: `INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at)
-			VALUES ('bench', 'email', 'ana@example.com', $1, now(), 5, now())`},
+		{name: "bare INSERT", triggers: false, sql: `INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
+			VALUES ('bench', 'email', 'ana@example.com', $1, now(), 5, now(), now() + interval '5 days')`},
 	}
 	res, err := alternate(ctx, db, o, "enqueue-single", variants, 1, func() []any { return []any{payload} })
 	if err != nil {
@@ -69,10 +69,10 @@ func enqueueBatch(ctx context.Context, db *database, o options) ([]row, error) {
 		channels[i], recipients[i], payloads[i] = "email", r, payload
 	}
 	batch := "[" + strings.Join(items, ",") + "]"
-	generated := fmt.Sprintf(`INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at)
-		SELECT 'bench', 'email', 'u' || g || '@example.com', $1::jsonb, now(), 5, now() FROM generate_series(1, %d) g`, o.batch)
-	clientRows := `INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at)
-		SELECT 'bench', u.c, u.r, u.p, now(), 5, now() FROM unnest($1::text[], $2::text[], $3::jsonb[]) AS u(c, r, p)`
+	generated := fmt.Sprintf(`INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
+		SELECT 'bench', 'email', 'u' || g || '@example.com', $1::jsonb, now(), 5, now(), now() + interval '5 days' FROM generate_series(1, %d) g`, o.batch)
+	clientRows := `INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
+		SELECT 'bench', u.c, u.r, u.p, now(), 5, now(), now() + interval '5 days' FROM unnest($1::text[], $2::text[], $3::jsonb[]) AS u(c, r, p)`
 	variants := []variant{
 		{name: "herald.enqueue_batch, triggers on", triggers: true, sql: `SELECT herald.enqueue_batch($1)`},
 		{name: "intake.EnqueueMany (herald.enqueue_many), triggers on", triggers: true,

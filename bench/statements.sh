@@ -62,8 +62,8 @@ load() {
     psql -qX "$db" -c "VACUUM ANALYZE herald.messages" -c "CHECKPOINT" ;;
   bare)
     psql -qX "$db" -v ON_ERROR_STOP=1 -c "TRUNCATE public.bare" \
-      -c "INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at)
-          SELECT 'bench', 'email', 'u' || g || '@example.com', '{\"subject\":\"Hi\",\"text\":\"Hello\"}', now(), 5, now()
+      -c "INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
+          SELECT 'bench', 'email', 'u' || g || '@example.com', '{\"subject\":\"Hi\",\"text\":\"Hello\"}', now(), 5, now(), now() + interval '5 days'
           FROM generate_series(1, $preload) g" >/dev/null
     psql -qX "$db" -c "VACUUM ANALYZE public.bare" -c "CHECKPOINT" ;;
   pgmq*)

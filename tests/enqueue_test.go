@@ -433,9 +433,10 @@ func TestEnqueueBatchFastPathAgrees(t *testing.T) {
 }
 
 // A payload field the channel kind's senders do not use is refused at enqueue,
-// named, instead of being stored and silently dropped at send time (attachments and
-// templates are not sent yet; an SMS has no media_urls); webhook payloads are free.
-// cc and bcc are sent, and must be arrays of 1 to 50 e-mail addresses.
+// named, instead of being stored and silently dropped at send time; the fields a kind
+// takes are checked by their rules (herald._payload_problem), so an attachment that
+// is not base64 or a header that would inject another is refused too; an attachment
+// over the channel's payload limit is 22V04. Webhook payloads are free.
 func TestUnknownPayloadFieldsAreRefused(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
@@ -460,6 +461,9 @@ func TestUnknownPayloadFieldsAreRefused(t *testing.T) {
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
 		t.Fatalf("%d messages stored", n)
 	}
+	_, err := pool.Exec(ctx, `SELECT herald.enqueue('email', 'a@example.com', jsonb_build_object('subject', 's', 'text', 't',
+		'attachments', jsonb_build_array(jsonb_build_object('filename', 'big.bin', 'content', (SELECT encode(convert_to(string_agg(md5(g::text), ''), 'UTF8'), 'base64') FROM generate_series(1, 2000) g)))))`)
+	wantPgError(t, err, "22V04", "payload")
 	mustExec(t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","html":"<p>h</p>","from":"A <a@example.com>","reply_to":"r@example.com","headers":{"X-A":"1"}}')`)
 	mustExec(t, pool, `SELECT herald.enqueue('hooks', 'https://hooks.example.com/x', '{"anything":{"goes":true}}')`)
 	mustExec(t, pool, `SELECT herald.enqueue_batch('[{"channel":"email","recipient":"a@example.com",

@@ -1,1 +1,1 @@
-INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at) VALUES ('bench', 'email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now());
+INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at) VALUES ('bench', 'email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}', now(), 5, now(), now() + interval '5 days');

@@ -1,1 +1,1 @@
-INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at) SELECT 'bench', u.c, u.r, u.p, now(), 5, now() FROM public.args a, unnest(a.ch, a.rc, a.pl) AS u(c, r, p);
+INSERT INTO public.bare (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at) SELECT 'bench', u.c, u.r, u.p, now(), 5, now(), now() + interval '5 days' FROM public.args a, unnest(a.ch, a.rc, a.pl) AS u(c, r, p);
