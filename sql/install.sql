@@ -23,6 +23,9 @@
 {{ template "functions/_backoff.sql" . }}
 {{ template "functions/_append_error.sql" . }}
 {{ template "functions/_key_hash.sql" . }}
+{{ template "functions/_suppression_key.sql" . }}
+{{ template "functions/_suppressed.sql" . }}
+{{ template "functions/_outcome_rank.sql" . }}
 {{ template "functions/_event_detail.sql" . }}
 {{ template "functions/_log_detail.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}
@@ -61,6 +64,10 @@
 {{ template "functions/redrive.sql" . }}
 {{ template "functions/purge.sql" . }}
 {{ template "functions/status.sql" . }}
+{{ template "functions/suppress.sql" . }}
+{{ template "functions/unsuppress.sql" . }}
+{{ template "functions/is_suppressed.sql" . }}
+{{ template "functions/record_delivery_events.sql" . }}
 {{ template "functions/queue_stats.sql" . }}
 {{ template "functions/queue_depth.sql" . }}
 {{ template "functions/dead_letters.sql" . }}
@@ -74,6 +81,7 @@
 {{ template "functions/log_truncate.sql" . }}
 {{ template "functions/consumer_lag.sql" . }}
 {{ template "triggers/messages_notify.sql" . }}
+{{ template "triggers/suppressions_normalize.sql" . }}
 
 DO $$
 DECLARE

@@ -19,8 +19,8 @@ var nullMeans = map[string]bool{
 	"enqueue.ordering_key": true, "enqueue.max_attempts": true, "enqueue.metadata": true, "enqueue.expires_at": true,
 	"enqueue_many.run_ats": true, "enqueue_many.priorities": true, "enqueue_many.idempotency_keys": true,
 	"enqueue_many.ordering_keys": true, "enqueue_many.max_attempts": true, "enqueue_many.metadata": true,
-	"enqueue_many.expires_ats": true,
-	"claim_batch.lease":        true, "claim_batch.channels": true,
+	"enqueue_many.expires_ats": true, "suppress.expires_at": true,
+	"claim_batch.lease": true, "claim_batch.channels": true,
 	"complete.provider_message_id": true, "complete.provider_message_ids": true,
 	"fail.retry_at": true, "fail.error_code": true, "fail.error_codes": true,
 }
@@ -44,6 +44,9 @@ var nullSamples = map[string]string{
 	"max": "10", "before_offset": "0", "older_than": "'1 day'",
 	"expires_at": "(now() + interval '1 hour')", "expires_ats": "ARRAY[now() + interval '1 hour']",
 	"reason": "'r'", "by": "'operator'",
+	"events": `'[{"event_id":"e1","event":"delivered","message_id":1}]'`, "source": "'generic'",
+	"kind": "'email'", "suppress.reason": "'manual'",
+	"suppress.expires_at": "(now() + interval '1 day')",
 }
 
 // A NULL in any argument of any public function is refused with a herald SQLSTATE

@@ -315,6 +315,7 @@ DECLARE
   v_stored bigint;
   v_logged bigint[];
   v_producer text := herald._producer();
+  v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
   i integer;
 BEGIN
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
@@ -359,11 +360,15 @@ BEGIN
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at, expires_at)
+     idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
   SELECT v_ids[s.ord], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
-         least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl)
+         least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
+         CASE WHEN v_suppressing AND herald._suppressed(kind => c.kind, recipient => s.recipient, now => _enqueue.now)
+              THEN 'suppressed' ELSE 'queued' END,
+         CASE WHEN v_suppressing AND herald._suppressed(kind => c.kind, recipient => s.recipient, now => _enqueue.now)
+              THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY
          AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
   JOIN herald.channels c ON c.name = s.channel
@@ -393,6 +398,14 @@ BEGIN
   IF v_stored > 0 THEN
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     VALUES ('accepted', _enqueue.now, v_logged, v_channels, v_hashes);
+  END IF;
+  IF v_suppressing AND v_stored > 0 THEN
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+    SELECT 'suppressed', _enqueue.now, array_agg(m.id ORDER BY m.id), array_agg(m.channel ORDER BY m.id),
+           array_agg(herald._key_hash(m.ordering_key, m.recipient) ORDER BY m.id)
+    FROM herald.messages m
+    WHERE m.id = ANY (v_logged) AND m.status = 'suppressed'
+    HAVING count(*) > 0;
   END IF;
   FOR i IN 1 .. cardinality(v_skip) LOOP
     v_ids[v_skip[i]] := v_first[i];
@@ -811,6 +824,30 @@ COMMENT ON FUNCTION herald._notify_due(channel text) IS 'Private: true when a no
 
 
 --
+-- Name: _outcome_rank(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._outcome_rank(outcome text, outcome_type text) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE
+           WHEN outcome IN ('complained', 'unsubscribed') THEN 4
+           WHEN outcome = 'undelivered' OR (outcome = 'bounced' AND outcome_type = 'hard') THEN 3
+           WHEN outcome = 'delivered' THEN 2
+           WHEN outcome IN ('deferred', 'bounced') THEN 1
+           ELSE 0
+         END
+$$;
+
+
+--
+-- Name: FUNCTION _outcome_rank(outcome text, outcome_type text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) IS 'Private: how grave a delivery outcome is (inlined).';
+
+
+--
 -- Name: _payload_fields(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1176,6 +1213,67 @@ COMMENT ON FUNCTION herald._reject(code text, field text, message text, detail t
 
 
 --
+-- Name: _suppressed(text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._suppressed(kind text, recipient text, now timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT EXISTS (SELECT FROM herald.suppressions s
+                 WHERE s.kind = _suppressed.kind
+                   AND s.recipient = herald._suppression_key(kind => _suppressed.kind, recipient => _suppressed.recipient)
+                   AND (s.expires_at IS NULL OR s.expires_at > _suppressed.now))
+$$;
+
+
+--
+-- Name: FUNCTION _suppressed(kind text, recipient text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._suppressed(kind text, recipient text, now timestamp with time zone) IS 'Private: whether an active suppression covers the recipient (inlined).';
+
+
+--
+-- Name: _suppression_key(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._suppression_key(kind text, recipient text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN kind = 'email' THEN lower(recipient) ELSE recipient END
+$$;
+
+
+--
+-- Name: FUNCTION _suppression_key(kind text, recipient text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._suppression_key(kind text, recipient text) IS 'Private: the form of a recipient in herald.suppressions (e-mail in lower case).';
+
+
+--
+-- Name: _suppressions_normalize(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._suppressions_normalize() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+  NEW.recipient := herald._suppression_key(kind => NEW.kind, recipient => NEW.recipient);
+  RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _suppressions_normalize(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._suppressions_normalize() IS 'Private: the function of trigger suppressions_normalize.';
+
+
+--
 -- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1374,6 +1472,8 @@ DECLARE
   clock_ok boolean := herald._check_clock(now => claim_batch.now); -- first: a forged clock changes nothing
   v_token bigint;
   v_channels text[];
+  v_kinds text[];
+  v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -1390,7 +1490,7 @@ BEGIN
   -- claim finds the mark.
   PERFORM herald._listening('herald_queue');
 
-  SELECT array_agg(c.name) INTO v_channels
+  SELECT array_agg(c.name), array_agg(c.kind) INTO v_channels, v_kinds
   FROM herald.channels c
   WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
   IF v_channels IS NULL THEN
@@ -1415,6 +1515,24 @@ BEGIN
     ORDER BY m.priority, m.run_at, m.id
     LIMIT claim_batch.batch_size
     FOR UPDATE SKIP LOCKED
+  ), barred AS (
+    SELECT r.id
+    FROM ready r
+    JOIN herald.messages x ON x.id = r.id
+    WHERE v_suppressing
+      AND herald._suppressed(kind => v_kinds[array_position(v_channels, x.channel)], recipient => x.recipient,
+                             now => claim_batch.now)
+  ), suppressed AS (
+    UPDATE herald.messages m
+    SET status = 'suppressed', finished_at = claim_batch.now
+    WHERE m.id = ANY (ARRAY(SELECT b.id FROM barred b))
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+  ), logged AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+    SELECT 'suppressed', claim_batch.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
+           array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
+    FROM suppressed s
+    HAVING count(*) > 0
   ), claimed AS (
     UPDATE herald.messages m
     SET status = 'processing',
@@ -1426,7 +1544,7 @@ BEGIN
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
-    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r))
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
   )
@@ -1881,6 +1999,29 @@ COMMENT ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error
 
 
 --
+-- Name: is_suppressed(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.is_suppressed(channel text, recipient text) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['channel', 'recipient'], ARRAY[channel IS NOT NULL, recipient IS NOT NULL]);
+  RETURN coalesce((SELECT herald._suppressed(kind => c.kind, recipient => is_suppressed.recipient, now => now())
+                   FROM herald.channels c WHERE c.name = is_suppressed.channel), false);
+END
+$$;
+
+
+--
+-- Name: FUNCTION is_suppressed(channel text, recipient text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.is_suppressed(channel text, recipient text) IS 'Whether a message to the recipient on the channel would end suppressed now.';
+
+
+--
 -- Name: log_ack(text, integer, bigint, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2040,7 +2181,8 @@ BEGIN
                 AND (s.details IS NULL OR cardinality(s.details) = cardinality(s.message_ids))
                 AND (s.provider_message_ids IS NULL OR cardinality(s.provider_message_ids) = cardinality(s.message_ids))
                 AND (s.attempts IS NULL OR cardinality(s.attempts) = cardinality(s.message_ids))
-                AND s.kind IN ('accepted', 'sent', 'dead', 'cancelled', 'expired') AS well_formed
+                AND s.kind IN ('accepted', 'sent', 'dead', 'cancelled', 'expired', 'suppressed',
+                                 'delivered', 'deferred', 'bounced', 'complained', 'unsubscribed', 'undelivered') AS well_formed
   )
   SELECT coalesce(sum(n.events), 0), min(n.seq) FILTER (WHERE NOT n.well_formed)
   INTO moved, bad
@@ -2284,6 +2426,163 @@ COMMENT ON FUNCTION herald.reap_stale(now timestamp with time zone) IS 'Take bac
 
 
 --
+-- Name: record_delivery_events(text, jsonb, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone DEFAULT now()) RETURNS TABLE(recorded integer, duplicates integer, unknown integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+#variable_conflict use_variable
+DECLARE
+  clock_ok boolean := herald._check_clock(now => record_delivery_events.now); -- first: a forged clock changes nothing
+  n integer;
+  i integer;
+  e jsonb;
+  p text;
+  k text;
+  v_new bigint[];
+  v_logged boolean;
+BEGIN
+  IF source IS NULL OR source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
+    PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
+  END IF;
+  IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 1000 THEN
+    PERFORM herald._reject(code => '22V18', field => 'events', message => 'must be a JSON array of 1 to 1000 event objects');
+  END IF;
+  n := jsonb_array_length(events);
+  FOR i IN 0 .. n - 1 LOOP
+    e := events -> i;
+    p := format('events[%s]', i);
+    IF jsonb_typeof(e) <> 'object' THEN
+      PERFORM herald._reject(code => '22V18', field => p, message => 'must be a JSON object');
+    END IF;
+    k := (SELECT min(f) FROM jsonb_object_keys(e) AS f
+          WHERE f NOT IN ('event_id', 'message_id', 'provider_message_id', 'event', 'type', 'code', 'reason', 'at'));
+    IF k IS NOT NULL THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.' || k, message => 'is not an event field',
+        hint => 'event_id, message_id, provider_message_id, event, type, code, reason, at');
+    END IF;
+    IF jsonb_typeof(e -> 'event_id') IS DISTINCT FROM 'string' OR length(e ->> 'event_id') NOT BETWEEN 1 AND 255 THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.event_id', message => 'must be a string of 1 to 255 characters');
+    END IF;
+    IF (e -> 'event') NOT IN ('"delivered"', '"deferred"', '"bounced"', '"complained"', '"unsubscribed"', '"undelivered"')
+       OR NOT e ? 'event' THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.event', message => 'must be one of the event names',
+        hint => 'delivered, deferred, bounced, complained, unsubscribed, undelivered');
+    END IF;
+    IF e ? 'message_id' AND (jsonb_typeof(e -> 'message_id') <> 'number' OR (e ->> 'message_id') !~ '^[0-9]{1,18}$') THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.message_id', message => 'must be a herald message id');
+    END IF;
+    FOREACH k IN ARRAY ARRAY['provider_message_id', 'code', 'reason'] LOOP
+      IF e ? k AND jsonb_typeof(e -> k) NOT IN ('string', 'null') THEN
+        PERFORM herald._reject(code => '22V18', field => p || '.' || k, message => 'must be a string');
+      END IF;
+    END LOOP;
+    IF length(e ->> 'code') > 64 OR length(e ->> 'provider_message_id') > 255 THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.' || CASE WHEN length(e ->> 'code') > 64 THEN 'code' ELSE 'provider_message_id' END,
+        message => 'is too long (code: 64, provider_message_id: 255 characters)');
+    END IF;
+    IF e ? 'type' AND ((e -> 'type') NOT IN ('"hard"', '"soft"') OR e ->> 'event' <> 'bounced') THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.type', message => 'must be hard or soft, for a bounced event');
+    END IF;
+    IF e ? 'at' THEN
+      BEGIN
+        PERFORM (e ->> 'at')::timestamptz;
+      EXCEPTION WHEN data_exception THEN
+        PERFORM herald._reject(code => '22V18', field => p || '.at', message => 'must be a timestamp string');
+      END;
+    END IF;
+  END LOOP;
+
+  -- Store each event once, matched or not.
+  WITH input AS (
+    SELECT x ->> 'event_id' AS event_id, (x ->> 'message_id')::bigint AS message_id,
+           x ->> 'provider_message_id' AS provider_message_id, x ->> 'event' AS event,
+           CASE WHEN x ->> 'event' = 'bounced' THEN coalesce(x ->> 'type', 'hard') END AS type,
+           x ->> 'code' AS code, left(x ->> 'reason', 500) AS reason,
+           coalesce((x ->> 'at')::timestamptz, record_delivery_events.now) AS at
+    FROM jsonb_array_elements(events) AS x
+  ), stored AS (
+    INSERT INTO herald.delivery_events AS d (source, event_id, message_id, event, type, code, reason, at, received_at)
+    SELECT source, i.event_id, m.id, i.event, i.type, i.code, i.reason, i.at, record_delivery_events.now
+    FROM input i
+    LEFT JOIN herald.messages m
+      ON m.id = i.message_id
+     AND (i.provider_message_id IS NULL OR m.provider_message_id IS NULL OR i.provider_message_id = m.provider_message_id
+          OR starts_with(i.provider_message_id, m.provider_message_id || '.'))
+    ON CONFLICT ON CONSTRAINT delivery_events_once DO NOTHING
+    RETURNING d.id, d.message_id
+  )
+  SELECT count(*)::integer, count(*) FILTER (WHERE s.message_id IS NULL)::integer,
+         coalesce(array_agg(s.id) FILTER (WHERE s.message_id IS NOT NULL), '{}')
+  INTO recorded, unknown, v_new
+  FROM stored s;
+  duplicates := n - recorded;
+  recorded := recorded - unknown;
+
+  IF cardinality(v_new) > 0 THEN
+    -- The message's outcome: the gravest new event, unless a graver one is there.
+    WITH best AS (
+      SELECT DISTINCT ON (d.message_id) d.message_id, d.event, d.type, d.code, d.at,
+             herald._outcome_rank(outcome => d.event, outcome_type => d.type) AS rank
+      FROM herald.delivery_events d
+      WHERE d.id = ANY (v_new)
+      ORDER BY d.message_id, 6 DESC, d.at DESC
+    )
+    UPDATE herald.messages m
+    SET outcome = b.event, outcome_type = b.type, outcome_code = b.code, outcome_at = b.at
+    FROM best b
+    WHERE m.id = b.message_id
+      AND (m.outcome IS NULL
+           OR b.rank > herald._outcome_rank(outcome => m.outcome, outcome_type => m.outcome_type)
+           OR (b.rank = herald._outcome_rank(outcome => m.outcome, outcome_type => m.outcome_type) AND b.at >= m.outcome_at));
+
+    -- Receipts in the ordered log, one row per event name, in message id order.
+    WITH appended AS (
+      INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+      SELECT d.event, record_delivery_events.now, array_agg(m.id ORDER BY m.id, d.id), array_agg(m.channel ORDER BY m.id, d.id),
+             array_agg(herald._key_hash(m.ordering_key, m.recipient) ORDER BY m.id, d.id),
+             array_agg(jsonb_strip_nulls(jsonb_build_object('type', d.type, 'code', d.code, 'at', d.at, 'source', source))
+                       ORDER BY m.id, d.id)
+      FROM herald.delivery_events d
+      JOIN herald.messages m ON m.id = d.message_id
+      WHERE d.id = ANY (v_new)
+      GROUP BY d.event
+      RETURNING 1
+    )
+    SELECT count(*) > 0 INTO v_logged FROM appended;
+
+    -- Hard bounces, complaints and unsubscribes stop future sends.
+    INSERT INTO herald.suppressions AS s (kind, recipient, reason, source, created_at)
+    SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient))
+           c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient),
+           d.event, source, record_delivery_events.now
+    FROM herald.delivery_events d
+    JOIN herald.messages m ON m.id = d.message_id
+    JOIN herald.channels c ON c.name = m.channel
+    WHERE d.id = ANY (v_new)
+      AND ((d.event = 'bounced' AND d.type = 'hard') OR d.event IN ('complained', 'unsubscribed'))
+    ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient), d.id
+    ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING;
+
+    IF v_logged THEN
+      PERFORM herald._notify(ARRAY['herald_log']);
+    END IF;
+  END IF;
+  RETURN NEXT;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION record_delivery_events(source text, events jsonb, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) IS 'Record providers'' delivery events once each: outcomes, log receipts, suppressions of hard bounces, complaints and unsubscribes.';
+
+
+--
 -- Name: redrive(bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2400,7 +2699,7 @@ COMMENT ON FUNCTION herald.resume_channel(channel text, by text) IS 'Hand out a 
 -- Name: status(bigint); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, expires_at timestamp with time zone, last_error_class text, last_error_code text, provider_message_id text)
+CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, expires_at timestamp with time zone, last_error_class text, last_error_code text, provider_message_id text, outcome text, outcome_type text, outcome_code text, outcome_at timestamp with time zone)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2414,7 +2713,8 @@ BEGIN
   END IF;
   RETURN QUERY
   SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
-         m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id
+         m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id,
+         m.outcome, m.outcome_type, m.outcome_code, m.outcome_at
   FROM herald.messages m
   WHERE m.id = status.id AND (v_all OR m.producer = v_producer);
 END
@@ -2425,7 +2725,80 @@ $$;
 -- Name: FUNCTION status(id bigint); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.status(id bigint) IS 'What happened to one of the caller''s messages: state, attempts, times, deadline, failure class and code, receipt.';
+COMMENT ON FUNCTION herald.status(id bigint) IS 'What happened to one of the caller''s messages: state, attempts, times, deadline, failure class and code, receipt, delivery outcome.';
+
+
+--
+-- Name: suppress(text, text[], text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.suppress(kind text, recipients text[], reason text DEFAULT 'manual'::text, source text DEFAULT 'operator'::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_variable
+DECLARE
+  changed integer;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['kind', 'recipients', 'reason', 'source'],
+    ARRAY[kind IS NOT NULL, recipients IS NOT NULL, reason IS NOT NULL, source IS NOT NULL]);
+  IF kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
+    PERFORM herald._reject(code => '22V12', field => 'kind', message => format('%L is not a channel kind', kind),
+      hint => 'email, sms, webhook or custom');
+  END IF;
+  IF reason NOT IN ('bounced', 'complained', 'unsubscribed', 'manual') THEN
+    PERFORM herald._reject(code => '22V12', field => 'reason', message => format('%L is not a suppression reason', reason),
+      hint => 'manual, bounced, complained or unsubscribed');
+  END IF;
+  IF EXISTS (SELECT FROM unnest(recipients) AS r WHERE r IS NULL OR length(r) NOT BETWEEN 1 AND 320) THEN
+    PERFORM herald._reject(code => '22V12', field => 'recipients', message => 'a recipient is NULL, empty or over 320 characters');
+  END IF;
+  INSERT INTO herald.suppressions AS s (kind, recipient, reason, source, created_at, expires_at)
+  SELECT DISTINCT suppress.kind, herald._suppression_key(kind => suppress.kind, recipient => r), suppress.reason,
+         suppress.source, now(), suppress.expires_at
+  FROM unnest(recipients) AS r
+  ON CONFLICT ON CONSTRAINT suppressions_pkey DO UPDATE
+    SET reason = excluded.reason, source = excluded.source, expires_at = excluded.expires_at;
+  GET DIAGNOSTICS changed = ROW_COUNT;
+  RETURN changed;
+END
+$$;
+
+
+--
+-- Name: FUNCTION suppress(kind text, recipients text[], reason text, source text, expires_at timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.suppress(kind text, recipients text[], reason text, source text, expires_at timestamp with time zone) IS 'Stop sending to recipients of a channel kind (their unsent messages end suppressed).';
+
+
+--
+-- Name: unsuppress(text, text[]); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.unsuppress(kind text, recipients text[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_variable
+DECLARE
+  changed integer;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['kind', 'recipients'], ARRAY[kind IS NOT NULL, recipients IS NOT NULL]);
+  DELETE FROM herald.suppressions s
+  WHERE s.kind = unsuppress.kind
+    AND s.recipient = ANY (ARRAY(SELECT herald._suppression_key(kind => unsuppress.kind, recipient => r) FROM unnest(recipients) AS r));
+  GET DIAGNOSTICS changed = ROW_COUNT;
+  RETURN changed;
+END
+$$;
+
+
+--
+-- Name: FUNCTION unsuppress(kind text, recipients text[]); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.unsuppress(kind text, recipients text[]) IS 'Send to recipients of a channel kind again.';
 
 
 SET default_tablespace = '';
@@ -2702,15 +3075,20 @@ CREATE TABLE herald.messages (
     expires_at timestamp with time zone NOT NULL,
     finished_at timestamp with time zone,
     provider_message_id text,
+    outcome text,
+    outcome_type text,
+    outcome_code text,
+    outcome_at timestamp with time zone,
     last_error text,
     last_error_class text,
     last_error_code text,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
     CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'configuration'::text, 'permanent'::text]))),
-    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text])) = (finished_at IS NOT NULL))),
+    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])) = (finished_at IS NOT NULL))),
     CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text])))
+    CONSTRAINT messages_outcome_known CHECK ((outcome = ANY (ARRAY['delivered'::text, 'deferred'::text, 'bounced'::text, 'complained'::text, 'unsubscribed'::text, 'undelivered'::text]))),
+    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
@@ -2748,6 +3126,27 @@ COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current c
 --
 
 COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
+
+
+--
+-- Name: COLUMN messages.outcome; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
+
+
+--
+-- Name: COLUMN messages.outcome_type; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';
+
+
+--
+-- Name: COLUMN messages.outcome_code; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome_code IS 'The provider''s code for the outcome (SMTP status, Twilio ErrorCode); producers see it.';
 
 
 --
@@ -2799,6 +3198,52 @@ CREATE VIEW herald.dead_letters AS
 --
 
 COMMENT ON VIEW herald.dead_letters IS 'Dead messages (permanent failure or attempts exhausted), newest first.';
+
+
+--
+-- Name: delivery_events; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.delivery_events (
+    id bigint NOT NULL,
+    source text NOT NULL,
+    event_id text NOT NULL,
+    message_id bigint,
+    event text NOT NULL,
+    type text,
+    code text,
+    reason text,
+    at timestamp with time zone NOT NULL,
+    received_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: TABLE delivery_events; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.delivery_events IS 'Delivery events from providers, each stored once (source, event_id); message_id NULL when unmatched.';
+
+
+--
+-- Name: COLUMN delivery_events.reason; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.delivery_events.reason IS 'The provider''s text (first 500 characters); for workers and admins, never shown to producers.';
+
+
+--
+-- Name: delivery_events_id_seq; Type: SEQUENCE; Schema: herald; Owner: -
+--
+
+ALTER TABLE herald.delivery_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME herald.delivery_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -2992,6 +3437,44 @@ COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, r
 
 
 --
+-- Name: suppressions; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.suppressions (
+    kind text NOT NULL,
+    recipient text NOT NULL,
+    reason text NOT NULL,
+    source text DEFAULT 'operator'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
+    CONSTRAINT suppressions_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
+    CONSTRAINT suppressions_reason_known CHECK ((reason = ANY (ARRAY['bounced'::text, 'complained'::text, 'unsubscribed'::text, 'manual'::text]))),
+    CONSTRAINT suppressions_recipient_length CHECK (((length(recipient) >= 1) AND (length(recipient) <= 320)))
+);
+
+
+--
+-- Name: TABLE suppressions; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.suppressions IS 'Recipients herald does not send to (per channel kind): bounces, complaints, unsubscribes, imported lists.';
+
+
+--
+-- Name: COLUMN suppressions.source; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events) or operator.';
+
+
+--
+-- Name: COLUMN suppressions.expires_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.suppressions.expires_at IS 'When the entry stops applying; NULL: never.';
+
+
+--
 -- Name: throughput; Type: VIEW; Schema: herald; Owner: -
 --
 
@@ -3056,6 +3539,22 @@ ALTER TABLE ONLY herald.consumer_offsets
 
 
 --
+-- Name: delivery_events delivery_events_once; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.delivery_events
+    ADD CONSTRAINT delivery_events_once UNIQUE (source, event_id);
+
+
+--
+-- Name: delivery_events delivery_events_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.delivery_events
+    ADD CONSTRAINT delivery_events_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: installed_code installed_code_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
 --
 
@@ -3085,6 +3584,14 @@ ALTER TABLE ONLY herald.log_statements
 
 ALTER TABLE ONLY herald.messages
     ADD CONSTRAINT messages_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: suppressions suppressions_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.suppressions
+    ADD CONSTRAINT suppressions_pkey PRIMARY KEY (kind, recipient);
 
 
 --
@@ -3166,6 +3673,20 @@ COMMENT ON TRIGGER _900_messages_notify ON herald.messages IS 'Wakes runners and
 
 
 --
+-- Name: suppressions suppressions_normalize; Type: TRIGGER; Schema: herald; Owner: -
+--
+
+CREATE TRIGGER suppressions_normalize BEFORE INSERT OR UPDATE ON herald.suppressions FOR EACH ROW EXECUTE FUNCTION herald._suppressions_normalize();
+
+
+--
+-- Name: TRIGGER suppressions_normalize ON suppressions; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TRIGGER suppressions_normalize ON herald.suppressions IS 'Stores recipients as herald._suppression_key makes them (e-mail addresses in lower case).';
+
+
+--
 -- Name: consumer_dead_letters consumer_dead_letters_group_name_fkey; Type: FK CONSTRAINT; Schema: herald; Owner: -
 --
 
@@ -3189,6 +3710,7 @@ GRANT USAGE ON SCHEMA herald TO herald_producer;
 GRANT USAGE ON SCHEMA herald TO herald_intake;
 GRANT USAGE ON SCHEMA herald TO herald_worker;
 GRANT USAGE ON SCHEMA herald TO herald_consumer;
+GRANT USAGE ON SCHEMA herald TO herald_events;
 GRANT USAGE ON SCHEMA herald TO herald_admin;
 
 
@@ -3379,6 +3901,13 @@ REVOKE ALL ON FUNCTION herald._notify_due(channel text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _outcome_rank(outcome text, outcome_type text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _payload_fields(kind text); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -3439,6 +3968,27 @@ REVOKE ALL ON FUNCTION herald._refused_networks() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._reject(code text, field text, message text, detail text, hint text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _suppressed(kind text, recipient text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._suppressed(kind text, recipient text, now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _suppression_key(kind text, recipient text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._suppression_key(kind text, recipient text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _suppressions_normalize(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._suppressions_normalize() FROM PUBLIC;
 
 
 --
@@ -3554,6 +4104,15 @@ GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, err
 
 
 --
+-- Name: FUNCTION is_suppressed(channel text, recipient text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.is_suppressed(channel text, recipient text) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.is_suppressed(channel text, recipient text) TO herald_producer;
+GRANT ALL ON FUNCTION herald.is_suppressed(channel text, recipient text) TO herald_admin;
+
+
+--
 -- Name: FUNCTION log_ack("group" text, partition integer, upto bigint, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -3625,6 +4184,15 @@ GRANT ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) TO herald_
 
 
 --
+-- Name: FUNCTION record_delivery_events(source text, events jsonb, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) TO herald_events;
+GRANT ALL ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) TO herald_admin;
+
+
+--
 -- Name: FUNCTION redrive(ids bigint[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -3657,6 +4225,22 @@ GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text) TO herald_adm
 REVOKE ALL ON FUNCTION herald.status(id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_producer;
 GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_admin;
+
+
+--
+-- Name: FUNCTION suppress(kind text, recipients text[], reason text, source text, expires_at timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.suppress(kind text, recipients text[], reason text, source text, expires_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.suppress(kind text, recipients text[], reason text, source text, expires_at timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION unsuppress(kind text, recipients text[]); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.unsuppress(kind text, recipients text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.unsuppress(kind text, recipients text[]) TO herald_admin;
 
 
 --
@@ -3728,6 +4312,20 @@ GRANT SELECT ON TABLE herald.dead_letters TO herald_admin;
 
 
 --
+-- Name: TABLE delivery_events; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.delivery_events TO herald_admin;
+
+
+--
+-- Name: SEQUENCE delivery_events_id_seq; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON SEQUENCE herald.delivery_events_id_seq TO herald_admin;
+
+
+--
 -- Name: TABLE installed_code; Type: ACL; Schema: herald; Owner: -
 --
 
@@ -3791,6 +4389,13 @@ GRANT SELECT ON TABLE herald.queue_depth TO herald_admin;
 
 GRANT SELECT ON TABLE herald.queue_stats TO herald_worker;
 GRANT SELECT ON TABLE herald.queue_stats TO herald_admin;
+
+
+--
+-- Name: TABLE suppressions; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.suppressions TO herald_admin;
 
 
 --

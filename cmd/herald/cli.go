@@ -172,13 +172,16 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return *p
 	}
-	finished := "-"
-	if s.FinishedAt != nil {
-		finished = s.FinishedAt.Format(time.RFC3339Nano)
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.Format(time.RFC3339Nano)
 	}
-	fmt.Fprintf(tw, "id\t%d\nchannel\t%s\nstatus\t%s\nattempts\t%d of %d\nrun_at\t%s\ncreated_at\t%s\nfinished_at\t%s\nlast_error_class\t%s\nlast_error_code\t%s\nprovider_message_id\t%s\n",
+	fmt.Fprintf(tw, "id\t%d\nchannel\t%s\nstatus\t%s\nattempts\t%d of %d\nrun_at\t%s\ncreated_at\t%s\nfinished_at\t%s\nexpires_at\t%s\nlast_error_class\t%s\nlast_error_code\t%s\nprovider_message_id\t%s\noutcome\t%s\noutcome_type\t%s\noutcome_code\t%s\noutcome_at\t%s\n",
 		s.ID, s.Channel, s.Status, s.Attempts, s.MaxAttempts, s.RunAt.Format(time.RFC3339Nano), s.CreatedAt.Format(time.RFC3339Nano),
-		finished, str(s.LastErrorClass), str(s.LastErrorCode), str(s.ProviderMessageID))
+		at(s.FinishedAt), s.ExpiresAt.Format(time.RFC3339Nano), str(s.LastErrorClass), str(s.LastErrorCode), str(s.ProviderMessageID),
+		str(s.Outcome), str(s.OutcomeType), str(s.OutcomeCode), at(s.OutcomeAt))
 	tw.Flush()
 	return exitOK
 }

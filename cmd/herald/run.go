@@ -53,7 +53,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	settings, err := intakeSettings{}, error(nil)
-	if *httpAddr != "" && *httpAddr != "off" {
+	evCfg, err := eventsConfig(ev)
+	if err == nil && *httpAddr != "" && *httpAddr != "off" {
 		settings, err = in.resolve(ev)
 	}
 	if err != nil {
@@ -123,6 +124,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "herald run: %v\n", err)
 			return exitUsage
 		}
+		registerEvents(mux, pool, evCfg, logger)
 		if stopHTTP, err = serveHTTP(ctx, *httpAddr, mux, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: listening on %s: %v\n", *httpAddr, err)
 			return exitUsage

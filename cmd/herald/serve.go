@@ -164,8 +164,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	consoleToken := ev.secret("HERALD_CONSOLE_TOKEN")
 	settings, err := in.resolve(ev)
-	if err == nil && !settings.on && consoleToken == "" {
-		err = errors.New("HERALD_INTAKE=off and no HERALD_CONSOLE_TOKEN: herald serve would serve nothing")
+	evCfg, evErr := eventsConfig(ev)
+	if err == nil {
+		err = evErr
+	}
+	if err == nil && !settings.on && consoleToken == "" && !evCfg.Any() {
+		err = errors.New("HERALD_INTAKE=off, no HERALD_CONSOLE_TOKEN and no delivery-event endpoint: herald serve would serve nothing")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
@@ -188,6 +192,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
 	}
+	registerEvents(mux, pool, evCfg, logger)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -174,6 +174,12 @@ type Status struct {
 	LastErrorClass    *string    `json:"last_error_class"`
 	LastErrorCode     *string    `json:"last_error_code"`
 	ProviderMessageID *string    `json:"provider_message_id"`
+	// Outcome is what the provider reported after sent: delivered, deferred, bounced,
+	// complained, unsubscribed or undelivered (nil: nothing yet).
+	Outcome     *string    `json:"outcome"`
+	OutcomeType *string    `json:"outcome_type"`
+	OutcomeCode *string    `json:"outcome_code"`
+	OutcomeAt   *time.Time `json:"outcome_at"`
 }
 
 // ErrNotFound is returned by GetStatus for an unknown (or purged) id.
@@ -184,9 +190,10 @@ var ErrNotFound = errors.New("no such message")
 func GetStatus(ctx context.Context, q Querier, id int64) (*Status, error) {
 	s := Status{ID: id}
 	err := q.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, run_at, created_at, finished_at,
-		expires_at, last_error_class, last_error_code, provider_message_id FROM herald.status($1)`, id).
+		expires_at, last_error_class, last_error_code, provider_message_id, outcome, outcome_type, outcome_code, outcome_at
+		FROM herald.status($1)`, id).
 		Scan(&s.Channel, &s.Status, &s.Attempts, &s.MaxAttempts, &s.RunAt, &s.CreatedAt, &s.FinishedAt,
-			&s.ExpiresAt, &s.LastErrorClass, &s.LastErrorCode, &s.ProviderMessageID)
+			&s.ExpiresAt, &s.LastErrorClass, &s.LastErrorCode, &s.ProviderMessageID, &s.Outcome, &s.OutcomeType, &s.OutcomeCode, &s.OutcomeAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -5,7 +5,9 @@
 -- per producer: each key is locked (pg_advisory_xact_lock(1213612876, hashtext(key)),
 -- in order), and a repeat (stored before by the same producer, or earlier in the call)
 -- is answered with that message's id and not stored. expires_at: the least of the
--- spec's and due time (run_at or now) + the channel's ttl. One INSERT stores the rest where
+-- spec's and due time (run_at or now) + the channel's ttl. A message to a suppressed
+-- recipient (herald._suppressed; looked up only when herald.suppressions has a row) is
+-- stored 'suppressed', finished, with a 'suppressed' log event after its 'accepted'. One INSERT stores the rest where
 -- herald._valid holds; fewer rows than expected: herald._validate names the first bad
 -- message (COLUMN 'messages[i].field', or 'field' when single) and the call is undone.
 -- Under REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 on
@@ -32,6 +34,7 @@ DECLARE
   v_stored bigint;
   v_logged bigint[];
   v_producer text := herald._producer();
+  v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
   i integer;
 BEGIN
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
@@ -76,11 +79,15 @@ BEGIN
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at, expires_at)
+     idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
   SELECT v_ids[s.ord], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
-         least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl)
+         least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
+         CASE WHEN v_suppressing AND herald._suppressed(kind => c.kind, recipient => s.recipient, now => _enqueue.now)
+              THEN 'suppressed' ELSE 'queued' END,
+         CASE WHEN v_suppressing AND herald._suppressed(kind => c.kind, recipient => s.recipient, now => _enqueue.now)
+              THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY
          AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
   JOIN herald.channels c ON c.name = s.channel
@@ -110,6 +117,14 @@ BEGIN
   IF v_stored > 0 THEN
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     VALUES ('accepted', _enqueue.now, v_logged, v_channels, v_hashes);
+  END IF;
+  IF v_suppressing AND v_stored > 0 THEN
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+    SELECT 'suppressed', _enqueue.now, array_agg(m.id ORDER BY m.id), array_agg(m.channel ORDER BY m.id),
+           array_agg(herald._key_hash(m.ordering_key, m.recipient) ORDER BY m.id)
+    FROM herald.messages m
+    WHERE m.id = ANY (v_logged) AND m.status = 'suppressed'
+    HAVING count(*) > 0;
   END IF;
   FOR i IN 1 .. cardinality(v_skip) LOOP
     v_ids[v_skip[i]] := v_first[i];

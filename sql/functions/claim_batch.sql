@@ -3,7 +3,10 @@
 -- < expires_at, channel in `channels` (NULL = all) and not paused, no earlier message
 -- with the same ordering_key queued or processing (past expires_at: left to
 -- herald.reap_stale, which ends it expired). A runner must not send a claimed message
--- at or after its expires_at (it reports it failed; herald.fail ends it expired). Claimed rows become processing with attempts + 1,
+-- at or after its expires_at (it reports it failed; herald.fail ends it expired).
+-- A selected message whose recipient is suppressed now (herald._suppressed; looked up
+-- only when herald.suppressions has a row) ends 'suppressed' with its log event and is
+-- not returned: a call may return fewer rows than it selected. Claimed rows become processing with attempts + 1,
 -- lease_expires_at = now + lease (NULL: the channel's) and one new lease_token for the
 -- call, the fencing token complete/fail/extend_lease must present.
 -- One statement: a CTE selects up to batch_size rows FOR UPDATE SKIP LOCKED, then
@@ -40,6 +43,8 @@ DECLARE
   clock_ok boolean := herald._check_clock(now => claim_batch.now); -- first: a forged clock changes nothing
   v_token bigint;
   v_channels text[];
+  v_kinds text[];
+  v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -56,7 +61,7 @@ BEGIN
   -- claim finds the mark.
   PERFORM herald._listening('herald_queue');
 
-  SELECT array_agg(c.name) INTO v_channels
+  SELECT array_agg(c.name), array_agg(c.kind) INTO v_channels, v_kinds
   FROM herald.channels c
   WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
   IF v_channels IS NULL THEN
@@ -81,6 +86,24 @@ BEGIN
     ORDER BY m.priority, m.run_at, m.id
     LIMIT claim_batch.batch_size
     FOR UPDATE SKIP LOCKED
+  ), barred AS (
+    SELECT r.id
+    FROM ready r
+    JOIN herald.messages x ON x.id = r.id
+    WHERE v_suppressing
+      AND herald._suppressed(kind => v_kinds[array_position(v_channels, x.channel)], recipient => x.recipient,
+                             now => claim_batch.now)
+  ), suppressed AS (
+    UPDATE herald.messages m
+    SET status = 'suppressed', finished_at = claim_batch.now
+    WHERE m.id = ANY (ARRAY(SELECT b.id FROM barred b))
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+  ), logged AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+    SELECT 'suppressed', claim_batch.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
+           array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
+    FROM suppressed s
+    HAVING count(*) > 0
   ), claimed AS (
     UPDATE herald.messages m
     SET status = 'processing',
@@ -92,7 +115,7 @@ BEGIN
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
-    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r))
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
   )

@@ -1,4 +1,4 @@
--- 001_roles.sql — schema herald and its five roles.
+-- 001_roles.sql — schema herald and its six roles.
 --
 -- Roles are cluster-wide, so they are created only when missing: several herald
 -- databases can share one cluster, and their migrations may run at the same time.
@@ -7,7 +7,8 @@
 --                    producer it acts for in the setting herald.producer (herald._producer)
 --   herald_worker    claim, report, extend leases, reap; read the queue views
 --   herald_consumer  read the ordered log as consumer groups
---   herald_admin     everything in schema herald (member of the four above); the only
+--   herald_events    record providers' delivery events (herald.record_delivery_events)
+--   herald_admin     everything in schema herald (member of the five above); the only
 --                    role that may pass a clock (`now`) to a function
 -- What each role may execute is granted next to each function (sql/functions).
 
@@ -18,7 +19,7 @@ DO $$
 DECLARE
   r text;
 BEGIN
-  FOREACH r IN ARRAY ARRAY['herald_producer', 'herald_intake', 'herald_worker', 'herald_consumer', 'herald_admin'] LOOP
+  FOREACH r IN ARRAY ARRAY['herald_producer', 'herald_intake', 'herald_worker', 'herald_consumer', 'herald_events', 'herald_admin'] LOOP
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = r) THEN
       BEGIN
         EXECUTE format('CREATE ROLE %I NOLOGIN', r);
@@ -33,10 +34,10 @@ $$;
 DO $$
 BEGIN
   GRANT herald_producer TO herald_intake;
-  GRANT herald_producer, herald_intake, herald_worker, herald_consumer TO herald_admin;
+  GRANT herald_producer, herald_intake, herald_worker, herald_consumer, herald_events TO herald_admin;
 EXCEPTION WHEN unique_violation THEN
   NULL; -- granted meanwhile by the migration of another database of the cluster
 END
 $$;
 
-GRANT USAGE ON SCHEMA herald TO herald_producer, herald_intake, herald_worker, herald_consumer, herald_admin;
+GRANT USAGE ON SCHEMA herald TO herald_producer, herald_intake, herald_worker, herald_consumer, herald_events, herald_admin;

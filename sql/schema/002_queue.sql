@@ -7,6 +7,7 @@
 --   processing --reap_stale--->  queued                   | dead (attempts exhausted)
 --   queued     --cancel------->  cancelled                 (terminal)
 --   queued     --reap_stale--->  expired  (expires_at passed: never sent late; terminal)
+--   queued     --enqueue/claim->  suppressed (the recipient is on herald.suppressions; terminal)
 --   processing --fail/reap---->  expired  (a retry would come after expires_at; terminal)
 --   dead       --redrive------>  queued (attempts reset)
 -- Terminal rows carry finished_at and are removed by herald.purge.
@@ -78,14 +79,19 @@ CREATE TABLE herald.messages (
   expires_at          timestamptz NOT NULL,
   finished_at         timestamptz,
   provider_message_id text,
+  outcome             text,
+  outcome_type        text,
+  outcome_code        text,
+  outcome_at          timestamptz,
   last_error          text,
   last_error_class    text,
   last_error_code     text,
   errors              jsonb NOT NULL DEFAULT '[]',
-  CONSTRAINT messages_status_known CHECK (status IN ('queued', 'processing', 'sent', 'dead', 'cancelled', 'expired')),
+  CONSTRAINT messages_status_known CHECK (status IN ('queued', 'processing', 'sent', 'dead', 'cancelled', 'expired', 'suppressed')),
+  CONSTRAINT messages_outcome_known CHECK (outcome IN ('delivered', 'deferred', 'bounced', 'complained', 'unsubscribed', 'undelivered')),
   CONSTRAINT messages_error_class_known CHECK (last_error_class IN ('transient', 'rate_limited', 'configuration', 'permanent')),
   CONSTRAINT messages_lease_when_processing CHECK ((status = 'processing') = (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL)),
-  CONSTRAINT messages_finished_when_terminal CHECK ((status IN ('sent', 'dead', 'cancelled', 'expired')) = (finished_at IS NOT NULL)),
+  CONSTRAINT messages_finished_when_terminal CHECK ((status IN ('sent', 'dead', 'cancelled', 'expired', 'suppressed')) = (finished_at IS NOT NULL)),
   CONSTRAINT messages_attempts_range CHECK (attempts >= 0 AND max_attempts BETWEEN 1 AND 100)
 ) WITH (
   fillfactor = 80,
@@ -97,6 +103,9 @@ CREATE TABLE herald.messages (
 COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
 COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first (-100..100, default 0).';
 COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
+COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
+COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';
+COMMENT ON COLUMN herald.messages.outcome_code IS 'The provider''s code for the outcome (SMTP status, Twilio ErrorCode); producers see it.';
 COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
 COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
 COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at most 2,000 characters); never shown to producers.';
@@ -150,6 +159,47 @@ CREATE TABLE herald.installed_code (
   CONSTRAINT installed_code_singleton CHECK (singleton)
 );
 COMMENT ON TABLE herald.installed_code IS 'Hash of the installed functions, views and triggers; NULL when installed by hand.';
+
+-- Recipients not to send to: hard bounces, spam complaints and unsubscribes (added by
+-- herald.record_delivery_events), and lists an operator imports (herald.suppress, or
+-- COPY herald.suppressions (kind, recipient, reason, source) FROM …). A message to an
+-- active entry ends 'suppressed' at enqueue or at claim, never sent. recipient is
+-- stored as herald._suppression_key makes it (e-mail addresses in lower case), by the
+-- trigger suppressions_normalize.
+CREATE TABLE herald.suppressions (
+  kind        text NOT NULL,
+  recipient   text NOT NULL,
+  reason      text NOT NULL,
+  source      text NOT NULL DEFAULT 'operator',
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  expires_at  timestamptz,
+  PRIMARY KEY (kind, recipient),
+  CONSTRAINT suppressions_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
+  CONSTRAINT suppressions_reason_known CHECK (reason IN ('bounced', 'complained', 'unsubscribed', 'manual')),
+  CONSTRAINT suppressions_recipient_length CHECK (length(recipient) BETWEEN 1 AND 320)
+);
+COMMENT ON TABLE herald.suppressions IS 'Recipients herald does not send to (per channel kind): bounces, complaints, unsubscribes, imported lists.';
+COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events) or operator.';
+COMMENT ON COLUMN herald.suppressions.expires_at IS 'When the entry stops applying; NULL: never.';
+
+-- Providers' delivery events as received (herald.record_delivery_events): one row per
+-- event, a replay (same source and event_id) is not stored again, so it changes nothing
+-- twice. message_id is NULL for an event herald could not match.
+CREATE TABLE herald.delivery_events (
+  id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  source      text NOT NULL,
+  event_id    text NOT NULL,
+  message_id  bigint,
+  event       text NOT NULL,
+  type        text,
+  code        text,
+  reason      text,
+  at          timestamptz NOT NULL,
+  received_at timestamptz NOT NULL,
+  CONSTRAINT delivery_events_once UNIQUE (source, event_id)
+);
+COMMENT ON TABLE herald.delivery_events IS 'Delivery events from providers, each stored once (source, event_id); message_id NULL when unmatched.';
+COMMENT ON COLUMN herald.delivery_events.reason IS 'The provider''s text (first 500 characters); for workers and admins, never shown to producers.';
 
 GRANT SELECT ON herald.channels TO herald_worker; -- runners read pauses to probe and report them
 GRANT ALL ON ALL TABLES IN SCHEMA herald TO herald_admin;

@@ -34,8 +34,9 @@ type Config struct {
 	// (Twilio's recommended credentials for production).
 	APIKeySID    string
 	APIKeySecret string
-	// StatusCallback, when set, is sent with every message: Twilio posts the
-	// message's delivery status there.
+	// StatusCallback, when set, is sent with every message, with the herald id
+	// added as the herald_id parameter: Twilio posts the message's delivery status
+	// there (herald's /v1/events/twilio, runner/events).
 	StatusCallback string
 	// From is the sending number (E.164); MessagingServiceSID may be used instead.
 	From                string
@@ -100,7 +101,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		form.Set("From", s.cfg.From)
 	}
 	if s.cfg.StatusCallback != "" {
-		form.Set("StatusCallback", s.cfg.StatusCallback)
+		form.Set("StatusCallback", callbackURL(s.cfg.StatusCallback, m.ID))
 	}
 	req, err := s.request(ctx, http.MethodPost, "/Messages.json", strings.NewReader(form.Encode()))
 	if err != nil {
@@ -137,6 +138,16 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, sender.Transient(fmt.Errorf("twilio answered %d without a message sid", resp.StatusCode))
 	}
 	return sender.Result{ProviderMessageID: r.SID}, nil
+}
+
+// callbackURL is the status callback for message id: the configured URL with the
+// herald id as its herald_id parameter, which herald's Twilio endpoint matches on.
+func callbackURL(base string, id int64) string {
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	return base + sep + "herald_id=" + strconv.FormatInt(id, 10)
 }
 
 // request is a request to a path under the account's API root, authenticated.

@@ -131,7 +131,7 @@ func TestTwilioMediaCallbackAndAPIKey(t *testing.T) {
 	}
 	f := rec.Forms()[0]
 	if got := f["MediaUrl"]; len(got) != 2 || got[1] != "https://example.com/b.png" || f.Has("Body") ||
-		f.Get("StatusCallback") != "https://herald.example.com/v1/events/twilio" {
+		f.Get("StatusCallback") != "https://herald.example.com/v1/events/twilio?herald_id=1" {
 		t.Fatalf("form %v", f)
 	}
 	if err := s.Check(ctx); err != nil {

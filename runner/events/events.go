@@ -1,0 +1,355 @@
+// Package events receives providers' delivery events over HTTP and records them with
+// herald.record_delivery_events: SendGrid's signed Event Webhook, Twilio's message
+// status callbacks, and a generic endpoint signed as herald signs its own webhooks
+// (Standard Webhooks) for any other provider or an in-house MTA.
+//
+// Each endpoint exists only when its secret is configured. A request whose signature
+// does not verify gets 401 and changes nothing; a body that cannot be read as the
+// provider's format, 400; a database error, 503 (providers retry). Otherwise the
+// events are stored and applied in one transaction before the 200, so an event that
+// was acknowledged is never lost, and a replay changes nothing twice (the SQL keys
+// events by source and event id). Events for messages herald does not know are
+// stored unmatched, counted and acknowledged.
+//
+// Matching uses herald's message id, which every provider echoes back: SendGrid as the
+// custom argument herald_id (the sendgrid sender sets it), Twilio in the status
+// callback URL's herald_id parameter (the twilio sender adds it), the generic endpoint
+// as message_id (a webhook's webhook-id, or the <herald-ID@…> Message-ID a bounce
+// quotes). The provider's own id must agree with the one herald stored.
+package events
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/herald/herald/runner/sender/webhook"
+)
+
+// Prefix is where the endpoints live: Prefix + "sendgrid", "twilio", "generic".
+const Prefix = "/v1/events/"
+
+// Querier runs herald.record_delivery_events (a *pgxpool.Pool).
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Config says which endpoints exist and how they verify requests.
+type Config struct {
+	// SendGridKey is the Event Webhook's verification key: base64 of the DER public
+	// key SendGrid shows under Mail Settings (ECDSA P-256). nil: no SendGrid endpoint.
+	SendGridKey *ecdsa.PublicKey
+	// TwilioAuthToken signs Twilio's callbacks (the account's auth token, also when
+	// messages are sent with an API key); TwilioURL is the public URL of the Twilio
+	// endpoint as Twilio calls it (HERALD_TWILIO_STATUS_CALLBACK), part of what it
+	// signs. Both empty: no Twilio endpoint.
+	TwilioAuthToken string
+	TwilioURL       string
+	// GenericSecrets are the whsec_ secrets of the generic endpoint (two while
+	// rotating). None: no generic endpoint.
+	GenericSecrets []string
+	// Tolerance is how old a signed timestamp may be (SendGrid, generic; default 5m).
+	Tolerance time.Duration
+	// MaxBodyBytes bounds a request body (default 5 MiB).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// Any reports whether any endpoint is configured.
+func (c Config) Any() bool {
+	return c.SendGridKey != nil || (c.TwilioAuthToken != "" && c.TwilioURL != "") || len(c.GenericSecrets) > 0
+}
+
+// ParseSendGridKey reads SendGrid's verification key (base64 DER, or PEM).
+func ParseSendGridKey(s string) (*ecdsa.PublicKey, error) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "-----BEGIN PUBLIC KEY-----")
+	s = strings.TrimSuffix(s, "-----END PUBLIC KEY-----")
+	der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
+	if err != nil {
+		return nil, errors.New("the SendGrid verification key is not base64")
+	}
+	k, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return nil, fmt.Errorf("the SendGrid verification key: %w", err)
+	}
+	ec, ok := k.(*ecdsa.PublicKey)
+	if !ok {
+		return nil, errors.New("the SendGrid verification key is not an ECDSA key")
+	}
+	return ec, nil
+}
+
+// Register adds the configured endpoints to mux and returns their paths.
+func Register(mux *http.ServeMux, q Querier, cfg Config) []string {
+	if cfg.Tolerance == 0 {
+		cfg.Tolerance = 5 * time.Minute
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 5 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &handler{q: q, cfg: cfg}
+	var paths []string
+	add := func(name string, parse func(r *http.Request, body []byte) ([]event, int, error)) {
+		mux.Handle("POST "+Prefix+name, h.endpoint(name, parse))
+		paths = append(paths, Prefix+name)
+	}
+	if cfg.SendGridKey != nil {
+		add("sendgrid", h.sendgrid)
+	}
+	if cfg.TwilioAuthToken != "" && cfg.TwilioURL != "" {
+		add("twilio", h.twilio)
+	}
+	if len(cfg.GenericSecrets) > 0 {
+		add("generic", h.generic)
+	}
+	return paths
+}
+
+// event is one event as herald.record_delivery_events takes it.
+type event struct {
+	EventID           string  `json:"event_id"`
+	MessageID         *int64  `json:"message_id,omitempty"`
+	ProviderMessageID string  `json:"provider_message_id,omitempty"`
+	Event             string  `json:"event"`
+	Type              string  `json:"type,omitempty"`
+	Code              string  `json:"code,omitempty"`
+	Reason            string  `json:"reason,omitempty"`
+	At                *string `json:"at,omitempty"`
+}
+
+// errSignature marks a request that did not verify (401).
+var errSignature = errors.New("the signature does not verify")
+
+type handler struct {
+	q   Querier
+	cfg Config
+}
+
+// Result is the endpoints' 200 answer.
+type Result struct {
+	Recorded   int `json:"recorded"`
+	Duplicates int `json:"duplicates"`
+	Unknown    int `json:"unknown"`
+	Ignored    int `json:"ignored"` // provider events herald has no outcome for (opens, clicks, queued…)
+}
+
+func (h *handler) endpoint(source string, parse func(r *http.Request, body []byte) ([]event, int, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+		if err != nil {
+			answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body too large or unreadable"})
+			return
+		}
+		evs, ignored, err := parse(r, body)
+		switch {
+		case errors.Is(err, errSignature):
+			h.cfg.Logger.Warn("delivery events refused: bad signature", "source", source, "remote", r.RemoteAddr)
+			answer(w, http.StatusUnauthorized, map[string]string{"error": "signature"})
+			return
+		case err != nil:
+			answer(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		res := Result{Ignored: ignored}
+		if len(evs) > 0 {
+			b, _ := json.Marshal(evs)
+			err = h.q.QueryRow(r.Context(), `SELECT recorded, duplicates, unknown FROM herald.record_delivery_events($1, $2::jsonb)`,
+				source, string(b)).Scan(&res.Recorded, &res.Duplicates, &res.Unknown)
+			var pg *pgconn.PgError
+			switch {
+			case errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22V"):
+				answer(w, http.StatusBadRequest, map[string]string{"error": pg.Message, "field": pg.ColumnName})
+				return
+			case err != nil:
+				h.cfg.Logger.Error("recording delivery events failed", "source", source, "err", err)
+				answer(w, http.StatusServiceUnavailable, map[string]string{"error": "database unavailable"})
+				return
+			}
+		}
+		h.cfg.Logger.Info("delivery events", "source", source, "recorded", res.Recorded, "duplicates", res.Duplicates,
+			"unknown", res.Unknown, "ignored", res.Ignored)
+		answer(w, http.StatusOK, res)
+	})
+}
+
+func answer(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// sendgrid verifies the Signed Event Webhook (ECDSA P-256 over SHA-256 of the
+// timestamp header followed by the raw body) and maps its batch of events.
+func (h *handler) sendgrid(r *http.Request, body []byte) ([]event, int, error) {
+	sig, err := base64.StdEncoding.DecodeString(r.Header.Get("X-Twilio-Email-Event-Webhook-Signature"))
+	ts := r.Header.Get("X-Twilio-Email-Event-Webhook-Timestamp")
+	if err != nil || len(sig) == 0 || !h.fresh(ts) {
+		return nil, 0, errSignature
+	}
+	digest := sha256.Sum256(append([]byte(ts), body...))
+	if !ecdsa.VerifyASN1(h.cfg.SendGridKey, digest[:], sig) {
+		return nil, 0, errSignature
+	}
+	var raw []map[string]any
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, 0, fmt.Errorf("the body must be a JSON array of SendGrid events: %v", err)
+	}
+	var out []event
+	ignored := 0
+	for i, e := range raw {
+		str := func(k string) string { s, _ := e[k].(string); return s }
+		kind, typ := "", ""
+		switch str("event") {
+		case "delivered":
+			kind = "delivered"
+		case "deferred":
+			kind = "deferred"
+		case "bounce":
+			kind, typ = "bounced", "hard"
+			if str("type") == "blocked" {
+				typ = "soft"
+			}
+		case "dropped":
+			kind = "undelivered"
+		case "spamreport":
+			kind = "complained"
+		case "unsubscribe", "group_unsubscribe":
+			kind = "unsubscribed"
+		default: // processed, open, click, group_resubscribe: no outcome
+			ignored++
+			continue
+		}
+		if str("sg_event_id") == "" {
+			return nil, 0, fmt.Errorf("events[%d].sg_event_id: missing", i)
+		}
+		ev := event{EventID: str("sg_event_id"), ProviderMessageID: str("sg_message_id"), Event: kind, Type: typ,
+			Code: str("status"), Reason: firstOf(str("reason"), str("response"))}
+		if id, err := strconv.ParseInt(str("herald_id"), 10, 64); err == nil {
+			ev.MessageID = &id
+		}
+		if ts, ok := e["timestamp"].(float64); ok {
+			at := time.Unix(int64(ts), 0).UTC().Format(time.RFC3339)
+			ev.At = &at
+		}
+		out = append(out, ev)
+	}
+	return out, ignored, nil
+}
+
+// twilio verifies X-Twilio-Signature (base64 HMAC-SHA1 with the auth token of the
+// full URL, then each POST parameter's name and value, sorted by name) and maps one
+// status callback.
+func (h *handler) twilio(r *http.Request, body []byte) ([]event, int, error) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, 0, errSignature // what was signed cannot be rebuilt
+	}
+	callURL := h.cfg.TwilioURL
+	if r.URL.RawQuery != "" {
+		callURL = strings.SplitN(callURL, "?", 2)[0] + "?" + r.URL.RawQuery
+	}
+	want := TwilioSignature(h.cfg.TwilioAuthToken, callURL, form)
+	got := r.Header.Get("X-Twilio-Signature")
+	if got == "" || !hmac.Equal([]byte(got), []byte(want)) {
+		return nil, 0, errSignature
+	}
+	sid, status := form.Get("MessageSid"), form.Get("MessageStatus")
+	if sid == "" || status == "" {
+		return nil, 0, errors.New("MessageSid and MessageStatus are required")
+	}
+	ev := event{EventID: sid + ":" + status, ProviderMessageID: sid, Code: form.Get("ErrorCode")}
+	switch status {
+	case "delivered", "read":
+		ev.Event = "delivered"
+	case "undelivered", "failed":
+		ev.Event = "undelivered"
+	default: // accepted, scheduled, queued, sending, sent, canceled: not an outcome
+		return nil, 1, nil
+	}
+	if id, err := strconv.ParseInt(r.URL.Query().Get("herald_id"), 10, 64); err == nil {
+		ev.MessageID = &id
+	}
+	return []event{ev}, 0, nil
+}
+
+// TwilioSignature is the X-Twilio-Signature of a POST to fullURL with form, signed
+// with authToken (Twilio's documented algorithm).
+func TwilioSignature(authToken, fullURL string, form url.Values) string {
+	keys := make([]string, 0, len(form))
+	for k := range form {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(fullURL)
+	for _, k := range keys {
+		vals := append([]string(nil), form[k]...)
+		sort.Strings(vals)
+		for _, v := range vals {
+			b.WriteString(k)
+			b.WriteString(v)
+		}
+	}
+	mac := hmac.New(sha1.New, []byte(authToken))
+	mac.Write([]byte(b.String()))
+	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// generic verifies a Standard Webhooks signature and takes herald's own event
+// objects (the fields of herald.record_delivery_events), which SQL checks.
+func (h *handler) generic(r *http.Request, body []byte) ([]event, int, error) {
+	if webhook.Verify(h.cfg.GenericSecrets, r.Header, body, h.cfg.Tolerance, time.Now()) != nil {
+		return nil, 0, errSignature
+	}
+	var evs []event
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&evs); err != nil {
+		return nil, 0, fmt.Errorf("the body must be a JSON array of events {event_id, message_id, provider_message_id, event, type, code, reason, at}: %v", err)
+	}
+	if len(evs) == 0 {
+		return nil, 0, errors.New("the body holds no event")
+	}
+	return evs, 0, nil
+}
+
+// fresh reports whether a Unix-seconds timestamp is within the tolerance of now.
+func (h *handler) fresh(ts string) bool {
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	d := time.Since(time.Unix(sec, 0))
+	return d <= h.cfg.Tolerance && d >= -h.cfg.Tolerance
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,167 @@
+-- herald.record_delivery_events(source, events, now) — record what providers report
+-- after 'sent'. events: a JSON array of 1 to 1,000 objects {event_id (the provider's,
+-- unique per source), message_id (herald's id, which the providers echo back),
+-- provider_message_id, event (delivered, deferred, bounced, complained, unsubscribed,
+-- undelivered), type (bounced: hard or soft), code, reason, at (default now)}.
+-- Each event is stored once (herald.delivery_events; a replay changes nothing twice)
+-- and matched by message_id, when the message exists and its stored provider id, if
+-- any, agrees (equal, or the prefix before a '.': SendGrid's sg_message_id). A
+-- matched event sets the message's outcome unless a graver one is there (deferred <
+-- delivered < undelivered, bounced < complained, unsubscribed; the later of equals),
+-- is appended to the log under its own name, and a hard bounce, a complaint or an
+-- unsubscribe adds the recipient to herald.suppressions. Returns the counts.
+-- Errors: 22V12 source; 22V18 events (COLUMN 'events' or 'events[i].<field>').
+-- Index: messages_pkey, delivery_events_once, suppressions_pkey. SECURITY DEFINER for
+-- herald_events. Locks: the messages and entries it changes.
+CREATE OR REPLACE FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamptz DEFAULT now())
+RETURNS TABLE (recorded integer, duplicates integer, unknown integer)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+  clock_ok boolean := herald._check_clock(now => record_delivery_events.now); -- first: a forged clock changes nothing
+  n integer;
+  i integer;
+  e jsonb;
+  p text;
+  k text;
+  v_new bigint[];
+  v_logged boolean;
+BEGIN
+  IF source IS NULL OR source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
+    PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
+  END IF;
+  IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 1000 THEN
+    PERFORM herald._reject(code => '22V18', field => 'events', message => 'must be a JSON array of 1 to 1000 event objects');
+  END IF;
+  n := jsonb_array_length(events);
+  FOR i IN 0 .. n - 1 LOOP
+    e := events -> i;
+    p := format('events[%s]', i);
+    IF jsonb_typeof(e) <> 'object' THEN
+      PERFORM herald._reject(code => '22V18', field => p, message => 'must be a JSON object');
+    END IF;
+    k := (SELECT min(f) FROM jsonb_object_keys(e) AS f
+          WHERE f NOT IN ('event_id', 'message_id', 'provider_message_id', 'event', 'type', 'code', 'reason', 'at'));
+    IF k IS NOT NULL THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.' || k, message => 'is not an event field',
+        hint => 'event_id, message_id, provider_message_id, event, type, code, reason, at');
+    END IF;
+    IF jsonb_typeof(e -> 'event_id') IS DISTINCT FROM 'string' OR length(e ->> 'event_id') NOT BETWEEN 1 AND 255 THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.event_id', message => 'must be a string of 1 to 255 characters');
+    END IF;
+    IF (e -> 'event') NOT IN ('"delivered"', '"deferred"', '"bounced"', '"complained"', '"unsubscribed"', '"undelivered"')
+       OR NOT e ? 'event' THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.event', message => 'must be one of the event names',
+        hint => 'delivered, deferred, bounced, complained, unsubscribed, undelivered');
+    END IF;
+    IF e ? 'message_id' AND (jsonb_typeof(e -> 'message_id') <> 'number' OR (e ->> 'message_id') !~ '^[0-9]{1,18}$') THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.message_id', message => 'must be a herald message id');
+    END IF;
+    FOREACH k IN ARRAY ARRAY['provider_message_id', 'code', 'reason'] LOOP
+      IF e ? k AND jsonb_typeof(e -> k) NOT IN ('string', 'null') THEN
+        PERFORM herald._reject(code => '22V18', field => p || '.' || k, message => 'must be a string');
+      END IF;
+    END LOOP;
+    IF length(e ->> 'code') > 64 OR length(e ->> 'provider_message_id') > 255 THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.' || CASE WHEN length(e ->> 'code') > 64 THEN 'code' ELSE 'provider_message_id' END,
+        message => 'is too long (code: 64, provider_message_id: 255 characters)');
+    END IF;
+    IF e ? 'type' AND ((e -> 'type') NOT IN ('"hard"', '"soft"') OR e ->> 'event' <> 'bounced') THEN
+      PERFORM herald._reject(code => '22V18', field => p || '.type', message => 'must be hard or soft, for a bounced event');
+    END IF;
+    IF e ? 'at' THEN
+      BEGIN
+        PERFORM (e ->> 'at')::timestamptz;
+      EXCEPTION WHEN data_exception THEN
+        PERFORM herald._reject(code => '22V18', field => p || '.at', message => 'must be a timestamp string');
+      END;
+    END IF;
+  END LOOP;
+
+  -- Store each event once, matched or not.
+  WITH input AS (
+    SELECT x ->> 'event_id' AS event_id, (x ->> 'message_id')::bigint AS message_id,
+           x ->> 'provider_message_id' AS provider_message_id, x ->> 'event' AS event,
+           CASE WHEN x ->> 'event' = 'bounced' THEN coalesce(x ->> 'type', 'hard') END AS type,
+           x ->> 'code' AS code, left(x ->> 'reason', 500) AS reason,
+           coalesce((x ->> 'at')::timestamptz, record_delivery_events.now) AS at
+    FROM jsonb_array_elements(events) AS x
+  ), stored AS (
+    INSERT INTO herald.delivery_events AS d (source, event_id, message_id, event, type, code, reason, at, received_at)
+    SELECT source, i.event_id, m.id, i.event, i.type, i.code, i.reason, i.at, record_delivery_events.now
+    FROM input i
+    LEFT JOIN herald.messages m
+      ON m.id = i.message_id
+     AND (i.provider_message_id IS NULL OR m.provider_message_id IS NULL OR i.provider_message_id = m.provider_message_id
+          OR starts_with(i.provider_message_id, m.provider_message_id || '.'))
+    ON CONFLICT ON CONSTRAINT delivery_events_once DO NOTHING
+    RETURNING d.id, d.message_id
+  )
+  SELECT count(*)::integer, count(*) FILTER (WHERE s.message_id IS NULL)::integer,
+         coalesce(array_agg(s.id) FILTER (WHERE s.message_id IS NOT NULL), '{}')
+  INTO recorded, unknown, v_new
+  FROM stored s;
+  duplicates := n - recorded;
+  recorded := recorded - unknown;
+
+  IF cardinality(v_new) > 0 THEN
+    -- The message's outcome: the gravest new event, unless a graver one is there.
+    WITH best AS (
+      SELECT DISTINCT ON (d.message_id) d.message_id, d.event, d.type, d.code, d.at,
+             herald._outcome_rank(outcome => d.event, outcome_type => d.type) AS rank
+      FROM herald.delivery_events d
+      WHERE d.id = ANY (v_new)
+      ORDER BY d.message_id, 6 DESC, d.at DESC
+    )
+    UPDATE herald.messages m
+    SET outcome = b.event, outcome_type = b.type, outcome_code = b.code, outcome_at = b.at
+    FROM best b
+    WHERE m.id = b.message_id
+      AND (m.outcome IS NULL
+           OR b.rank > herald._outcome_rank(outcome => m.outcome, outcome_type => m.outcome_type)
+           OR (b.rank = herald._outcome_rank(outcome => m.outcome, outcome_type => m.outcome_type) AND b.at >= m.outcome_at));
+
+    -- Receipts in the ordered log, one row per event name, in message id order.
+    WITH appended AS (
+      INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+      SELECT d.event, record_delivery_events.now, array_agg(m.id ORDER BY m.id, d.id), array_agg(m.channel ORDER BY m.id, d.id),
+             array_agg(herald._key_hash(m.ordering_key, m.recipient) ORDER BY m.id, d.id),
+             array_agg(jsonb_strip_nulls(jsonb_build_object('type', d.type, 'code', d.code, 'at', d.at, 'source', source))
+                       ORDER BY m.id, d.id)
+      FROM herald.delivery_events d
+      JOIN herald.messages m ON m.id = d.message_id
+      WHERE d.id = ANY (v_new)
+      GROUP BY d.event
+      RETURNING 1
+    )
+    SELECT count(*) > 0 INTO v_logged FROM appended;
+
+    -- Hard bounces, complaints and unsubscribes stop future sends.
+    INSERT INTO herald.suppressions AS s (kind, recipient, reason, source, created_at)
+    SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient))
+           c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient),
+           d.event, source, record_delivery_events.now
+    FROM herald.delivery_events d
+    JOIN herald.messages m ON m.id = d.message_id
+    JOIN herald.channels c ON c.name = m.channel
+    WHERE d.id = ANY (v_new)
+      AND ((d.event = 'bounced' AND d.type = 'hard') OR d.event IN ('complained', 'unsubscribed'))
+    ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient), d.id
+    ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING;
+
+    IF v_logged THEN
+      PERFORM herald._notify(ARRAY['herald_log']);
+    END IF;
+  END IF;
+  RETURN NEXT;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.record_delivery_events(text, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.record_delivery_events(text, jsonb, timestamptz) TO herald_events, herald_admin;
+COMMENT ON FUNCTION herald.record_delivery_events(text, jsonb, timestamptz) IS
+  'Record providers'' delivery events once each: outcomes, log receipts, suppressions of hard bounces, complaints and unsubscribes.';

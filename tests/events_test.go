@@ -1,0 +1,426 @@
+package tests
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/events"
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/email"
+	"github.com/herald/herald/runner/sender/sendgrid"
+	"github.com/herald/herald/runner/sender/webhook"
+	"github.com/herald/herald/tests/testdb"
+)
+
+// sentMessages enqueues n messages on channel (e-mail or SMS), claims them and
+// completes them with provider ids prefix+id, as a runner would; returns the ids.
+func sentMessages(t *testing.T, pool *pgxpool.Pool, channel, prefix string, recipients ...string) []int64 {
+	t.Helper()
+	payload := `{"subject":"s","text":"t"}`
+	if channel == "sms" {
+		payload = `{"text":"t"}`
+	}
+	var ids []int64
+	for _, r := range recipients {
+		ids = append(ids, scalar[int64](t, pool, `SELECT herald.enqueue($1, $2, $3::jsonb)`, channel, r, payload))
+	}
+	rows := scalar[[]int64](t, pool, `SELECT array_agg(lease_token) FROM herald.claim_batch('w', 100, channels => ARRAY[$1])`, channel)
+	if len(rows) != len(ids) {
+		t.Fatalf("claimed %d of %d", len(rows), len(ids))
+	}
+	pids := make([]string, len(ids))
+	for i, id := range ids {
+		pids[i] = prefix + strconv.FormatInt(id, 10)
+	}
+	mustExec(t, pool, `SELECT herald.complete($1::bigint[], (SELECT array_agg(lease_token ORDER BY id) FROM herald.messages WHERE id = ANY ($1)), $2)`, ids, pids)
+	return ids
+}
+
+type eventsResult struct {
+	Recorded, Duplicates, Unknown, Ignored int
+	Error, Field                           string
+}
+
+// outcome is a message's status and outcome, as herald.status shows them.
+func outcome(t *testing.T, pool *pgxpool.Pool, id int64) string {
+	t.Helper()
+	return scalar[string](t, pool, `SELECT status || ' ' || coalesce(outcome, '-') || ' ' || coalesce(outcome_type, '-') || ' ' ||
+		coalesce(outcome_code, '-') FROM herald.status($1)`, id)
+}
+
+// SendGrid's signed Event Webhook: each event kind moves its message to its outcome;
+// hard bounces, spam reports and unsubscribes suppress the recipient; a replay
+// changes nothing; a wrong key, a tampered body, an old timestamp and a malformed
+// batch get 401/400 and store nothing; unknown messages are counted and acknowledged.
+func TestSendGridEventWebhook(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('receipts', 1, 'latest')`)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	pub, err := events.ParseSendGridKey(base64.StdEncoding.EncodeToString(der))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	events.Register(mux, pool, events.Config{SendGridKey: pub})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	ids := sentMessages(t, pool, "email", "sgid-", "ana@example.com", "Bo@Example.com", "cy@example.com", "di@example.com", "ed@example.com", "fa@example.com")
+	ev := func(i int, kind, extra string) string {
+		return fmt.Sprintf(`{"email":"x@example.com","timestamp":%d,"event":%q,"sg_event_id":"ev-%d-%s","sg_message_id":"sgid-%d.filterdrecv-5d4","herald_id":"%d"%s}`,
+			time.Now().Unix(), kind, i, kind, ids[i], ids[i], extra)
+	}
+	batch := "[" + strings.Join([]string{
+		ev(0, "processed", ""), ev(0, "delivered", `,"response":"250 OK"`), ev(0, "open", ""),
+		ev(1, "bounce", `,"type":"bounce","status":"5.1.1","reason":"550 5.1.1 no such user"`),
+		ev(2, "bounce", `,"type":"blocked","status":"4.0.0","reason":"blocked for now"`),
+		ev(3, "spamreport", ""), ev(4, "unsubscribe", ""), ev(5, "dropped", `,"reason":"Bounced Address"`),
+		`{"event":"delivered","sg_event_id":"ev-unknown","sg_message_id":"nope.1","herald_id":"999999","timestamp":1}`,
+		fmt.Sprintf(`{"event":"delivered","sg_event_id":"ev-mismatch","sg_message_id":"other-id.1","herald_id":"%d","timestamp":1}`, ids[5]),
+	}, ",") + "]"
+	post := func(body string, signWith *ecdsa.PrivateKey, ts int64, sent string) (int, eventsResult) {
+		t.Helper()
+		tsText := strconv.FormatInt(ts, 10)
+		digest := sha256.Sum256([]byte(tsText + body))
+		sig, _ := ecdsa.SignASN1(rand.Reader, signWith, digest[:])
+		var res eventsResult
+		code := do(t, "POST", srv.URL+"/v1/events/sendgrid", "application/json", sent, map[string]string{
+			"X-Twilio-Email-Event-Webhook-Signature": base64.StdEncoding.EncodeToString(sig),
+			"X-Twilio-Email-Event-Webhook-Timestamp": tsText}, &res)
+		return code, res
+	}
+	stored := func() int64 { return scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`) }
+
+	// Attacks first: nothing may be stored.
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if code, _ := post(batch, other, time.Now().Unix(), batch); code != 401 {
+		t.Fatalf("signed with another key: %d", code)
+	}
+	if code, _ := post(batch, key, time.Now().Unix(), strings.Replace(batch, `"bounce"`, `"delivered"`, 1)); code != 401 {
+		t.Fatalf("tampered body: %d", code)
+	}
+	if code, _ := post(batch, key, time.Now().Add(-10*time.Minute).Unix(), batch); code != 401 {
+		t.Fatalf("a ten-minute-old timestamp: %d", code)
+	}
+	if code, _ := post("[{", key, time.Now().Unix(), "[{"); code != 400 {
+		t.Fatalf("malformed batch: %d", code)
+	}
+	if n := stored(); n != 0 {
+		t.Fatalf("%d events stored by refused requests", n)
+	}
+
+	code, res := post(batch, key, time.Now().Unix(), batch)
+	if code != 200 || res.Recorded != 6 || res.Unknown != 2 || res.Ignored != 2 || res.Duplicates != 0 {
+		t.Fatalf("batch: %d %+v", code, res)
+	}
+	for i, want := range []string{"sent delivered - -", "sent bounced hard 5.1.1", "sent bounced soft 4.0.0",
+		"sent complained - -", "sent unsubscribed - -", "sent undelivered - -"} {
+		if got := outcome(t, pool, ids[i]); got != want {
+			t.Errorf("message %d: %q, want %q", i, got, want)
+		}
+	}
+	sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient) FROM herald.suppressions`)
+	if sup != "bo@example.com:bounced:sendgrid di@example.com:complained:sendgrid ed@example.com:unsubscribed:sendgrid" {
+		t.Fatalf("suppressions: %s", sup)
+	}
+	kinds := scalar[string](t, pool, `SELECT string_agg(kind, ',' ORDER BY message_id, kind) FROM herald.log_read('receipts', 0, 100)
+		WHERE kind NOT IN ('accepted', 'sent')`)
+	if kinds != "delivered,bounced,bounced,complained,unsubscribed,undelivered" {
+		t.Fatalf("receipts in the log: %s", kinds)
+	}
+	mustExec(t, pool, `SELECT herald.log_ack('receipts', 0, (SELECT max("offset") FROM herald.log_read('receipts', 0, 100)))`)
+
+	// A replay changes nothing twice.
+	before := scalar[string](t, pool, `SELECT string_agg(outcome || outcome_at::text, ',' ORDER BY id) FROM herald.messages`)
+	code, res = post(batch, key, time.Now().Unix(), batch)
+	if code != 200 || res.Duplicates != 8 || res.Recorded != 0 || res.Unknown != 0 {
+		t.Fatalf("replay: %d %+v", code, res)
+	}
+	if after := scalar[string](t, pool, `SELECT string_agg(outcome || outcome_at::text, ',' ORDER BY id) FROM herald.messages`); after != before {
+		t.Fatalf("a replay changed outcomes")
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_read('receipts', 0, 100)`); n != 0 {
+		t.Fatalf("a replay appended %d log events", n)
+	}
+	// A lesser event after a graver one does not hide it: delivered after the complaint.
+	code, _ = post("["+ev(3, "delivered", "")+"]", key, time.Now().Unix(), "["+ev(3, "delivered", "")+"]")
+	if got := outcome(t, pool, ids[3]); code != 200 || got != "sent complained - -" {
+		t.Fatalf("delivered after complained: %d %s", code, got)
+	}
+}
+
+// Twilio's status callbacks: signed with the auth token over the callback URL (with
+// the herald_id the sender adds) and the sorted parameters; delivered and
+// undelivered (with Twilio's ErrorCode) are outcomes, queued and sent are not; a bad
+// signature is 401.
+func TestTwilioStatusCallbacks(t *testing.T) {
+	_, pool := setup(t)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	callback := srv.URL + "/v1/events/twilio"
+	events.Register(mux, pool, events.Config{TwilioAuthToken: "tw-token", TwilioURL: callback})
+	ids := sentMessages(t, pool, "sms", "SM", "+14155550100", "+14155550101")
+
+	post := func(id int64, status, errorCode, token string) (int, eventsResult) {
+		t.Helper()
+		u := fmt.Sprintf("%s?herald_id=%d", callback, id)
+		form := url.Values{"MessageSid": {fmt.Sprintf("SM%d", id)}, "MessageStatus": {status}, "AccountSid": {"AC0123"},
+			"To": {"+14155550100"}, "From": {"+15005550006"}, "ApiVersion": {"2010-04-01"}}
+		if errorCode != "" {
+			form.Set("ErrorCode", errorCode)
+		}
+		var res eventsResult
+		code := do(t, "POST", u, "application/x-www-form-urlencoded", form.Encode(),
+			map[string]string{"X-Twilio-Signature": events.TwilioSignature(token, u, form)}, &res)
+		return code, res
+	}
+	if code, _ := post(ids[0], "delivered", "", "wrong-token"); code != 401 {
+		t.Fatalf("bad signature: %d", code)
+	}
+	if code, res := post(ids[0], "sent", "", "tw-token"); code != 200 || res.Ignored != 1 || outcome(t, pool, ids[0]) != "sent - - -" {
+		t.Fatalf("sent: %d %+v", code, res)
+	}
+	if code, res := post(ids[0], "delivered", "", "tw-token"); code != 200 || res.Recorded != 1 {
+		t.Fatalf("delivered: %d %+v", code, res)
+	}
+	if code, res := post(ids[1], "undelivered", "30003", "tw-token"); code != 200 || res.Recorded != 1 {
+		t.Fatalf("undelivered: %d %+v", code, res)
+	}
+	if got := outcome(t, pool, ids[0]) + " / " + outcome(t, pool, ids[1]); got != "sent delivered - - / sent undelivered - 30003" {
+		t.Fatalf("outcomes: %s", got)
+	}
+	if code, res := post(ids[1], "undelivered", "30003", "tw-token"); code != 200 || res.Duplicates != 1 {
+		t.Fatalf("replayed callback: %d %+v", code, res)
+	}
+}
+
+// The generic endpoint: Standard Webhooks signature, herald's own event objects;
+// a bad field is 400 naming it and stores nothing.
+func TestGenericDeliveryEvents(t *testing.T) {
+	_, pool := setup(t)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a generic event secret, 32 bytes"))
+	mux := http.NewServeMux()
+	events.Register(mux, pool, events.Config{GenericSecrets: []string{secret}})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ids := sentMessages(t, pool, "email", "mta-", "ana@example.com")
+	key, _ := webhook.DecodeSecret(secret)
+	post := func(body string, k []byte) (int, eventsResult) {
+		ts := time.Now().Unix()
+		var res eventsResult
+		code := do(t, "POST", srv.URL+"/v1/events/generic", "application/json", body, map[string]string{
+			webhook.HeaderID: "evt_1", webhook.HeaderTimestamp: strconv.FormatInt(ts, 10),
+			webhook.HeaderSignature: webhook.Sign(k, "evt_1", ts, []byte(body))}, &res)
+		return code, res
+	}
+	good := fmt.Sprintf(`[{"event_id":"dsn-1","message_id":%d,"event":"bounced","type":"hard","code":"5.1.1","reason":"user unknown"}]`, ids[0])
+	if code, _ := post(good, []byte("another key, also thirty-two bytes!")); code != 401 {
+		t.Fatalf("wrong secret: %d", code)
+	}
+	if code, res := post(strings.Replace(good, `"hard"`, `"sticky"`, 1), key); code != 400 || res.Field != "events[0].type" {
+		t.Fatalf("bad type: %d %+v", code, res)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`); n != 0 {
+		t.Fatalf("%d events stored by refused requests", n)
+	}
+	if code, res := post(good, key); code != 200 || res.Recorded != 1 {
+		t.Fatalf("good: %d %+v", code, res)
+	}
+	if got := outcome(t, pool, ids[0]); got != "sent bounced hard 5.1.1" {
+		t.Fatalf("outcome: %s", got)
+	}
+	if !scalar[bool](t, pool, `SELECT herald.is_suppressed('email', 'ANA@example.com')`) {
+		t.Fatal("a hard bounce did not suppress the recipient")
+	}
+}
+
+// The suppression list: an entry stops the messages of its recipient at enqueue and
+// at claim (also when it arrives while a message waits), never fails the producer's
+// call, is case-insensitive for e-mail, may expire, and imports with COPY.
+func TestSuppressionList(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('audit', 1, 'latest')`)
+	if n := scalar[int32](t, pool, `SELECT herald.suppress('email', ARRAY['Ana@Example.com', 'ana@example.com'], 'unsubscribed')`); n != 1 {
+		t.Fatalf("suppress added %d", n)
+	}
+	a := enqueueEmail(t, pool, "ana@EXAMPLE.com")
+	b := enqueueEmail(t, pool, "bo@example.com")
+	if got := scalar[string](t, pool, `SELECT string_agg(status, ',' ORDER BY id) FROM herald.messages`); got != "suppressed,queued" {
+		t.Fatalf("at enqueue: %s", got)
+	}
+	// One waiting for its time when the suppression arrives.
+	c := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'cy@example.com', '{"subject":"s","text":"t"}', run_at => $1::timestamptz + interval '1 hour', now => $1)`, t0)
+	mustExec(t, pool, `SELECT herald.suppress('email', ARRAY['cy@example.com'])`)
+	got := claim(t, pool, 10, t0.Add(2*time.Hour))
+	if len(got) != 1 || got[0].ID != b {
+		t.Fatalf("claim handed out %+v, want only %d", got, b)
+	}
+	if s := scalar[string](t, pool, `SELECT status || ' ' || (finished_at IS NOT NULL)::text FROM herald.messages WHERE id = $1`, c); s != "suppressed true" {
+		t.Fatalf("waiting message: %s", s)
+	}
+	suppressed := scalar[[]int64](t, pool, `SELECT array_agg(message_id ORDER BY message_id) FROM herald.log_read('audit', 0, 100) WHERE kind = 'suppressed'`)
+	if len(suppressed) != 2 || suppressed[0] != a || suppressed[1] != c {
+		t.Fatalf("suppressed events for %v, want %d and %d", suppressed, a, c)
+	}
+	// A producer may ask, not change the list.
+	producer := loginPool(t, pool, "suppression_producer", "herald_producer")
+	if !scalar[bool](t, producer, `SELECT herald.is_suppressed('email', 'CY@example.com')`) ||
+		scalar[bool](t, producer, `SELECT herald.is_suppressed('email', 'bo@example.com')`) {
+		t.Fatal("is_suppressed answers wrong")
+	}
+	_, err := producer.Exec(ctx, `SELECT herald.suppress('email', ARRAY['bo@example.com'])`)
+	wantPgError(t, err, "42501", "")
+	// An expired entry no longer applies; unsuppress removes one.
+	mustExec(t, pool, `SELECT herald.suppress('email', ARRAY['bo@example.com'], expires_at => now() - interval '1 second')`)
+	mustExec(t, pool, `SELECT herald.unsuppress('email', ARRAY['ANA@example.com'])`)
+	for _, to := range []string{"bo@example.com", "ana@example.com"} {
+		id := scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t"}')`, to)
+		if s := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, id); s != "queued" {
+			t.Fatalf("%s after its entry expired or went: %s", to, s)
+		}
+	}
+	// COPY: mixed case is stored normalised.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Conn().PgConn().CopyFrom(ctx, strings.NewReader("email\tDi@Example.COM\tbounced\timport\nsms\t+14155550199\tunsubscribed\timport\n"),
+		`COPY herald.suppressions (kind, recipient, reason, source) FROM STDIN`); err != nil {
+		t.Fatal(err)
+	}
+	if !scalar[bool](t, pool, `SELECT herald.is_suppressed('email', 'di@example.com') AND herald.is_suppressed('sms', '+14155550199')`) {
+		t.Fatal("COPYed entries do not apply")
+	}
+	_, err = pool.Exec(ctx, `SELECT herald.suppress('fax', ARRAY['x'])`)
+	wantPgError(t, err, "22V12", "kind")
+}
+
+// End to end with a real runner, a SendGrid sender and signed events: a hard bounce
+// suppresses the recipient and the next message to it ends suppressed with no request
+// to the provider; an unsubscribe that arrives while a message waits stops it; a
+// message that expires behind a paused channel is never sent and its event is in the
+// log.
+func TestBouncesUnsubscribesAndExpiryStopSends(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('audit', 1, 'latest')`)
+	prov := &revocableProvider{}
+	provider := httptest.NewServer(prov)
+	t.Cleanup(provider.Close)
+	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: provider.URL, Defaults: email.Defaults{From: "noreply@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": sg}, PollInterval: 50 * time.Millisecond,
+		ReapInterval: 50 * time.Millisecond})
+	send := func(to string, extra string) int64 {
+		return scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t"}'`+extra+`)`, to)
+	}
+	status := func(id int64) string {
+		return scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, id)
+	}
+	waitFor := func(id int64, want string) {
+		t.Helper()
+		eventually(t, 20*time.Second, fmt.Sprintf("message %d %s", id, want), func() bool { return status(id) == want })
+	}
+	record := func(id int64, event string) {
+		mustExec(t, pool, `SELECT herald.record_delivery_events('generic', jsonb_build_array(jsonb_build_object(
+			'event_id', $2::text || '-' || $1::bigint, 'message_id', $1::bigint, 'event', $2::text)))`, id, event)
+	}
+
+	bounced := send("bo@example.com", "")
+	waitFor(bounced, "sent")
+	record(bounced, "bounced") // type defaults to hard
+	again := send("Bo@Example.com", "")
+	if s := status(again); s != "suppressed" {
+		t.Fatalf("after a hard bounce: %s", s)
+	}
+
+	cy := send("cy@example.com", "")
+	waitFor(cy, "sent")
+	waiting := send("cy@example.com", ", run_at => now() + interval '1 second'")
+	record(cy, "unsubscribed")
+	waitFor(waiting, "suppressed")
+
+	mustExec(t, pool, `SELECT herald.pause_channel('email', 'test: hold the queue')`)
+	late := send("di@example.com", ", expires_at => now() + interval '300 milliseconds'")
+	waitFor(late, "expired")
+	mustExec(t, pool, `SELECT herald.resume_channel('email')`)
+	marker := send("ed@example.com", "")
+	waitFor(marker, "sent")
+	if n := prov.sends.Load(); n != 3 {
+		t.Fatalf("the provider got %d sends, want 3 (bo, cy, ed)", n)
+	}
+	kinds := scalar[string](t, pool, `SELECT string_agg(kind || ':' || message_id, ',' ORDER BY "offset")
+		FROM herald.log_read('audit', 0, 1000) WHERE kind IN ('bounced', 'unsubscribed', 'suppressed', 'expired')`)
+	want := fmt.Sprintf("bounced:%d,suppressed:%d,unsubscribed:%d,suppressed:%d,expired:%d", bounced, again, cy, waiting, late)
+	if kinds != want {
+		t.Fatalf("log: %s, want %s", kinds, want)
+	}
+}
+
+// examples/events/sendgrid.sh and twilio.sh, the scripts docs/operations.md gives for
+// trying the endpoints by hand, sign as the providers do: herald accepts what they
+// post.
+func TestEventScriptsSignAsProviders(t *testing.T) {
+	_, pool := setup(t)
+	dir := t.TempDir()
+	script := func(name string, env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(testdb.RepoRoot(), "examples", "events", name), args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	pubKey := script("sendgrid.sh", nil, "keygen")
+	key, err := events.ParseSendGridKey(pubKey)
+	if err != nil {
+		t.Fatalf("the key sendgrid.sh printed: %v", err)
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	events.Register(mux, pool, events.Config{SendGridKey: key, TwilioAuthToken: "tw-token", TwilioURL: srv.URL + "/v1/events/twilio"})
+	mail := sentMessages(t, pool, "email", "sg-", "ana@example.com")
+	sms := sentMessages(t, pool, "sms", "SM", "+14155550100")
+
+	batch := filepath.Join(dir, "batch.json")
+	os.WriteFile(batch, []byte(fmt.Sprintf(`[{"event":"delivered","sg_event_id":"by-hand-1","sg_message_id":"sg-%d.x","herald_id":"%d","timestamp":%d}]`,
+		mail[0], mail[0], time.Now().Unix())), 0o644)
+	if out := script("sendgrid.sh", nil, srv.URL+"/v1/events/sendgrid", batch); !strings.Contains(out, `"recorded":1`) {
+		t.Fatalf("sendgrid.sh: %s", out)
+	}
+	out := script("twilio.sh", []string{"TWILIO_AUTH_TOKEN=tw-token"}, fmt.Sprintf("%s/v1/events/twilio?herald_id=%d", srv.URL, sms[0]),
+		fmt.Sprintf("MessageSid=SM%d", sms[0]), "MessageStatus=undelivered", "ErrorCode=30003", "To=+14155550100")
+	if !strings.Contains(out, `"recorded":1`) {
+		t.Fatalf("twilio.sh: %s", out)
+	}
+	if got := outcome(t, pool, mail[0]) + " / " + outcome(t, pool, sms[0]); got != "sent delivered - - / sent undelivered - 30003" {
+		t.Fatalf("outcomes: %s", got)
+	}
+}
