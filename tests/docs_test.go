@@ -35,6 +35,9 @@ func TestWalkthroughRunsAsWritten(t *testing.T) {
 	script := strings.Join(blocks, "\n") + `
 SELECT 'final ' || string_agg(kind, ',' ORDER BY "offset") FROM herald.log;
 SELECT 'otp ' || status || ' ' || attempts FROM herald.status(:otp);
+SELECT 'again ' || status FROM herald.status(:again);
+SELECT 'ana ' || status || ' ' || outcome FROM herald.status(:ana);
+SELECT 'suppressed ' || kind || ' ' || recipient || ' ' || reason FROM herald.suppressions;
 SELECT 'lag ' || lag FROM herald.consumer_lag WHERE group_name = 'walkthrough';
 `
 	out, err := psql(t, testdb.New(t), script)
@@ -42,7 +45,10 @@ SELECT 'lag ' || lag FROM herald.consumer_lag WHERE group_name = 'walkthrough';
 		t.Fatalf("the walkthrough failed: %v\n%s", err, out)
 	}
 	for _, want := range []string{
-		"final accepted,accepted,accepted,sent,dead,cancelled",
+		"final accepted,accepted,accepted,sent,dead,cancelled,delivered,complained,accepted,suppressed",
+		"again suppressed",
+		"ana sent complained",
+		"suppressed email ana@example.com complained",
 		"otp queued 1",
 		"lag 0",
 		`{"attempts": 1, "provider_message_id": "provider-id-1"}`,
