@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/herald/herald/runner"
 	"github.com/herald/herald/runner/events"
+	"github.com/herald/herald/runner/intake"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/sendgrid"
@@ -251,6 +253,18 @@ func TestGenericDeliveryEvents(t *testing.T) {
 	}
 	if !scalar[bool](t, pool, `SELECT herald.is_suppressed('email', 'ANA@example.com')`) {
 		t.Fatal("a hard bounce did not suppress the recipient")
+	}
+	// The outcome over HTTP (GET /v1/messages/{id} answers intake.GetStatus) and in
+	// the CLI.
+	st, err := intake.GetStatus(t.Context(), pool, ids[0])
+	if err != nil || st.Outcome == nil || *st.Outcome != "bounced" || *st.OutcomeType != "hard" || *st.OutcomeCode != "5.1.1" {
+		t.Fatalf("GetStatus: %+v %v", st, err)
+	}
+	cmd := exec.Command(buildHerald(t), "status", strconv.FormatInt(ids[0], 10))
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+pool.Config().ConnString())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`outcome\s+bounced\n`).Match(out) || !regexp.MustCompile(`outcome_code\s+5\.1\.1\n`).Match(out) {
+		t.Fatalf("herald status: %v\n%s", err, out)
 	}
 }
 
