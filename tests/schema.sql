@@ -1474,6 +1474,9 @@ DECLARE
   v_channels text[];
   v_kinds text[];
   v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
+  v_limited boolean;
+  v_rl_channels text[];
+  v_avail double precision[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -1490,11 +1493,35 @@ BEGIN
   -- claim finds the mark.
   PERFORM herald._listening('herald_queue');
 
-  SELECT array_agg(c.name), array_agg(c.kind) INTO v_channels, v_kinds
+  SELECT array_agg(c.name), array_agg(c.kind), bool_or(c.rate IS NOT NULL) INTO v_channels, v_kinds, v_limited
   FROM herald.channels c
   WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
   IF v_channels IS NULL THEN
     RETURN;
+  END IF;
+
+  IF v_limited THEN
+    -- The buckets of the rate-limited channels: made on first use, locked in name
+    -- order (no deadlock between claims of overlapping channels), refilled.
+    INSERT INTO herald.rate_buckets (channel, tokens, refilled_at)
+    SELECT c.name, coalesce(c.burst, greatest(1, ceil(c.rate)))::double precision, claim_batch.now
+    FROM herald.channels c
+    WHERE c.name = ANY (v_channels) AND c.rate IS NOT NULL
+    ON CONFLICT (channel) DO NOTHING;
+    PERFORM FROM herald.rate_buckets b WHERE b.channel = ANY (v_channels) ORDER BY b.channel FOR UPDATE;
+    SELECT array_agg(b.channel), array_agg(least(coalesce(c.burst, greatest(1, ceil(c.rate))),
+                      b.tokens + c.rate * greatest(0, extract(epoch FROM claim_batch.now - b.refilled_at))))
+    INTO v_rl_channels, v_avail
+    FROM herald.rate_buckets b
+    JOIN herald.channels c ON c.name = b.channel
+    WHERE b.channel = ANY (v_channels) AND c.rate IS NOT NULL;
+    -- A channel without a whole token is not claimed from this time.
+    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i) INTO v_channels, v_kinds
+    FROM unnest(v_channels, v_kinds) WITH ORDINALITY AS x (name, kind, i)
+    WHERE coalesce(v_avail[array_position(v_rl_channels, x.name)] >= 1, true);
+    IF v_channels IS NULL THEN
+      RETURN;
+    END IF;
   END IF;
 
   v_token := nextval('herald.lease_token_seq');
@@ -1522,6 +1549,14 @@ BEGIN
     WHERE v_suppressing
       AND herald._suppressed(kind => v_kinds[array_position(v_channels, x.channel)], recipient => x.recipient,
                              now => claim_batch.now)
+  ), over_rate AS (
+    SELECT q.id
+    FROM (SELECT r.id, x.channel,
+                 row_number() OVER (PARTITION BY x.channel ORDER BY x.priority, x.run_at, x.id) AS n
+          FROM ready r
+          JOIN herald.messages x ON x.id = r.id
+          WHERE v_limited AND x.channel = ANY (v_rl_channels)) AS q
+    WHERE q.n > floor(v_avail[array_position(v_rl_channels, q.channel)])
   ), suppressed AS (
     UPDATE herald.messages m
     SET status = 'suppressed', finished_at = claim_batch.now
@@ -1544,9 +1579,15 @@ BEGIN
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
-    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b EXCEPT ALL SELECT o.id FROM over_rate o))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
+  ), spent AS (
+    UPDATE herald.rate_buckets b
+    SET tokens = v_avail[array_position(v_rl_channels, b.channel)] - k.n,
+        refilled_at = greatest(b.refilled_at, claim_batch.now)
+    FROM (SELECT c.channel, count(*) AS n FROM claimed c GROUP BY c.channel) AS k
+    WHERE v_limited AND b.channel = k.channel AND b.channel = ANY (v_rl_channels)
   )
   SELECT c.id, c.channel, c.recipient, c.payload, c.metadata, c.attempts,
          c.lease_token, c.lease_expires_at, c.expires_at
@@ -2818,17 +2859,21 @@ CREATE TABLE herald.channels (
     lease interval DEFAULT '00:00:30'::interval NOT NULL,
     max_payload_bytes integer DEFAULT 65536 NOT NULL,
     ttl interval DEFAULT '5 days'::interval NOT NULL,
+    rate double precision,
+    burst integer,
     paused boolean DEFAULT false NOT NULL,
     paused_reason text,
     paused_at timestamp with time zone,
     paused_by text,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
+    CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
     CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
     CONSTRAINT channels_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
     CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
     CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
+    CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
     CONSTRAINT channels_ttl_range CHECK (((ttl >= '00:00:01'::interval) AND (ttl <= '1 year'::interval)))
 )
 WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
@@ -2846,6 +2891,20 @@ COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kin
 --
 
 COMMENT ON COLUMN herald.channels.ttl IS 'Time-to-live of a message once due: not sent by run_at + ttl, it ends expired (a producer''s expires_at may only shorten it).';
+
+
+--
+-- Name: COLUMN channels.rate; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.rate IS 'Messages per second all runners together may claim (claim_batch enforces it, herald.rate_buckets); NULL: no limit.';
+
+
+--
+-- Name: COLUMN channels.burst; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.burst IS 'How many messages the rate lets out at once after a quiet spell; NULL: one second''s worth (at least 1).';
 
 
 --
@@ -3437,6 +3496,25 @@ COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, r
 
 
 --
+-- Name: rate_buckets; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.rate_buckets (
+    channel text NOT NULL,
+    tokens double precision NOT NULL,
+    refilled_at timestamp with time zone NOT NULL
+)
+WITH (fillfactor='50');
+
+
+--
+-- Name: TABLE rate_buckets; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.rate_buckets IS 'Per-channel token buckets behind herald.channels.rate, shared by every runner (claim_batch).';
+
+
+--
 -- Name: suppressions; Type: TABLE; Schema: herald; Owner: -
 --
 
@@ -3587,6 +3665,14 @@ ALTER TABLE ONLY herald.messages
 
 
 --
+-- Name: rate_buckets rate_buckets_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.rate_buckets
+    ADD CONSTRAINT rate_buckets_pkey PRIMARY KEY (channel);
+
+
+--
 -- Name: suppressions suppressions_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
 --
 
@@ -3700,6 +3786,14 @@ ALTER TABLE ONLY herald.consumer_dead_letters
 
 ALTER TABLE ONLY herald.consumer_offsets
     ADD CONSTRAINT consumer_offsets_group_name_fkey FOREIGN KEY (group_name) REFERENCES herald.consumer_groups(name) ON DELETE CASCADE;
+
+
+--
+-- Name: rate_buckets rate_buckets_channel_fkey; Type: FK CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.rate_buckets
+    ADD CONSTRAINT rate_buckets_channel_fkey FOREIGN KEY (channel) REFERENCES herald.channels(name) ON UPDATE CASCADE ON DELETE CASCADE;
 
 
 --
@@ -4389,6 +4483,13 @@ GRANT SELECT ON TABLE herald.queue_depth TO herald_admin;
 
 GRANT SELECT ON TABLE herald.queue_stats TO herald_worker;
 GRANT SELECT ON TABLE herald.queue_stats TO herald_admin;
+
+
+--
+-- Name: TABLE rate_buckets; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.rate_buckets TO herald_admin;
 
 
 --

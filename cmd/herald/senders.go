@@ -77,9 +77,6 @@ func buildSenders(ev *environ, specs senderSpecs) (map[string]sender.Sender, fun
 	return senders, closeAll, nil
 }
 
-// Default client-side rates, in sends per second (HERALD_<PROVIDER>_RATE; 0 = none).
-var defaultRates = map[string]float64{"smtp": 50, "sendgrid": 100, "twilio": 10, "webhook": 50}
-
 // buildSender turns a channel's spec into a Sender:
 //
 //	sink:-          one JSON line per delivery on standard output
@@ -87,7 +84,9 @@ var defaultRates = map[string]float64{"smtp": 50, "sendgrid": 100, "twilio": 10,
 //	noop            accept and drop (benchmarks)
 //	noop:DURATION   accept and drop after DURATION (a slow provider, for tests)
 //	smtp, sendgrid, twilio, webhook   the providers, configured by HERALD_<PROVIDER>_*
-//	                (docs/operations.md, "Providers"), wrapped in an adaptive rate limiter
+//	                (docs/operations.md, "Providers"); with HERALD_<PROVIDER>_RATE, behind
+//	                this runner's adaptive limiter (the limit shared by all runners is
+//	                the channel's rate, in SQL)
 func buildSender(ev *environ, channel, spec string) (sender.Sender, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
 	switch kind {
@@ -117,7 +116,7 @@ func buildSender(ev *environ, channel, spec string) (sender.Sender, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sender %s: %w", kind, err)
 		}
-		if perSecond := ev.number(prefix+"RATE", defaultRates[kind]); ev.err() != nil {
+		if perSecond := ev.number(prefix+"RATE", 0); ev.err() != nil {
 			return nil, ev.err()
 		} else if perSecond > 0 {
 			return ratelimit.New(s, perSecond, max(1, int(perSecond))), nil

@@ -1,19 +1,16 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
--- messages to `worker`, in (priority, run_at, id) order. Ready: queued, run_at <= now
--- < expires_at, channel in `channels` (NULL = all) and not paused, no earlier message
--- with the same ordering_key queued or processing (past expires_at: left to
--- herald.reap_stale, which ends it expired). A runner must not send a claimed message
--- at or after its expires_at (it reports it failed; herald.fail ends it expired).
--- A selected message whose recipient is suppressed now (herald._suppressed; looked up
--- only when herald.suppressions has a row) ends 'suppressed' with its log event and is
--- not returned: a call may return fewer rows than it selected. Claimed rows become processing with attempts + 1,
--- lease_expires_at = now + lease (NULL: the channel's) and one new lease_token for the
--- call, the fencing token complete/fail/extend_lease must present.
--- One statement: a CTE selects up to batch_size rows FOR UPDATE SKIP LOCKED, then
--- UPDATE … RETURNING. It first sets the herald_queue notify clock to 0 (_listening).
--- Index: messages_claim_idx in order to the LIMIT; messages_ordering_key_idx;
--- messages_pkey for the UPDATE. Locks: the claimed rows until the transaction ends
--- (call it in autocommit; never hold it open during a send).
+-- messages to `worker` in (priority, run_at, id) order: queued, run_at <= now <
+-- expires_at, channel in `channels` (NULL = all), not paused and within its rate, no
+-- earlier message of its ordering_key queued or processing. They become processing,
+-- attempts + 1, lease_expires_at = now + lease (NULL: the channel's), under one new
+-- lease_token (the fencing token of complete/fail/extend_lease). A selected message
+-- whose recipient is suppressed ends 'suppressed' instead (a log event), so a call may
+-- return fewer rows than it selected. A rate-limited channel gives out at most the
+-- whole tokens of its herald.rate_buckets row (refilled at rate/s, up to burst), for
+-- all runners together. docs/sql.md has the rest (expiry, sending deadlines).
+-- Index: messages_claim_idx to the LIMIT; messages_ordering_key_idx; messages_pkey.
+-- Locks: the claimed rows, and the rate buckets of rate-limited channels (their claims
+-- take turns), until the transaction ends: call it in autocommit, never during a send.
 -- Errors: 22V12 worker (empty, over 200 characters), batch_size (1..10,000), lease
 -- (1 second..1 day). SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
@@ -45,6 +42,9 @@ DECLARE
   v_channels text[];
   v_kinds text[];
   v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
+  v_limited boolean;
+  v_rl_channels text[];
+  v_avail double precision[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -61,11 +61,35 @@ BEGIN
   -- claim finds the mark.
   PERFORM herald._listening('herald_queue');
 
-  SELECT array_agg(c.name), array_agg(c.kind) INTO v_channels, v_kinds
+  SELECT array_agg(c.name), array_agg(c.kind), bool_or(c.rate IS NOT NULL) INTO v_channels, v_kinds, v_limited
   FROM herald.channels c
   WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
   IF v_channels IS NULL THEN
     RETURN;
+  END IF;
+
+  IF v_limited THEN
+    -- The buckets of the rate-limited channels: made on first use, locked in name
+    -- order (no deadlock between claims of overlapping channels), refilled.
+    INSERT INTO herald.rate_buckets (channel, tokens, refilled_at)
+    SELECT c.name, coalesce(c.burst, greatest(1, ceil(c.rate)))::double precision, claim_batch.now
+    FROM herald.channels c
+    WHERE c.name = ANY (v_channels) AND c.rate IS NOT NULL
+    ON CONFLICT (channel) DO NOTHING;
+    PERFORM FROM herald.rate_buckets b WHERE b.channel = ANY (v_channels) ORDER BY b.channel FOR UPDATE;
+    SELECT array_agg(b.channel), array_agg(least(coalesce(c.burst, greatest(1, ceil(c.rate))),
+                      b.tokens + c.rate * greatest(0, extract(epoch FROM claim_batch.now - b.refilled_at))))
+    INTO v_rl_channels, v_avail
+    FROM herald.rate_buckets b
+    JOIN herald.channels c ON c.name = b.channel
+    WHERE b.channel = ANY (v_channels) AND c.rate IS NOT NULL;
+    -- A channel without a whole token is not claimed from this time.
+    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i) INTO v_channels, v_kinds
+    FROM unnest(v_channels, v_kinds) WITH ORDINALITY AS x (name, kind, i)
+    WHERE coalesce(v_avail[array_position(v_rl_channels, x.name)] >= 1, true);
+    IF v_channels IS NULL THEN
+      RETURN;
+    END IF;
   END IF;
 
   v_token := nextval('herald.lease_token_seq');
@@ -93,6 +117,14 @@ BEGIN
     WHERE v_suppressing
       AND herald._suppressed(kind => v_kinds[array_position(v_channels, x.channel)], recipient => x.recipient,
                              now => claim_batch.now)
+  ), over_rate AS (
+    SELECT q.id
+    FROM (SELECT r.id, x.channel,
+                 row_number() OVER (PARTITION BY x.channel ORDER BY x.priority, x.run_at, x.id) AS n
+          FROM ready r
+          JOIN herald.messages x ON x.id = r.id
+          WHERE v_limited AND x.channel = ANY (v_rl_channels)) AS q
+    WHERE q.n > floor(v_avail[array_position(v_rl_channels, q.channel)])
   ), suppressed AS (
     UPDATE herald.messages m
     SET status = 'suppressed', finished_at = claim_batch.now
@@ -115,9 +147,15 @@ BEGIN
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
-    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b EXCEPT ALL SELECT o.id FROM over_rate o))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
+  ), spent AS (
+    UPDATE herald.rate_buckets b
+    SET tokens = v_avail[array_position(v_rl_channels, b.channel)] - k.n,
+        refilled_at = greatest(b.refilled_at, claim_batch.now)
+    FROM (SELECT c.channel, count(*) AS n FROM claimed c GROUP BY c.channel) AS k
+    WHERE v_limited AND b.channel = k.channel AND b.channel = ANY (v_rl_channels)
   )
   SELECT c.id, c.channel, c.recipient, c.payload, c.metadata, c.attempts,
          c.lease_token, c.lease_expires_at, c.expires_at

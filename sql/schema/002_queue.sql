@@ -28,6 +28,8 @@ CREATE TABLE herald.channels (
   lease             interval NOT NULL DEFAULT '30 seconds',
   max_payload_bytes integer NOT NULL DEFAULT 65536,
   ttl               interval NOT NULL DEFAULT '5 days',
+  rate              double precision,
+  burst             integer,
   paused            boolean NOT NULL DEFAULT false,
   paused_reason     text,
   paused_at         timestamptz,
@@ -39,11 +41,15 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_lease_range CHECK (lease BETWEEN '1 second' AND '1 day'),
   CONSTRAINT channels_max_payload_range CHECK (max_payload_bytes BETWEEN 64 AND 1048576),
   CONSTRAINT channels_ttl_range CHECK (ttl BETWEEN '1 second' AND '1 year'),
+  CONSTRAINT channels_rate_positive CHECK (rate > 0 AND rate <= 1000000),
+  CONSTRAINT channels_burst_positive CHECK (burst BETWEEN 1 AND 1000000),
   CONSTRAINT channels_paused_by_known CHECK (paused_by IN ('operator', 'runner'))
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
 COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
 COMMENT ON COLUMN herald.channels.ttl IS 'Time-to-live of a message once due: not sent by run_at + ttl, it ends expired (a producer''s expires_at may only shorten it).';
+COMMENT ON COLUMN herald.channels.rate IS 'Messages per second all runners together may claim (claim_batch enforces it, herald.rate_buckets); NULL: no limit.';
+COMMENT ON COLUMN herald.channels.burst IS 'How many messages the rate lets out at once after a quiet spell; NULL: one second''s worth (at least 1).';
 COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, for operators (the console shows it); set with paused.';
 COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
 COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
@@ -159,6 +165,17 @@ CREATE TABLE herald.installed_code (
   CONSTRAINT installed_code_singleton CHECK (singleton)
 );
 COMMENT ON TABLE herald.installed_code IS 'Hash of the installed functions, views and triggers; NULL when installed by hand.';
+
+-- The token bucket of each channel with a rate: claim_batch locks the row, refills it
+-- for the time since refilled_at (up to the burst), claims at most the whole tokens
+-- and takes them out. One row per rate-limited channel, made by the first claim;
+-- updated in place (HOT: no index on its columns but the key).
+CREATE TABLE herald.rate_buckets (
+  channel     text PRIMARY KEY REFERENCES herald.channels (name) ON DELETE CASCADE ON UPDATE CASCADE,
+  tokens      double precision NOT NULL,
+  refilled_at timestamptz NOT NULL
+) WITH (fillfactor = 50);
+COMMENT ON TABLE herald.rate_buckets IS 'Per-channel token buckets behind herald.channels.rate, shared by every runner (claim_batch).';
 
 -- Recipients not to send to: hard bounces, spam complaints and unsubscribes (added by
 -- herald.record_delivery_events), and lists an operator imports (herald.suppress, or
