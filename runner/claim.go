@@ -62,13 +62,16 @@ func (r *Runner) waitForWork(ctx context.Context, poll, deafPoll *time.Ticker, t
 	}
 }
 
-func (r *Runner) free() int { return r.cfg.Concurrency - int(r.busy.Load()) }
+func (r *Runner) free() int { return r.conc.current() - int(r.busy.Load()) }
 
 // claim takes up to min(batch size, free slots) messages and starts their sends. It
 // reports whether it got as many as it asked for.
 func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	n := min(r.cfg.BatchSize, r.free())
 	if n <= 0 || ctx.Err() != nil {
+		if n <= 0 {
+			r.conc.saturate() // every slot busy: the limit is what holds the runner back
+		}
 		return true, nil
 	}
 	start := time.Now()
@@ -127,6 +130,9 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 		r.m.claimed.WithLabelValues(ch).Add(float64(k))
 	}
 	r.start(sendCtx, fl)
+	if len(fl) == n && n < r.cfg.BatchSize {
+		r.conc.saturate() // there was more to take than free slots
+	}
 	return len(fl) == n, nil
 }
 

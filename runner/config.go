@@ -20,9 +20,17 @@ type Config struct {
 	// BatchSize is the most messages one claim_batch call takes (default 100), and
 	// the most results one complete/fail call reports.
 	BatchSize int
-	// Concurrency is how many sends run at once (default 16). A claim never takes
-	// more messages than there are free send slots.
+	// Concurrency is the most sends that run at once (default 512). Unless
+	// FixedConcurrency is set, the runner adapts its limit below it to the provider:
+	// from ConcurrencyStart it grows while latency holds and the provider does not
+	// push back, and shrinks on 429s, timeouts and rising latency (runner/adaptive.go).
+	// A claim never takes more messages than there are free send slots under the
+	// limit, nor more than BatchSize.
 	Concurrency int
+	// ConcurrencyStart is the adaptive limit's first value (default 16).
+	ConcurrencyStart int
+	// FixedConcurrency keeps the limit at Concurrency.
+	FixedConcurrency bool
 	// Lease is the lease asked of claim_batch (default 30s). A send still running
 	// when half of it is left gets it extended.
 	Lease time.Duration
@@ -68,7 +76,7 @@ type Config struct {
 // Defaults of Config, printed by `herald run --help`.
 const (
 	DefaultBatchSize    = 100
-	DefaultConcurrency  = 16
+	DefaultConcurrency  = 512
 	DefaultLease        = 30 * time.Second
 	DefaultPollInterval = time.Second
 	// DefaultDeafPollInterval is Config.DeafPollInterval's default.
@@ -79,6 +87,8 @@ const (
 	DefaultStatsInterval    = 15 * time.Second
 	DefaultNotifyWindow     = 10 * time.Millisecond
 	DefaultCheckTimeout     = 15 * time.Second
+	// DefaultConcurrencyStart is Config.ConcurrencyStart's default.
+	DefaultConcurrencyStart = 16
 	DefaultProbeInterval    = time.Minute
 )
 
@@ -101,6 +111,9 @@ func (c *Config) setDefaults() error {
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
 	}
+	if c.ConcurrencyStart == 0 {
+		c.ConcurrencyStart = min(DefaultConcurrencyStart, c.Concurrency)
+	}
 	set(&c.Lease, DefaultLease)
 	set(&c.PollInterval, DefaultPollInterval)
 	set(&c.DeafPollInterval, DefaultDeafPollInterval)
@@ -122,6 +135,8 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("runner: batch size %d is outside 1..10000", c.BatchSize)
 	case c.Concurrency < 1:
 		return fmt.Errorf("runner: concurrency %d must be at least 1", c.Concurrency)
+	case c.ConcurrencyStart < 1 || c.ConcurrencyStart > c.Concurrency:
+		return fmt.Errorf("runner: concurrency start %d is outside 1..%d (the maximum)", c.ConcurrencyStart, c.Concurrency)
 	case c.Lease < time.Second || c.Lease > 24*time.Hour:
 		return fmt.Errorf("runner: lease %s is outside 1s..24h", c.Lease)
 	case c.StartCheck != StartCheckPause && c.StartCheck != StartCheckRefuse && c.StartCheck != StartCheckOff:

@@ -22,6 +22,7 @@ type instruments struct {
 	notifications prometheus.Counter
 	listenerUp    prometheus.Gauge
 	inflight      prometheus.Gauge
+	concurrency   prometheus.Gauge
 	queueDepth    *prometheus.GaugeVec
 	paused        *prometheus.GaugeVec
 	sendSeconds   *prometheus.HistogramVec
@@ -63,6 +64,7 @@ func newInstruments() *instruments {
 		notifications: counter("herald_notifications_total", "NOTIFY herald_queue received."),
 		listenerUp:    gauge("herald_listener_connected", "1 while the LISTEN connection is up."),
 		inflight:      gauge("herald_inflight_messages", "Messages claimed and not yet reported."),
+		concurrency:   gauge("herald_concurrency_limit", "Sends this runner lets run at once now (adaptive unless fixed)."),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
 			Help: "Messages queued and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_channel_paused",

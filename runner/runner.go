@@ -50,6 +50,7 @@ type Runner struct {
 	growing bool                // a grow goroutine is running (guarded by mu)
 
 	busy       atomic.Int64 // claimed messages not yet sent (queued or sending)
+	conc       *concurrency // the limit on busy (adaptive unless Config.FixedConcurrency)
 	sends      sync.WaitGroup
 	outMu      sync.Mutex
 	outbox     []outcome     // results waiting for the reporter (guarded by outMu)
@@ -88,6 +89,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 		freed:    make(chan struct{}, 1),
 		flights:  map[int64]*flight{},
 		work:     make(chan sender.Message, cfg.Concurrency),
+		conc:     newConcurrency(cfg),
 		outKick:  make(chan struct{}, 1),
 	}, nil
 }
@@ -96,7 +98,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 // It returns nil after a clean shutdown.
 func (r *Runner) Run(ctx context.Context) error {
 	r.log.Info("runner starting", "channels", r.channels, "batch_size", r.cfg.BatchSize,
-		"concurrency", r.cfg.Concurrency, "lease", r.cfg.Lease.String(), "poll_interval", r.cfg.PollInterval.String())
+		"concurrency_max", r.cfg.Concurrency, "concurrency", r.conc.current(), "adaptive", !r.cfg.FixedConcurrency,
+		"lease", r.cfg.Lease.String(), "poll_interval", r.cfg.PollInterval.String())
+	r.m.concurrency.Set(float64(r.conc.current()))
 	if err := r.startCheck(ctx); err != nil {
 		return err
 	}

@@ -94,6 +94,9 @@ func (r *Runner) worker(ctx context.Context) {
 			start := time.Now()
 			o.res, o.err = r.send(ctx, m)
 			took := time.Since(start)
+			if limit := r.conc.observe(took, o.err, time.Now()); limit > 0 {
+				r.m.concurrency.Set(float64(limit))
+			}
 			r.m.sendSeconds.WithLabelValues(m.Channel).Observe(took.Seconds())
 			if o.err == nil && debug {
 				r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,

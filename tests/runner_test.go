@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -755,4 +756,42 @@ func labelsAre(m *dto.Metric, pairs ...string) bool {
 		}
 	}
 	return true
+}
+
+// With nothing set, the runner fits its sends in flight to a slow provider: from 16
+// at once it grows while latency holds (here a provider that answers every send after
+// 50 ms, whatever the load), and claims stay batched. A provider that answers 429
+// brings it back down.
+func TestConcurrencyAdaptsToTheProvider(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	enqueueMany(t, pool, 3000, "email")
+	var mu sync.Mutex
+	running, peak := 0, 0
+	var limited atomic.Bool
+	rec := newRecorder()
+	rec.behave = func(ctx context.Context, m sender.Message) error {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		time.Sleep(50 * time.Millisecond) // the provider's latency: what the runner must wait out
+		if limited.Load() {
+			return sender.WithCode(sender.RateLimited(errors.New("429"), time.Now()), "429")
+		}
+		return nil
+	}
+	r, _ := startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec}, PollInterval: 20 * time.Millisecond})
+	eventually(t, 30*time.Second, "more than 100 sends at once", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return peak > 100
+	})
+	limit := func() float64 { return metricValue(t, scrape(t, r.Handler()), "herald_concurrency_limit") }
+	grown := limit()
+	limited.Store(true)
+	eventually(t, 30*time.Second, "the limit to come down on 429s", func() bool { return limit() < grown/2 })
+	t.Logf("peak %d at once; limit %v, then %v after 429s", peak, grown, limit())
 }

@@ -23,7 +23,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(specs, "sender", "CHANNEL=SPEC, repeatable (env HERALD_SENDER_<CHANNEL>): sink:-, sink:PATH, noop, noop:DURATION, smtp, sendgrid, twilio, webhook")
 	httpAddr := fs.String("http-addr", ev.str("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics, /healthz and the intake; off to disable (env HERALD_HTTP_ADDR)")
 	batch := fs.Int("batch-size", ev.int("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
-	conc := fs.Int("concurrency", ev.int("HERALD_CONCURRENCY", runner.DefaultConcurrency), "sends at once (env HERALD_CONCURRENCY)")
+	conc := fs.Int("concurrency", ev.int("HERALD_CONCURRENCY", runner.DefaultConcurrency), "the most sends at once; the runner adapts its limit below it to the provider (env HERALD_CONCURRENCY)")
+	concStart := fs.Int("concurrency-start", ev.int("HERALD_CONCURRENCY_START", runner.DefaultConcurrencyStart), "the adaptive limit's first value (env HERALD_CONCURRENCY_START)")
+	concFixed := fs.String("concurrency-fixed", ev.str("HERALD_CONCURRENCY_FIXED", "false"), "true: always --concurrency sends at once, no adapting (env HERALD_CONCURRENCY_FIXED)")
 	lease := fs.Duration("lease", ev.duration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
 	poll := fs.Duration("poll-interval", ev.duration("HERALD_POLL_INTERVAL", runner.DefaultPollInterval), "claim this often without a notification; also how often log_sequence and refresh_statistics run (env HERALD_POLL_INTERVAL)")
 	deafPoll := fs.Duration("deaf-poll-interval", ev.duration("HERALD_DEAF_POLL_INTERVAL", runner.DefaultDeafPollInterval), "claim this often while LISTEN receives no notifications (env HERALD_DEAF_POLL_INTERVAL)")
@@ -66,6 +68,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if *concFixed != "true" && *concFixed != "false" {
+		fmt.Fprintf(stderr, "herald run: HERALD_CONCURRENCY_FIXED=%q: want true or false\n", *concFixed)
+		return exitUsage
+	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if len(specs) == 0 {
 		fmt.Fprintln(stderr, "herald run: no channel has a sender: set HERALD_SENDER_EMAIL=sink:- (or --sender email=sink:-)")
@@ -101,6 +107,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	r, err := runner.New(pool, runner.Config{
 		Worker: *worker, Senders: senders, BatchSize: *batch, Concurrency: *conc, Lease: *lease,
+		ConcurrencyStart: min(*concStart, *conc), FixedConcurrency: *concFixed == "true",
 		PollInterval: *poll, DeafPollInterval: *deafPoll, ListenURL: listenURL, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
 		StartCheck: *startCheck, CheckTimeout: *checkTimeout, ProbeInterval: *probe,
 	})
