@@ -69,6 +69,8 @@ type drainRun struct {
 	serverCPU time.Duration // the database server's processes, from the start of the clock to the end
 	clientCPU time.Duration // the runners (herald) or the loop (baseline), plus the bench's watcher
 	cpuKnown  bool          // the server's processes were found on this machine
+
+	conns, handshakes, limited int64 // deliver: the fake provider's new connections, TLS handshakes, 429s
 }
 
 func perMessage(d time.Duration, n int) float64 {

@@ -7,7 +7,8 @@
 //	go run ./bench [flags] [scenario ...]      (make bench: every scenario, quick)
 //	go run ./bench cpu [PID ...]               (the CPU used so far, for bench/compare)
 //
-// Scenarios: enqueue-single, enqueue-batch (scenarios.go), drain (with the runners'
+// Scenarios: enqueue-single, enqueue-batch (scenarios.go), deliver (deliver.go: real
+// providers' senders against a slow HTTPS fake; run it by name), drain (with the runners'
 // memory), latency and soak; the defaults are the quick version `make bench` runs
 // (under 3 minutes on 2 cores), flags choose the full sizes. The database is
 // DATABASE_URL, or the project-local cluster started by tests/devdb.sh; the bench
@@ -52,6 +53,9 @@ type options struct {
 	soakRate        int
 	soakSample      time.Duration
 	soakWindow      time.Duration
+	deliverMessages int
+	deliverLatency  time.Duration
+	deliverRate     int
 }
 
 func main() {
@@ -77,6 +81,9 @@ func main() {
 	flag.DurationVar(&o.soakHold, "soak-hold", 10*time.Second, "soak: how long the transaction is held open in the middle (the issue's: 60s)")
 	flag.IntVar(&o.soakRate, "soak-rate", 700, "soak: producer rate, messages per second (the issue's: half the drain rate; here about half of what producers, runners and PostgreSQL sharing 2 cores deliver end to end)")
 	flag.DurationVar(&o.soakSample, "soak-sample", 2*time.Second, "soak: sampling interval")
+	flag.IntVar(&o.deliverMessages, "deliver-messages", 10000, "deliver: messages per run (half e-mail through SendGrid, half SMS through Twilio)")
+	flag.DurationVar(&o.deliverLatency, "deliver-latency", 100*time.Millisecond, "deliver: the fake provider's answer time (jittered ±20 %)")
+	flag.IntVar(&o.deliverRate, "deliver-rate", 0, "deliver: the fake provider's rate, requests per second, 429 + Retry-After beyond it (0: none)")
 	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
 	flag.StringVar(&o.jsonPath, "json", "bench/out/results.json", "where to write the results as JSON")
 	flag.StringVar(&o.outDir, "out", "bench/out", "where to write the SVG charts")

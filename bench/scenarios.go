@@ -18,6 +18,7 @@ var scenarios = map[string]scenario{
 	"enqueue-single": enqueueSingle,
 	"enqueue-batch":  enqueueBatch,
 	"drain":          drain,
+	"deliver":        deliver,
 	"latency":        latency,
 	"soak":           soak,
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -65,16 +66,19 @@ func retryAfter(h http.Header, now time.Time) time.Time {
 // ProviderClient is the HTTP client of a provider's API: connections kept alive and
 // reused (up to MaxIdlePerHost idle ones per host, so that concurrent sends do not
 // open a connection — and a TLS handshake — per message, as the default client's 2
-// do), HTTP/2 when offered, and when roots is not nil, only those CAs trusted.
+// do), HTTP/2 when offered, TLS sessions resumed on new connections (a cache of
+// MaxIdlePerHost sessions), dial and TLS handshake bounded (10 s each) within the
+// request's timeout, and when roots is not nil, only those CAs trusted.
 func ProviderClient(timeout time.Duration, roots *x509.CertPool) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 4 * MaxIdlePerHost
 	t.MaxIdleConnsPerHost = MaxIdlePerHost
 	t.IdleConnTimeout = 90 * time.Second
 	t.ForceAttemptHTTP2 = true
-	if roots != nil {
-		t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	}
+	t.TLSHandshakeTimeout = 10 * time.Second
+	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12,
+		ClientSessionCache: tls.NewLRUClientSessionCache(MaxIdlePerHost)}
 	return &http.Client{Timeout: timeout, Transport: t}
 }
 

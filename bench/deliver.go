@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// deliver: real `herald run` processes send through the real SendGrid (e-mail) and
+// Twilio (SMS) senders to a fake provider on loopback that speaks HTTPS with its own
+// CA (passed as HERALD_SENDGRID_CA_FILE / HERALD_TWILIO_CA_FILE) and answers after a
+// jittered latency, optionally enforcing a rate with 429 + Retry-After. For 1, 2 and
+// 4 runners with the defaults (adaptive concurrency), and for 1 runner with the old
+// fixed 16 sends at once: messages/s against the setup's physical limit
+// (min(provider rate, sends the runners may have in flight / latency)), new TCP
+// connections and TLS handshakes per message, 429s provoked, CPU per message (runners
+// and database server), the runners' largest RSS, and a chart of throughput over time.
+// Webhooks are not in it: enqueue refuses loopback recipients (docs/security.md).
+func deliver(ctx context.Context, db *database, o options) ([]row, error) {
+	bin, err := buildHerald(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := startFakeProvider(o.deliverLatency, o.deliverRate)
+	if err != nil {
+		return nil, err
+	}
+	defer prov.close()
+
+	type config struct {
+		label   string
+		runners int
+		env     []string
+		rated   bool // the channels' rates set in SQL to the provider's (half each)
+	}
+	configs := []config{
+		{"1 runner, fixed 16 at once (the old default)", 1, []string{"HERALD_CONCURRENCY=16", "HERALD_CONCURRENCY_FIXED=true"}, false},
+	}
+	for _, n := range []int{1, 2, 4} {
+		configs = append(configs, config{fmt.Sprintf("%d runner(s), defaults", n), n, nil, false})
+	}
+	if o.deliverRate > 0 {
+		configs = append(configs, config{"4 runner(s), the provider's rate set on the channels", 4, nil, true})
+	}
+	var rows []row
+	var curves []series
+	var fixedRate float64
+	for i, c := range configs {
+		rate := "NULL"
+		if c.rated {
+			rate = strconv.FormatFloat(float64(o.deliverRate)/2, 'f', -1, 64)
+		}
+		if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET rate = `+rate+` WHERE name IN ('email', 'sms')`); err != nil {
+			return nil, err
+		}
+		d, err := deliverRun(ctx, db, o, bin, prov, c.label, c.runners, c.env)
+		if err != nil {
+			return nil, err
+		}
+		curves = append(curves, d.curve)
+		inFlight := float64(c.runners * 512)
+		if len(c.env) > 0 {
+			inFlight = 16
+		}
+		physical := inFlight / o.deliverLatency.Seconds()
+		if o.deliverRate > 0 {
+			physical = min(physical, float64(o.deliverRate))
+		}
+		rows = append(rows,
+			ratioRowValues(fmt.Sprintf("deliver, %s: messages/s vs the physical limit (%d messages, %v provider)", c.label, o.deliverMessages, o.deliverLatency),
+				"messages/s", d.rate, physical, 0),
+			absRow(fmt.Sprintf("deliver, %s: new TCP connections per 100 messages", c.label), "connections", 100*float64(d.conns)/float64(o.deliverMessages), 1),
+			absRow(fmt.Sprintf("deliver, %s: TLS handshakes per 100 messages", c.label), "handshakes", 100*float64(d.handshakes)/float64(o.deliverMessages), 0),
+			absRow(fmt.Sprintf("deliver, %s: 429s provoked", c.label), "answers", float64(d.limited), 0),
+			absRow(fmt.Sprintf("deliver, %s: max runner RSS", c.label), "MiB", float64(d.rss)/(1<<20), 0),
+		)
+		if d.cpuKnown {
+			rows = append(rows,
+				absRow(fmt.Sprintf("deliver, %s: runner CPU per message", c.label), "µs", perMessage(d.clientCPU, o.deliverMessages), 0),
+				absRow(fmt.Sprintf("deliver, %s: database server CPU per message", c.label), "µs", perMessage(d.serverCPU, o.deliverMessages), 0))
+		}
+		switch i {
+		case 0:
+			fixedRate = d.rate
+		case 1:
+			rows = append(rows, ratioRowValues("deliver: 1 runner, adaptive vs fixed 16 at once", "messages/s", d.rate, fixedRate, 0))
+		}
+	}
+	if err := writeLineChart(o.outDir+"/deliver-throughput.svg", fmt.Sprintf("deliver %d messages through a %v provider: messages done per second",
+		o.deliverMessages, o.deliverLatency), "seconds", "messages/s", curves); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// deliverRun is one delivery of the preloaded messages by n runners.
+func deliverRun(ctx context.Context, db *database, o options, bin string, prov *fakeProvider, label string, n int, env []string) (drainRun, error) {
+	if err := db.reset(ctx); err != nil {
+		return drainRun{}, err
+	}
+	for done := 0; done < o.deliverMessages; done += 1000 {
+		k := min(1000, o.deliverMessages-done)
+		if _, err := db.pool.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(CASE WHEN g % 2 = 0
+			THEN jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"Hi","text":"Hello"}'::jsonb)
+			ELSE jsonb_build_object('channel', 'sms', 'recipient', '+1415' || lpad(g::text, 7, '0'), 'payload', '{"text":"Your code is 123456"}'::jsonb) END)
+			FROM generate_series($2::int, $2::int + $1::int - 1) g))`, k, done); err != nil {
+			return drainRun{}, err
+		}
+	}
+	if err := settle(ctx, db, "herald.messages"); err != nil {
+		return drainRun{}, err
+	}
+	for _, ch := range []string{"email", "sms"} {
+		if _, err := db.pool.Exec(ctx, `SELECT herald.pause_channel($1, 'bench: until the runners listen')`, ch); err != nil {
+			return drainRun{}, err
+		}
+	}
+	defer db.pool.Exec(context.WithoutCancel(ctx), `SELECT herald.resume_channel('email'), herald.resume_channel('sms')`)
+	base := []string{"HERALD_SENDER_EMAIL=sendgrid", "HERALD_SENDGRID_URL=" + prov.url, "HERALD_SENDGRID_CA_FILE=" + prov.caFile,
+		"HERALD_SENDGRID_API_KEY=SG.bench", "HERALD_EMAIL_FROM=Bench <bench@example.com>",
+		"HERALD_SENDER_SMS=twilio", "HERALD_TWILIO_URL=" + prov.url, "HERALD_TWILIO_CA_FILE=" + prov.caFile,
+		"HERALD_TWILIO_ACCOUNT_SID=ACbench", "HERALD_TWILIO_AUTH_TOKEN=bench", "HERALD_TWILIO_FROM=+15005550006",
+		"HERALD_START_CHECK=off", "HERALD_POLL_INTERVAL=100ms", "HERALD_STATS_INTERVAL=1h"}
+	var procs []*runnerProc
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		p, err := startRunner(bin, db.url, append(append([]string{fmt.Sprintf("HERALD_WORKER=deliver-%d", i)}, base...), env...)...)
+		if err != nil {
+			return drainRun{}, err
+		}
+		procs = append(procs, p)
+	}
+	if err := waitListening(ctx, db, n); err != nil {
+		return drainRun{}, err
+	}
+	clients := []int{os.Getpid()}
+	for _, p := range procs {
+		clients = append(clients, p.cmd.Process.Pid)
+	}
+	prov.resetCounts()
+	cpu := startCPU(postmaster(ctx, db), clients)
+	if _, err := db.pool.Exec(ctx, `SELECT herald.resume_channel('email'), herald.resume_channel('sms')`); err != nil {
+		return drainRun{}, err
+	}
+	d := drainRun{}
+	var err error
+	d.rate, d.curve, err = watch(ctx, db, "herald.messages", label, o.deliverMessages, func() {
+		for _, p := range procs {
+			d.rss = max(d.rss, p.rssBytes())
+		}
+	})
+	d.serverCPU, d.clientCPU, d.cpuKnown = cpu.stop()
+	d.conns, d.handshakes, d.limited = prov.conns.Load(), prov.handshakes.Load(), prov.limited.Load()
+	return d, err
+}
+
+// fakeProvider answers SendGrid's Mail Send and Twilio's Messages API over HTTPS after
+// a jittered latency, optionally 429 beyond a rate, and counts connections,
+// handshakes and 429s.
+type fakeProvider struct {
+	url, caFile string
+	srv         *http.Server
+	conns       atomic.Int64
+	handshakes  atomic.Int64
+	limited     atomic.Int64
+	requests    atomic.Int64
+
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+	rate   float64
+}
+
+func (p *fakeProvider) resetCounts() {
+	p.conns.Store(0)
+	p.handshakes.Store(0)
+	p.limited.Store(0)
+	p.requests.Store(0)
+}
+
+// allow takes a token of the provider's rate (true when it has no rate).
+func (p *fakeProvider) allow() bool {
+	if p.rate <= 0 {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	p.tokens = min(p.rate, p.tokens+p.rate*now.Sub(p.last).Seconds())
+	p.last = now
+	if p.tokens < 1 {
+		return false
+	}
+	p.tokens--
+	return true
+}
+
+func startFakeProvider(latency time.Duration, rate int) (*fakeProvider, error) {
+	p := &fakeProvider{rate: float64(rate), tokens: float64(rate), last: time.Now()}
+	cert, caFile, err := benchCert()
+	if err != nil {
+		return nil, err
+	}
+	p.caFile = caFile
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p.url = "https://" + ln.Addr().String()
+	var sid atomic.Int64
+	p.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.requests.Add(1)
+			time.Sleep(time.Duration(float64(latency) * (0.8 + 0.4*mrand.Float64()))) // ±20 %
+			if !p.allow() {
+				p.limited.Add(1)
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				w.Write([]byte(`{"errors":[{"message":"too many requests"}]}`))
+				return
+			}
+			n := sid.Add(1)
+			switch {
+			case r.URL.Path == "/v3/mail/send":
+				w.Header().Set("X-Message-Id", "bench-"+strconv.FormatInt(n, 10))
+				w.WriteHeader(http.StatusAccepted)
+			case strings.HasSuffix(r.URL.Path, "/Messages.json"):
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusCreated)
+				fmt.Fprintf(w, `{"sid":"SM%032d","status":"queued"}`, n)
+			default:
+				w.WriteHeader(http.StatusNotFound)
+			}
+		}),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				p.conns.Add(1)
+			}
+		},
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert},
+			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { p.handshakes.Add(1); return nil, nil }},
+	}
+	go p.srv.ServeTLS(ln, "", "")
+	return p, nil
+}
+
+func (p *fakeProvider) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p.srv.Shutdown(ctx)
+	os.RemoveAll(filepath.Dir(p.caFile))
+}
+
+// benchCert makes a self-signed certificate for 127.0.0.1 and writes it as the CA
+// file the senders trust.
+func benchCert() (tls.Certificate, string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "herald bench provider"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	dir, err := os.MkdirTemp("", "herald-bench-ca-")
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	file := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(file, certPEM, 0o644); err != nil {
+		return tls.Certificate{}, "", err
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	return cert, file, err
+}
