@@ -8,18 +8,22 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -38,7 +42,12 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	prov, err := startFakeProvider(o.deliverLatency, o.deliverRate)
+	var prov *fakeProvider
+	if o.deliverProvider != "" { // a provider started by `bench provider` (bench/compare/deliver.sh)
+		prov, err = remoteProvider(o.deliverProvider)
+	} else {
+		prov, err = startFakeProvider(o.deliverLatency, o.deliverRate)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -50,10 +59,16 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 		env     []string
 		rated   bool // the channels' rates set in SQL to the provider's (half each)
 	}
-	configs := []config{
-		{"1 runner, fixed 16 at once (the old default)", 1, []string{"HERALD_CONCURRENCY=16", "HERALD_CONCURRENCY_FIXED=true"}, false},
-	}
-	for _, n := range []int{1, 2, 4} {
+	var configs []config
+	for _, c := range strings.Split(o.deliverConfigs, ",") {
+		if c == "fixed16" {
+			configs = append(configs, config{"1 runner, fixed 16 at once (the old default)", 1, []string{"HERALD_CONCURRENCY=16", "HERALD_CONCURRENCY_FIXED=true"}, false})
+			continue
+		}
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-deliver-configs: %q is neither fixed16 nor a number of runners", c)
+		}
 		configs = append(configs, config{fmt.Sprintf("%d runner(s), defaults", n), n, nil, false})
 	}
 	if o.deliverRate > 0 {
@@ -96,10 +111,10 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 				absRow(fmt.Sprintf("deliver, %s: runner CPU per message", c.label), "µs", perMessage(d.clientCPU, o.deliverMessages), 0),
 				absRow(fmt.Sprintf("deliver, %s: database server CPU per message", c.label), "µs", perMessage(d.serverCPU, o.deliverMessages), 0))
 		}
-		switch i {
-		case 0:
+		switch {
+		case len(c.env) > 0:
 			fixedRate = d.rate
-		case 1:
+		case i > 0 && c.runners == 1 && fixedRate > 0:
 			rows = append(rows, ratioRowValues("deliver: 1 runner, adaptive vs fixed 16 at once", "messages/s", d.rate, fixedRate, 0))
 		}
 	}
@@ -171,7 +186,7 @@ func deliverRun(ctx context.Context, db *database, o options, bin string, prov *
 		}
 	})
 	d.serverCPU, d.clientCPU, d.cpuKnown = cpu.stop()
-	d.conns, d.handshakes, d.limited = prov.conns.Load(), prov.handshakes.Load(), prov.limited.Load()
+	d.conns, d.handshakes, d.limited = prov.counts()
 	return d, err
 }
 
@@ -193,10 +208,65 @@ type fakeProvider struct {
 }
 
 func (p *fakeProvider) resetCounts() {
+	if p.srv == nil {
+		http.Post(p.url+"/_reset", "text/plain", nil)
+		return
+	}
 	p.conns.Store(0)
 	p.handshakes.Store(0)
 	p.limited.Store(0)
 	p.requests.Store(0)
+}
+
+// counts are the new connections, handshakes and 429s since the last reset.
+func (p *fakeProvider) counts() (conns, handshakes, limited int64) {
+	if p.srv == nil {
+		var c struct{ Conns, Handshakes, Limited int64 }
+		if resp, err := p.client().Get(p.url + "/_counts"); err == nil {
+			json.NewDecoder(resp.Body).Decode(&c)
+			resp.Body.Close()
+		}
+		return c.Conns, c.Handshakes, c.Limited
+	}
+	return p.conns.Load(), p.handshakes.Load(), p.limited.Load()
+}
+
+// client is an HTTP client that trusts the provider's CA.
+func (p *fakeProvider) client() *http.Client {
+	pem, _ := os.ReadFile(p.caFile)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// remoteProvider is a provider another process serves: "URL CAFILE" as `bench
+// provider` prints them.
+func remoteProvider(spec string) (*fakeProvider, error) {
+	url, ca, ok := strings.Cut(spec, " ")
+	if !ok {
+		return nil, fmt.Errorf("-deliver-provider: want \"URL CAFILE\", got %q", spec)
+	}
+	return &fakeProvider{url: url, caFile: ca}, nil
+}
+
+// providerCommand is `bench provider`: serve the fake provider until SIGTERM,
+// printing "URL CAFILE" on one line once it listens (bench/compare/deliver.sh).
+func providerCommand(args []string) int {
+	fs := flag.NewFlagSet("bench provider", flag.ExitOnError)
+	latency := fs.Duration("latency", 100*time.Millisecond, "answer time (jittered ±20 %)")
+	rate := fs.Int("rate", 0, "requests per second before 429 (0: none)")
+	fs.Parse(args)
+	p, err := startFakeProvider(*latency, *rate)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench provider:", err)
+		return 1
+	}
+	defer p.close()
+	fmt.Println(p.url, p.caFile)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	<-sig
+	return 0
 }
 
 // allow takes a token of the provider's rate (true when it has no rate).
@@ -231,6 +301,14 @@ func startFakeProvider(latency time.Duration, rate int) (*fakeProvider, error) {
 	var sid atomic.Int64
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path { // the bench's own questions: no latency, not counted
+			case "/_counts":
+				json.NewEncoder(w).Encode(map[string]int64{"conns": p.conns.Load(), "handshakes": p.handshakes.Load(), "limited": p.limited.Load()})
+				return
+			case "/_reset":
+				p.resetCounts()
+				return
+			}
 			p.requests.Add(1)
 			time.Sleep(time.Duration(float64(latency) * (0.8 + 0.4*mrand.Float64()))) // ±20 %
 			if !p.allow() {
@@ -266,6 +344,9 @@ func startFakeProvider(latency time.Duration, rate int) (*fakeProvider, error) {
 }
 
 func (p *fakeProvider) close() {
+	if p.srv == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	p.srv.Shutdown(ctx)

@@ -6,6 +6,7 @@
 //
 //	go run ./bench [flags] [scenario ...]      (make bench: every scenario, quick)
 //	go run ./bench cpu [PID ...]               (the CPU used so far, for bench/compare)
+//	go run ./bench provider [-latency D] [-rate N]   (the deliver scenario's fake provider, alone)
 //
 // Scenarios: enqueue-single, enqueue-batch (scenarios.go), deliver (deliver.go: real
 // providers' senders against a slow HTTPS fake; run it by name), drain (with the runners'
@@ -56,11 +57,16 @@ type options struct {
 	deliverMessages int
 	deliverLatency  time.Duration
 	deliverRate     int
+	deliverConfigs  string
+	deliverProvider string
 }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "cpu" {
 		os.Exit(cpuCommand(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "provider" {
+		os.Exit(providerCommand(os.Args[2:]))
 	}
 	var o options
 	flag.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "enqueue scenarios: how long each measured phase runs")
@@ -84,6 +90,8 @@ func main() {
 	flag.IntVar(&o.deliverMessages, "deliver-messages", 10000, "deliver: messages per run (half e-mail through SendGrid, half SMS through Twilio)")
 	flag.DurationVar(&o.deliverLatency, "deliver-latency", 100*time.Millisecond, "deliver: the fake provider's answer time (jittered ±20 %)")
 	flag.IntVar(&o.deliverRate, "deliver-rate", 0, "deliver: the fake provider's rate, requests per second, 429 + Retry-After beyond it (0: none)")
+	flag.StringVar(&o.deliverConfigs, "deliver-configs", "fixed16,1,2,4", "deliver: the runs, in order: fixed16 (one runner, 16 sends at once) or a number of runners with the defaults")
+	flag.StringVar(&o.deliverProvider, "deliver-provider", "", `deliver: "URL CAFILE" of a provider another process serves (bench provider), instead of one of its own`)
 	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
 	flag.StringVar(&o.jsonPath, "json", "bench/out/results.json", "where to write the results as JSON")
 	flag.StringVar(&o.outDir, "out", "bench/out", "where to write the SVG charts")

@@ -14,12 +14,12 @@ import (
 // adaptWindow is how often the concurrency limit is reconsidered.
 const adaptWindow = 200 * time.Millisecond
 
-// concurrency is the number of sends the runner lets run at once: with
-// an adaptive limit (unless Config.FixedConcurrency), an additive-increase, multiplicative-decrease limit that
-// grows by a quarter per window while the limit is what holds the runner back, send
-// latency stays within twice the lowest seen and the provider does not push back;
-// shrinks to 70 % on push-back (a rate_limited answer, a timeout) and to 90 % when
-// latency passes three times the lowest. Otherwise it is Config.Concurrency, fixed.
+// concurrency is the number of sends the runner lets run at once: unless
+// Config.FixedConcurrency, a limit that grows while it is what holds the runner back
+// and the provider does not push back — doubling per window while send latency stays
+// within 1.5 times the lowest seen, by a quarter within twice — and shrinks to 70 % on
+// push-back (a rate_limited answer, a timeout) and to 90 % when latency passes three
+// times the lowest. Otherwise it is Config.Concurrency, fixed.
 type concurrency struct {
 	mu        sync.Mutex
 	adaptive  bool
@@ -89,6 +89,8 @@ func (c *concurrency) observe(took time.Duration, err error, now time.Time) int 
 		c.limit = max(1, c.limit*7/10)
 	case median > 3*c.baseline:
 		c.limit = max(1, c.limit*9/10)
+	case c.saturated && 2*median <= 3*c.baseline: // latency as low as ever: double (slow start)
+		c.limit = min(c.max, 2*c.limit)
 	case c.saturated && median <= 2*c.baseline:
 		c.limit = min(c.max, c.limit+max(1, c.limit/4))
 	}

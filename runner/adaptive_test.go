@@ -8,8 +8,9 @@ import (
 	"github.com/herald/herald/runner/sender"
 )
 
-// The adaptive limit: it grows by a quarter per window while it is what holds the
-// runner back and latency holds; not when the runner has slots to spare; it shrinks
+// The adaptive limit: it doubles per window while it is what holds the runner back
+// and latency is as low as ever, grows by a quarter while latency stays within twice
+// the lowest; not when the runner has slots to spare; it shrinks
 // to 70 % on the provider's push-back (429, timeouts) but not on the runner's own
 // not-tried reports; to 90 % when latency triples; never past its bounds.
 func TestAdaptiveConcurrency(t *testing.T) {
@@ -25,11 +26,14 @@ func TestAdaptiveConcurrency(t *testing.T) {
 		return c.current()
 	}
 	window(100*time.Millisecond, nil, false) // the first window only sets the baseline
-	if got := window(100*time.Millisecond, nil, true); got != 20 {
-		t.Fatalf("saturated, latency holding: %d, want 20", got)
+	if got := window(100*time.Millisecond, nil, true); got != 32 {
+		t.Fatalf("saturated, latency holding: %d, want 32", got)
 	}
-	if got := window(100*time.Millisecond, nil, false); got != 20 {
-		t.Fatalf("slots to spare: %d, want 20", got)
+	if got := window(180*time.Millisecond, nil, true); got != 40 {
+		t.Fatalf("saturated, latency up 80 %%: %d, want 40", got)
+	}
+	if got := window(100*time.Millisecond, nil, false); got != 40 {
+		t.Fatalf("slots to spare: %d, want 40", got)
 	}
 	for range 20 {
 		window(100*time.Millisecond, nil, true)
@@ -46,10 +50,10 @@ func TestAdaptiveConcurrency(t *testing.T) {
 	if got := window(400*time.Millisecond, nil, true); got != 63 {
 		t.Fatalf("latency quadrupled: %d, want 63", got)
 	}
-	if got := window(100*time.Millisecond, nil, true); got != 78 {
-		t.Fatalf("latency back: %d, want 78", got)
+	if got := window(100*time.Millisecond, nil, true); got != 100 {
+		t.Fatalf("latency back: %d, want 100 (doubled, capped)", got)
 	}
-	if got := window(time.Second, errors.New("x"), false); got != 78 {
+	if got := window(time.Second, errors.New("x"), false); got != 100 {
 		t.Fatalf("a plain error is no push-back: %d", got)
 	}
 	fixed := newConcurrency(Config{Concurrency: 50, ConcurrencyStart: 16, FixedConcurrency: true})

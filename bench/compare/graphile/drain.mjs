@@ -8,6 +8,9 @@
 //
 // Batching as graphile-worker documents it for throughput: a local queue (jobs
 // fetched in batches) and batched completion (completeJobBatchDelay 0).
+// With DELIVER_URL in the environment each job POSTs a SendGrid-shaped request to
+// DELIVER_URL/v3/mail/send with Node's fetch (keep-alive by default; the CA comes from
+// NODE_EXTRA_CA_CERTS), for bench/compare/deliver.sh.
 import { Logger, makeWorkerUtils, run } from "graphile-worker";
 import pg from "pg";
 
@@ -32,7 +35,23 @@ if (cmd === "prepare") {
 } else if (cmd === "work") {
   const runner = await run({
     logger,
-    taskList: { noop: async () => {} },
+    taskList: {
+      noop: process.env.DELIVER_URL
+        ? async (_payload, helpers) => {
+            const res = await fetch(process.env.DELIVER_URL + "/v3/mail/send", {
+              method: "POST",
+              headers: { Authorization: "Bearer SG.bench", "Content-Type": "application/json" },
+              body: JSON.stringify({
+                personalizations: [{ to: [{ email: `u${helpers.job.id}@example.com` }] }],
+                from: { email: "bench@example.com" }, subject: "Hi",
+                content: [{ type: "text/plain", value: "Hello" }],
+              }),
+            });
+            await res.arrayBuffer();
+            if (!res.ok) throw new Error(`provider answered ${res.status}`);
+          }
+        : async () => {},
+    },
     preset: {
       worker: {
         connectionString: url,

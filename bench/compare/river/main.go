@@ -12,11 +12,23 @@
 // its own start without -ready) to the moment the last job is completed (checked
 // every 50 ms), like the herald bench's drain, whose clock starts when its runners
 // listen.
+//
+// With DELIVER_URL (and DELIVER_CA_FILE, the CA it trusts) in the environment, each
+// job POSTs a SendGrid-shaped request to DELIVER_URL/v3/mail/send instead of doing
+// nothing (bench/compare/deliver.sh): Go's HTTP client with as many idle connections
+// per host as MaxWorkers, so no worker opens a connection per job.
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"time"
 
 	"github.com/herald/herald/bench/compare/drain"
@@ -36,7 +48,35 @@ type noopWorker struct {
 	river.WorkerDefaults[noopArgs]
 }
 
-func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
+func (noopWorker) Work(ctx context.Context, job *river.Job[noopArgs]) error {
+	if deliverURL == "" {
+		return nil
+	}
+	body := fmt.Sprintf(`{"personalizations":[{"to":[{"email":"u%d@example.com"}]}],"from":{"email":"bench@example.com"},"subject":"Hi","content":[{"type":"text/plain","value":"Hello"}]}`, job.ID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, deliverURL+"/v3/mail/send", bytes.NewBufferString(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer SG.bench")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := deliverClient.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("provider answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// deliverURL and deliverClient: the provider of a deliver run (DELIVER_URL), and a
+// client that trusts its CA (DELIVER_CA_FILE) and keeps a connection per worker.
+var (
+	deliverURL    = os.Getenv("DELIVER_URL")
+	deliverClient *http.Client
+)
 
 // maxWorkers is River's MaxWorkers of the default queue (-workers).
 var maxWorkers int
@@ -79,6 +119,17 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, n int) error {
 }
 
 func work(ctx context.Context, pool *pgxpool.Pool, started func() error) error {
+	if deliverURL != "" {
+		pem, err := os.ReadFile(os.Getenv("DELIVER_CA_FILE"))
+		if err != nil {
+			return err
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(pem)
+		deliverClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots}, MaxIdleConns: maxWorkers, MaxIdleConnsPerHost: maxWorkers,
+			IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: true}}
+	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, noopWorker{})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
