@@ -27,8 +27,9 @@ import (
 	"time"
 )
 
-// deliver: real `herald run` processes send through the real SendGrid (e-mail) and
-// Twilio (SMS) senders to a fake provider on loopback that speaks HTTPS with its own
+// deliver: real `herald run` processes send through the real SendGrid (e-mail),
+// Twilio (SMS) and webhook (a channel "hooks", to https://localhost:…/hook, allowed
+// by HERALD_WEBHOOK_ALLOW) senders to a fake provider on loopback that speaks HTTPS with its own
 // CA (passed as HERALD_SENDGRID_CA_FILE / HERALD_TWILIO_CA_FILE) and answers after a
 // jittered latency, optionally enforcing a rate with 429 + Retry-After. For 1, 2 and
 // 4 runners with the defaults (adaptive concurrency), and for 1 runner with the old
@@ -36,7 +37,6 @@ import (
 // (min(provider rate, sends the runners may have in flight / latency)), new TCP
 // connections and TLS handshakes per message, 429s provoked, CPU per message (runners
 // and database server), the runners' largest RSS, and a chart of throughput over time.
-// Webhooks are not in it: enqueue refuses loopback recipients (docs/security.md).
 func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 	bin, err := buildHerald(ctx)
 	if err != nil {
@@ -80,9 +80,9 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 	for i, c := range configs {
 		rate := "NULL"
 		if c.rated {
-			rate = strconv.FormatFloat(float64(o.deliverRate)/2, 'f', -1, 64)
+			rate = strconv.FormatFloat(float64(o.deliverRate)/3, 'f', -1, 64)
 		}
-		if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET rate = `+rate+` WHERE name IN ('email', 'sms')`); err != nil {
+		if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET rate = `+rate+` WHERE name IN ('email', 'sms', 'hooks')`); err != nil {
 			return nil, err
 		}
 		d, err := deliverRun(ctx, db, o, bin, prov, c.label, c.runners, c.env)
@@ -130,28 +130,34 @@ func deliverRun(ctx context.Context, db *database, o options, bin string, prov *
 	if err := db.reset(ctx); err != nil {
 		return drainRun{}, err
 	}
+	if _, err := db.pool.Exec(ctx, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook') ON CONFLICT DO NOTHING`); err != nil {
+		return drainRun{}, err
+	}
 	for done := 0; done < o.deliverMessages; done += 1000 {
 		k := min(1000, o.deliverMessages-done)
-		if _, err := db.pool.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(CASE WHEN g % 2 = 0
-			THEN jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"Hi","text":"Hello"}'::jsonb)
-			ELSE jsonb_build_object('channel', 'sms', 'recipient', '+1415' || lpad(g::text, 7, '0'), 'payload', '{"text":"Your code is 123456"}'::jsonb) END)
-			FROM generate_series($2::int, $2::int + $1::int - 1) g))`, k, done); err != nil {
+		if _, err := db.pool.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(CASE g % 3
+			WHEN 0 THEN jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"Hi","text":"Hello"}'::jsonb)
+			WHEN 1 THEN jsonb_build_object('channel', 'sms', 'recipient', '+1415' || lpad(g::text, 7, '0'), 'payload', '{"text":"Your code is 123456"}'::jsonb)
+			ELSE jsonb_build_object('channel', 'hooks', 'recipient', $3::text || '/hook', 'payload', jsonb_build_object('order', g)) END)
+			FROM generate_series($2::int, $2::int + $1::int - 1) g))`, k, done, strings.Replace(prov.url, "127.0.0.1", "localhost", 1)); err != nil {
 			return drainRun{}, err
 		}
 	}
 	if err := settle(ctx, db, "herald.messages"); err != nil {
 		return drainRun{}, err
 	}
-	for _, ch := range []string{"email", "sms"} {
+	for _, ch := range []string{"email", "sms", "hooks"} {
 		if _, err := db.pool.Exec(ctx, `SELECT herald.pause_channel($1, 'bench: until the runners listen')`, ch); err != nil {
 			return drainRun{}, err
 		}
 	}
-	defer db.pool.Exec(context.WithoutCancel(ctx), `SELECT herald.resume_channel('email'), herald.resume_channel('sms')`)
+	defer db.pool.Exec(context.WithoutCancel(ctx), `SELECT herald.resume_channel('email'), herald.resume_channel('sms'), herald.resume_channel('hooks')`)
 	base := []string{"HERALD_SENDER_EMAIL=sendgrid", "HERALD_SENDGRID_URL=" + prov.url, "HERALD_SENDGRID_CA_FILE=" + prov.caFile,
 		"HERALD_SENDGRID_API_KEY=SG.bench", "HERALD_EMAIL_FROM=Bench <bench@example.com>",
 		"HERALD_SENDER_SMS=twilio", "HERALD_TWILIO_URL=" + prov.url, "HERALD_TWILIO_CA_FILE=" + prov.caFile,
 		"HERALD_TWILIO_ACCOUNT_SID=ACbench", "HERALD_TWILIO_AUTH_TOKEN=bench", "HERALD_TWILIO_FROM=+15005550006",
+		"HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS=whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMzItYnl0ZXMhIQ==",
+		"HERALD_WEBHOOK_ALLOW=localhost", "HERALD_WEBHOOK_CA_FILE=" + prov.caFile,
 		"HERALD_START_CHECK=off", "HERALD_POLL_INTERVAL=100ms", "HERALD_STATS_INTERVAL=1h"}
 	var procs []*runnerProc
 	defer func() {
@@ -175,7 +181,7 @@ func deliverRun(ctx context.Context, db *database, o options, bin string, prov *
 	}
 	prov.resetCounts()
 	cpu := startCPU(postmaster(ctx, db), clients)
-	if _, err := db.pool.Exec(ctx, `SELECT herald.resume_channel('email'), herald.resume_channel('sms')`); err != nil {
+	if _, err := db.pool.Exec(ctx, `SELECT herald.resume_channel('email'), herald.resume_channel('sms'), herald.resume_channel('hooks')`); err != nil {
 		return drainRun{}, err
 	}
 	d := drainRun{}
@@ -323,6 +329,9 @@ func startFakeProvider(latency time.Duration, rate int) (*fakeProvider, error) {
 			case r.URL.Path == "/v3/mail/send":
 				w.Header().Set("X-Message-Id", "bench-"+strconv.FormatInt(n, 10))
 				w.WriteHeader(http.StatusAccepted)
+			case r.URL.Path == "/hook":
+				w.Header().Set("X-Request-Id", "hook-"+strconv.FormatInt(n, 10))
+				w.WriteHeader(http.StatusOK)
 			case strings.HasSuffix(r.URL.Path, "/Messages.json"):
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusCreated)
@@ -362,7 +371,7 @@ func benchCert() (tls.Certificate, string, error) {
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "herald bench provider"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

@@ -87,7 +87,7 @@ func main() {
 	flag.DurationVar(&o.soakHold, "soak-hold", 10*time.Second, "soak: how long the transaction is held open in the middle (the issue's: 60s)")
 	flag.IntVar(&o.soakRate, "soak-rate", 700, "soak: producer rate, messages per second (the issue's: half the drain rate; here about half of what producers, runners and PostgreSQL sharing 2 cores deliver end to end)")
 	flag.DurationVar(&o.soakSample, "soak-sample", 2*time.Second, "soak: sampling interval")
-	flag.IntVar(&o.deliverMessages, "deliver-messages", 10000, "deliver: messages per run (half e-mail through SendGrid, half SMS through Twilio)")
+	flag.IntVar(&o.deliverMessages, "deliver-messages", 10000, "deliver: messages per run (a third each: e-mail through SendGrid, SMS through Twilio, webhooks)")
 	flag.DurationVar(&o.deliverLatency, "deliver-latency", 100*time.Millisecond, "deliver: the fake provider's answer time (jittered ±20 %)")
 	flag.IntVar(&o.deliverRate, "deliver-rate", 0, "deliver: the fake provider's rate, requests per second, 429 + Retry-After beyond it (0: none)")
 	flag.StringVar(&o.deliverConfigs, "deliver-configs", "fixed16,1,2,4", "deliver: the runs, in order: fixed16 (one runner, 16 sends at once) or a number of runners with the defaults")

@@ -3,8 +3,8 @@
 # worker processes each, every message one HTTPS request to the same fake provider
 # (bench provider: its own CA, answers after LATENCY ±20 %), time until none is left.
 # herald: `bench deliver` with two `herald run` processes (defaults: adaptive
-# concurrency; half the messages e-mail through the SendGrid sender, half SMS through
-# the Twilio sender). River: river/main.go with DELIVER_URL, a worker that POSTs each
+# concurrency; a third of the messages e-mail through the SendGrid sender, a third SMS through
+# the Twilio sender, a third webhooks). River: river/main.go with DELIVER_URL, a worker that POSTs each
 # job with Go's HTTP client (an idle connection per worker), MaxWorkers RIVER_WORKERS.
 # graphile-worker: graphile/drain.mjs with DELIVER_URL, Node's fetch (keep-alive),
 # GRAPHILE_CONCURRENCY jobs at once, batching on. Besides jobs/s: the new TCP

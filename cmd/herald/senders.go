@@ -165,8 +165,12 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 			From: str("FROM"), MessagingServiceSID: str("MESSAGING_SERVICE_SID"), BaseURL: str("URL"),
 			StatusCallback: str("STATUS_CALLBACK"), Timeout: duration("TIMEOUT", 10*time.Second), RootCAs: roots})
 	default: // webhook: the channel's own secrets (two while rotating), one allow-list for the runner
+		roots, err := sender.LoadCAFile(str("CA_FILE"))
+		if err != nil {
+			return nil, fmt.Errorf("%sCA_FILE: %w", prefix, err)
+		}
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
-			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}})
+			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots})
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,9 @@ type Config struct {
 	Timeout time.Duration
 	// Egress is where connections may go (default: the refused networks refused).
 	Egress egress.Policy
+	// RootCAs, when not nil, are the only CAs trusted for receivers' TLS
+	// (HERALD_WEBHOOK_CA_FILE: receivers inside a network with its own CA).
+	RootCAs *x509.CertPool
 }
 
 // Sender posts messages to their recipient URL. It is safe for concurrent use.
@@ -91,7 +95,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	client := sender.ProviderClient(cfg.Timeout, nil)
+	client := sender.ProviderClient(cfg.Timeout, cfg.RootCAs)
 	transport := client.Transport.(*http.Transport)
 	transport.Proxy = nil // a proxy would connect on our behalf, past the egress check
 	transport.DialContext = cfg.Egress.DialContext(cfg.Timeout)

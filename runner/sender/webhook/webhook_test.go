@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -240,5 +241,32 @@ func TestWebhookDoesNotFollowRedirects(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Fatalf("a redirect was followed %d times", n)
+	}
+}
+
+// A receiver with a certificate of its own CA: trusted with RootCAs (HERALD_WEBHOOK_CA_FILE),
+// refused without (the system's roots do not know it).
+func TestWebhookTrustsTheConfiguredCA(t *testing.T) {
+	certFile, keyFile := sendertest.CertFiles(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	roots, err := sender.LoadCAFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sender.Message{ID: 1, Channel: "hooks", Recipient: srv.URL + "/in", Payload: json.RawMessage(`{}`)}
+	trusting, _ := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback, RootCAs: roots})
+	if _, err := trusting.Send(context.Background(), m); err != nil {
+		t.Fatalf("with the CA: %v", err)
+	}
+	plain, _ := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	if _, err := plain.Send(context.Background(), m); err == nil {
+		t.Fatal("a certificate of an unknown CA was accepted")
 	}
 }
