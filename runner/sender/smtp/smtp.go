@@ -61,7 +61,10 @@ type Config struct {
 	Auth string
 	// Timeout bounds connecting and each command (default 10s).
 	Timeout time.Duration
-	// Pool is how many connections are kept open for reuse (default 4).
+	// Pool is how many connections the sender holds at most, in use or idle and
+	// kept for reuse (default 16): a send waits for one when all are busy, so the
+	// runner never opens more connections than the server is set up for (and its
+	// adaptive concurrency sees the wait as latency).
 	Pool int
 	// ThrottleWait is when to retry after a throttling or authentication reply
 	// (default 1 minute).
@@ -77,6 +80,7 @@ type Sender struct {
 	cfg    Config
 	client *mail.Client
 	idle   chan *gosmtp.Client
+	slots  chan struct{} // one per connection the sender may hold (Pool)
 }
 
 // New checks cfg and returns a Sender; it does not connect yet.
@@ -88,7 +92,7 @@ func New(cfg Config) (*Sender, error) {
 		cfg.Timeout = 10 * time.Second
 	}
 	if cfg.Pool <= 0 {
-		cfg.Pool = 4
+		cfg.Pool = 16
 	}
 	if cfg.ThrottleWait == 0 {
 		cfg.ThrottleWait = time.Minute
@@ -134,7 +138,7 @@ func New(cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("smtp: %w", err)
 	}
-	return &Sender{cfg: cfg, client: c, idle: make(chan *gosmtp.Client, cfg.Pool)}, nil
+	return &Sender{cfg: cfg, client: c, idle: make(chan *gosmtp.Client, cfg.Pool), slots: make(chan struct{}, cfg.Pool)}, nil
 }
 
 // Send delivers one message. The provider id it reports is the Message-ID.
@@ -147,6 +151,12 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	if err != nil {
 		return sender.Result{}, err
 	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return sender.Result{}, sender.Transient(ctx.Err())
+	}
+	defer func() { <-s.slots }()
 	conn, reused, err := s.conn(ctx)
 	if err != nil {
 		return sender.Result{}, s.classify(err)

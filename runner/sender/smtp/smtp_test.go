@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,5 +278,35 @@ func TestSMTPAttachmentsAndProviderOnlyFields(t *testing.T) {
 	if len(msgs) != 1 || !strings.Contains(msgs[0].Data, "multipart/mixed") || !strings.Contains(msgs[0].Data, `filename="r.csv"`) ||
 		!strings.Contains(msgs[0].Data, "YSxiCjEsMgo=") {
 		t.Fatalf("%d messages:\n%s", len(msgs), msgs)
+	}
+}
+
+// The pool bounds the connections: 40 sends at once over a pool of 3 open at most 3
+// connections, each send waiting for one, and all 40 arrive.
+func TestSMTPPoolBoundsConnections(t *testing.T) {
+	srv := sendertest.StartSMTP(t, true)
+	cfg := sendertest.SMTPConfig(t, srv)
+	cfg.Pool = 3
+	s := newSMTP(t, cfg)
+	t.Cleanup(func() { s.Close() })
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Send(context.Background(), sendertest.EmailMessage(int64(i), "a@example.net"))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, c := len(srv.Messages()), srv.ConnCount(); n != 40 || c > 3 {
+		t.Fatalf("%d messages over %d connections, want 40 over at most 3", n, c)
 	}
 }
