@@ -82,8 +82,10 @@ func ProviderClient(timeout time.Duration, roots *x509.CertPool) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: t}
 }
 
-// MaxIdlePerHost is how many idle connections ProviderClient keeps per host.
-const MaxIdlePerHost = 256
+// MaxIdlePerHost is how many idle connections ProviderClient keeps per host: as many
+// as the sends a runner may have in flight by default (HERALD_CONCURRENCY, 512), so
+// a runner at its limit finds a connection for every send.
+const MaxIdlePerHost = 512
 
 // LoadCAFile reads a PEM file of CA certificates to trust (a provider's TLS behind a
 // proxy, or a test double); "" gives nil, the system's roots.
