@@ -793,5 +793,7 @@ func TestConcurrencyAdaptsToTheProvider(t *testing.T) {
 	grown := limit()
 	limited.Store(true)
 	eventually(t, 30*time.Second, "the limit to come down on 429s", func() bool { return limit() < grown/2 })
+	mu.Lock()
+	defer mu.Unlock()
 	t.Logf("peak %d at once; limit %v, then %v after 429s", peak, grown, limit())
 }
