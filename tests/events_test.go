@@ -260,6 +260,13 @@ func TestGenericDeliveryEvents(t *testing.T) {
 	if err != nil || st.Outcome == nil || *st.Outcome != "bounced" || *st.OutcomeType != "hard" || *st.OutcomeCode != "5.1.1" {
 		t.Fatalf("GetStatus: %+v %v", st, err)
 	}
+	// Retention: purge takes the events with the messages.
+	defer func() {
+		mustExec(t, pool, `SELECT herald.purge('1 hour', now => now() + interval '2 hours')`)
+		if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`); n != 0 {
+			t.Fatalf("purge left %d delivery events", n)
+		}
+	}()
 	cmd := exec.Command(buildHerald(t), "status", strconv.FormatInt(ids[0], 10))
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+pool.Config().ConnString())
 	out, err := cmd.CombinedOutput()

@@ -2367,6 +2367,7 @@ BEGIN
   DELETE FROM herald.messages m
   WHERE m.finished_at < purge.now - purge.older_than;
   GET DIAGNOSTICS deleted = ROW_COUNT;
+  DELETE FROM herald.delivery_events d WHERE d.received_at < purge.now - purge.older_than;
   RETURN deleted;
 END
 $$;
@@ -2376,7 +2377,7 @@ $$;
 -- Name: FUNCTION purge(older_than interval, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) IS 'Delete finished (sent, dead, cancelled, expired) messages finished longer ago than a bound.';
+COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) IS 'Delete finished messages and delivery events older than a bound.';
 
 
 --

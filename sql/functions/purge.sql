@@ -1,6 +1,8 @@
--- herald.purge(older_than, now) — delete finished messages (sent, dead, cancelled,
--- expired: finished_at set) whose finished_at is more than `older_than` ago; returns how many. Retention: run it
--- from cron or pg_cron, e.g. herald.purge('30 days').
+-- herald.purge(older_than, now) — delete finished messages (finished_at set: sent,
+-- dead, cancelled, expired, suppressed) whose finished_at is more than `older_than` ago, and the
+-- delivery events received before that; returns how many messages. Retention: run it
+-- from cron or pg_cron, e.g. herald.purge('30 days'). A replay of a purged event is
+-- stored again as unknown (its message is gone too, or will be).
 -- Index: none by default (delivered messages enter no index): a scan of
 -- herald.messages; with messages_finished_idx created as docs/tuning.md says, a range
 -- scan of it. Locks: the deleted rows. Errors: 22V12 older_than (NULL or negative).
@@ -22,6 +24,7 @@ BEGIN
   DELETE FROM herald.messages m
   WHERE m.finished_at < purge.now - purge.older_than;
   GET DIAGNOSTICS deleted = ROW_COUNT;
+  DELETE FROM herald.delivery_events d WHERE d.received_at < purge.now - purge.older_than;
   RETURN deleted;
 END
 $$;
@@ -29,4 +32,4 @@ $$;
 REVOKE ALL ON FUNCTION herald.purge(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.purge(interval, timestamptz) TO herald_admin;
 COMMENT ON FUNCTION herald.purge(interval, timestamptz) IS
-  'Delete finished (sent, dead, cancelled, expired) messages finished longer ago than a bound.';
+  'Delete finished messages and delivery events older than a bound.';
