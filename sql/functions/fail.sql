@@ -1,23 +1,18 @@
 -- herald.fail(ids, lease_tokens, errors, error_classes, retry_at, error_codes, now) —
 -- report failed deliveries; SQL decides what follows. Returns how many rows changed
--- (only rows still processing under the same lease_token change).
---   permanent     -> dead at once
---   transient     -> queued at retry_at (else now + herald._backoff); dead once
---                    attempts >= max
---   rate_limited  -> queued at retry_at (else now + backoff), the attempt given back
---                    (the provider refused to try)
---   configuration -> queued at retry_at (else now), the attempt given back, and the
---                    channel paused by 'runner' with the error as reason (the runner's
---                    credentials or setup are wrong: herald.resume_channel)
--- A message queued again at or after its expires_at ends expired instead (an
--- 'expired' log event). A past retry_at counts as now. error_codes: short codes producers may see (SMTP
--- reply, HTTP status, provider code; NULL: none); errors: the full text (first 2,000
--- characters), for workers and admins only. Each failure joins the error history
--- (last 20); a message that goes dead gets a 'dead' log event.
--- Index: the primary key, one probe per id. Locks: the changed rows; ROW EXCLUSIVE on
--- herald.log_statements; the channel row of a configuration failure. Errors: 22V12 NULL or mismatched arrays, an unknown class, a
--- code over 64 characters. The single-id overload returns true when the row changed.
--- SECURITY DEFINER for herald_worker.
+-- (only rows still processing under the same lease_token change). By class:
+--   permanent dead at once; transient queued at retry_at (else now + herald._backoff),
+--   dead once attempts >= max; rate_limited queued at retry_at (else now + backoff),
+--   the attempt given back; configuration queued at retry_at (else now), the attempt
+--   given back, the channel paused by 'runner' with the error as reason.
+-- Queued again at or after its expires_at, a message ends expired (a log event); a
+-- past retry_at counts as now. error_codes: what producers see (SMTP reply, HTTP
+-- status, provider code; NULL: none); errors: the text (first 2,000 characters) for
+-- workers and admins, kept in the history (last 20). Dead: a 'dead' log event.
+-- Index: the primary key. Locks: the changed rows; ROW EXCLUSIVE on log_statements;
+-- the channel row of a configuration failure. Errors: 22V12 NULL or mismatched arrays,
+-- an unknown class, a code over 64 characters. The single-id overload returns true
+-- when the row changed. SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.fail(
   ids bigint[],
   lease_tokens bigint[],
