@@ -233,3 +233,23 @@ func TestMigrateRefusesANewerSchema(t *testing.T) {
 		t.Fatalf("the refused database's code was touched: %v %v", h, err)
 	}
 }
+
+// A database made by an earlier development build of the baseline (here: a table
+// the code needs is missing) is told so: the install fails, changes nothing, and the
+// error says to create the database anew.
+func TestInstallOnAnEarlierBaselineSaysWhy(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `DROP TABLE herald.suppressions`)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	err = heraldsql.InstallCode(ctx, conn.Conn())
+	if err == nil || !strings.Contains(err.Error(), "create the database anew") {
+		t.Fatalf("install on an earlier baseline: %v", err)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM pg_proc WHERE proname = 'record_delivery_events'`); n != 1 {
+		t.Fatalf("the failed install changed the functions (%d record_delivery_events)", n)
+	}
+}
