@@ -31,9 +31,11 @@ AS $$
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
-                            AND payload - herald._payload_fields(kind => 'email') = '{}'
-                            AND ((payload - '{subject,text,html,body}'::text[] = '{}' AND payload ->> 'subject' !~ '[\r\n]')
-                                 OR herald._payload_problem(kind => 'email', payload => payload) IS NULL)
+                            AND CASE WHEN payload - '{subject,text,html,body}'::text[] = '{}' -- the usual payload
+                                     THEN payload ->> 'subject' !~ '[\r\n]'
+                                     ELSE payload - herald._payload_fields(kind => 'email') = '{}'
+                                          AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
+                                END
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls))'
