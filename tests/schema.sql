@@ -1927,6 +1927,8 @@ CREATE FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], 
 DECLARE
   clock_ok boolean := herald._check_clock(now => fail.now); -- first: a forged clock changes nothing
   changed integer;
+  v_channels text[];
+  v_reasons text[];
   died boolean;
   ready boolean;
   bad text;
@@ -1990,16 +1992,19 @@ BEGIN
     FROM failed f
     WHERE f.status IN ('dead', 'expired')
     GROUP BY f.status
-  ), paused AS (
-    UPDATE herald.channels c
-    SET paused = true, paused_reason = left(p.last_error, 500), paused_at = fail.now, paused_by = 'runner'
-    FROM (SELECT DISTINCT ON (f.channel) f.channel, f.last_error
-          FROM failed f WHERE f.last_error_class = 'configuration' ORDER BY f.channel, f.id) AS p
-    WHERE c.name = p.channel AND NOT c.paused
   )
-  SELECT count(*), bool_or(f.status IN ('dead', 'expired')), bool_or(f.status = 'queued' AND f.run_at <= fail.now)
-  INTO changed, died, ready
-  FROM failed f;
+  SELECT t.n, t.died, t.ready, p.channels, p.reasons
+  INTO changed, died, ready, v_channels, v_reasons
+  FROM (SELECT count(*) AS n, bool_or(f.status IN ('dead', 'expired')) AS died,
+               bool_or(f.status = 'queued' AND f.run_at <= fail.now) AS ready
+        FROM failed f) AS t,
+       (SELECT array_agg(x.channel ORDER BY x.channel) AS channels, array_agg(x.last_error ORDER BY x.channel) AS reasons
+        FROM (SELECT DISTINCT ON (g.channel) g.channel, g.last_error
+              FROM failed g WHERE g.last_error_class = 'configuration' ORDER BY g.channel, g.id) AS x) AS p;
+  IF v_channels IS NOT NULL THEN -- the runner's setup is wrong: its channels stop for every runner
+    PERFORM herald.pause_channel(channel => u.channel, reason => u.reason, by => 'runner', now => fail.now)
+    FROM unnest(v_channels, v_reasons) AS u (channel, reason);
+  END IF;
   IF died THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
