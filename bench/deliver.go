@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"flag"
 	"fmt"
-	"math/big"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -25,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/herald/herald/runner/sender/sendertest"
 )
 
 // deliver: real `herald run` processes send through the real SendGrid (e-mail),
@@ -362,18 +358,10 @@ func (p *fakeProvider) close() {
 	os.RemoveAll(filepath.Dir(p.caFile))
 }
 
-// benchCert makes a self-signed certificate for 127.0.0.1 and writes it as the CA
-// file the senders trust.
+// benchCert makes the provider's certificate (sendertest.SelfSignedPEM, its own CA)
+// and writes it as the CA file the senders trust.
 func benchCert() (tls.Certificate, string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, "", err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "herald bench provider"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	certPEM, keyPEM, err := sendertest.SelfSignedPEM()
 	if err != nil {
 		return tls.Certificate{}, "", err
 	}
@@ -381,12 +369,10 @@ func benchCert() (tls.Certificate, string, error) {
 	if err != nil {
 		return tls.Certificate{}, "", err
 	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	file := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(file, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, "", err
 	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	return cert, file, err
 }
