@@ -34,14 +34,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-url() { sed -E "s#^([a-z]+://[^/]*)/[^?]*#\1/$1#" <<<"$server"; }
-fresh() { psql -q "$server" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1"; }
-drop() { PGOPTIONS="-c client_min_messages=warning" psql -q "$server" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)"; }
-stop_workers() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  pids=()
-}
+# url, fresh, drop, stop_workers, json_field
+. bench/compare/lib.sh
 
 bench="$work/bench"
 go build -o "$bench" ./bench
@@ -57,10 +51,8 @@ herald() {
   echo "herald (bench deliver, 2 runners) …" >&2
   "$bench" -deliver-provider "$purl $pca" -deliver-configs 2 -deliver-messages "$jobs" -json "$work/herald.json" -out "$work" deliver >/dev/null
   drop herald_bench
-  awk -v key='"herald": ' '/"figure": "deliver, 2 runner\(s\), defaults: messages\/s/ {on = 1} on && index($0, key) {
-    v = substr($0, index($0, key) + length(key)); sub(/,$/, "", v); printf "%.0f\n", v; exit}' "$work/herald.json" >"$work/rate"
-  awk -v key='"herald": ' '/"figure": "deliver, 2 runner\(s\), defaults: new TCP/ {on = 1} on && index($0, key) {
-    v = substr($0, index($0, key) + length(key)); sub(/,$/, "", v); printf "%.2f\n", v; exit}' "$work/herald.json" >"$work/conns"
+  printf '%.0f\n' "$(json_field "deliver, 2 runner(s), defaults: messages/s" herald)" >"$work/rate"
+  printf '%.2f\n' "$(json_field "deliver, 2 runner(s), defaults: new TCP" herald)" >"$work/conns"
 }
 river() {
   echo "River (MaxWorkers $river_workers) …" >&2

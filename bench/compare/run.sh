@@ -54,20 +54,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# url DB: the server's URL with its database replaced by DB.
-url() { sed -E "s#^([a-z]+://[^/]*)/[^?]*#\1/$1#" <<<"$server"; }
-fresh() { psql -q "$server" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1"; }
+# url, fresh, drop, stop_workers, json_field
+. bench/compare/lib.sh
 # checkpoint: writes the preload's dirty buffers before a drain's clock starts, as
 # the herald bench does after its preload, so that no drain pays for them.
 checkpoint() { psql -q "$server" -c "CHECKPOINT"; }
-# drop DB: removes a drained system's database, so that autovacuum does not clean
-# up its 200,000 dead jobs on the CPU of the next system's drain.
-drop() { PGOPTIONS="-c client_min_messages=warning" psql -q "$server" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)"; }
-stop_workers() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  pids=()
-}
 
 # The herald bench, built once: its drain is herald's row, and its `cpu` command
 # reads the CPU used so far with the drain scenario's accounting (the server's
@@ -76,12 +67,6 @@ bench="$work/bench"
 go build -o "$bench" ./bench
 # per_job MICROSECONDS: over the drain's jobs, to one decimal ("—" for "-").
 per_job() { if [ "$1" = - ]; then echo "—"; else printf '%.1f' "$(echo "$1 / $jobs" | bc -l)"; fi; }
-# json_field FIGURE FIELD: FIELD ("herald", "baseline") of the row of herald.json
-# whose figure starts with FIGURE.
-json_field() {
-  awk -v fig="\"figure\": \"$1" -v key="\"$2\": " 'index($0, fig) {on = 1} on && index($0, key) {
-    v = substr($0, index($0, key) + length(key)); sub(/,$/, "", v); print v; exit}' "$work/herald.json"
-}
 
 # One system's drain, run in this shell (its workers are in pids for the EXIT trap):
 # writes its rate (jobs/s) to $work/rate, or "—" for pgmq when the server lacks it,
