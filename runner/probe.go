@@ -27,18 +27,22 @@ var ErrConfiguration = errors.New("a provider's configuration is wrong")
 func CheckSenders(ctx context.Context, senders map[string]sender.Sender, timeout time.Duration) map[string]error {
 	out := map[string]error{}
 	for ch, s := range senders {
-		c, ok := s.(sender.Checker)
-		if !ok {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		err := c.Check(cctx)
-		cancel()
-		if err != nil {
+		if err := check(ctx, s, timeout); err != nil {
 			out[ch] = err
 		}
 	}
 	return out
+}
+
+// check runs s's check (sender.Checker) bounded by timeout; nil when s has none.
+func check(ctx context.Context, s sender.Sender, timeout time.Duration) error {
+	c, ok := s.(sender.Checker)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return c.Check(ctx)
 }
 
 // startCheck checks the senders before the first claim (Config.StartCheck).
@@ -104,14 +108,9 @@ func (r *Runner) probe(ctx context.Context) {
 		if !s.paused || s.by != "runner" {
 			continue
 		}
-		if c, ok := r.cfg.Senders[s.name].(sender.Checker); ok {
-			cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckTimeout)
-			err := c.Check(cctx)
-			cancel()
-			if err != nil {
-				r.log.Info("probe failed; the channel stays paused", "channel", s.name, "err", err)
-				continue
-			}
+		if err := check(ctx, r.cfg.Senders[s.name], r.cfg.CheckTimeout); err != nil {
+			r.log.Info("probe failed; the channel stays paused", "channel", s.name, "err", err)
+			continue
 		}
 		var resumed bool
 		if err := r.pool.QueryRow(ctx, `SELECT herald.resume_channel($1, by => 'runner')`, s.name).Scan(&resumed); err != nil {
