@@ -121,17 +121,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", r.Handler())
 		mux.Handle("GET /healthz", r.Handler())
-		if settings.on {
-			if err := settings.register(ctx, mux, pool, in, logger); err != nil {
-				fmt.Fprintf(stderr, "herald run: %v\n", err)
-				return exitUsage
-			}
-		}
-		if err := registerConsole(mux, pool, consoleToken, logger); err != nil {
+		if err := registerServices(ctx, mux, pool, settings, in, consoleToken, evCfg, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: %v\n", err)
 			return exitUsage
 		}
-		registerEvents(mux, pool, evCfg, logger)
 		if stopHTTP, err = serveHTTP(ctx, *httpAddr, mux, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: listening on %s: %v\n", *httpAddr, err)
 			return exitUsage

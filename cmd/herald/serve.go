@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald/herald/runner/console"
+	"github.com/herald/herald/runner/events"
 	"github.com/herald/herald/runner/intake"
 )
 
@@ -110,6 +111,23 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 	return nil
 }
 
+// registerServices adds what herald run and herald serve both serve: the intake (when
+// on), the operator console (with a token) and the delivery-event endpoints (those
+// configured).
+func registerServices(ctx context.Context, mux *http.ServeMux, pool *pgxpool.Pool, settings intakeSettings, in intakeFlags,
+	consoleToken string, evCfg events.Config, logger *slog.Logger) error {
+	if settings.on {
+		if err := settings.register(ctx, mux, pool, in, logger); err != nil {
+			return err
+		}
+	}
+	if err := registerConsole(mux, pool, consoleToken, logger); err != nil {
+		return err
+	}
+	registerEvents(mux, pool, evCfg, logger)
+	return nil
+}
+
 // registerConsole adds the operator console (runner/console) to mux when a token is
 // set (HERALD_CONSOLE_TOKEN or its _FILE); without one there is no console.
 func registerConsole(mux *http.ServeMux, pool *pgxpool.Pool, token string, logger *slog.Logger) error {
@@ -182,17 +200,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer pool.Close()
 	mux := http.NewServeMux()
-	if settings.on {
-		if err := settings.register(ctx, mux, pool, in, logger); err != nil {
-			fmt.Fprintf(stderr, "herald serve: %v\n", err)
-			return exitUsage
-		}
-	}
-	if err := registerConsole(mux, pool, consoleToken, logger); err != nil {
+	if err := registerServices(ctx, mux, pool, settings, in, consoleToken, evCfg, logger); err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
 	}
-	registerEvents(mux, pool, evCfg, logger)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
