@@ -132,14 +132,10 @@ func (p *revocableProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// A revoked key never costs a message: the start check pauses the channel before
-// anything is claimed (no send is tried), the probe resumes it once the key works,
-// and a key revoked while running pauses the channel again with every message
-// queued and its attempt given back. Nothing is dead-lettered.
-func TestRevokedKeyPausesTheChannelNotTheMail(t *testing.T) {
-	t.Parallel()
-	url := testdb.New(t)
-	pool := testdb.Pool(t, url)
+// revokedSendGrid serves a revocableProvider, revoked, and returns it with a SendGrid
+// sender pointed at it.
+func revokedSendGrid(t *testing.T) (*revocableProvider, sender.Sender) {
+	t.Helper()
 	prov := &revocableProvider{}
 	prov.revoked.Store(true)
 	srv := httptest.NewServer(prov)
@@ -148,6 +144,18 @@ func TestRevokedKeyPausesTheChannelNotTheMail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return prov, sg
+}
+
+// A revoked key never costs a message: the start check pauses the channel before
+// anything is claimed (no send is tried), the probe resumes it once the key works,
+// and a key revoked while running pauses the channel again with every message
+// queued and its attempt given back. Nothing is dead-lettered.
+func TestRevokedKeyPausesTheChannelNotTheMail(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	prov, sg := revokedSendGrid(t)
 	enqueueMany(t, pool, 20, "email")
 	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": sg}, ProbeInterval: 100 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond})
@@ -187,14 +195,7 @@ func TestStartCheckRefuseAndHeraldCheck(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
-	prov := &revocableProvider{}
-	prov.revoked.Store(true)
-	srv := httptest.NewServer(prov)
-	t.Cleanup(srv.Close)
-	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{From: "noreply@example.com"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sg := revokedSendGrid(t)
 	enqueueMany(t, pool, 3, "email")
 	r, err := runner.New(pool, runner.Config{Senders: map[string]sender.Sender{"email": sg}, StartCheck: runner.StartCheckRefuse,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
