@@ -24,7 +24,7 @@
 {{ template "functions/_append_error.sql" . }}
 {{ template "functions/_key_hash.sql" . }}
 {{ template "functions/_suppression_key.sql" . }}
-{{ template "functions/_suppressed.sql" . }}
+{{ template "functions/_suppression.sql" . }}
 {{ template "functions/_outcome_rank.sql" . }}
 {{ template "functions/_event_detail.sql" . }}
 {{ template "functions/_log_detail.sql" . }}

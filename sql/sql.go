@@ -131,7 +131,7 @@ func InstallCode(ctx context.Context, conn *pgx.Conn) error {
 	code += fmt.Sprintf("\nUPDATE herald.installed_code SET hash = '%s';\n", CodeHash())
 	if err := migrate.LockExecTx(ctx, conn, code); err != nil {
 		var pg *pgconn.PgError
-		if errors.As(err, &pg) && (pg.Code == "42P01" || pg.Code == "42703") { // undefined table or column
+		if errors.As(err, &pg) && (pg.Code == "42P01" || pg.Code == "42703" || pg.Code == "42704") { // undefined table, column or type
 			return fmt.Errorf("herald sql: installing the code: %w (the tables were made by an earlier development "+
 				"build: until the first release the baseline migrations change in place, so create the database anew; "+
 				"the local cluster: tests/devdb.sh destroy, then make run)", err)

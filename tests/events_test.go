@@ -337,6 +337,59 @@ func TestSuppressionList(t *testing.T) {
 	wantPgError(t, err, "22V12", "kind")
 }
 
+// A batch with suppressed recipients and an idempotency repeat: the suppressed ones
+// are stored 'suppressed' and finished, the repeat is answered with the first id and
+// stored once, and the log holds one 'accepted' row of the stored ids and one
+// 'suppressed' row of the suppressed ones, both in id order. Every check of the list,
+// at enqueue and at claim, probes suppressions_pkey per message (a list of thousands
+// is not read whole), also under the generic plan.
+func TestSuppressedInABatch(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.suppressions (kind, recipient, reason)
+		SELECT 'email', 'gone' || g || '@example.com', 'bounced' FROM generate_series(1, 5000) g`)
+	mustExec(t, pool, `ANALYZE herald.suppressions`)
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	if err := conn.QueryRow(ctx, `SELECT herald.enqueue_many(
+			array_fill('email'::text, ARRAY[5]),
+			ARRAY['a@example.com', 'GONE1@example.com', 'b@example.com', 'gone2@example.com', 'gone1@example.com'],
+			array_fill('{"subject":"s","text":"t"}'::jsonb, ARRAY[5]),
+			idempotency_keys => ARRAY[NULL, 'k', NULL, NULL, 'k'])`).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 5 || ids[4] != ids[1] {
+		t.Fatalf("ids %v: want five, the repeat answered with the first", ids)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg(status || ':' || (finished_at IS NOT NULL)::text, ',' ORDER BY id) FROM herald.messages`); got != "queued:false,suppressed:true,queued:false,suppressed:true" {
+		t.Fatalf("stored %s", got)
+	}
+	logged := scalar[string](t, pool, `SELECT string_agg(kind || '=' || message_ids::text, ' ' ORDER BY seq) FROM herald.log_statements`)
+	if want := fmt.Sprintf("accepted={%d,%d,%d,%d} suppressed={%d,%d}", ids[0], ids[1], ids[2], ids[3], ids[1], ids[3]); logged != want {
+		t.Fatalf("log %s, want %s", logged, want)
+	}
+	plan := planOf(t, *notices, "herald._suppression(")
+	if !strings.Contains(plan, "Index Scan using suppressions_pkey") || strings.Contains(plan, "Seq Scan on suppressions") {
+		t.Fatalf("enqueue does not probe suppressions_pkey:\n%s", plan)
+	}
+	// At claim: b's recipient is suppressed after it was stored.
+	mustExec(t, pool, `SELECT herald.suppress('email', ARRAY['b@example.com'])`)
+	*notices = nil
+	var claimed []int64
+	if err := conn.QueryRow(ctx, `SELECT array_agg(id) FROM herald.claim_batch('w', 10)`).Scan(&claimed); err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 1 || claimed[0] != ids[0] {
+		t.Fatalf("claimed %v, want only %d", claimed, ids[0])
+	}
+	plan = planOf(t, *notices, "herald._suppression(")
+	if !strings.Contains(plan, "Index Scan using suppressions_pkey") || strings.Contains(plan, "Seq Scan on suppressions") {
+		t.Fatalf("claim_batch does not probe suppressions_pkey:\n%s", plan)
+	}
+}
+
 // End to end with a real runner, a SendGrid sender and signed events: a hard bounce
 // suppresses the recipient and the next message to it ends suppressed with no request
 // to the provider; an unsubscribe that arrives while a message waits stops it; a

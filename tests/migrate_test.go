@@ -239,7 +239,7 @@ func TestMigrateRefusesANewerSchema(t *testing.T) {
 // error says to create the database anew.
 func TestInstallOnAnEarlierBaselineSaysWhy(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `DROP TABLE herald.suppressions`)
+	mustExec(t, pool, `DROP TABLE herald.suppressions CASCADE`) // and herald._suppression, which returns its rows
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

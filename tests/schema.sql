@@ -314,6 +314,9 @@ DECLARE
   v_valid boolean := true;
   v_stored bigint;
   v_logged bigint[];
+  v_logged_channels text[];
+  v_logged_hashes integer[];
+  v_barred bigint[];
   v_producer text := herald._producer();
   v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
   i integer;
@@ -358,6 +361,14 @@ BEGIN
     END LOOP;
   END IF;
 
+  IF v_suppressing THEN -- the input positions of suppressed recipients
+    SELECT array_agg(s.ord) INTO v_barred
+    FROM unnest(specs) WITH ORDINALITY
+           AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+    JOIN herald.channels c ON c.name = s.channel
+    WHERE EXISTS (SELECT FROM herald._suppression(kind => c.kind, recipient => s.recipient, now => _enqueue.now));
+  END IF;
+
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
@@ -365,10 +376,8 @@ BEGIN
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
-         CASE WHEN v_suppressing AND herald._suppressed(kind => c.kind, recipient => s.recipient, now => _enqueue.now)
-              THEN 'suppressed' ELSE 'queued' END,
-         CASE WHEN v_suppressing AND herald._suppressed(kind => c.kind, recipient => s.recipient, now => _enqueue.now)
-              THEN _enqueue.now END
+         CASE WHEN s.ord = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
+         CASE WHEN s.ord = ANY (v_barred) THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY
          AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
   JOIN herald.channels c ON c.name = s.channel
@@ -389,22 +398,22 @@ BEGIN
       USING ERRCODE = 'XX000';
   END IF;
 
-  v_logged := v_ids;
   IF cardinality(v_skip) > 0 THEN
     SELECT array_agg(v_ids[o]), array_agg(v_channels[o]), array_agg(v_hashes[o])
-    INTO v_logged, v_channels, v_hashes
+    INTO v_logged, v_logged_channels, v_logged_hashes
     FROM generate_series(1, n) AS o WHERE NOT o = ANY (v_skip);
   END IF;
   IF v_stored > 0 THEN
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
-    VALUES ('accepted', _enqueue.now, v_logged, v_channels, v_hashes);
+    VALUES ('accepted', _enqueue.now, coalesce(v_logged, v_ids), coalesce(v_logged_channels, v_channels),
+            coalesce(v_logged_hashes, v_hashes));
   END IF;
-  IF v_suppressing AND v_stored > 0 THEN
+  IF v_barred IS NOT NULL AND v_stored > 0 THEN -- ids follow input order
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
-    SELECT 'suppressed', _enqueue.now, array_agg(m.id ORDER BY m.id), array_agg(m.channel ORDER BY m.id),
-           array_agg(herald._key_hash(m.ordering_key, m.recipient) ORDER BY m.id)
-    FROM herald.messages m
-    WHERE m.id = ANY (v_logged) AND m.status = 'suppressed'
+    SELECT 'suppressed', _enqueue.now, array_agg(v_ids[o] ORDER BY o), array_agg(v_channels[o] ORDER BY o),
+           array_agg(v_hashes[o] ORDER BY o)
+    FROM unnest(v_barred) AS o
+    WHERE NOT o = ANY (v_skip)
     HAVING count(*) > 0;
   END IF;
   FOR i IN 1 .. cardinality(v_skip) LOOP
@@ -1212,25 +1221,68 @@ $$;
 COMMENT ON FUNCTION herald._reject(code text, field text, message text, detail text, hint text) IS 'Private: raise a herald input error with its SQLSTATE and the field in COLUMN.';
 
 
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
 --
--- Name: _suppressed(text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: suppressions; Type: TABLE; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._suppressed(kind text, recipient text, now timestamp with time zone) RETURNS boolean
+CREATE TABLE herald.suppressions (
+    kind text NOT NULL,
+    recipient text NOT NULL,
+    reason text NOT NULL,
+    source text DEFAULT 'operator'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
+    CONSTRAINT suppressions_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
+    CONSTRAINT suppressions_reason_known CHECK ((reason = ANY (ARRAY['bounced'::text, 'complained'::text, 'unsubscribed'::text, 'manual'::text]))),
+    CONSTRAINT suppressions_recipient_length CHECK (((length(recipient) >= 1) AND (length(recipient) <= 320)))
+);
+
+
+--
+-- Name: TABLE suppressions; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.suppressions IS 'Recipients herald does not send to (per channel kind): bounces, complaints, unsubscribes, imported lists.';
+
+
+--
+-- Name: COLUMN suppressions.source; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events) or operator.';
+
+
+--
+-- Name: COLUMN suppressions.expires_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.suppressions.expires_at IS 'When the entry stops applying; NULL: never.';
+
+
+--
+-- Name: _suppression(text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._suppression(kind text, recipient text, now timestamp with time zone) RETURNS SETOF herald.suppressions
     LANGUAGE sql STABLE
     AS $$
-  SELECT EXISTS (SELECT FROM herald.suppressions s
-                 WHERE s.kind = _suppressed.kind
-                   AND s.recipient = herald._suppression_key(kind => _suppressed.kind, recipient => _suppressed.recipient)
-                   AND (s.expires_at IS NULL OR s.expires_at > _suppressed.now))
+  SELECT s.*
+  FROM herald.suppressions s
+  WHERE s.kind = _suppression.kind
+    AND s.recipient = herald._suppression_key(kind => _suppression.kind, recipient => _suppression.recipient)
+    AND (s.expires_at IS NULL OR s.expires_at > _suppression.now)
 $$;
 
 
 --
--- Name: FUNCTION _suppressed(kind text, recipient text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _suppression(kind text, recipient text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._suppressed(kind text, recipient text, now timestamp with time zone) IS 'Private: whether an active suppression covers the recipient (inlined).';
+COMMENT ON FUNCTION herald._suppression(kind text, recipient text, now timestamp with time zone) IS 'Private: the active suppression covering a recipient, if any (an inlined set-returning function).';
 
 
 --
@@ -1549,8 +1601,8 @@ BEGIN
     FROM ready r
     JOIN herald.messages x ON x.id = r.id
     WHERE v_suppressing
-      AND herald._suppressed(kind => v_kinds[array_position(v_channels, x.channel)], recipient => x.recipient,
-                             now => claim_batch.now)
+      AND EXISTS (SELECT FROM herald._suppression(kind => v_kinds[array_position(v_channels, x.channel)],
+                                                  recipient => x.recipient, now => claim_batch.now))
   ), over_rate AS (
     SELECT q.id
     FROM (SELECT r.id, x.channel,
@@ -2056,8 +2108,9 @@ CREATE FUNCTION herald.is_suppressed(channel text, recipient text) RETURNS boole
     AS $$
 BEGIN
   PERFORM herald._check_not_null(ARRAY['channel', 'recipient'], ARRAY[channel IS NOT NULL, recipient IS NOT NULL]);
-  RETURN coalesce((SELECT herald._suppressed(kind => c.kind, recipient => is_suppressed.recipient, now => now())
-                   FROM herald.channels c WHERE c.name = is_suppressed.channel), false);
+  RETURN EXISTS (SELECT FROM herald.channels c,
+                   herald._suppression(kind => c.kind, recipient => is_suppressed.recipient, now => now())
+                 WHERE c.name = is_suppressed.channel);
 END
 $$;
 
@@ -2850,10 +2903,6 @@ $$;
 COMMENT ON FUNCTION herald.unsuppress(kind text, recipients text[]) IS 'Send to recipients of a channel kind again.';
 
 
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
-
 --
 -- Name: channels; Type: TABLE; Schema: herald; Owner: -
 --
@@ -3523,44 +3572,6 @@ COMMENT ON TABLE herald.rate_buckets IS 'Per-channel token buckets behind herald
 
 
 --
--- Name: suppressions; Type: TABLE; Schema: herald; Owner: -
---
-
-CREATE TABLE herald.suppressions (
-    kind text NOT NULL,
-    recipient text NOT NULL,
-    reason text NOT NULL,
-    source text DEFAULT 'operator'::text NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    expires_at timestamp with time zone,
-    CONSTRAINT suppressions_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
-    CONSTRAINT suppressions_reason_known CHECK ((reason = ANY (ARRAY['bounced'::text, 'complained'::text, 'unsubscribed'::text, 'manual'::text]))),
-    CONSTRAINT suppressions_recipient_length CHECK (((length(recipient) >= 1) AND (length(recipient) <= 320)))
-);
-
-
---
--- Name: TABLE suppressions; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON TABLE herald.suppressions IS 'Recipients herald does not send to (per channel kind): bounces, complaints, unsubscribes, imported lists.';
-
-
---
--- Name: COLUMN suppressions.source; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events) or operator.';
-
-
---
--- Name: COLUMN suppressions.expires_at; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.suppressions.expires_at IS 'When the entry stops applying; NULL: never.';
-
-
---
 -- Name: throughput; Type: VIEW; Schema: herald; Owner: -
 --
 
@@ -4073,10 +4084,17 @@ REVOKE ALL ON FUNCTION herald._reject(code text, field text, message text, detai
 
 
 --
--- Name: FUNCTION _suppressed(kind text, recipient text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: TABLE suppressions; Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._suppressed(kind text, recipient text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON TABLE herald.suppressions TO herald_admin;
+
+
+--
+-- Name: FUNCTION _suppression(kind text, recipient text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._suppression(kind text, recipient text, now timestamp with time zone) FROM PUBLIC;
 
 
 --
@@ -4498,13 +4516,6 @@ GRANT SELECT ON TABLE herald.queue_stats TO herald_admin;
 --
 
 GRANT ALL ON TABLE herald.rate_buckets TO herald_admin;
-
-
---
--- Name: TABLE suppressions; Type: ACL; Schema: herald; Owner: -
---
-
-GRANT ALL ON TABLE herald.suppressions TO herald_admin;
 
 
 --

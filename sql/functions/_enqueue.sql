@@ -1,17 +1,17 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
 -- store messages and their 'accepted' log event, all or nothing; ids in input order.
 -- Each message belongs to herald._producer(); `now` other than now() is herald_admin's
--- (herald._check_clock). Ids are drawn first, in input order. Idempotency keys are
--- per producer: each key is locked (pg_advisory_xact_lock(1213612876, hashtext(key)),
--- in order), and a repeat (stored before by the same producer, or earlier in the call)
--- is answered with that message's id and not stored. expires_at: the least of the
--- spec's and due time (run_at or now) + the channel's ttl. A message to a suppressed
--- recipient (herald._suppressed; looked up only when herald.suppressions has a row) is
--- stored 'suppressed', finished, with a 'suppressed' log event after its 'accepted'. One INSERT stores the rest where
--- herald._valid holds; fewer rows than expected: herald._validate names the first bad
--- message (COLUMN 'messages[i].field', or 'field' when single) and the call is undone.
--- Under REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 on
--- messages_idempotency_key_idx (retry). The log row holds the stored ids in id order.
+-- (herald._check_clock). Idempotency keys are per producer: each key is locked
+-- (pg_advisory_xact_lock(1213612876, hashtext(key)), in order), and a repeat (stored
+-- before by the same producer, or earlier in the call) is answered with that message's
+-- id and not stored. expires_at: the least of the spec's and due time + the channel's
+-- ttl. A suppressed recipient (herald._suppression: a suppressions_pkey probe per
+-- message while herald.suppressions has rows) is stored 'suppressed', finished, with a
+-- 'suppressed' log event after its 'accepted'. Messages are stored where herald._valid
+-- holds; fewer rows than expected: herald._validate names the first bad message
+-- (COLUMN 'messages[i].field', or 'field' when single) and the call is undone. Under
+-- REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 on
+-- messages_idempotency_key_idx (retry). Log rows hold the stored ids in id order.
 -- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements; the key locks.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
 RETURNS bigint[]
@@ -33,6 +33,9 @@ DECLARE
   v_valid boolean := true;
   v_stored bigint;
   v_logged bigint[];
+  v_logged_channels text[];
+  v_logged_hashes integer[];
+  v_barred bigint[];
   v_producer text := herald._producer();
   v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
   i integer;
@@ -77,6 +80,14 @@ BEGIN
     END LOOP;
   END IF;
 
+  IF v_suppressing THEN -- the input positions of suppressed recipients
+    SELECT array_agg(s.ord) INTO v_barred
+    FROM unnest(specs) WITH ORDINALITY
+           AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+    JOIN herald.channels c ON c.name = s.channel
+    WHERE EXISTS (SELECT FROM herald._suppression(kind => c.kind, recipient => s.recipient, now => _enqueue.now));
+  END IF;
+
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
@@ -84,10 +95,8 @@ BEGIN
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
-         CASE WHEN v_suppressing AND herald._suppressed(kind => c.kind, recipient => s.recipient, now => _enqueue.now)
-              THEN 'suppressed' ELSE 'queued' END,
-         CASE WHEN v_suppressing AND herald._suppressed(kind => c.kind, recipient => s.recipient, now => _enqueue.now)
-              THEN _enqueue.now END
+         CASE WHEN s.ord = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
+         CASE WHEN s.ord = ANY (v_barred) THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY
          AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
   JOIN herald.channels c ON c.name = s.channel
@@ -108,22 +117,22 @@ BEGIN
       USING ERRCODE = 'XX000';
   END IF;
 
-  v_logged := v_ids;
   IF cardinality(v_skip) > 0 THEN
     SELECT array_agg(v_ids[o]), array_agg(v_channels[o]), array_agg(v_hashes[o])
-    INTO v_logged, v_channels, v_hashes
+    INTO v_logged, v_logged_channels, v_logged_hashes
     FROM generate_series(1, n) AS o WHERE NOT o = ANY (v_skip);
   END IF;
   IF v_stored > 0 THEN
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
-    VALUES ('accepted', _enqueue.now, v_logged, v_channels, v_hashes);
+    VALUES ('accepted', _enqueue.now, coalesce(v_logged, v_ids), coalesce(v_logged_channels, v_channels),
+            coalesce(v_logged_hashes, v_hashes));
   END IF;
-  IF v_suppressing AND v_stored > 0 THEN
+  IF v_barred IS NOT NULL AND v_stored > 0 THEN -- ids follow input order
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
-    SELECT 'suppressed', _enqueue.now, array_agg(m.id ORDER BY m.id), array_agg(m.channel ORDER BY m.id),
-           array_agg(herald._key_hash(m.ordering_key, m.recipient) ORDER BY m.id)
-    FROM herald.messages m
-    WHERE m.id = ANY (v_logged) AND m.status = 'suppressed'
+    SELECT 'suppressed', _enqueue.now, array_agg(v_ids[o] ORDER BY o), array_agg(v_channels[o] ORDER BY o),
+           array_agg(v_hashes[o] ORDER BY o)
+    FROM unnest(v_barred) AS o
+    WHERE NOT o = ANY (v_skip)
     HAVING count(*) > 0;
   END IF;
   FOR i IN 1 .. cardinality(v_skip) LOOP

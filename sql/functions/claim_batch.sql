@@ -115,8 +115,8 @@ BEGIN
     FROM ready r
     JOIN herald.messages x ON x.id = r.id
     WHERE v_suppressing
-      AND herald._suppressed(kind => v_kinds[array_position(v_channels, x.channel)], recipient => x.recipient,
-                             now => claim_batch.now)
+      AND EXISTS (SELECT FROM herald._suppression(kind => v_kinds[array_position(v_channels, x.channel)],
+                                                  recipient => x.recipient, now => claim_batch.now))
   ), over_rate AS (
     SELECT q.id
     FROM (SELECT r.id, x.channel,

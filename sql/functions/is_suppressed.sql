@@ -12,8 +12,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   PERFORM herald._check_not_null(ARRAY['channel', 'recipient'], ARRAY[channel IS NOT NULL, recipient IS NOT NULL]);
-  RETURN coalesce((SELECT herald._suppressed(kind => c.kind, recipient => is_suppressed.recipient, now => now())
-                   FROM herald.channels c WHERE c.name = is_suppressed.channel), false);
+  RETURN EXISTS (SELECT FROM herald.channels c,
+                   herald._suppression(kind => c.kind, recipient => is_suppressed.recipient, now => now())
+                 WHERE c.name = is_suppressed.channel);
 END
 $$;
 
