@@ -74,10 +74,14 @@ db-destroy:
 # chromium (the console's browser test),
 # python3-psycopg (psycopg 3) and nodejs/npm, and examples/node's packages (pg), for
 # the test that runs the producers in examples/.
+# Only the missing ones are installed: a machine whose Node.js comes from elsewhere
+# (NodeSource's package carries npm and conflicts with Debian's) keeps it.
 test-deps:
-	@/usr/bin/python3 -c 'import psycopg' 2>/dev/null && command -v npm >/dev/null && \
-	  { command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null && [ -x /usr/bin/chromium ] || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg nodejs npm pgbouncer chromium >/dev/null; }
+	@pkgs=; /usr/bin/python3 -c 'import psycopg' 2>/dev/null || pkgs="$$pkgs python3-psycopg"; \
+	  command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
+	  { command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null || pkgs="$$pkgs pgbouncer"; \
+	  [ -x /usr/bin/chromium ] || pkgs="$$pkgs chromium"; \
+	  [ -z "$$pkgs" ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs >/dev/null; }
 	@[ -d examples/node/node_modules/pg ] || npm ci --prefix examples/node --no-audit --no-fund --loglevel=error
 
 # Mailpit, the real SMTP server of tests/mailpit_test.go.
