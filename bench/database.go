@@ -81,13 +81,21 @@ func (d *database) reset(ctx context.Context) error {
 	return err
 }
 
-// setTriggers turns herald's triggers on herald.messages on or off.
-func (d *database) setTriggers(ctx context.Context, on bool) error {
+// enter sets the database up for a phase of v: herald's triggers on herald.messages
+// on or off, and herald.suppressions empty or holding one entry for a recipient no
+// variant sends to.
+func (d *database) enter(ctx context.Context, v variant) error {
 	verb := "DISABLE"
-	if on {
+	if v.triggers {
 		verb = "ENABLE"
 	}
-	_, err := d.pool.Exec(ctx, `ALTER TABLE herald.messages `+verb+` TRIGGER USER`)
+	if _, err := d.pool.Exec(ctx, `ALTER TABLE herald.messages `+verb+` TRIGGER USER`); err != nil {
+		return err
+	}
+	if _, err := d.pool.Exec(ctx, `DELETE FROM herald.suppressions`); err != nil || !v.suppressed {
+		return err
+	}
+	_, err := d.pool.Exec(ctx, `INSERT INTO herald.suppressions (kind, recipient, reason) VALUES ('email', 'gone@example.com', 'bounced')`)
 	return err
 }
 

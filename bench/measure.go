@@ -17,8 +17,11 @@ import (
 type variant struct {
 	name     string
 	triggers bool // herald's triggers on herald.messages enabled during the phase
-	sql      string
-	call     func(ctx context.Context, conn *pgxpool.Conn) error
+	// suppressed: herald.suppressions holds one entry, for another recipient, during
+	// the phase (a deployment that has seen a bounce); otherwise it is empty.
+	suppressed bool
+	sql        string
+	call       func(ctx context.Context, conn *pgxpool.Conn) error
 }
 
 // result is what the rounds of one variant measured, in messages per second.
@@ -64,7 +67,7 @@ func alternateArgs(ctx context.Context, db *database, o options, label string, v
 		w := o
 		w.duration = o.warmup
 		for i, v := range vs {
-			if err := db.setTriggers(ctx, v.triggers); err != nil {
+			if err := db.enter(ctx, v); err != nil {
 				return nil, err
 			}
 			if _, _, err := loop(ctx, db, w, fmt.Sprintf("%s warm-up: %s", label, v.name), v, args[i]); err != nil {
@@ -77,7 +80,7 @@ func alternateArgs(ctx context.Context, db *database, o options, label string, v
 			if err := db.reset(ctx); err != nil {
 				return nil, err
 			}
-			if err := db.setTriggers(ctx, v.triggers); err != nil {
+			if err := db.enter(ctx, v); err != nil {
 				return nil, err
 			}
 			phase := fmt.Sprintf("%s round %d/%d: %s", label, r+1, o.rounds, v.name)
@@ -88,7 +91,7 @@ func alternateArgs(ctx context.Context, db *database, o options, label string, v
 			out[i].rates = append(out[i].rates, float64(ops*int64(perOp))/elapsed.Seconds())
 		}
 	}
-	return out, db.setTriggers(ctx, true)
+	return out, db.enter(ctx, variant{triggers: true})
 }
 
 // loop runs v on o.conns connections for o.duration and counts executions,
