@@ -4,13 +4,15 @@
 # comparing two forms of a function (throughput and CPU time move by ±10–15 % here;
 # an instruction count by under 1 %).
 #
-# Usage: bench/instructions.sh [-n N] [-p] [-s SETUP_SQL] script.sql ...
+# Usage: bench/instructions.sh [-n N] [-p] [-s SETUP_SQL] [-f SQL_FILE] script.sql ...
 #
 # Builds a scratch cluster in a temporary folder (initdb; as the postgres user when
 # run as root), installs herald there with `go run ./cmd/herald migrate`, adds
 # public.bare (LIKE herald.messages INCLUDING ALL, as `make bench` does) and
 # public.args (one row: ch, rc, pl, the text[], text[] and jsonb[] of 100 e-mail
-# messages, and js, the same batch as a JSON array), then stops it. For each script
+# messages, and js, the same batch as a JSON array), runs SQL_FILE there with psql
+# when given (another form of a function to compare, or the bench/sql/instr/floors.sql
+# functions), then stops it. For each script
 # (one statement on one line; bench/sql/instr/ has the ones used in the README), it
 # runs a single-user backend under callgrind twice — SETUP_SQL, 5 warm-up
 # statements, then N and then 3N statements — and prints the difference divided by
@@ -27,12 +29,13 @@
 # commit's fsync and the cache misses callgrind does not count, so check a change
 # with `make bench` too.
 set -euo pipefail
-n=20 setup="SET herald.notify_interval_ms = 100000" prepared=
-while getopts "n:ps:" opt; do
+n=20 setup="SET herald.notify_interval_ms = 100000" prepared= file=
+while getopts "n:ps:f:" opt; do
   case $opt in
   n) n=$OPTARG ;;
   p) prepared=1 ;;
   s) setup=$OPTARG ;;
+  f) file=$(realpath "$OPTARG") ;;
   *) sed -n 7,8p "$0" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +68,7 @@ CREATE TABLE public.args AS
                                               'payload', '{"subject":"Hi","text":"Hello"}'::jsonb))
           FROM generate_series(0, 99) g) AS js;
 SQL
+[ -z "$file" ] || psql -q -v ON_ERROR_STOP=1 "$url/herald_bench" -f "$file"
 "${as[@]}" "$bin/pg_ctl" -D "$work/data" -w stop >/dev/null
 
 # count SCRIPT STATEMENTS: callgrind's total for SETUP_SQL, the script's own setup

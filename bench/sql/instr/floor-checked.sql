@@ -1,0 +1,1 @@
+SELECT public.floor_checked('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}');

@@ -1,0 +1,1 @@
+SELECT public.floor_values('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}');
