@@ -297,6 +297,7 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._notify_due(g::text)`,
 		`herald._notify_clock_due(g)`,
 		`EXISTS (SELECT FROM herald._suppression('email', g::text, now()))`,
+		`herald._backoff(g, interval '1 second', interval '1 hour')`,
 	} {
 		rows, err := pool.Query(ctx, `EXPLAIN (VERBOSE, COSTS OFF) SELECT `+call+` FROM generate_series(1, 2) g`)
 		if err != nil {

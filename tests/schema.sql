@@ -79,8 +79,7 @@ COMMENT ON FUNCTION herald._append_error(errors jsonb, entry jsonb) IS 'Private:
 CREATE FUNCTION herald._backoff(attempt integer, base interval, cap interval) RETURNS interval
     LANGUAGE sql
     AS $$
-  SELECT d * (0.5 + random() * 0.5)
-  FROM (SELECT least(cap, base * power(2, least(greatest(attempt, 1) - 1, 30))) AS d) AS s
+  SELECT least(cap, base * power(2, least(greatest(attempt, 1) - 1, 30))) * (0.5 + random() * 0.5)
 $$;
 
 
