@@ -42,6 +42,7 @@
 {{ template "functions/_message_specs.sql" . }}
 {{ template "functions/_valid.sql" . }}
 {{ template "functions/_validate.sql" . }}
+{{ template "functions/_repeats.sql" . }}
 {{ template "functions/_enqueue.sql" . }}
 {{ template "functions/_notify_clock_due.sql" . }}
 {{ template "functions/_notify_due.sql" . }}

@@ -352,3 +352,23 @@ func indexesHolding(t *testing.T, pool *pgxpool.Pool, id int64) []string {
 	slices.Sort(holding)
 	return holding
 }
+
+// The idempotency lookup of an enqueue call (herald._repeats) runs under the generic
+// plan and probes messages_idempotency_key_idx: its custom plan looks cheaper for a
+// call of one message (the array's length is known), so PostgreSQL planned the
+// statement anew at every keyed enqueue, three times the cost of the enqueue itself.
+// A custom plan would show the producer as a constant.
+func TestRepeatsLookupIsPlannedOnce(t *testing.T) {
+	ctx, pool := setup(t)
+	conn, notices := explainConn(t, pool)
+	for i := range 7 {
+		if _, err := conn.Exec(ctx, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', idempotency_key => $1)`,
+			fmt.Sprintf("key-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := planOf(t, *notices, "messages_idempotency_key_idx")
+	if !strings.Contains(plan, "Index Cond: ((producer = $") {
+		t.Fatalf("the repeats lookup is not under the generic plan, or does not probe the key index:\n%s", plan)
+	}
+}

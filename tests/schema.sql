@@ -335,25 +335,8 @@ BEGIN
   END IF;
 
   IF v_keyed THEN
-    PERFORM pg_advisory_xact_lock(1213612876, h)
-    FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
-          WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
-    -- The repeats: their input positions, the ids that answer them, and whether they
-    -- are valid messages all the same.
-    SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, v_ids[r.first_ord])), coalesce(bool_and(r.valid), true)
-    INTO v_skip, v_first, v_valid
-    FROM (SELECT s.ord, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
-                 (SELECT m.id FROM herald.messages m
-                  WHERE m.producer = v_producer AND m.idempotency_key = s.idempotency_key) AS stored_id,
-                 coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
-                   recipient => s.recipient, payload => s.payload, run_at => s.run_at, priority => s.priority,
-                   max_attempts => s.max_attempts, metadata => s.metadata, idempotency_key => s.idempotency_key,
-                   ordering_key => s.ordering_key, expires_at => s.expires_at, now => _enqueue.now), false) AS valid
-          FROM unnest(specs) WITH ORDINALITY
-                 AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
-          LEFT JOIN herald.channels c ON c.name = s.channel
-          WHERE s.idempotency_key IS NOT NULL) AS r
-    WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
+    SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
+    FROM herald._repeats(specs => specs, producer => v_producer, ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
@@ -1218,6 +1201,43 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._reject(code text, field text, message text, detail text, hint text) IS 'Private: raise a herald input error with its SQLSTATE and the field in COLUMN.';
+
+
+--
+-- Name: _repeats(herald.message_spec[], text, bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) RETURNS record
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(1213612876, h)
+  FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
+        WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
+  SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
+         coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
+           recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
+           max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
+           ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
+  INTO positions, first_ids, valid
+  FROM (SELECT s.*, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
+               (SELECT m.id FROM herald.messages m
+                WHERE m.producer = _repeats.producer AND m.idempotency_key = s.idempotency_key) AS stored_id
+        FROM unnest(specs) WITH ORDINALITY
+               AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+        WHERE s.idempotency_key IS NOT NULL) AS r
+  LEFT JOIN herald.channels c ON c.name = r.channel
+  WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
 
 
 SET default_tablespace = '';
@@ -3171,15 +3191,15 @@ COMMENT ON VIEW herald.consumer_lag IS 'Consumer group progress against the end 
 
 CREATE TABLE herald.messages (
     id bigint NOT NULL,
-    producer text NOT NULL,
+    producer text NOT NULL COLLATE pg_catalog."C",
     channel text NOT NULL,
     recipient text NOT NULL,
     payload jsonb NOT NULL,
     metadata jsonb,
     priority smallint DEFAULT 0 NOT NULL,
     run_at timestamp with time zone NOT NULL,
-    ordering_key text,
-    idempotency_key text,
+    ordering_key text COLLATE pg_catalog."C",
+    idempotency_key text COLLATE pg_catalog."C",
     status text DEFAULT 'queued'::text NOT NULL,
     attempts integer DEFAULT 0 NOT NULL,
     max_attempts integer NOT NULL,
@@ -4080,6 +4100,13 @@ REVOKE ALL ON FUNCTION herald._refused_networks() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._reject(code text, field text, message text, detail text, hint text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
 
 
 --

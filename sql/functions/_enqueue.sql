@@ -1,10 +1,9 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
 -- store messages and their 'accepted' log event, all or nothing; ids in input order.
 -- Each message belongs to herald._producer(); `now` other than now() is herald_admin's
--- (herald._check_clock). Idempotency keys are per producer: each key is locked
--- (pg_advisory_xact_lock(1213612876, hashtext(key)), in order), and a repeat (stored
--- before by the same producer, or earlier in the call) is answered with that message's
--- id and not stored. expires_at: the least of the spec's and due time + the channel's
+-- (herald._check_clock). Idempotency keys are per producer, locked by herald._repeats;
+-- a repeat (stored before by the same producer, or earlier in the call) is answered
+-- with that message's id and not stored. expires_at: the least of the spec's and due time + the channel's
 -- ttl. A suppressed recipient (herald._suppression: a suppressions_pkey probe per
 -- message while herald.suppressions has rows) is stored 'suppressed', finished, with a
 -- 'suppressed' log event after its 'accepted'. Messages are stored where herald._valid
@@ -55,25 +54,8 @@ BEGIN
   END IF;
 
   IF v_keyed THEN
-    PERFORM pg_advisory_xact_lock(1213612876, h)
-    FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
-          WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
-    -- The repeats: their input positions, the ids that answer them, and whether they
-    -- are valid messages all the same.
-    SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, v_ids[r.first_ord])), coalesce(bool_and(r.valid), true)
-    INTO v_skip, v_first, v_valid
-    FROM (SELECT s.ord, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
-                 (SELECT m.id FROM herald.messages m
-                  WHERE m.producer = v_producer AND m.idempotency_key = s.idempotency_key) AS stored_id,
-                 coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
-                   recipient => s.recipient, payload => s.payload, run_at => s.run_at, priority => s.priority,
-                   max_attempts => s.max_attempts, metadata => s.metadata, idempotency_key => s.idempotency_key,
-                   ordering_key => s.ordering_key, expires_at => s.expires_at, now => _enqueue.now), false) AS valid
-          FROM unnest(specs) WITH ORDINALITY
-                 AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
-          LEFT JOIN herald.channels c ON c.name = s.channel
-          WHERE s.idempotency_key IS NOT NULL) AS r
-    WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
+    SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
+    FROM herald._repeats(specs => specs, producer => v_producer, ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
