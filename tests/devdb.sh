@@ -86,13 +86,26 @@ running() {
   [ -f "$dir/data/PG_VERSION" ] && as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1
 }
 
+# start: a cluster made by this call (fresh=1) whose port another program took
+# between the check and the bind (an outgoing connection's local port can be any of
+# them) moves to the next free port, up to five times.
 start() {
   if running; then return 0; fi
-  as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >&2 || {
+  local tries=0 port
+  until as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >&2; do
+    tries=$((tries + 1))
+    if [ "${fresh:-0}" = 1 ] && [ "$tries" -lt 5 ] && tail -n 5 "$dir/server.log" | grep -q "Address already in use"; then
+      port=$(($(cat "$dir/port") + 1))
+      while ! port_free "$port"; do port=$((port + 1)); done
+      log "port taken while starting; trying port $port"
+      echo "port = $port" >>"$dir/data/postgresql.conf"
+      echo "$port" >"$dir/port"
+      continue
+    fi
     log "server did not start; last lines of $dir/server.log:"
     tail -n 20 "$dir/server.log" >&2 || true
     exit 1
-  }
+  done
 }
 
 init() {
@@ -116,6 +129,7 @@ log_connections = off
 CONF
   echo "$port" >"$dir/port"
   [ "$(id -u)" -ne 0 ] || chown postgres: "$dir/port"
+  fresh=1
 }
 
 up() {

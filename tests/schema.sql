@@ -1539,6 +1539,7 @@ COMMENT ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) IS 'C
 CREATE FUNCTION herald.claim_batch(worker text, batch_size integer DEFAULT 100, lease interval DEFAULT '00:00:30'::interval, channels text[] DEFAULT NULL::text[], now timestamp with time zone DEFAULT now()) RETURNS TABLE(id bigint, channel text, recipient text, payload jsonb, metadata jsonb, attempt integer, lease_token bigint, lease_expires_at timestamp with time zone, expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1601,7 +1602,7 @@ BEGIN
 
   RETURN QUERY
   WITH ready AS (
-    SELECT m.id
+    SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
     FROM herald.messages m
     WHERE m.status = 'queued'
       AND m.run_at <= claim_batch.now
@@ -1618,17 +1619,15 @@ BEGIN
   ), barred AS (
     SELECT r.id
     FROM ready r
-    JOIN herald.messages x ON x.id = r.id
     WHERE v_suppressing
-      AND EXISTS (SELECT FROM herald._suppression(kind => v_kinds[array_position(v_channels, x.channel)],
-                                                  recipient => x.recipient, now => claim_batch.now))
+      AND EXISTS (SELECT FROM herald._suppression(kind => v_kinds[array_position(v_channels, r.channel)],
+                                                  recipient => r.recipient, now => claim_batch.now))
   ), over_rate AS (
     SELECT q.id
-    FROM (SELECT r.id, x.channel,
-                 row_number() OVER (PARTITION BY x.channel ORDER BY x.priority, x.run_at, x.id) AS n
+    FROM (SELECT r.id, r.channel,
+                 row_number() OVER (PARTITION BY r.channel ORDER BY r.priority, r.run_at, r.id) AS n
           FROM ready r
-          JOIN herald.messages x ON x.id = r.id
-          WHERE v_limited AND x.channel = ANY (v_rl_channels)) AS q
+          WHERE v_limited AND r.channel = ANY (v_rl_channels)) AS q
     WHERE q.n > floor(v_avail[array_position(v_rl_channels, q.channel)])
   ), suppressed AS (
     UPDATE herald.messages m
@@ -1684,6 +1683,7 @@ COMMENT ON FUNCTION herald.claim_batch(worker text, batch_size integer, lease in
 CREATE FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_message_ids text[] DEFAULT NULL::text[], now timestamp with time zone DEFAULT now()) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => complete.now); -- first: a forged clock changes nothing

@@ -12,7 +12,7 @@
 -- Locks: the claimed rows, and the rate buckets of rate-limited channels (their claims
 -- take turns), until the transaction ends: call it in autocommit, never during a send.
 -- Errors: 22V12 worker (empty, over 200 characters), batch_size (1..10,000), lease
--- (1 second..1 day). SECURITY DEFINER for herald_worker.
+-- (1 second..1 day). SECURITY DEFINER for herald_worker; always the generic plan.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
   batch_size integer DEFAULT 100,
@@ -34,6 +34,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan -- a custom plan was made at every claim (decisions.md)
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -96,7 +97,7 @@ BEGIN
 
   RETURN QUERY
   WITH ready AS (
-    SELECT m.id
+    SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
     FROM herald.messages m
     WHERE m.status = 'queued'
       AND m.run_at <= claim_batch.now
@@ -113,17 +114,15 @@ BEGIN
   ), barred AS (
     SELECT r.id
     FROM ready r
-    JOIN herald.messages x ON x.id = r.id
     WHERE v_suppressing
-      AND EXISTS (SELECT FROM herald._suppression(kind => v_kinds[array_position(v_channels, x.channel)],
-                                                  recipient => x.recipient, now => claim_batch.now))
+      AND EXISTS (SELECT FROM herald._suppression(kind => v_kinds[array_position(v_channels, r.channel)],
+                                                  recipient => r.recipient, now => claim_batch.now))
   ), over_rate AS (
     SELECT q.id
-    FROM (SELECT r.id, x.channel,
-                 row_number() OVER (PARTITION BY x.channel ORDER BY x.priority, x.run_at, x.id) AS n
+    FROM (SELECT r.id, r.channel,
+                 row_number() OVER (PARTITION BY r.channel ORDER BY r.priority, r.run_at, r.id) AS n
           FROM ready r
-          JOIN herald.messages x ON x.id = r.id
-          WHERE v_limited AND x.channel = ANY (v_rl_channels)) AS q
+          WHERE v_limited AND r.channel = ANY (v_rl_channels)) AS q
     WHERE q.n > floor(v_avail[array_position(v_rl_channels, q.channel)])
   ), suppressed AS (
     UPDATE herald.messages m

@@ -10,7 +10,7 @@
 -- Locks: the changed rows; ROW EXCLUSIVE on herald.log_statements.
 -- Errors: 22V12 ids/lease_tokens NULL, or an array whose length differs from ids.
 -- The single-id overload returns true when the row changed. SECURITY DEFINER for
--- herald_worker.
+-- herald_worker; the array form always takes the generic plan.
 CREATE OR REPLACE FUNCTION herald.complete(
   ids bigint[],
   lease_tokens bigint[],
@@ -21,6 +21,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan -- see claim_batch
 AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => complete.now); -- first: a forged clock changes nothing
