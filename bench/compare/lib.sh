@@ -1,5 +1,5 @@
 # bench/compare/lib.sh — helpers of run.sh and deliver.sh, sourced by both. They read
-# $server (the server's URL), $work (the run's folder) and the array pids.
+# $server (the server's URL), $work (the run's folder), $jobs and the array pids.
 
 # url DB: the server's URL with its database replaced by DB.
 url() { sed -E "s#^([a-z]+://[^/]*)/[^?]*#\1/$1#" <<<"$server"; }
@@ -19,4 +19,14 @@ stop_workers() {
 json_field() {
   awk -v fig="\"figure\": \"$1" -v key="\"$2\": " 'index($0, fig) {on = 1} on && index($0, key) {
     v = substr($0, index($0, key) + length(key)); sub(/,$/, "", v); print v; exit}' "$work/herald.json"
+}
+# graphile_prepare DB: graphile-worker's packages (installed on first use), a fresh DB
+# holding $jobs jobs and no ready mark; prints the DB's URL.
+graphile_prepare() {
+  [ -d bench/compare/graphile/node_modules/graphile-worker ] || (cd bench/compare/graphile && npm ci --silent --no-audit --no-fund) >&2
+  fresh "$1"
+  local db; db=$(url "$1")
+  rm -f "$work/graphile-ready"
+  node bench/compare/graphile/drain.mjs prepare "$db" "$jobs" >&2
+  echo "$db"
 }

@@ -124,11 +124,7 @@ river() {
 }
 graphile() {
   echo "graphile-worker …" >&2
-  [ -d bench/compare/graphile/node_modules/graphile-worker ] || (cd bench/compare/graphile && npm ci --silent --no-audit --no-fund)
-  fresh herald_compare_graphile
-  local db; db=$(url herald_compare_graphile)
-  rm -f "$work/graphile-ready"
-  node bench/compare/graphile/drain.mjs prepare "$db" "$jobs"
+  local db; db=$(graphile_prepare herald_compare_graphile)
   checkpoint
   for _ in 1 2; do node bench/compare/graphile/drain.mjs work "$db" "$graphile_concurrency" "$work/graphile-ready" >/dev/null 2>&1 & pids+=($!); done
   measured node bench/compare/graphile/drain.mjs watch "$db" "$jobs" "$work/graphile-ready"
