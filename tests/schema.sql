@@ -343,12 +343,13 @@ BEGIN
     END LOOP;
   END IF;
 
-  IF v_suppressing THEN -- the input positions of suppressed recipients
+  IF v_suppressing THEN -- the input positions of suppressed recipients, repeats left out
     SELECT array_agg(s.ord) INTO v_barred
     FROM unnest(specs) WITH ORDINALITY
            AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
     JOIN herald.channels c ON c.name = s.channel
-    WHERE EXISTS (SELECT FROM herald._suppression(kind => c.kind, recipient => s.recipient, now => _enqueue.now));
+    WHERE NOT s.ord = ANY (v_skip)
+      AND EXISTS (SELECT FROM herald._suppression(kind => c.kind, recipient => s.recipient, now => _enqueue.now));
   END IF;
 
   INSERT INTO herald.messages AS m
@@ -394,9 +395,7 @@ BEGIN
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     SELECT 'suppressed', _enqueue.now, array_agg(v_ids[o] ORDER BY o), array_agg(v_channels[o] ORDER BY o),
            array_agg(v_hashes[o] ORDER BY o)
-    FROM unnest(v_barred) AS o
-    WHERE NOT o = ANY (v_skip)
-    HAVING count(*) > 0;
+    FROM unnest(v_barred) AS o;
   END IF;
   FOR i IN 1 .. cardinality(v_skip) LOOP
     v_ids[v_skip[i]] := v_first[i];
