@@ -344,25 +344,23 @@ BEGIN
   END IF;
 
   IF v_suppressing THEN -- the input positions of suppressed recipients, repeats left out
-    SELECT array_agg(s.ord) INTO v_barred
-    FROM unnest(specs) WITH ORDINALITY
-           AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+    SELECT array_agg(s.ordinality) INTO v_barred
+    FROM unnest(specs) WITH ORDINALITY AS s
     JOIN herald.channels c ON c.name = s.channel
-    WHERE NOT s.ord = ANY (v_skip)
+    WHERE NOT s.ordinality = ANY (v_skip)
       AND EXISTS (SELECT FROM herald._suppression(kind => c.kind, recipient => s.recipient, now => _enqueue.now));
   END IF;
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
-  SELECT v_ids[s.ord], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
+  SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
-         CASE WHEN s.ord = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
-         CASE WHEN s.ord = ANY (v_barred) THEN _enqueue.now END
-  FROM unnest(v_specs) WITH ORDINALITY
-         AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+         CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
+         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
+  FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority,
@@ -1214,20 +1212,19 @@ BEGIN
   PERFORM pg_advisory_xact_lock(1213612876, h)
   FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
         WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
-  SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
+  SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
          coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
            ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
-  FROM (SELECT s.*, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
+  FROM (SELECT s.*, min(s.ordinality) OVER (PARTITION BY s.idempotency_key) AS first_ord,
                (SELECT m.id FROM herald.messages m
                 WHERE m.producer = _repeats.producer AND m.idempotency_key = s.idempotency_key) AS stored_id
-        FROM unnest(specs) WITH ORDINALITY
-               AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+        FROM unnest(specs) WITH ORDINALITY AS s
         WHERE s.idempotency_key IS NOT NULL) AS r
   LEFT JOIN herald.channels c ON c.name = r.channel
-  WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
+  WHERE r.stored_id IS NOT NULL OR r.ordinality > r.first_ord;
 END
 $$;
 

@@ -63,25 +63,23 @@ BEGIN
   END IF;
 
   IF v_suppressing THEN -- the input positions of suppressed recipients, repeats left out
-    SELECT array_agg(s.ord) INTO v_barred
-    FROM unnest(specs) WITH ORDINALITY
-           AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+    SELECT array_agg(s.ordinality) INTO v_barred
+    FROM unnest(specs) WITH ORDINALITY AS s
     JOIN herald.channels c ON c.name = s.channel
-    WHERE NOT s.ord = ANY (v_skip)
+    WHERE NOT s.ordinality = ANY (v_skip)
       AND EXISTS (SELECT FROM herald._suppression(kind => c.kind, recipient => s.recipient, now => _enqueue.now));
   END IF;
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
-  SELECT v_ids[s.ord], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
+  SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
-         CASE WHEN s.ord = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
-         CASE WHEN s.ord = ANY (v_barred) THEN _enqueue.now END
-  FROM unnest(v_specs) WITH ORDINALITY
-         AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+         CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
+         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
+  FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority,

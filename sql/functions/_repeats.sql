@@ -18,20 +18,19 @@ BEGIN
   PERFORM pg_advisory_xact_lock(1213612876, h)
   FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
         WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
-  SELECT array_agg(r.ord), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
+  SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
          coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
            ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
-  FROM (SELECT s.*, min(s.ord) OVER (PARTITION BY s.idempotency_key) AS first_ord,
+  FROM (SELECT s.*, min(s.ordinality) OVER (PARTITION BY s.idempotency_key) AS first_ord,
                (SELECT m.id FROM herald.messages m
                 WHERE m.producer = _repeats.producer AND m.idempotency_key = s.idempotency_key) AS stored_id
-        FROM unnest(specs) WITH ORDINALITY
-               AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+        FROM unnest(specs) WITH ORDINALITY AS s
         WHERE s.idempotency_key IS NOT NULL) AS r
   LEFT JOIN herald.channels c ON c.name = r.channel
-  WHERE r.stored_id IS NOT NULL OR r.ord > r.first_ord;
+  WHERE r.stored_id IS NOT NULL OR r.ordinality > r.first_ord;
 END
 $$;
 

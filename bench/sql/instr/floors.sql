@@ -51,8 +51,7 @@ BEGIN
   INSERT INTO herald.messages (id, producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
   SELECT v_id, 'bench', c.name, s.recipient, s.payload, floor_writer.now, c.max_attempts, floor_writer.now,
          floor_writer.now + c.ttl
-  FROM unnest(specs) WITH ORDINALITY
-         AS s (channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, ord)
+  FROM unnest(specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority, max_attempts => s.max_attempts,
