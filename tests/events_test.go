@@ -498,3 +498,84 @@ func TestEventScriptsSignAsProviders(t *testing.T) {
 		t.Fatalf("outcomes: %s", got)
 	}
 }
+
+// herald.record_delivery_events refuses a batch with any bad event, naming the first
+// bad event's field (22V18), and stores nothing of it; a good 'at' is kept as given.
+func TestDeliveryEventsRefusedNameTheField(t *testing.T) {
+	ctx, pool := setup(t)
+	ids := sentMessages(t, pool, "email", "mta-", "ana@example.com")
+	good := fmt.Sprintf(`{"event_id":"e-1","message_id":%d,"event":"delivered","at":"2026-01-02T03:04:05Z"}`, ids[0])
+	for _, c := range []struct{ events, field string }{
+		{`{"event_id":"e-1","event":"delivered"}`, "events"},
+		{`[]`, "events"},
+		{`[` + good + `, 7]`, "events[1]"},
+		{`[` + good + `, {"event_id":"e-2","event":"delivered","colour":"red","zebra":1}]`, "events[1].colour"},
+		{`[` + good + `, {"event_id":"e-2","event":"delivered","at":"yesterday-ish"}]`, "events[1].at"},
+		{`[` + good + `, {"event_id":"e-2","event":"delivered","at":12}]`, "events[1].at"},
+		// the first bad event is named, whatever its fault and whatever comes later
+		{`[{"event_id":"e-2","event":"delivered","colour":"red"}, {"event_id":"e-3","event":"delivered","at":"not a time"}]`, "events[0].colour"},
+		{`[{"event_id":"e-2","event":"sent"}, {"event_id":"e-3","event":"delivered","at":"not a time"}]`, "events[0].event"},
+		{`[{"event_id":"","event":"delivered"}]`, "events[0].event_id"},
+		{`[{"event":"delivered"}]`, "events[0].event_id"},
+		{`[{"event_id":"e-2","event":"delivered","message_id":"12"}]`, "events[0].message_id"},
+		{`[{"event_id":"e-2","event":"delivered","code":5}]`, "events[0].code"},
+		{`[{"event_id":"e-2","event":"delivered","code":"` + strings.Repeat("x", 65) + `"}]`, "events[0].code"},
+		{`[{"event_id":"e-2","event":"delivered","type":"hard"}]`, "events[0].type"},
+	} {
+		_, err := pool.Exec(ctx, `SELECT herald.record_delivery_events('generic', $1::jsonb)`, c.events)
+		wantPgError(t, err, "22V18", c.field)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`); n != 0 {
+		t.Fatalf("%d events stored by refused calls", n)
+	}
+	_, err := pool.Exec(ctx, `SELECT herald.record_delivery_events('Generic', $1::jsonb)`, `[`+good+`]`)
+	wantPgError(t, err, "22V12", "source")
+
+	mustExec(t, pool, `SELECT herald.record_delivery_events('generic', $1::jsonb)`, `[`+good+`]`)
+	if at := scalar[string](t, pool, `SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') FROM herald.delivery_events`); at != "2026-01-02 03:04:05" {
+		t.Fatalf("at stored as %s", at)
+	}
+}
+
+// One call with several events for one message, an unknown message and a replay:
+// the counts, the gravest outcome, the receipts in the log (one row per event name,
+// in message id order), and one suppression for the complaint.
+func TestDeliveryEventsBatch(t *testing.T) {
+	ctx, pool := setup(t)
+	ids := sentMessages(t, pool, "email", "mta-", "ana@example.com", "bo@example.com")
+	batch := fmt.Sprintf(`[
+		{"event_id":"b-1","message_id":%[2]d,"event":"delivered"},
+		{"event_id":"a-1","message_id":%[1]d,"event":"delivered"},
+		{"event_id":"a-2","message_id":%[1]d,"event":"complained"},
+		{"event_id":"a-3","message_id":%[1]d,"event":"deferred"},
+		{"event_id":"x-1","message_id":999999,"event":"bounced"},
+		{"event_id":"b-1","message_id":%[2]d,"event":"delivered"}]`, ids[0], ids[1])
+	var recorded, duplicates, unknown int
+	if err := pool.QueryRow(ctx, `SELECT * FROM herald.record_delivery_events('generic', $1::jsonb)`, batch).
+		Scan(&recorded, &duplicates, &unknown); err != nil {
+		t.Fatal(err)
+	}
+	if recorded != 4 || duplicates != 1 || unknown != 1 {
+		t.Fatalf("recorded %d, duplicates %d, unknown %d; want 4, 1, 1", recorded, duplicates, unknown)
+	}
+	if got := outcome(t, pool, ids[0]); !strings.HasPrefix(got, "sent complained") {
+		t.Fatalf("ana's outcome: %s", got)
+	}
+	if got := outcome(t, pool, ids[1]); !strings.HasPrefix(got, "sent delivered") {
+		t.Fatalf("bo's outcome: %s", got)
+	}
+	got := scalar[string](t, pool, `SELECT string_agg(s.kind || ':' || u.id, ' ' ORDER BY s.kind, u.i)
+		FROM herald.log_statements s, unnest(s.message_ids) WITH ORDINALITY AS u (id, i)
+		WHERE s.kind IN ('delivered', 'complained', 'deferred', 'bounced')`)
+	if want := fmt.Sprintf("complained:%[1]d deferred:%[1]d delivered:%[1]d delivered:%[2]d", ids[0], ids[1]); got != want {
+		t.Fatalf("receipts %q, want %q", got, want)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg(kind || ' ' || recipient || ' ' || reason, ',') FROM herald.suppressions`); got != "email ana@example.com complained" {
+		t.Fatalf("suppressions: %s", got)
+	}
+	// A replay of the whole batch changes nothing.
+	if err := pool.QueryRow(ctx, `SELECT * FROM herald.record_delivery_events('generic', $1::jsonb)`, batch).
+		Scan(&recorded, &duplicates, &unknown); err != nil || recorded != 0 || duplicates != 6 || unknown != 0 {
+		t.Fatalf("replay: recorded %d, duplicates %d, unknown %d, %v", recorded, duplicates, unknown, err)
+	}
+}

@@ -2553,12 +2553,13 @@ CREATE FUNCTION herald.record_delivery_events(source text, events jsonb, now tim
 #variable_conflict use_variable
 DECLARE
   clock_ok boolean := herald._check_clock(now => record_delivery_events.now); -- first: a forged clock changes nothing
+  fields constant text[] := '{event_id,message_id,provider_message_id,event,type,code,reason,at}';
   n integer;
   i integer;
   e jsonb;
   p text;
   k text;
-  v_new bigint[];
+  at_ok boolean := true;
   v_logged boolean;
 BEGIN
   IF source IS NULL OR source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
@@ -2568,17 +2569,21 @@ BEGIN
     PERFORM herald._reject(code => '22V18', field => 'events', message => 'must be a JSON array of 1 to 1000 event objects');
   END IF;
   n := jsonb_array_length(events);
-  FOR i IN 0 .. n - 1 LOOP
+  BEGIN -- every 'at' in one statement; the loop looks for the bad one only when there is one
+    PERFORM max((x ->> 'at')::timestamptz) FROM jsonb_array_elements(events) AS x;
+  EXCEPTION WHEN data_exception THEN
+    at_ok := false;
+  END;
+  FOR i IN 0 .. n - 1 LOOP -- expressions only (no query) unless an event is refused
     e := events -> i;
-    p := format('events[%s]', i);
+    p := 'events[' || i || ']';
     IF jsonb_typeof(e) <> 'object' THEN
       PERFORM herald._reject(code => '22V18', field => p, message => 'must be a JSON object');
     END IF;
-    k := (SELECT min(f) FROM jsonb_object_keys(e) AS f
-          WHERE f NOT IN ('event_id', 'message_id', 'provider_message_id', 'event', 'type', 'code', 'reason', 'at'));
-    IF k IS NOT NULL THEN
+    IF e - fields <> '{}' THEN
+      k := (SELECT min(f) FROM jsonb_object_keys(e - fields) AS f);
       PERFORM herald._reject(code => '22V18', field => p || '.' || k, message => 'is not an event field',
-        hint => 'event_id, message_id, provider_message_id, event, type, code, reason, at');
+        hint => array_to_string(fields, ', '));
     END IF;
     IF jsonb_typeof(e -> 'event_id') IS DISTINCT FROM 'string' OR length(e ->> 'event_id') NOT BETWEEN 1 AND 255 THEN
       PERFORM herald._reject(code => '22V18', field => p || '.event_id', message => 'must be a string of 1 to 255 characters');
@@ -2603,7 +2608,7 @@ BEGIN
     IF e ? 'type' AND ((e -> 'type') NOT IN ('"hard"', '"soft"') OR e ->> 'event' <> 'bounced') THEN
       PERFORM herald._reject(code => '22V18', field => p || '.type', message => 'must be hard or soft, for a bounced event');
     END IF;
-    IF e ? 'at' THEN
+    IF NOT at_ok AND e ? 'at' THEN
       BEGIN
         PERFORM (e ->> 'at')::timestamptz;
       EXCEPTION WHEN data_exception THEN
@@ -2612,7 +2617,9 @@ BEGIN
     END IF;
   END LOOP;
 
-  -- Store each event once, matched or not.
+  -- One statement: each event stored once, matched or not; then, from the stored rows
+  -- (not read back from herald.delivery_events), the messages' outcomes, the receipts
+  -- in the log and the suppressions.
   WITH input AS (
     SELECT x ->> 'event_id' AS event_id, (x ->> 'message_id')::bigint AS message_id,
            x ->> 'provider_message_id' AS provider_message_id, x ->> 'event' AS event,
@@ -2629,63 +2636,53 @@ BEGIN
      AND (i.provider_message_id IS NULL OR m.provider_message_id IS NULL OR i.provider_message_id = m.provider_message_id
           OR starts_with(i.provider_message_id, m.provider_message_id || '.'))
     ON CONFLICT ON CONSTRAINT delivery_events_once DO NOTHING
-    RETURNING d.id, d.message_id
-  )
-  SELECT count(*)::integer, count(*) FILTER (WHERE s.message_id IS NULL)::integer,
-         coalesce(array_agg(s.id) FILTER (WHERE s.message_id IS NOT NULL), '{}')
-  INTO recorded, unknown, v_new
-  FROM stored s;
-  duplicates := n - recorded;
-  recorded := recorded - unknown;
-
-  IF cardinality(v_new) > 0 THEN
-    -- The message's outcome: the gravest new event, unless a graver one is there.
-    WITH best AS (
-      SELECT DISTINCT ON (d.message_id) d.message_id, d.event, d.type, d.code, d.at,
-             herald._outcome_rank(outcome => d.event, outcome_type => d.type) AS rank
-      FROM herald.delivery_events d
-      WHERE d.id = ANY (v_new)
-      ORDER BY d.message_id, 6 DESC, d.at DESC
-    )
+    RETURNING d.id, d.message_id, d.event, d.type, d.code, d.at
+  ), matched AS (
+    SELECT s.id, s.message_id, s.event, s.type, s.code, s.at, m.channel, m.recipient, m.ordering_key
+    FROM stored s
+    JOIN herald.messages m ON m.id = s.message_id
+  ), best AS ( -- the message's outcome: the gravest new event, unless a graver one is there
+    SELECT DISTINCT ON (s.message_id) s.message_id, s.event, s.type, s.code, s.at,
+           herald._outcome_rank(outcome => s.event, outcome_type => s.type) AS rank
+    FROM matched s
+    ORDER BY s.message_id, 6 DESC, s.at DESC
+  ), outcome AS (
     UPDATE herald.messages m
     SET outcome = b.event, outcome_type = b.type, outcome_code = b.code, outcome_at = b.at
     FROM best b
     WHERE m.id = b.message_id
       AND (m.outcome IS NULL
            OR b.rank > herald._outcome_rank(outcome => m.outcome, outcome_type => m.outcome_type)
-           OR (b.rank = herald._outcome_rank(outcome => m.outcome, outcome_type => m.outcome_type) AND b.at >= m.outcome_at));
-
-    -- Receipts in the ordered log, one row per event name, in message id order.
-    WITH appended AS (
-      INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
-      SELECT d.event, record_delivery_events.now, array_agg(m.id ORDER BY m.id, d.id), array_agg(m.channel ORDER BY m.id, d.id),
-             array_agg(herald._key_hash(m.ordering_key, m.recipient) ORDER BY m.id, d.id),
-             array_agg(jsonb_strip_nulls(jsonb_build_object('type', d.type, 'code', d.code, 'at', d.at, 'source', source))
-                       ORDER BY m.id, d.id)
-      FROM herald.delivery_events d
-      JOIN herald.messages m ON m.id = d.message_id
-      WHERE d.id = ANY (v_new)
-      GROUP BY d.event
-      RETURNING 1
-    )
-    SELECT count(*) > 0 INTO v_logged FROM appended;
-
-    -- Hard bounces, complaints and unsubscribes stop future sends.
-    INSERT INTO herald.suppressions AS s (kind, recipient, reason, source, created_at)
-    SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient))
-           c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient),
-           d.event, source, record_delivery_events.now
-    FROM herald.delivery_events d
-    JOIN herald.messages m ON m.id = d.message_id
-    JOIN herald.channels c ON c.name = m.channel
-    WHERE d.id = ANY (v_new)
-      AND ((d.event = 'bounced' AND d.type = 'hard') OR d.event IN ('complained', 'unsubscribed'))
-    ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => m.recipient), d.id
-    ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING;
-
-    IF v_logged THEN
-      PERFORM herald._notify(ARRAY['herald_log']);
-    END IF;
+           OR (b.rank = herald._outcome_rank(outcome => m.outcome, outcome_type => m.outcome_type) AND b.at >= m.outcome_at))
+  ), appended AS ( -- receipts in the ordered log, one row per event name, in message id order
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+    SELECT s.event, record_delivery_events.now, array_agg(s.message_id ORDER BY s.message_id, s.id),
+           array_agg(s.channel ORDER BY s.message_id, s.id),
+           array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.message_id, s.id),
+           array_agg(jsonb_strip_nulls(jsonb_build_object('type', s.type, 'code', s.code, 'at', s.at, 'source', source))
+                     ORDER BY s.message_id, s.id)
+    FROM matched s
+    GROUP BY s.event
+    RETURNING 1
+  ), suppressed AS ( -- hard bounces, complaints and unsubscribes stop future sends
+    INSERT INTO herald.suppressions AS x (kind, recipient, reason, source, created_at)
+    SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient))
+           c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient),
+           s.event, source, record_delivery_events.now
+    FROM matched s
+    JOIN herald.channels c ON c.name = s.channel
+    WHERE (s.event = 'bounced' AND s.type = 'hard') OR s.event IN ('complained', 'unsubscribed')
+    ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient), s.id
+    ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
+  )
+  SELECT count(*)::integer, count(*) FILTER (WHERE s.message_id IS NULL)::integer,
+         EXISTS (SELECT FROM appended)
+  INTO recorded, unknown, v_logged
+  FROM stored s;
+  duplicates := n - recorded;
+  recorded := recorded - unknown;
+  IF v_logged THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
   RETURN NEXT;
 END
