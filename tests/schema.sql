@@ -3334,8 +3334,8 @@ COMMENT ON VIEW herald.dead_letters IS 'Dead messages (permanent failure or atte
 
 CREATE TABLE herald.delivery_events (
     id bigint NOT NULL,
-    source text NOT NULL,
-    event_id text NOT NULL,
+    source text NOT NULL COLLATE pg_catalog."C",
+    event_id text NOT NULL COLLATE pg_catalog."C",
     message_id bigint,
     event text NOT NULL,
     type text,

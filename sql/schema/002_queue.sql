@@ -202,11 +202,12 @@ COMMENT ON COLUMN herald.suppressions.expires_at IS 'When the entry stops applyi
 
 -- Providers' delivery events as received (herald.record_delivery_events): one row per
 -- event, a replay (same source and event_id) is not stored again, so it changes nothing
--- twice. message_id is NULL for an event herald could not match.
+-- twice. message_id is NULL for an event herald could not match. source and event_id
+-- are opaque identifiers: byte order (COLLATE "C") compares them cheaply.
 CREATE TABLE herald.delivery_events (
   id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  source      text NOT NULL,
-  event_id    text NOT NULL,
+  source      text COLLATE "C" NOT NULL,
+  event_id    text COLLATE "C" NOT NULL,
   message_id  bigint,
   event       text NOT NULL,
   type        text,
