@@ -168,6 +168,18 @@ func TestSendGridEventWebhook(t *testing.T) {
 	if got := outcome(t, pool, ids[3]); code != 200 || got != "sent complained - -" {
 		t.Fatalf("delivered after complained: %d %s", code, got)
 	}
+
+	// SendGrid posts a batch every 30 seconds or when it reaches 768 KB: thousands of
+	// events, all of them recorded (a refused batch is retried for a day, then lost).
+	var big []string
+	for i := 0; len(strings.Join(big, ",")) < 760<<10; i++ {
+		big = append(big, fmt.Sprintf(`{"email":"ana@example.com","timestamp":%d,"event":"delivered","sg_event_id":"full-%d","sg_message_id":"sgid-%d.filterdrecv-5d4","herald_id":"%d","response":"250 OK"}`,
+			time.Now().Unix(), i, ids[0], ids[0]))
+	}
+	full := "[" + strings.Join(big, ",") + "]"
+	if code, res := post(full, key, time.Now().Unix(), full); code != 200 || res.Recorded != len(big) || len(big) <= 1000 {
+		t.Fatalf("a 768 KB batch of %d events: %d %+v", len(big), code, res)
+	}
 }
 
 // Twilio's status callbacks: signed with the auth token over the callback URL (with

@@ -1,5 +1,5 @@
 -- herald.record_delivery_events(source, events, now) — record what providers report
--- after 'sent'. events: a JSON array of 1 to 1,000 objects {event_id (the provider's,
+-- after 'sent'. events: a JSON array of 1 to 10,000 objects {event_id (the provider's,
 -- unique per source), message_id (herald's id, which the providers echo back),
 -- provider_message_id, event (delivered, deferred, bounced, complained, unsubscribed,
 -- undelivered), type (bounced: hard or soft), code, reason, at (default now)}.
@@ -35,8 +35,8 @@ BEGIN
   IF source IS NULL OR source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
     PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
   END IF;
-  IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 1000 THEN
-    PERFORM herald._reject(code => '22V18', field => 'events', message => 'must be a JSON array of 1 to 1000 event objects');
+  IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 10000 THEN
+    PERFORM herald._reject(code => '22V18', field => 'events', message => 'must be a JSON array of 1 to 10000 event objects');
   END IF;
   n := jsonb_array_length(events);
   BEGIN -- every 'at' in one statement; the loop looks for the bad one only when there is one
