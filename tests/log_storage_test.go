@@ -103,6 +103,52 @@ func TestLogReadsInsideStatements(t *testing.T) {
 	}
 }
 
+// herald._log_after (what log_read and log_dead_letter read) returns what the view
+// herald.log holds, filtered and cut the same way, wherever a read starts: inside a
+// statement of 10,000 events, at its edges, in small statements, in 'sent' receipts
+// whose detail is built and a 'dead' event whose detail is stored, for one partition
+// and for each of three.
+func TestLogAfterMatchesTheLogView(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.enqueue_many(array_fill('email'::text, ARRAY[10000]),
+		ARRAY(SELECT 'u' || g || '@example.com' FROM generate_series(1, 10000) g),
+		array_fill('{"subject":"s","text":"t"}'::jsonb, ARRAY[10000]))`) // offsets 1..10,000
+	enqueueEmail(t, pool, "x@example.com")                             // 10,001
+	enqueueBatchEmails(t, pool, 5)                                     // 10,002..10,006
+	sentMessages(t, pool, "sms", "SM", "+14155550100", "+14155550101") // accepted, then sent with receipts
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550102', '{"text":"t"}')`)
+	mustExec(t, pool, `SELECT herald.fail(id, lease_token, 'no such number', 'permanent')
+		FROM herald.claim_batch('w', 10, channels => ARRAY['sms'])`) // dead, with its detail stored
+	sequenceAll(t, pool)
+	last := scalar[int64](t, pool, `SELECT max("offset") FROM herald.log`)
+	if last != 10012 {
+		t.Fatalf("the log ends at %d, want 10012", last)
+	}
+	const row = `string_agg(concat_ws(' ', "offset", message_id, kind, channel, key_hash, at, detail), E'\n' ORDER BY "offset")`
+	n := 0
+	for _, after := range []int64{0, 1, 4999, 9998, 9999, 10000, 10001, 10006, 10008, 10010, last - 1, last} {
+		for _, parts := range []int{1, 3} {
+			for p := 0; p < parts; p++ {
+				for _, max := range []int{1, 3, 100, 10000} {
+					var got, want *string
+					if err := pool.QueryRow(ctx, `SELECT `+row+` FROM herald._log_after($1, $2, $3, $4)`, after, parts, p, max).Scan(&got); err != nil {
+						t.Fatal(err)
+					}
+					if err := pool.QueryRow(ctx, `SELECT `+row+` FROM (SELECT * FROM herald.log
+						WHERE "offset" > $1 AND (key_hash & 2147483647) % $2 = $3 ORDER BY "offset" LIMIT $4) l`, after, parts, p, max).Scan(&want); err != nil {
+						t.Fatal(err)
+					}
+					if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+						t.Fatalf("_log_after(%d, %d, %d, %d) differs from herald.log:\n%.600s\nwant\n%.600s", after, parts, p, max, deref(got), deref(want))
+					}
+					n++
+				}
+			}
+		}
+	}
+	t.Logf("%d reads compared", n)
+}
+
 // log_truncate removes whole statements below its bound and cuts the one that holds
 // it: the log then starts exactly at the bound, and readers and a new 'earliest'
 // group go on from there.

@@ -377,3 +377,35 @@ func TestRepeatsLookupIsPlannedOnce(t *testing.T) {
 		t.Fatalf("the repeats lookup is not under the generic plan, or does not probe the key index:\n%s", plan)
 	}
 }
+
+// log_read and log_dead_letter run under the generic plan from their first call: the
+// read's statement (herald._log_after inlined) was planned anew at every read, which
+// cost more than the read of 100 events itself.
+func TestLogReadUsesGenericPlan(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('g', 1, 'earliest')`)
+	enqueueBatchEmails(t, pool, 5)
+	conn, notices := explainConn(t, pool)
+	var n int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.log_read('g', 0, 3)`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("log_read: %d events, %v", n, err)
+	}
+	plan := planOf(t, *notices, "FROM herald._log_after(cp.committed_offset")
+	if !strings.Contains(plan, "Index Cond: (first_offset <= ($") {
+		t.Fatalf("log_read's statement is not under the generic plan:\n%s", plan)
+	}
+	*notices = (*notices)[:0]
+	if _, err := conn.Exec(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT herald.log_dead_letter('g', 0, 1, 'poison')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	plan = planOf(t, *notices, "FROM herald._log_after(cp.committed_offset")
+	if !strings.Contains(plan, "Index Cond: (first_offset <= ($") {
+		t.Fatalf("log_dead_letter's statement is not under the generic plan:\n%s", plan)
+	}
+}

@@ -575,23 +575,43 @@ COMMENT ON FUNCTION herald._listening(channel text) IS 'Private: mark that a lis
 CREATE FUNCTION herald._log_after(after bigint, partitions integer, partition integer, max integer) RETURNS TABLE("offset" bigint, message_id bigint, kind text, channel text, key_hash integer, at timestamp with time zone, detail jsonb)
     LANGUAGE sql STABLE
     AS $$
-  SELECT o.first_offset + o.pos - 1, o.message_id, o.kind, o.channel, o.key_hash, o.at,
+  SELECT o.first_offset + o.a + o.i - 2, o.message_id, o.kind, o.channel, o.key_hash, o.at,
          herald._log_detail(o.kind, o.detail, o.provider_message_id, o.attempts)
   FROM (
-    SELECT s.first_offset, e.pos, e.message_id, s.kind, e.channel, e.key_hash, s.at,
+    SELECT s.first_offset, r.a, e.i, e.message_id, s.kind, e.channel, e.key_hash, s.at,
            e.detail, e.provider_message_id, e.attempts
     FROM herald.log_statements s
-    CROSS JOIN LATERAL unnest(s.message_ids, s.channels, s.key_hashes, s.details, s.provider_message_ids, s.attempts)
-      WITH ORDINALITY AS e(message_id, channel, key_hash, detail, provider_message_id, attempts, pos)
+    -- a: the statement's first position above `after`; b: the last one a read can need
+    -- (computed once per statement: OFFSET 0 keeps the subquery from being inlined into
+    -- each of its uses). A statement a read takes whole is not copied into a slice.
+    CROSS JOIN LATERAL (
+      SELECT x.a, CASE
+               WHEN _log_after.partitions = 1 THEN x.a + _log_after.max - 1
+               WHEN cardinality(s.key_hashes) - x.a < _log_after.max THEN cardinality(s.key_hashes)
+               ELSE coalesce((SELECT x.a + k.i - 1
+                              FROM unnest(s.key_hashes[x.a:]) WITH ORDINALITY AS k (h, i)
+                              WHERE (k.h & 2147483647) % _log_after.partitions = _log_after.partition
+                              ORDER BY k.i OFFSET _log_after.max - 1 LIMIT 1), cardinality(s.key_hashes))
+             END AS b,
+             x.a = 1 AND x.a + _log_after.max - 1 >= cardinality(s.key_hashes) AS whole
+      FROM (SELECT greatest(1, _log_after.after + 2 - s.first_offset) AS a) AS x
+      OFFSET 0) AS r
+    CROSS JOIN LATERAL unnest(
+        CASE WHEN r.whole THEN s.message_ids ELSE s.message_ids[r.a:r.b] END,
+        CASE WHEN r.whole THEN s.channels ELSE s.channels[r.a:r.b] END,
+        CASE WHEN r.whole THEN s.key_hashes ELSE s.key_hashes[r.a:r.b] END,
+        CASE WHEN r.whole THEN s.details ELSE s.details[r.a:r.b] END,
+        CASE WHEN r.whole THEN s.provider_message_ids ELSE s.provider_message_ids[r.a:r.b] END,
+        CASE WHEN r.whole THEN s.attempts ELSE s.attempts[r.a:r.b] END)
+      WITH ORDINALITY AS e(message_id, channel, key_hash, detail, provider_message_id, attempts, i)
     WHERE s.first_offset >= coalesce((SELECT max(h.first_offset) FROM herald.log_statements h
                                       WHERE h.first_offset <= _log_after.after + 1), 0)
-      AND s.first_offset + e.pos - 1 > _log_after.after
       AND (e.key_hash & 2147483647) % _log_after.partitions = _log_after.partition
-    ORDER BY s.first_offset, e.pos
+    ORDER BY s.first_offset, e.i
     LIMIT _log_after.max
   ) o
   -- The subquery's order, which the planner knows it has: no second sort.
-  ORDER BY o.first_offset, o.pos
+  ORDER BY o.first_offset, o.i
 $$;
 
 
@@ -2181,6 +2201,7 @@ COMMENT ON FUNCTION herald.log_ack("group" text, partition integer, upto bigint,
 CREATE FUNCTION herald.log_dead_letter("group" text, partition integer, "offset" bigint, error text, now timestamp with time zone DEFAULT now()) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => log_dead_letter.now); -- first: a forged clock changes nothing
@@ -2226,6 +2247,7 @@ COMMENT ON FUNCTION herald.log_dead_letter("group" text, partition integer, "off
 CREATE FUNCTION herald.log_read("group" text, partition integer, max integer DEFAULT 100) RETURNS TABLE("offset" bigint, message_id bigint, kind text, channel text, at timestamp with time zone, detail jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
 DECLARE

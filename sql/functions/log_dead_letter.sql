@@ -17,6 +17,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan -- see log_read
 AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => log_dead_letter.now); -- first: a forged clock changes nothing

@@ -22,6 +22,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan -- see claim_batch: a custom plan was made at every read
 AS $$
 #variable_conflict use_column
 DECLARE
