@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,10 +45,63 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	}
 	// The generic plan, made once (a custom plan shows the clock as a constant): at the
 	// default batch of 100, planning at every claim cost 8 % of a claim and complete.
-	if !strings.Contains(plan, "Index Cond: (run_at <= $") {
-		t.Fatalf("claim_batch did not use its generic plan:\n%s", plan)
+	// One priority per scan: the clock bounds the range scan.
+	if !regexp.MustCompile(`Index Cond: \(\(priority = \$\d+\) AND \(run_at <= \$\d+\)\)`).MatchString(plan) {
+		t.Fatalf("claim_batch did not use its generic plan, or does not scan one priority at a time:\n%s", plan)
 	}
 	t.Logf("claim plan:\n%s", plan)
+}
+
+// A queue that keeps up has scheduled messages and few ready ones: a claim that does
+// not fill its batch reads only the index entries up to each priority's first
+// scheduled message, not the scheduled backlog (one scan in (priority, run_at, id)
+// order read all of it at every claim). Read through auto_explain's buffer counts.
+func TestClaimDoesNotReadScheduledBacklog(t *testing.T) {
+	ctx, pool := setup(t)
+	conn, notices := explainConn(t, pool)
+	for _, s := range []string{`SET auto_explain.log_analyze = on`, `SET auto_explain.log_buffers = on`} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schedule := func(priorities int) {
+		mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, priority, max_attempts, created_at, expires_at)
+			SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1::timestamptz + interval '1 day' + g * interval '1 ms',
+			       g % $2, 5, $1, 'infinity'
+			FROM generate_series(1, 50000) g`, t0, priorities)
+	}
+	ready := func(recipient string, priority int) {
+		mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, priority, max_attempts, created_at, expires_at)
+			VALUES ('test', 'email', $2, '{"subject":"s","text":"t"}', $1, $3, 5, $1, 'infinity')`, t0, recipient, priority)
+	}
+	claim := func(want string) {
+		t.Helper()
+		mustExec(t, pool, `ANALYZE herald.messages`)
+		*notices = (*notices)[:0]
+		var got string
+		if err := conn.QueryRow(ctx, `SELECT string_agg(recipient, ',') FROM herald.claim_batch('w', 100, '30 seconds', NULL, $1)`, t0).Scan(&got); err != nil || got != want {
+			t.Fatalf("claimed %q (%v), want %q (priority order)", got, err, want)
+		}
+		for _, m := range *notices {
+			if !strings.Contains(m, "messages_claim_idx") {
+				continue
+			}
+			for _, b := range regexp.MustCompile(`shared hit=(\d+)`).FindAllStringSubmatch(m, -1) {
+				if n, _ := strconv.Atoi(b[1]); n > 20 {
+					t.Fatalf("a claim read %d buffers of a scheduled backlog:\n%s", n, m)
+				}
+			}
+		}
+	}
+	// One priority queued: the claim statement scans it itself.
+	schedule(1)
+	ready("a@example.com", 0)
+	claim("a@example.com")
+	// Three: priority by priority.
+	schedule(3)
+	ready("b@example.com", 2)
+	ready("c@example.com", 1)
+	claim("c@example.com,b@example.com")
 }
 
 // complete's statement probes the primary key per id even when the statistics

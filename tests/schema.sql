@@ -1040,6 +1040,42 @@ COMMENT ON FUNCTION herald._producer() IS 'Private: the producer of the current 
 
 
 --
+-- Name: _ready(integer, text[], integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._ready(at_priority integer, channels text[], n integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
+  FROM herald.messages m
+  WHERE m.status = 'queued'
+    AND m.priority = _ready.at_priority
+    AND m.run_at <= _ready.now
+    AND m.expires_at > _ready.now
+    AND m.channel = ANY (_ready.channels)
+    AND (m.ordering_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM herald.messages e
+          WHERE e.ordering_key = m.ordering_key
+            AND e.id < m.id
+            AND e.status IN ('queued', 'processing')))
+  ORDER BY m.run_at, m.id
+  LIMIT _ready.n
+  FOR UPDATE SKIP LOCKED;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _ready(at_priority integer, channels text[], n integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._ready(at_priority integer, channels text[], n integer, now timestamp with time zone) IS 'Private: lock the next ready messages of one priority for claim_batch (FOR UPDATE SKIP LOCKED).';
+
+
+--
 -- Name: _recipient_list_kind(text, integer); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1567,6 +1603,9 @@ DECLARE
   v_limited boolean;
   v_rl_channels text[];
   v_avail double precision[];
+  v_priority integer;
+  v_single boolean;
+  v_ids bigint[] := '{}';
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -1614,24 +1653,39 @@ BEGIN
     END IF;
   END IF;
 
+  -- The ready messages in priority order, one priority per scan of messages_claim_idx:
+  -- with the priority fixed, `run_at <= now` ends the scan at the priority's first
+  -- scheduled message (one scan in (priority, run_at, id) order reads on through every
+  -- scheduled message when the batch is not filled). The queued priorities are found
+  -- by probes of the index; when there is one (the usual case) the claim statement
+  -- scans it itself, else the loop below locks the messages priority by priority.
+  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
+  IF v_priority IS NULL THEN
+    RETURN;
+  END IF;
+  v_single := v_priority = (SELECT max(m.priority) FROM herald.messages m WHERE m.status = 'queued');
+  WHILE NOT v_single AND v_priority IS NOT NULL AND cardinality(v_ids) < claim_batch.batch_size LOOP
+    SELECT v_ids || coalesce(array_agg(r.id), '{}') INTO v_ids
+    FROM herald._ready(at_priority => v_priority, channels => v_channels, n => claim_batch.batch_size - cardinality(v_ids),
+                       now => claim_batch.now) AS r;
+    v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued' AND m.priority > v_priority);
+  END LOOP;
+  IF NOT v_single AND cardinality(v_ids) = 0 THEN
+    RETURN;
+  END IF;
+
   v_token := nextval('herald.lease_token_seq');
 
   RETURN QUERY
   WITH ready AS (
-    SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
+    SELECT r.id, r.channel, r.recipient, r.priority, r.run_at
+    FROM herald._ready(at_priority => v_priority, channels => v_channels, n => claim_batch.batch_size,
+                       now => claim_batch.now) AS r
+    WHERE v_single
+    UNION ALL
+    SELECT m.id, m.channel, m.recipient, m.priority, m.run_at -- locked by the loop
     FROM herald.messages m
-    WHERE m.status = 'queued'
-      AND m.run_at <= claim_batch.now
-      AND m.expires_at > claim_batch.now
-      AND m.channel = ANY (v_channels)
-      AND (m.ordering_key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM herald.messages e
-            WHERE e.ordering_key = m.ordering_key
-              AND e.id < m.id
-              AND e.status IN ('queued', 'processing')))
-    ORDER BY m.priority, m.run_at, m.id
-    LIMIT claim_batch.batch_size
-    FOR UPDATE SKIP LOCKED
+    WHERE NOT v_single AND m.id = ANY (v_ids)
   ), barred AS (
     SELECT r.id
     FROM ready r
@@ -4073,6 +4127,13 @@ REVOKE ALL ON FUNCTION herald._payload_problem(kind text, payload jsonb) FROM PU
 --
 
 REVOKE ALL ON FUNCTION herald._producer() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _ready(at_priority integer, channels text[], n integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._ready(at_priority integer, channels text[], n integer, now timestamp with time zone) FROM PUBLIC;
 
 
 --

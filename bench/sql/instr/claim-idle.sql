@@ -1,0 +1,1 @@
+SELECT count(*) FROM herald.claim_batch('w', 100);
