@@ -3,14 +3,15 @@
 -- Each message belongs to herald._producer(); `now` other than now() is herald_admin's
 -- (herald._check_clock). Idempotency keys are per producer, locked by herald._repeats;
 -- a repeat (stored before by the same producer, or earlier in the call) is answered
--- with that message's id and not stored. expires_at: the least of the spec's and due time + the channel's
--- ttl. A suppressed recipient (herald._suppression: a suppressions_pkey probe per
--- message while herald.suppressions has rows) is stored 'suppressed', finished, with a
--- 'suppressed' log event after its 'accepted'. Messages are stored where herald._valid
--- holds; fewer rows than expected: herald._validate names the first bad message
--- (COLUMN 'messages[i].field', or 'field' when single) and the call is undone. Under
--- REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 on
--- messages_idempotency_key_idx (retry). Log rows hold the stored ids in id order.
+-- with that message's id and not stored. expires_at: the least of the spec's and due
+-- time + the channel's ttl. A suppressed recipient (herald._suppression: a
+-- suppressions_pkey probe per message while herald.suppressions has rows) is stored
+-- 'suppressed', finished, with a 'suppressed' log event after its 'accepted'.
+-- Messages are stored where herald._valid holds; fewer rows than expected:
+-- herald._validate names the first bad message (COLUMN 'messages[i].field', or 'field'
+-- when single) and the call is undone. Under REPEATABLE READ a repeat committed after
+-- the snapshot is invisible: 23505 on messages_idempotency_key_idx (retry). Log rows
+-- hold the stored ids in id order.
 -- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements; the key locks.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
 RETURNS bigint[]
