@@ -2630,6 +2630,7 @@ CREATE FUNCTION herald.record_delivery_events(source text, events jsonb, now tim
 DECLARE
   clock_ok boolean := herald._check_clock(now => record_delivery_events.now); -- first: a forged clock changes nothing
   fields constant text[] := '{event_id,message_id,provider_message_id,event,type,code,reason,at}';
+  kinds constant text[] := '{delivered,deferred,bounced,complained,unsubscribed,undelivered}';
   n integer;
   i integer;
   e jsonb;
@@ -2664,10 +2665,9 @@ BEGIN
     IF jsonb_typeof(e -> 'event_id') IS DISTINCT FROM 'string' OR length(e ->> 'event_id') NOT BETWEEN 1 AND 255 THEN
       PERFORM herald._reject(code => '22V18', field => p || '.event_id', message => 'must be a string of 1 to 255 characters');
     END IF;
-    IF (e -> 'event') NOT IN ('"delivered"', '"deferred"', '"bounced"', '"complained"', '"unsubscribed"', '"undelivered"')
-       OR NOT e ? 'event' THEN
+    IF NOT coalesce(e ->> 'event' = ANY (kinds), false) THEN -- only a JSON string reads as one of them
       PERFORM herald._reject(code => '22V18', field => p || '.event', message => 'must be one of the event names',
-        hint => 'delivered, deferred, bounced, complained, unsubscribed, undelivered');
+        hint => array_to_string(kinds, ', '));
     END IF;
     IF e ? 'message_id' AND (jsonb_typeof(e -> 'message_id') <> 'number' OR (e ->> 'message_id') !~ '^[0-9]{1,18}$') THEN
       PERFORM herald._reject(code => '22V18', field => p || '.message_id', message => 'must be a herald message id');
