@@ -74,6 +74,40 @@ func TestClaimChannels(t *testing.T) {
 	}
 }
 
+// A backlog on one channel does not hold back another: within a priority the channels
+// take turns being claimed first, one claim after the next, and each gives its
+// messages in (run_at, id) order. Two claims of 100 from 300 older e-mails and 300
+// newer SMS take 100 of each (one scan in (priority, run_at, id) order took 200
+// e-mails); a more urgent priority still comes first whatever its channel.
+func TestClaimChannelsTakeTurns(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 300) g), now => $1)`, t0.Add(-time.Hour))
+	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'sms',
+		'recipient', '+1415555' || lpad(g::text, 4, '0'), 'payload', '{"text":"t"}'::jsonb)) FROM generate_series(1, 300) g), now => $1)`, t0)
+	got := map[string]int{}
+	for i := 0; i < 2; i++ {
+		for _, c := range claim(t, pool, 100, t0) {
+			got[c.Channel]++
+		}
+	}
+	if got["email"] != 100 || got["sms"] != 100 {
+		t.Fatalf("two claims of 100 took %v, want 100 of each", got)
+	}
+	// Each channel in its own order: the oldest of each were taken.
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages p WHERE p.status = 'processing' AND EXISTS (
+		SELECT FROM herald.messages q WHERE q.status = 'queued' AND q.channel = p.channel AND q.id < p.id)`); n != 0 {
+		t.Fatalf("%d claimed messages had an older queued message of their channel", n)
+	}
+	// Priority before turns: whichever channel's turn it is, the urgent message first.
+	for _, m := range [][3]string{{"sms", "+14155550999", `{"text":"t"}`}, {"email", "urgent@example.com", `{"subject":"s","text":"t"}`}} {
+		urgent := scalar[int64](t, pool, `SELECT herald.enqueue($1, $2, $3::jsonb, priority => -1, now => $4)`, m[0], m[1], m[2], t0)
+		if first := claim(t, pool, 10, t0); len(first) != 10 || first[0].ID != urgent {
+			t.Fatalf("claim after the urgent %s %d: %v", m[0], urgent, ids(first))
+		}
+	}
+}
+
 // Bad arguments to claim_batch: 22V12 with the argument named.
 func TestClaimRejectsBadArguments(t *testing.T) {
 	ctx, pool := setup(t)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +38,29 @@ func TestChannelRateLimitsClaims(t *testing.T) {
 	}{{0, 0}, {300 * time.Millisecond, 3}, {time.Second, 5}, {time.Hour, 5}, {time.Hour + 100*time.Millisecond, 1}} {
 		if n := count(c.at, "email"); n != c.want {
 			t.Fatalf("claim at t0+%v: %d e-mails, want %d", c.at, n, c.want)
+		}
+	}
+}
+
+// A rate-limited channel with a backlog larger than a batch does not hold back the
+// others: the claim takes the channel's tokens' worth and fills the rest of the batch
+// from the other channels (it once read the batch in (priority, run_at, id) order,
+// kept the burst of e-mails and returned, so the SMS queued behind the e-mails waited
+// for the whole e-mail backlog).
+func TestRateLimitedBacklogDoesNotHoldBackOthers(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET rate = 10, burst = 5 WHERE name = 'email'`)
+	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 300) g), now => $1)`, t0.Add(-time.Minute))
+	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'sms',
+		'recipient', '+1415555' || lpad(g::text, 4, '0'), 'payload', '{"text":"t"}'::jsonb)) FROM generate_series(1, 20) g), now => $1)`, t0)
+	for i, want := range []map[string]int{{"email": 5, "sms": 20}, {}, {"email": 1}} {
+		got := map[string]int{}
+		for _, c := range claim(t, pool, 100, t0.Add(time.Duration(i)*50*time.Millisecond)) {
+			got[c.Channel]++
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("claim %d took %v, want %v", i+1, got, want)
 		}
 	}
 }

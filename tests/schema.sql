@@ -1040,39 +1040,60 @@ COMMENT ON FUNCTION herald._producer() IS 'Private: the producer of the current 
 
 
 --
--- Name: _ready(integer, text[], integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _ready(text[], integer[], integer, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._ready(at_priority integer, channels text[], n integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
+CREATE FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
+DECLARE
+  v_left integer := _ready.n;
+  v_caps integer[] := _ready.caps;
+  v_priority integer := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
+  v_k integer := cardinality(_ready.channels);
+  v_i integer;
+  v_got integer;
 BEGIN
-  RETURN QUERY
-  SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
-  FROM herald.messages m
-  WHERE m.status = 'queued'
-    AND m.priority = _ready.at_priority
-    AND m.run_at <= _ready.now
-    AND m.expires_at > _ready.now
-    AND m.channel = ANY (_ready.channels)
-    AND (m.ordering_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM herald.messages e
-          WHERE e.ordering_key = m.ordering_key
-            AND e.id < m.id
-            AND e.status IN ('queued', 'processing')))
-  ORDER BY m.run_at, m.id
-  LIMIT _ready.n
-  FOR UPDATE SKIP LOCKED;
+  WHILE v_priority IS NOT NULL LOOP
+    FOR t IN 0 .. v_k - 1 LOOP
+      v_i := (_ready.first - 1 + t) % v_k + 1;
+      CONTINUE WHEN v_caps[v_i] < 1;
+      RETURN QUERY
+      SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
+      FROM herald.messages m
+      WHERE m.status = 'queued'
+        AND m.priority = v_priority
+        AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
+        AND m.channel = _ready.channels[v_i]
+        AND m.run_at <= _ready.now
+        AND m.expires_at > _ready.now
+        AND (m.ordering_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM herald.messages e
+              WHERE e.ordering_key = m.ordering_key
+                AND e.id < m.id
+                AND e.status IN ('queued', 'processing')))
+      ORDER BY m.run_at, m.id
+      LIMIT least(v_left, v_caps[v_i])
+      FOR UPDATE SKIP LOCKED;
+      GET DIAGNOSTICS v_got = ROW_COUNT;
+      v_left := v_left - v_got;
+      v_caps[v_i] := v_caps[v_i] - v_got;
+      IF v_left = 0 THEN
+        RETURN;
+      END IF;
+    END LOOP;
+    v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued' AND m.priority > v_priority);
+  END LOOP;
 END
 $$;
 
 
 --
--- Name: FUNCTION _ready(at_priority integer, channels text[], n integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._ready(at_priority integer, channels text[], n integer, now timestamp with time zone) IS 'Private: lock the next ready messages of one priority for claim_batch (FOR UPDATE SKIP LOCKED).';
+COMMENT ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR UPDATE SKIP LOCKED).';
 
 
 --
@@ -1603,9 +1624,7 @@ DECLARE
   v_limited boolean;
   v_rl_channels text[];
   v_avail double precision[];
-  v_priority integer;
-  v_single boolean;
-  v_ids bigint[] := '{}';
+  v_caps integer[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -1622,12 +1641,14 @@ BEGIN
   -- claim finds the mark.
   PERFORM herald._listening('herald_queue');
 
-  SELECT array_agg(c.name), array_agg(c.kind), bool_or(c.rate IS NOT NULL) INTO v_channels, v_kinds, v_limited
+  SELECT array_agg(c.name ORDER BY c.name), array_agg(c.kind ORDER BY c.name), bool_or(c.rate IS NOT NULL)
+  INTO v_channels, v_kinds, v_limited
   FROM herald.channels c
   WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
   IF v_channels IS NULL THEN
     RETURN;
   END IF;
+  v_caps := array_fill(claim_batch.batch_size, ARRAY[cardinality(v_channels)]);
 
   IF v_limited THEN
     -- The buckets of the rate-limited channels: made on first use, locked in name
@@ -1644,8 +1665,11 @@ BEGIN
     FROM herald.rate_buckets b
     JOIN herald.channels c ON c.name = b.channel
     WHERE b.channel = ANY (v_channels) AND c.rate IS NOT NULL;
-    -- A channel without a whole token is not claimed from this time.
-    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i) INTO v_channels, v_kinds
+    -- A rate-limited channel gives at most its whole tokens; one without a whole
+    -- token is not claimed from this time.
+    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i),
+           array_agg(coalesce(floor(v_avail[array_position(v_rl_channels, x.name)])::integer, claim_batch.batch_size) ORDER BY x.i)
+    INTO v_channels, v_kinds, v_caps
     FROM unnest(v_channels, v_kinds) WITH ORDINALITY AS x (name, kind, i)
     WHERE coalesce(v_avail[array_position(v_rl_channels, x.name)] >= 1, true);
     IF v_channels IS NULL THEN
@@ -1653,52 +1677,25 @@ BEGIN
     END IF;
   END IF;
 
-  -- The ready messages in priority order, one priority per scan of messages_claim_idx:
-  -- with the priority fixed, `run_at <= now` ends the scan at the priority's first
-  -- scheduled message (one scan in (priority, run_at, id) order reads on through every
-  -- scheduled message when the batch is not filled). The queued priorities are found
-  -- by probes of the index; when there is one (the usual case) the claim statement
-  -- scans it itself, else the loop below locks the messages priority by priority.
-  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
-  IF v_priority IS NULL THEN
+  -- Nothing queued: no claim statement, no lease token.
+  IF NOT EXISTS (SELECT FROM herald.messages m WHERE m.status = 'queued') THEN
     RETURN;
   END IF;
-  v_single := v_priority = (SELECT max(m.priority) FROM herald.messages m WHERE m.status = 'queued');
-  WHILE NOT v_single AND v_priority IS NOT NULL AND cardinality(v_ids) < claim_batch.batch_size LOOP
-    SELECT v_ids || coalesce(array_agg(r.id), '{}') INTO v_ids
-    FROM herald._ready(at_priority => v_priority, channels => v_channels, n => claim_batch.batch_size - cardinality(v_ids),
-                       now => claim_batch.now) AS r;
-    v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued' AND m.priority > v_priority);
-  END LOOP;
-  IF NOT v_single AND cardinality(v_ids) = 0 THEN
-    RETURN;
-  END IF;
-
   v_token := nextval('herald.lease_token_seq');
 
   RETURN QUERY
   WITH ready AS (
-    SELECT r.id, r.channel, r.recipient, r.priority, r.run_at
-    FROM herald._ready(at_priority => v_priority, channels => v_channels, n => claim_batch.batch_size,
-                       now => claim_batch.now) AS r
-    WHERE v_single
-    UNION ALL
-    SELECT m.id, m.channel, m.recipient, m.priority, m.run_at -- locked by the loop
-    FROM herald.messages m
-    WHERE NOT v_single AND m.id = ANY (v_ids)
+    -- Channels take turns being first within a priority, one claim after another (the
+    -- token), so a backlog on one channel does not hold back the others.
+    SELECT r.id, r.channel, r.recipient
+    FROM herald._ready(channels => v_channels, caps => v_caps, n => claim_batch.batch_size,
+                       first => (v_token % cardinality(v_channels))::integer + 1, now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
     FROM ready r
     WHERE v_suppressing
       AND EXISTS (SELECT FROM herald._suppression(kind => v_kinds[array_position(v_channels, r.channel)],
                                                   recipient => r.recipient, now => claim_batch.now))
-  ), over_rate AS (
-    SELECT q.id
-    FROM (SELECT r.id, r.channel,
-                 row_number() OVER (PARTITION BY r.channel ORDER BY r.priority, r.run_at, r.id) AS n
-          FROM ready r
-          WHERE v_limited AND r.channel = ANY (v_rl_channels)) AS q
-    WHERE q.n > floor(v_avail[array_position(v_rl_channels, q.channel)])
   ), suppressed AS (
     UPDATE herald.messages m
     SET status = 'suppressed', finished_at = claim_batch.now
@@ -1721,7 +1718,7 @@ BEGIN
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
-    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b EXCEPT ALL SELECT o.id FROM over_rate o))
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
   ), spent AS (
@@ -3813,7 +3810,7 @@ CREATE INDEX log_statements_pending_idx ON herald.log_statements USING btree (se
 -- Name: messages_claim_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, run_at, id) WHERE (status = 'queued'::text);
+CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, hashtext(channel), run_at, id) WHERE (status = 'queued'::text);
 
 
 --
@@ -4130,10 +4127,10 @@ REVOKE ALL ON FUNCTION herald._producer() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _ready(at_priority integer, channels text[], n integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._ready(at_priority integer, channels text[], n integer, now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -1,19 +1,18 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
--- messages to `worker` in (priority, run_at, id) order: queued, run_at <= now <
--- expires_at, channel in `channels` (NULL = all), not paused and within its rate, no
--- earlier message of its ordering_key queued or processing. They become processing,
--- attempts + 1, lease_expires_at = now + lease (NULL: the channel's), under one new
--- lease_token (the fencing token of complete/fail/extend_lease). A selected message
--- whose recipient is suppressed ends 'suppressed' instead (a log event), so a call may
--- return fewer rows than it selected. A rate-limited channel gives out at most the
--- whole tokens of its herald.rate_buckets row (refilled at rate/s, up to burst), for
--- all runners together. docs/sql.md has the rest. Index: messages_claim_idx, probed
--- for the queued priorities and read one priority at a time to the LIMIT
--- (herald._ready); messages_ordering_key_idx; messages_pkey.
--- Locks: the claimed rows, and the rate buckets of rate-limited channels (their claims
--- take turns), until the transaction ends: call it in autocommit, never during a send.
--- Errors: 22V12 worker (empty, over 200 characters), batch_size (1..10,000), lease
--- (1 second..1 day). SECURITY DEFINER for herald_worker; always the generic plan.
+-- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
+-- all), not paused and within its rate, no earlier message of its ordering_key queued or
+-- processing. Lowest priority first; within a priority the channels take turns being
+-- first (one claim after another), each in (run_at, id) order (herald._ready). They
+-- become processing, attempts + 1, lease_expires_at = now + lease (NULL: the channel's),
+-- under one new lease_token (the fencing token of complete/fail/extend_lease). A
+-- selected message whose recipient is suppressed ends 'suppressed' instead (a log
+-- event), so a call may return fewer rows than it selected. A rate-limited channel gives
+-- at most the whole tokens of its herald.rate_buckets row, for all runners together.
+-- Index: messages_claim_idx, messages_ordering_key_idx, messages_pkey. Locks: the
+-- claimed rows, and the rate buckets of rate-limited channels (their claims take turns),
+-- until the transaction ends: call it in autocommit, never during a send. Errors: 22V12
+-- worker (empty, over 200 characters), batch_size (1..10,000), lease (1 second..1 day).
+-- SECURITY DEFINER for herald_worker; always the generic plan. docs/sql.md has the rest.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
   batch_size integer DEFAULT 100,
@@ -47,9 +46,7 @@ DECLARE
   v_limited boolean;
   v_rl_channels text[];
   v_avail double precision[];
-  v_priority integer;
-  v_single boolean;
-  v_ids bigint[] := '{}';
+  v_caps integer[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -66,12 +63,14 @@ BEGIN
   -- claim finds the mark.
   PERFORM herald._listening('herald_queue');
 
-  SELECT array_agg(c.name), array_agg(c.kind), bool_or(c.rate IS NOT NULL) INTO v_channels, v_kinds, v_limited
+  SELECT array_agg(c.name ORDER BY c.name), array_agg(c.kind ORDER BY c.name), bool_or(c.rate IS NOT NULL)
+  INTO v_channels, v_kinds, v_limited
   FROM herald.channels c
   WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
   IF v_channels IS NULL THEN
     RETURN;
   END IF;
+  v_caps := array_fill(claim_batch.batch_size, ARRAY[cardinality(v_channels)]);
 
   IF v_limited THEN
     -- The buckets of the rate-limited channels: made on first use, locked in name
@@ -88,8 +87,11 @@ BEGIN
     FROM herald.rate_buckets b
     JOIN herald.channels c ON c.name = b.channel
     WHERE b.channel = ANY (v_channels) AND c.rate IS NOT NULL;
-    -- A channel without a whole token is not claimed from this time.
-    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i) INTO v_channels, v_kinds
+    -- A rate-limited channel gives at most its whole tokens; one without a whole
+    -- token is not claimed from this time.
+    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i),
+           array_agg(coalesce(floor(v_avail[array_position(v_rl_channels, x.name)])::integer, claim_batch.batch_size) ORDER BY x.i)
+    INTO v_channels, v_kinds, v_caps
     FROM unnest(v_channels, v_kinds) WITH ORDINALITY AS x (name, kind, i)
     WHERE coalesce(v_avail[array_position(v_rl_channels, x.name)] >= 1, true);
     IF v_channels IS NULL THEN
@@ -97,52 +99,25 @@ BEGIN
     END IF;
   END IF;
 
-  -- The ready messages in priority order, one priority per scan of messages_claim_idx:
-  -- with the priority fixed, `run_at <= now` ends the scan at the priority's first
-  -- scheduled message (one scan in (priority, run_at, id) order reads on through every
-  -- scheduled message when the batch is not filled). The queued priorities are found
-  -- by probes of the index; when there is one (the usual case) the claim statement
-  -- scans it itself, else the loop below locks the messages priority by priority.
-  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
-  IF v_priority IS NULL THEN
+  -- Nothing queued: no claim statement, no lease token.
+  IF NOT EXISTS (SELECT FROM herald.messages m WHERE m.status = 'queued') THEN
     RETURN;
   END IF;
-  v_single := v_priority = (SELECT max(m.priority) FROM herald.messages m WHERE m.status = 'queued');
-  WHILE NOT v_single AND v_priority IS NOT NULL AND cardinality(v_ids) < claim_batch.batch_size LOOP
-    SELECT v_ids || coalesce(array_agg(r.id), '{}') INTO v_ids
-    FROM herald._ready(at_priority => v_priority, channels => v_channels, n => claim_batch.batch_size - cardinality(v_ids),
-                       now => claim_batch.now) AS r;
-    v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued' AND m.priority > v_priority);
-  END LOOP;
-  IF NOT v_single AND cardinality(v_ids) = 0 THEN
-    RETURN;
-  END IF;
-
   v_token := nextval('herald.lease_token_seq');
 
   RETURN QUERY
   WITH ready AS (
-    SELECT r.id, r.channel, r.recipient, r.priority, r.run_at
-    FROM herald._ready(at_priority => v_priority, channels => v_channels, n => claim_batch.batch_size,
-                       now => claim_batch.now) AS r
-    WHERE v_single
-    UNION ALL
-    SELECT m.id, m.channel, m.recipient, m.priority, m.run_at -- locked by the loop
-    FROM herald.messages m
-    WHERE NOT v_single AND m.id = ANY (v_ids)
+    -- Channels take turns being first within a priority, one claim after another (the
+    -- token), so a backlog on one channel does not hold back the others.
+    SELECT r.id, r.channel, r.recipient
+    FROM herald._ready(channels => v_channels, caps => v_caps, n => claim_batch.batch_size,
+                       first => (v_token % cardinality(v_channels))::integer + 1, now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
     FROM ready r
     WHERE v_suppressing
       AND EXISTS (SELECT FROM herald._suppression(kind => v_kinds[array_position(v_channels, r.channel)],
                                                   recipient => r.recipient, now => claim_batch.now))
-  ), over_rate AS (
-    SELECT q.id
-    FROM (SELECT r.id, r.channel,
-                 row_number() OVER (PARTITION BY r.channel ORDER BY r.priority, r.run_at, r.id) AS n
-          FROM ready r
-          WHERE v_limited AND r.channel = ANY (v_rl_channels)) AS q
-    WHERE q.n > floor(v_avail[array_position(v_rl_channels, q.channel)])
   ), suppressed AS (
     UPDATE herald.messages m
     SET status = 'suppressed', finished_at = claim_batch.now
@@ -165,7 +140,7 @@ BEGIN
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
-    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b EXCEPT ALL SELECT o.id FROM over_rate o))
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
   ), spent AS (
