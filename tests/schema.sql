@@ -1040,17 +1040,17 @@ COMMENT ON FUNCTION herald._producer() IS 'Private: the producer of the current 
 
 
 --
--- Name: _ready(text[], integer[], integer, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _ready(text[], integer[], integer, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
+CREATE FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
 DECLARE
   v_left integer := _ready.n;
   v_caps integer[] := _ready.caps;
-  v_priority integer := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
+  v_priority integer := _ready.from_priority;
   v_k integer := cardinality(_ready.channels);
   v_i integer;
   v_got integer;
@@ -1090,10 +1090,10 @@ $$;
 
 
 --
--- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR UPDATE SKIP LOCKED).';
+COMMENT ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR UPDATE SKIP LOCKED).';
 
 
 --
@@ -1625,6 +1625,7 @@ DECLARE
   v_rl_channels text[];
   v_avail double precision[];
   v_caps integer[];
+  v_priority integer;
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -1677,8 +1678,10 @@ BEGIN
     END IF;
   END IF;
 
-  -- Nothing queued: no claim statement, no lease token.
-  IF NOT EXISTS (SELECT FROM herald.messages m WHERE m.status = 'queued') THEN
+  -- Nothing queued: no claim statement, no lease token. (The lowest queued priority,
+  -- where _ready starts, is one probe of messages_claim_idx whatever the statistics.)
+  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
+  IF v_priority IS NULL THEN
     RETURN;
   END IF;
   v_token := nextval('herald.lease_token_seq');
@@ -1689,7 +1692,8 @@ BEGIN
     -- token), so a backlog on one channel does not hold back the others.
     SELECT r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, caps => v_caps, n => claim_batch.batch_size,
-                       first => (v_token % cardinality(v_channels))::integer + 1, now => claim_batch.now) AS r
+                       first => (v_token % cardinality(v_channels))::integer + 1, from_priority => v_priority,
+                       now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
     FROM ready r
@@ -4127,10 +4131,10 @@ REVOKE ALL ON FUNCTION herald._producer() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -1,16 +1,18 @@
--- herald._ready(channels, caps, n, first, now) — lock and return up to n ready messages
--- for herald.claim_batch: queued, run_at <= now < expires_at, no earlier message of its
--- ordering_key queued or processing. Priority by priority, lowest first; within a
+-- herald._ready(channels, caps, n, first, from_priority, now) — lock and return up to n
+-- ready messages for herald.claim_batch: queued, run_at <= now < expires_at, no earlier
+-- message of its ordering_key queued or processing. Priority by priority from
+-- from_priority (the lowest queued: claim_batch probes it) upwards; within a
 -- priority, channel by channel in turns from channels[first] (then first + 1, …,
 -- wrapping), each in (run_at, id) order; channels[i] gives at most caps[i] in all.
 -- FOR UPDATE SKIP LOCKED: rows another claim holds are passed over. Each scan is one
 -- range of messages_claim_idx (priority, hashtext(channel), run_at, id), so it reads
--- neither the channels not claimed nor scheduled messages; a claim costs a probe per
--- queued priority it reaches and a scan per channel in each. PL/pgSQL so its
--- statements are planned once per session (claim_batch's generic plan setting
--- applies). Index: messages_claim_idx, messages_ordering_key_idx. Locks: the returned
--- rows, until the transaction ends.
-CREATE OR REPLACE FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, now timestamptz)
+-- neither the channels not claimed nor scheduled messages: a probe per further queued
+-- priority reached, a scan per channel in each. PL/pgSQL so its statements are planned
+-- once per session (claim_batch's generic plan setting applies). Index:
+-- messages_claim_idx, messages_ordering_key_idx. Locks: the returned rows.
+CREATE OR REPLACE FUNCTION herald._ready(
+  channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamptz
+)
 RETURNS TABLE (id bigint, channel text, recipient text, priority smallint, run_at timestamptz)
 LANGUAGE plpgsql
 VOLATILE
@@ -19,7 +21,7 @@ AS $$
 DECLARE
   v_left integer := _ready.n;
   v_caps integer[] := _ready.caps;
-  v_priority integer := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
+  v_priority integer := _ready.from_priority;
   v_k integer := cardinality(_ready.channels);
   v_i integer;
   v_got integer;
@@ -57,6 +59,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer, integer, timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION herald._ready(text[], integer[], integer, integer, timestamptz) IS
+REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer, integer, integer, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION herald._ready(text[], integer[], integer, integer, integer, timestamptz) IS
   'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR UPDATE SKIP LOCKED).';

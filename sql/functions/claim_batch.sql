@@ -47,6 +47,7 @@ DECLARE
   v_rl_channels text[];
   v_avail double precision[];
   v_caps integer[];
+  v_priority integer;
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -99,8 +100,10 @@ BEGIN
     END IF;
   END IF;
 
-  -- Nothing queued: no claim statement, no lease token.
-  IF NOT EXISTS (SELECT FROM herald.messages m WHERE m.status = 'queued') THEN
+  -- Nothing queued: no claim statement, no lease token. (The lowest queued priority,
+  -- where _ready starts, is one probe of messages_claim_idx whatever the statistics.)
+  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
+  IF v_priority IS NULL THEN
     RETURN;
   END IF;
   v_token := nextval('herald.lease_token_seq');
@@ -111,7 +114,8 @@ BEGIN
     -- token), so a backlog on one channel does not hold back the others.
     SELECT r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, caps => v_caps, n => claim_batch.batch_size,
-                       first => (v_token % cardinality(v_channels))::integer + 1, now => claim_batch.now) AS r
+                       first => (v_token % cardinality(v_channels))::integer + 1, from_priority => v_priority,
+                       now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
     FROM ready r

@@ -1,3 +1,3 @@
 SELECT count(*) FROM herald.claim_batch('w', 100);
-INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at) SELECT 'bench', 'email', 'u' || g || '@example.com', '{"subject":"Hi","text":"Hello"}', now() + interval '1 day' + g * interval '1 ms', 5, now(), now() + interval '5 days' FROM generate_series(1, 200000) g;
-ANALYZE herald.messages;
+INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at) SELECT 'bench', 'email', 'u' || g || '@example.com', '{"subject":"Hi","text":"Hello"}', '2100-01-01 00:00:00+00'::timestamptz + g * interval '1 ms', 5, '2026-01-01 00:00:00+00', 'infinity' FROM generate_series(1, 200000) g;
+SET default_statistics_target = 1; ANALYZE herald.messages;
