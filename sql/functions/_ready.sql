@@ -4,12 +4,13 @@
 -- from_priority (the lowest queued: claim_batch probes it) upwards; within a
 -- priority, channel by channel in turns from channels[first] (then first + 1, …,
 -- wrapping), each in (run_at, id) order; channels[i] gives at most caps[i] in all.
--- FOR UPDATE SKIP LOCKED: rows another claim holds are passed over. Each scan is one
--- range of messages_claim_idx (priority, hashtext(channel), run_at, id), so it reads
--- neither the channels not claimed nor scheduled messages: a probe per further queued
--- priority reached, a scan per channel in each. PL/pgSQL so its statements are planned
--- once per session (claim_batch's generic plan setting applies). Index:
--- messages_claim_idx, messages_ordering_key_idx. Locks: the returned rows.
+-- FOR UPDATE SKIP LOCKED: rows another claim holds are passed over. One statement
+-- walks up to the next priority where a channel has a due message (a probe of
+-- messages_claim_idx per priority and per channel); each such channel is then one
+-- range scan (priority, hashtext(channel), run_at <= now): neither other channels nor
+-- scheduled messages are read. PL/pgSQL so its statements are planned once per
+-- session (claim_batch's generic plan applies). Index: messages_claim_idx,
+-- messages_ordering_key_idx. Locks: the returned rows, until the transaction ends.
 CREATE OR REPLACE FUNCTION herald._ready(
   channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamptz
 )
@@ -21,15 +22,41 @@ AS $$
 DECLARE
   v_left integer := _ready.n;
   v_caps integer[] := _ready.caps;
-  v_priority integer := _ready.from_priority;
+  v_priority integer := _ready.from_priority - 1;
+  v_due integer[];
   v_k integer := cardinality(_ready.channels);
   v_i integer;
   v_got integer;
 BEGIN
-  WHILE v_priority IS NOT NULL LOOP
+  LOOP
+    -- The next queued priority in which a channel with tokens left has a due message,
+    -- and those channels: one statement walks the priorities in between (a priority
+    -- that holds only scheduled messages costs a probe per channel, not a scan).
+    WITH RECURSIVE walk (p, due) AS (
+      SELECT v_priority, '{}'::integer[]
+      UNION ALL
+      SELECT n.p, ARRAY(SELECT c.i::integer
+                        FROM unnest(_ready.channels, v_caps) WITH ORDINALITY AS c (name, cap, i)
+                        WHERE c.cap >= 1 AND (
+                          -- A scalar subquery, not EXISTS, and in the index's order: a
+                          -- probe of messages_claim_idx per channel whatever the
+                          -- statistics (else a hash join, or another index, may be chosen).
+                          SELECT true FROM herald.messages m
+                          WHERE m.status = 'queued' AND m.priority = n.p
+                            AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
+                            AND m.run_at <= _ready.now
+                          ORDER BY m.run_at
+                          LIMIT 1))
+      FROM walk w
+      CROSS JOIN LATERAL (SELECT min(m.priority) AS p FROM herald.messages m
+                          WHERE m.status = 'queued' AND m.priority > w.p) AS n
+      WHERE cardinality(w.due) = 0 AND n.p IS NOT NULL
+    )
+    SELECT w.p, w.due INTO v_priority, v_due FROM walk w WHERE cardinality(w.due) > 0 LIMIT 1;
+    EXIT WHEN v_priority IS NULL;
     FOR t IN 0 .. v_k - 1 LOOP
       v_i := (_ready.first - 1 + t) % v_k + 1;
-      CONTINUE WHEN v_caps[v_i] < 1;
+      CONTINUE WHEN NOT v_i = ANY (v_due);
       RETURN QUERY
       SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
       FROM herald.messages m
@@ -54,7 +81,6 @@ BEGIN
         RETURN;
       END IF;
     END LOOP;
-    v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued' AND m.priority > v_priority);
   END LOOP;
 END
 $$;
