@@ -104,9 +104,7 @@ func TestRefreshStatisticsSkipsLockedTable(t *testing.T) {
 // other columns keep their statistics.
 func TestAnalyzeSkipsLogEventArrays(t *testing.T) {
 	_, pool := setup(t)
-	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
-		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb))
-		FROM generate_series(1, 50) g), now => $1)`, t0)
+	enqueueBatch(t, pool, "email", 50, t0)
 	cs := claim(t, pool, 50, t0.Add(time.Minute))
 	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[])`, ids(cs), leaseTokens(cs)); n != 50 {
 		t.Fatalf("complete changed %d rows, want 50", n)

@@ -81,10 +81,8 @@ func TestClaimChannels(t *testing.T) {
 // e-mails); a more urgent priority still comes first whatever its channel.
 func TestClaimChannelsTakeTurns(t *testing.T) {
 	_, pool := setup(t)
-	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
-		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 300) g), now => $1)`, t0.Add(-time.Hour))
-	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'sms',
-		'recipient', '+1415555' || lpad(g::text, 4, '0'), 'payload', '{"text":"t"}'::jsonb)) FROM generate_series(1, 300) g), now => $1)`, t0)
+	enqueueBatch(t, pool, "email", 300, t0.Add(-time.Hour))
+	enqueueBatch(t, pool, "sms", 300, t0)
 	got := map[string]int{}
 	for i := 0; i < 2; i++ {
 		for _, c := range claim(t, pool, 100, t0) {

@@ -64,6 +64,25 @@ func enqueueEmail(t *testing.T, pool *pgxpool.Pool, to string) int64 {
 		`SELECT herald.enqueue('email', $1, '{"subject":"Hi","text":"Hello"}', now => $2)`, to, t0)
 }
 
+// enqueueBatch stores n messages of channel ('email': to u1@example.com, u2@…;
+// 'sms': to +14155550001, …) with one enqueue_batch call at now: one statement, so one
+// herald.log_statements row holding n 'accepted' events.
+func enqueueBatch(t *testing.T, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, channel string, n int, now time.Time) {
+	t.Helper()
+	var ids []int64
+	if err := q.QueryRow(context.Background(), `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', $1::text,
+		'recipient', CASE $1 WHEN 'sms' THEN '+1415555' || lpad(g::text, 4, '0') ELSE 'u' || g || '@example.com' END,
+		'payload', CASE $1 WHEN 'sms' THEN '{"text":"t"}' ELSE '{"subject":"s","text":"t"}' END::jsonb))
+		FROM generate_series(1, $2) g), now => $3)`, channel, n, now).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != n {
+		t.Fatalf("enqueue_batch stored %d of %d", len(ids), n)
+	}
+}
+
 // claimed is one row of herald.claim_batch.
 type claimed struct {
 	ID      int64

@@ -13,22 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// enqueueBatchEmails stores n e-mails with one enqueue_batch call: one statement, so
-// one herald.log_statements row holding n 'accepted' events.
-func enqueueBatchEmails(t *testing.T, pool interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, n int) {
-	t.Helper()
-	var ids []int64
-	if err := pool.QueryRow(context.Background(), `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
-		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, $1) g), now => $2)`, n, t0).Scan(&ids); err != nil {
-		t.Fatal(err)
-	}
-	if len(ids) != n {
-		t.Fatalf("enqueue_batch stored %d of %d", len(ids), n)
-	}
-}
-
 // A statement's events share one herald.log_statements row; sequencing numbers the
 // row (first_offset) and herald.log shows one row per event. Reads that stop inside
 // a statement go on from the next event of that statement, for every partition.
@@ -36,9 +20,9 @@ func TestLogReadsInsideStatements(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `SELECT herald.create_consumer_group('one', 1, 'earliest')`)
 	mustExec(t, pool, `SELECT herald.create_consumer_group('two', 2, 'earliest')`)
-	enqueueBatchEmails(t, pool, 7)         // offsets 1..7
+	enqueueBatch(t, pool, "email", 7, t0)  // offsets 1..7
 	enqueueEmail(t, pool, "x@example.com") // 8
-	enqueueBatchEmails(t, pool, 5)         // 9..13
+	enqueueBatch(t, pool, "email", 5, t0)  // 9..13
 	sequenceAll(t, pool)
 	if got := scalar[string](t, pool, `SELECT string_agg(first_offset || '+' || cardinality(message_ids), ' ' ORDER BY first_offset)
 		FROM herald.log_statements`); got != "1+7 8+1 9+5" {
@@ -114,7 +98,7 @@ func TestLogAfterMatchesTheLogView(t *testing.T) {
 		ARRAY(SELECT 'u' || g || '@example.com' FROM generate_series(1, 10000) g),
 		array_fill('{"subject":"s","text":"t"}'::jsonb, ARRAY[10000]))`) // offsets 1..10,000
 	enqueueEmail(t, pool, "x@example.com")                             // 10,001
-	enqueueBatchEmails(t, pool, 5)                                     // 10,002..10,006
+	enqueueBatch(t, pool, "email", 5, t0)                              // 10,002..10,006
 	sentMessages(t, pool, "sms", "SM", "+14155550100", "+14155550101") // accepted, then sent with receipts
 	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550102', '{"text":"t"}')`)
 	mustExec(t, pool, `SELECT herald.fail(id, lease_token, 'no such number', 'permanent')
@@ -155,8 +139,8 @@ func TestLogAfterMatchesTheLogView(t *testing.T) {
 func TestLogTruncateCutsAStatement(t *testing.T) {
 	_, pool := setup(t)
 	mustExec(t, pool, `SELECT herald.create_consumer_group('g', 1, 'earliest')`)
-	enqueueBatchEmails(t, pool, 4) // 1..4
-	enqueueBatchEmails(t, pool, 6) // 5..10
+	enqueueBatch(t, pool, "email", 4, t0) // 1..4
+	enqueueBatch(t, pool, "email", 6, t0) // 5..10
 	sequenceAll(t, pool)
 	mustExec(t, pool, `SELECT herald.log_ack('g', 0, 6)`)
 	// The bound is the group's committed offset + 1 = 7: 1..4 (a whole statement) and
@@ -265,7 +249,7 @@ func TestLogArraysUseLZ4(t *testing.T) {
 	if !scalar[bool](t, pool, `SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`) {
 		t.Skip("this server is built without lz4: the schema keeps pglz")
 	}
-	enqueueBatchEmails(t, pool, 1000)
+	enqueueBatch(t, pool, "email", 1000, t0)
 	var methods string
 	if err := pool.QueryRow(ctx, `SELECT concat_ws(' ', pg_column_compression(message_ids), pg_column_compression(channels))
 		FROM herald.log_statements`).Scan(&methods); err != nil {
@@ -375,14 +359,14 @@ func TestSentEventDetail(t *testing.T) {
 func TestSentReceiptsStoredAsArrays(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `SELECT herald.create_consumer_group('g', 1, 'earliest')`)
-	enqueueBatchEmails(t, pool, 4) // 1..4
+	enqueueBatch(t, pool, "email", 4, t0) // 1..4
 	c := claim(t, pool, 4, t0.Add(time.Minute))
 	slices.SortFunc(c, func(a, b claimed) int { return int(a.ID - b.ID) })
 	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[], ARRAY['p-1', NULL, 'p-3', NULL])`,
 		ids(c), leaseTokens(c)); n != 4 {
 		t.Fatalf("complete changed %d of 4", n)
 	}
-	enqueueBatchEmails(t, pool, 2) // 5, 6
+	enqueueBatch(t, pool, "email", 2, t0) // 5, 6
 	c = claim(t, pool, 2, t0.Add(time.Minute))
 	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[])`, ids(c), leaseTokens(c)); n != 2 {
 		t.Fatalf("complete changed %d of 2", n)

@@ -481,7 +481,7 @@ func TestRepeatsLookupIsPlannedOnce(t *testing.T) {
 func TestLogReadUsesGenericPlan(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `SELECT herald.create_consumer_group('g', 1, 'earliest')`)
-	enqueueBatchEmails(t, pool, 5)
+	enqueueBatch(t, pool, "email", 5, t0)
 	conn, notices := explainConn(t, pool)
 	var n int64
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.log_read('g', 0, 3)`).Scan(&n); err != nil || n != 3 {

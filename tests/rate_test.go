@@ -13,10 +13,8 @@ import (
 func TestChannelRateLimitsClaims(t *testing.T) {
 	_, pool := setup(t)
 	mustExec(t, pool, `UPDATE herald.channels SET rate = 10, burst = 5 WHERE name = 'email'`)
-	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
-		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 50) g), now => $1)`, t0)
-	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'sms',
-		'recipient', '+1415555' || lpad(g::text, 4, '0'), 'payload', '{"text":"t"}'::jsonb)) FROM generate_series(1, 20) g), now => $1)`, t0)
+	enqueueBatch(t, pool, "email", 50, t0)
+	enqueueBatch(t, pool, "sms", 20, t0)
 	count := func(at time.Duration, channel string) int {
 		n := 0
 		for _, c := range claim(t, pool, 100, t0.Add(at)) {
@@ -50,10 +48,8 @@ func TestChannelRateLimitsClaims(t *testing.T) {
 func TestRateLimitedBacklogDoesNotHoldBackOthers(t *testing.T) {
 	_, pool := setup(t)
 	mustExec(t, pool, `UPDATE herald.channels SET rate = 10, burst = 5 WHERE name = 'email'`)
-	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
-		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 300) g), now => $1)`, t0.Add(-time.Minute))
-	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'sms',
-		'recipient', '+1415555' || lpad(g::text, 4, '0'), 'payload', '{"text":"t"}'::jsonb)) FROM generate_series(1, 20) g), now => $1)`, t0)
+	enqueueBatch(t, pool, "email", 300, t0.Add(-time.Minute))
+	enqueueBatch(t, pool, "sms", 20, t0)
 	for i, want := range []map[string]int{{"email": 5, "sms": 20}, {}, {"email": 1}} {
 		got := map[string]int{}
 		for _, c := range claim(t, pool, 100, t0.Add(time.Duration(i)*50*time.Millisecond)) {
