@@ -43,11 +43,13 @@
 {{ template "functions/_valid.sql" . }}
 {{ template "functions/_validate.sql" . }}
 {{ template "functions/_repeats.sql" . }}
+{{ template "functions/_held.sql" . }}
 {{ template "functions/_enqueue.sql" . }}
 {{ template "functions/_notify_clock_due.sql" . }}
 {{ template "functions/_notify_due.sql" . }}
 {{ template "functions/_notify.sql" . }}
 {{ template "functions/_listening.sql" . }}
+{{ template "functions/_next_in_order.sql" . }}
 {{ template "functions/_consumer_partition.sql" . }}
 {{ template "functions/log.sql" . }}
 {{ template "functions/_log_after.sql" . }}
@@ -83,6 +85,7 @@
 {{ template "functions/log_truncate.sql" . }}
 {{ template "functions/consumer_lag.sql" . }}
 {{ template "triggers/messages_notify.sql" . }}
+{{ template "triggers/messages_next_in_order.sql" . }}
 {{ template "triggers/suppressions_normalize.sql" . }}
 
 DO $$

@@ -39,7 +39,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	if n != 100 {
 		t.Fatalf("claimed %d, want 100", n)
 	}
-	plan := planOf(t, *notices, "FOR UPDATE SKIP LOCKED")
+	plan := planOf(t, *notices, "FOR NO KEY UPDATE SKIP LOCKED")
 	if !strings.Contains(plan, "messages_claim_idx") || strings.Contains(plan, "Seq Scan on messages") {
 		t.Fatalf("claim plan does not use messages_claim_idx only:\n%s", plan)
 	}

@@ -306,6 +306,8 @@ DECLARE
   v_hashes integer[];
   v_list text;
   v_keyed boolean;
+  v_ordered boolean;
+  v_held boolean[];
   v_kind text;
   v_skip bigint[] := '{}';
   v_specs herald.message_spec[] := specs;
@@ -325,11 +327,13 @@ BEGIN
     v_channels := ARRAY[(specs[1]).channel];
     v_hashes := ARRAY[herald._key_hash(ordering_key => (specs[1]).ordering_key, recipient => (specs[1]).recipient)];
     v_keyed := (specs[1]).idempotency_key IS NOT NULL;
+    v_ordered := (specs[1]).ordering_key IS NOT NULL;
   ELSE
     SELECT array_agg(nextval('herald.messages_id_seq')), array_agg(s.channel),
            array_agg(herald._key_hash(ordering_key => s.ordering_key, recipient => s.recipient)),
-           string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL)
-    INTO v_ids, v_channels, v_hashes, v_list, v_keyed
+           string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL),
+           bool_or(s.ordering_key IS NOT NULL)
+    INTO v_ids, v_channels, v_hashes, v_list, v_keyed, v_ordered
     FROM unnest(specs) AS s;
     v_kind := herald._recipient_list_kind(list => v_list, n => n); -- (one recipient: _valid matches it)
   END IF;
@@ -351,15 +355,20 @@ BEGIN
       AND EXISTS (SELECT FROM herald._suppression(kind => c.kind, recipient => s.recipient, now => _enqueue.now));
   END IF;
 
+  IF v_ordered THEN
+    v_held := herald._held(specs => v_specs, producer => v_producer, barred => v_barred);
+  END IF;
+
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
+     idempotency_key, max_attempts, created_at, expires_at, status, finished_at, held)
   SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
          CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
-         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
+         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END,
+         coalesce(v_held[s.ordinality], false)
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
@@ -436,6 +445,48 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) IS 'Private: the JSON detail of a log event (inlined).';
+
+
+--
+-- Name: _held(herald.message_spec[], text, bigint[]); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._held(specs herald.message_spec[], producer text, barred bigint[]) RETURNS boolean[]
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+  v_held boolean[];
+  v_fresh boolean := current_setting('transaction_isolation') = 'read committed';
+BEGIN
+  IF v_fresh THEN
+    PERFORM FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
+    CROSS JOIN LATERAL (SELECT FROM herald.messages e
+                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'processing')
+                        ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
+  END IF;
+  IF (NOT v_fresh OR NOT FOUND) AND cardinality(specs) = 1 THEN
+    RETURN ARRAY[false]; -- nothing pending (that this transaction may rely on), nothing earlier in the call
+  END IF;
+  SELECT array_agg(x.held ORDER BY x.o) INTO v_held
+  FROM (SELECT s.ordinality AS o,
+               s.ordering_key IS NOT NULL AND NOT coalesce(s.ordinality = ANY (barred), false)
+               AND (count(*) FILTER (WHERE NOT coalesce(s.ordinality = ANY (barred), false))
+                      OVER (PARTITION BY s.ordering_key ORDER BY s.ordinality ROWS UNBOUNDED PRECEDING) > 1
+                    OR v_fresh AND EXISTS (SELECT FROM herald.messages e
+                               WHERE e.producer = _held.producer AND e.ordering_key = s.ordering_key
+                                 AND e.status IN ('queued', 'processing'))) AS held
+        FROM unnest(specs) WITH ORDINALITY AS s) AS x;
+  RETURN v_held;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _held(specs herald.message_spec[], producer text, barred bigint[]); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._held(specs herald.message_spec[], producer text, barred bigint[]) IS 'Private: lock the newest pending message of each ordering key of an enqueue call, and say which of its messages are held.';
 
 
 --
@@ -694,6 +745,32 @@ COMMENT ON FUNCTION herald._message_specs(messages jsonb) IS 'Private: read enqu
 
 
 --
+-- Name: _messages_next_in_order(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._messages_next_in_order() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+  IF NOT herald._next_in_order(producer => OLD.producer, ordering_key => OLD.ordering_key)
+     OR NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = OLD.id FOR UPDATE SKIP LOCKED) THEN
+    INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
+    VALUES (OLD.producer, OLD.ordering_key, OLD.id);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _messages_next_in_order(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._messages_next_in_order() IS 'Private: the function of trigger _100_messages_next_in_order.';
+
+
+--
 -- Name: _messages_notify(); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -744,6 +821,54 @@ $_$;
 --
 
 COMMENT ON FUNCTION herald._named_producer(name text) IS 'Private: intake:<name> for a producer named in herald.producer, checked against the caller''s role.';
+
+
+--
+-- Name: _next_in_order(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._next_in_order(producer text, ordering_key text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_id bigint;
+  v_held boolean;
+BEGIN
+  SELECT e.id, e.held INTO v_id, v_held
+  FROM herald.messages e
+  WHERE e.producer = _next_in_order.producer AND e.ordering_key = _next_in_order.ordering_key
+    AND e.status IN ('queued', 'processing')
+  ORDER BY e.id
+  LIMIT 1;
+  IF v_id IS NULL THEN
+    RETURN true; -- nothing pending
+  END IF;
+  IF NOT v_held THEN
+    -- The head already, unless a concurrent transaction is finishing it right now.
+    PERFORM FROM herald.messages e
+    WHERE e.id = v_id AND e.status IN ('queued', 'processing')
+    FOR SHARE SKIP LOCKED;
+    RETURN FOUND;
+  END IF;
+  UPDATE herald.messages m
+  SET held = false
+  WHERE m.id = (SELECT e.id FROM herald.messages e
+                WHERE e.id = v_id AND e.status = 'queued' AND e.held
+                FOR NO KEY UPDATE SKIP LOCKED);
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM herald._notify(ARRAY['herald_queue']);
+  RETURN true;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _next_in_order(producer text, ordering_key text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._next_in_order(producer text, ordering_key text) IS 'Private: release the first pending message of a producer''s ordering key if it is held; false when locked (recheck later).';
 
 
 --
@@ -1070,14 +1195,14 @@ BEGIN
                           -- probe of messages_claim_idx per channel whatever the
                           -- statistics (else a hash join, or another index, may be chosen).
                           SELECT true FROM herald.messages m
-                          WHERE m.status = 'queued' AND m.priority = n.p
+                          WHERE m.status = 'queued' AND NOT m.held AND m.priority = n.p
                             AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
                             AND m.run_at <= _ready.now
                           ORDER BY m.run_at
                           LIMIT 1))
       FROM walk w
       CROSS JOIN LATERAL (SELECT min(m.priority) AS p FROM herald.messages m
-                          WHERE m.status = 'queued' AND m.priority > w.p) AS n
+                          WHERE m.status = 'queued' AND NOT m.held AND m.priority > w.p) AS n
       WHERE cardinality(w.due) = 0 AND n.p IS NOT NULL
     )
     SELECT w.p, w.due INTO v_priority, v_due FROM walk w WHERE cardinality(w.due) > 0 LIMIT 1;
@@ -1089,19 +1214,23 @@ BEGIN
       SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
       FROM herald.messages m
       WHERE m.status = 'queued'
+        AND NOT m.held
         AND m.priority = v_priority
         AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
         AND m.channel = _ready.channels[v_i]
         AND m.run_at <= _ready.now
         AND m.expires_at > _ready.now
+        -- Held messages are not in the index; this check covers the few a race left
+        -- unheld behind an earlier pending message of their key.
         AND (m.ordering_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM herald.messages e
-              WHERE e.ordering_key = m.ordering_key
+              WHERE e.producer = m.producer
+                AND e.ordering_key = m.ordering_key
                 AND e.id < m.id
                 AND e.status IN ('queued', 'processing')))
       ORDER BY m.run_at, m.id
       LIMIT least(v_left, v_caps[v_i])
-      FOR UPDATE SKIP LOCKED;
+      FOR NO KEY UPDATE SKIP LOCKED;
       GET DIAGNOSTICS v_got = ROW_COUNT;
       v_left := v_left - v_got;
       v_caps[v_i] := v_caps[v_i] - v_got;
@@ -1118,7 +1247,7 @@ $$;
 -- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR UPDATE SKIP LOCKED).';
+COMMENT ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR NO KEY UPDATE SKIP LOCKED).';
 
 
 --
@@ -1705,7 +1834,7 @@ BEGIN
 
   -- Nothing queued: no claim statement, no lease token. (The lowest queued priority,
   -- where _ready starts, is one probe of messages_claim_idx whatever the statistics.)
-  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
+  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued' AND NOT m.held);
   IF v_priority IS NULL THEN
     RETURN;
   END IF;
@@ -1769,7 +1898,7 @@ $$;
 -- Name: FUNCTION claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone) IS 'Lease the next ready messages to a worker (FOR UPDATE SKIP LOCKED), with a new fencing token.';
+COMMENT ON FUNCTION herald.claim_batch(worker text, batch_size integer, lease interval, channels text[], now timestamp with time zone) IS 'Lease the next ready messages to a worker (FOR NO KEY UPDATE SKIP LOCKED), with a new fencing token.';
 
 
 --
@@ -2570,6 +2699,9 @@ DECLARE
   changed integer;
   finished boolean;
   ready boolean;
+  v_producers text[];
+  v_keys text[];
+  v_message_ids bigint[];
 BEGIN
   WITH lapsed AS (
     SELECT e.id
@@ -2578,7 +2710,7 @@ BEGIN
       AND e.lease_expires_at < reap_stale.now
     ORDER BY e.lease_expires_at
     LIMIT 10000
-    FOR UPDATE SKIP LOCKED
+    FOR NO KEY UPDATE SKIP LOCKED
   ), reaped AS (
     UPDATE herald.messages m
     SET status = d.next_status,
@@ -2605,7 +2737,7 @@ BEGIN
       AND e.expires_at <= reap_stale.now
     ORDER BY e.expires_at
     LIMIT 10000
-    FOR UPDATE SKIP LOCKED
+    FOR NO KEY UPDATE SKIP LOCKED
   ), expired AS (
     UPDATE herald.messages m
     SET status = 'expired', finished_at = reap_stale.now
@@ -2631,6 +2763,28 @@ BEGIN
   END IF;
   IF ready THEN
     PERFORM herald._notify(ARRAY['herald_queue']);
+  END IF;
+
+  IF EXISTS (SELECT FROM herald.ordering_rechecks) THEN
+    -- Notes whose finished message no enqueue in progress still holds (FOR KEY SHARE):
+    -- what such an enqueue stored is committed (or gone), so the key can be told now.
+    WITH taken AS (
+      DELETE FROM herald.ordering_rechecks o
+      WHERE o.id IN (SELECT x.id FROM herald.ordering_rechecks x
+                     WHERE NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id)
+                        OR EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id FOR UPDATE SKIP LOCKED)
+                     ORDER BY x.id LIMIT 10000 FOR UPDATE SKIP LOCKED)
+      RETURNING o.producer, o.ordering_key, o.message_id
+    )
+    SELECT array_agg(k.producer), array_agg(k.ordering_key), array_agg(k.message_id)
+    INTO v_producers, v_keys, v_message_ids
+    FROM (SELECT t.producer, t.ordering_key, max(t.message_id) AS message_id FROM taken t GROUP BY 1, 2) AS k;
+    FOR i IN 1 .. coalesce(cardinality(v_keys), 0) LOOP
+      IF NOT herald._next_in_order(producer => v_producers[i], ordering_key => v_keys[i]) THEN
+        INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
+        VALUES (v_producers[i], v_keys[i], v_message_ids[i]);
+      END IF;
+    END LOOP;
   END IF;
   RETURN changed;
 END
@@ -3296,6 +3450,7 @@ CREATE TABLE herald.messages (
     ordering_key text COLLATE pg_catalog."C",
     idempotency_key text COLLATE pg_catalog."C",
     status text DEFAULT 'queued'::text NOT NULL,
+    held boolean DEFAULT false NOT NULL,
     attempts integer DEFAULT 0 NOT NULL,
     max_attempts integer NOT NULL,
     lease_token bigint,
@@ -3342,6 +3497,20 @@ COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer
 --
 
 COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first (-100..100, default 0).';
+
+
+--
+-- Name: COLUMN messages.ordering_key; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.ordering_key IS 'Messages of one producer with the same key are sent one at a time, in id order.';
+
+
+--
+-- Name: COLUMN messages.held; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.held IS 'Queued behind an earlier message of its ordering key: left out of the claim index until that one finishes.';
 
 
 --
@@ -3605,6 +3774,40 @@ COMMENT ON SEQUENCE herald.notify_clock_queue IS 'Time of the last herald_queue 
 
 
 --
+-- Name: ordering_rechecks; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.ordering_rechecks (
+    id bigint NOT NULL,
+    producer text NOT NULL COLLATE pg_catalog."C",
+    ordering_key text NOT NULL COLLATE pg_catalog."C",
+    message_id bigint NOT NULL,
+    noted_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE ordering_rechecks; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.ordering_rechecks IS 'Ordering keys whose next message reap_stale must release (a race with a concurrent change).';
+
+
+--
+-- Name: ordering_rechecks_id_seq; Type: SEQUENCE; Schema: herald; Owner: -
+--
+
+ALTER TABLE herald.ordering_rechecks ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME herald.ordering_rechecks_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: queue_depth; Type: VIEW; Schema: herald; Owner: -
 --
 
@@ -3647,14 +3850,15 @@ CREATE VIEW herald.queue_stats AS
  SELECT m.channel,
     m.status,
     count(*) AS count,
-    count(*) FILTER (WHERE ((m.status = 'queued'::text) AND (m.run_at <= now()))) AS ready,
+    count(*) FILTER (WHERE ((m.status = 'queued'::text) AND (NOT m.held) AND (m.run_at <= now()))) AS ready,
         CASE
-            WHEN (m.status = 'queued'::text) THEN (now() - min(m.run_at) FILTER (WHERE (m.run_at <= now())))
+            WHEN (m.status = 'queued'::text) THEN (now() - min(m.run_at) FILTER (WHERE ((NOT m.held) AND (m.run_at <= now()))))
             ELSE (now() - min(m.created_at))
         END AS oldest_age,
     ( SELECT c.paused
            FROM herald.channels c
-          WHERE (c.name = m.channel)) AS paused
+          WHERE (c.name = m.channel)) AS paused,
+    count(*) FILTER (WHERE ((m.status = 'queued'::text) AND m.held)) AS held
    FROM herald.messages m
   GROUP BY m.channel, m.status;
 
@@ -3663,7 +3867,7 @@ CREATE VIEW herald.queue_stats AS
 -- Name: VIEW queue_stats; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, ready now, age of the oldest, channel paused.';
+COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, ready now, age of the oldest, channel paused, held by an ordering key.';
 
 
 --
@@ -3798,6 +4002,14 @@ ALTER TABLE ONLY herald.messages
 
 
 --
+-- Name: ordering_rechecks ordering_rechecks_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.ordering_rechecks
+    ADD CONSTRAINT ordering_rechecks_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: rate_buckets rate_buckets_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
 --
 
@@ -3839,7 +4051,7 @@ CREATE INDEX log_statements_pending_idx ON herald.log_statements USING btree (se
 -- Name: messages_claim_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, hashtext(channel), run_at, id) WHERE (status = 'queued'::text);
+CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, hashtext(channel), run_at, id) WHERE ((status = 'queued'::text) AND (NOT held));
 
 
 --
@@ -3874,7 +4086,21 @@ CREATE INDEX messages_lease_expiry_idx ON herald.messages USING btree (lease_exp
 -- Name: messages_ordering_key_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'processing'::text])));
+CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (producer, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'processing'::text])));
+
+
+--
+-- Name: messages _100_messages_next_in_order; Type: TRIGGER; Schema: herald; Owner: -
+--
+
+CREATE TRIGGER _100_messages_next_in_order AFTER UPDATE OF status ON herald.messages FOR EACH ROW WHEN (((old.ordering_key IS NOT NULL) AND (old.status = ANY (ARRAY['queued'::text, 'processing'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'processing'::text])))) EXECUTE FUNCTION herald._messages_next_in_order();
+
+
+--
+-- Name: TRIGGER _100_messages_next_in_order ON messages; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TRIGGER _100_messages_next_in_order ON herald.messages IS 'When a message with an ordering key finishes, releases the next message of its key (herald._next_in_order).';
 
 
 --
@@ -4028,6 +4254,13 @@ GRANT ALL ON FUNCTION herald._event_detail(kind text, provider_message_id text, 
 
 
 --
+-- Name: FUNCTION _held(specs herald.message_spec[], producer text, barred bigint[]); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._held(specs herald.message_spec[], producer text, barred bigint[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _json_integer(item jsonb, key text, prefix text, code text); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -4086,6 +4319,13 @@ REVOKE ALL ON FUNCTION herald._message_specs(messages jsonb) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _messages_next_in_order(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._messages_next_in_order() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _messages_notify(); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -4097,6 +4337,13 @@ REVOKE ALL ON FUNCTION herald._messages_notify() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._named_producer(name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _next_in_order(producer text, ordering_key text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._next_in_order(producer text, ordering_key text) FROM PUBLIC;
 
 
 --
@@ -4621,6 +4868,20 @@ GRANT ALL ON SEQUENCE herald.notify_clock_log TO herald_admin;
 --
 
 GRANT ALL ON SEQUENCE herald.notify_clock_queue TO herald_admin;
+
+
+--
+-- Name: TABLE ordering_rechecks; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.ordering_rechecks TO herald_admin;
+
+
+--
+-- Name: SEQUENCE ordering_rechecks_id_seq; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON SEQUENCE herald.ordering_rechecks_id_seq TO herald_admin;
 
 
 --

@@ -1,18 +1,18 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
 -- store messages and their 'accepted' log event, all or nothing; ids in input order.
 -- Each message belongs to herald._producer(); `now` other than now() is herald_admin's
--- (herald._check_clock). Idempotency keys are per producer, locked by herald._repeats;
--- a repeat (stored before by the same producer, or earlier in the call) is answered
--- with that message's id and not stored. expires_at: the least of the spec's and due
--- time + the channel's ttl. A suppressed recipient (herald._suppression: a
--- suppressions_pkey probe per message while herald.suppressions has rows) is stored
--- 'suppressed', finished, with a 'suppressed' log event after its 'accepted'.
--- Messages are stored where herald._valid holds; fewer rows than expected:
--- herald._validate names the first bad message (COLUMN 'messages[i].field', or 'field'
--- when single) and the call is undone. Under REPEATABLE READ a repeat committed after
--- the snapshot is invisible: 23505 on messages_idempotency_key_idx (retry). Log rows
--- hold the stored ids in id order.
--- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements; the key locks.
+-- (herald._check_clock). A repeated idempotency key (per producer, herald._repeats) is
+-- answered with the first message's id, not stored. expires_at: the least of the
+-- spec's and due time + the channel's ttl. A suppressed recipient (herald._suppression,
+-- probed while herald.suppressions has rows) is stored 'suppressed', finished, with a
+-- 'suppressed' log event after its 'accepted'. A message behind a pending one of its
+-- producer's ordering key is stored held (herald._held). Messages are stored where
+-- herald._valid holds; fewer rows than expected: herald._validate names the first bad
+-- one (COLUMN 'messages[i].field', or 'field' when single) and the call is undone.
+-- Under REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 on
+-- messages_idempotency_key_idx (retry). Log rows hold the stored ids in id order.
+-- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements; those of
+-- herald._repeats and herald._held.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -26,6 +26,8 @@ DECLARE
   v_hashes integer[];
   v_list text;
   v_keyed boolean;
+  v_ordered boolean;
+  v_held boolean[];
   v_kind text;
   v_skip bigint[] := '{}';
   v_specs herald.message_spec[] := specs;
@@ -45,11 +47,13 @@ BEGIN
     v_channels := ARRAY[(specs[1]).channel];
     v_hashes := ARRAY[herald._key_hash(ordering_key => (specs[1]).ordering_key, recipient => (specs[1]).recipient)];
     v_keyed := (specs[1]).idempotency_key IS NOT NULL;
+    v_ordered := (specs[1]).ordering_key IS NOT NULL;
   ELSE
     SELECT array_agg(nextval('herald.messages_id_seq')), array_agg(s.channel),
            array_agg(herald._key_hash(ordering_key => s.ordering_key, recipient => s.recipient)),
-           string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL)
-    INTO v_ids, v_channels, v_hashes, v_list, v_keyed
+           string_agg(coalesce(s.recipient, ''), E'\n'), bool_or(s.idempotency_key IS NOT NULL),
+           bool_or(s.ordering_key IS NOT NULL)
+    INTO v_ids, v_channels, v_hashes, v_list, v_keyed, v_ordered
     FROM unnest(specs) AS s;
     v_kind := herald._recipient_list_kind(list => v_list, n => n); -- (one recipient: _valid matches it)
   END IF;
@@ -71,15 +75,20 @@ BEGIN
       AND EXISTS (SELECT FROM herald._suppression(kind => c.kind, recipient => s.recipient, now => _enqueue.now));
   END IF;
 
+  IF v_ordered THEN
+    v_held := herald._held(specs => v_specs, producer => v_producer, barred => v_barred);
+  END IF;
+
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
+     idempotency_key, max_attempts, created_at, expires_at, status, finished_at, held)
   SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
          CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
-         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
+         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END,
+         coalesce(v_held[s.ordinality], false)
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,

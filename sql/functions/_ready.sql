@@ -1,10 +1,12 @@
 -- herald._ready(channels, caps, n, first, from_priority, now) — lock and return up to n
--- ready messages for herald.claim_batch: queued, run_at <= now < expires_at, no earlier
--- message of its ordering_key queued or processing. Priority by priority from
+-- ready messages for herald.claim_batch: queued and not held, run_at <= now <
+-- expires_at, no earlier message of its producer's ordering_key queued or processing.
+-- Priority by priority from
 -- from_priority (the lowest queued: claim_batch probes it) upwards; within a
 -- priority, channel by channel in turns from channels[first] (then first + 1, …,
 -- wrapping), each in (run_at, id) order; channels[i] gives at most caps[i] in all.
--- FOR UPDATE SKIP LOCKED: rows another claim holds are passed over. One statement
+-- FOR NO KEY UPDATE SKIP LOCKED: rows another claim holds are passed over (an enqueue's
+-- FOR KEY SHARE does not stop it). One statement
 -- walks up to the next priority where a channel has a due message (a probe of
 -- messages_claim_idx per priority and per channel); each such channel is then one
 -- range scan (priority, hashtext(channel), run_at <= now): neither other channels nor
@@ -42,14 +44,14 @@ BEGIN
                           -- probe of messages_claim_idx per channel whatever the
                           -- statistics (else a hash join, or another index, may be chosen).
                           SELECT true FROM herald.messages m
-                          WHERE m.status = 'queued' AND m.priority = n.p
+                          WHERE m.status = 'queued' AND NOT m.held AND m.priority = n.p
                             AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
                             AND m.run_at <= _ready.now
                           ORDER BY m.run_at
                           LIMIT 1))
       FROM walk w
       CROSS JOIN LATERAL (SELECT min(m.priority) AS p FROM herald.messages m
-                          WHERE m.status = 'queued' AND m.priority > w.p) AS n
+                          WHERE m.status = 'queued' AND NOT m.held AND m.priority > w.p) AS n
       WHERE cardinality(w.due) = 0 AND n.p IS NOT NULL
     )
     SELECT w.p, w.due INTO v_priority, v_due FROM walk w WHERE cardinality(w.due) > 0 LIMIT 1;
@@ -61,19 +63,23 @@ BEGIN
       SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
       FROM herald.messages m
       WHERE m.status = 'queued'
+        AND NOT m.held
         AND m.priority = v_priority
         AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
         AND m.channel = _ready.channels[v_i]
         AND m.run_at <= _ready.now
         AND m.expires_at > _ready.now
+        -- Held messages are not in the index; this check covers the few a race left
+        -- unheld behind an earlier pending message of their key.
         AND (m.ordering_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM herald.messages e
-              WHERE e.ordering_key = m.ordering_key
+              WHERE e.producer = m.producer
+                AND e.ordering_key = m.ordering_key
                 AND e.id < m.id
                 AND e.status IN ('queued', 'processing')))
       ORDER BY m.run_at, m.id
       LIMIT least(v_left, v_caps[v_i])
-      FOR UPDATE SKIP LOCKED;
+      FOR NO KEY UPDATE SKIP LOCKED;
       GET DIAGNOSTICS v_got = ROW_COUNT;
       v_left := v_left - v_got;
       v_caps[v_i] := v_caps[v_i] - v_got;
@@ -87,4 +93,4 @@ $$;
 
 REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer, integer, integer, timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION herald._ready(text[], integer[], integer, integer, integer, timestamptz) IS
-  'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR UPDATE SKIP LOCKED).';
+  'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR NO KEY UPDATE SKIP LOCKED).';

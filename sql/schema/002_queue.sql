@@ -76,6 +76,7 @@ CREATE TABLE herald.messages (
   ordering_key        text COLLATE "C",
   idempotency_key     text COLLATE "C",
   status              text NOT NULL DEFAULT 'queued',
+  held                boolean NOT NULL DEFAULT false,
   attempts            integer NOT NULL DEFAULT 0,
   max_attempts        integer NOT NULL,
   lease_token         bigint,
@@ -112,6 +113,8 @@ COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the
 COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
 COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';
 COMMENT ON COLUMN herald.messages.outcome_code IS 'The provider''s code for the outcome (SMTP status, Twilio ErrorCode); producers see it.';
+COMMENT ON COLUMN herald.messages.held IS 'Queued behind an earlier message of its ordering key: left out of the claim index until that one finishes.';
+COMMENT ON COLUMN herald.messages.ordering_key IS 'Messages of one producer with the same key are sent one at a time, in id order.';
 COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
 COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
 COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at most 2,000 characters); never shown to producers.';
@@ -121,7 +124,10 @@ COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at mos
 -- claim_batch (herald._ready): one priority and channel's ready messages in (run_at,
 -- id) order. hashtext(channel) is a fixed-width stand-in for the name, so run_at and id
 -- keep fixed offsets in the entry; a query tests hashtext(channel) and channel both.
-CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), run_at, id) WHERE status = 'queued';
+-- Held messages (waiting for an earlier one of their ordering key) are left out, so a
+-- key's backlog is not read by every claim.
+CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), run_at, id)
+  WHERE status = 'queued' AND NOT held;
 -- reap_stale: expired leases.
 CREATE INDEX messages_lease_expiry_idx ON herald.messages (lease_expires_at) WHERE status = 'processing';
 -- enqueue: a key is unique per producer; lookup of the first id of a repeat. Keys and
@@ -130,12 +136,26 @@ CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages (producer, i
   WHERE idempotency_key IS NOT NULL;
 -- reap_stale: queued messages past their deadline.
 CREATE INDEX messages_expiry_idx ON herald.messages (expires_at) WHERE status = 'queued';
--- claim_batch: "is an earlier message with my ordering key still pending?"
-CREATE INDEX messages_ordering_key_idx ON herald.messages (ordering_key, id)
+-- claim_batch and herald._next_in_order: the pending messages of one producer's
+-- ordering key in id order ("is an earlier one still pending?", "which is first?").
+CREATE INDEX messages_ordering_key_idx ON herald.messages (producer, ordering_key, id)
   WHERE ordering_key IS NOT NULL AND status IN ('queued', 'processing');
 -- dead_letters, newest first. Sent messages enter no index on the delivery path;
 -- purge and throughput scan the table (docs/tuning.md: when to add an index for them).
 CREATE INDEX messages_dead_idx ON herald.messages (finished_at, id) WHERE status = 'dead';
+
+-- Ordering keys to settle again (trigger _100_messages_next_in_order notes them): when
+-- message_id finished, its key's next message could not be told (a concurrent change
+-- held a row), or an enqueue in progress held message_id FOR KEY SHARE. herald.reap_stale
+-- settles a key (herald._next_in_order) once message_id is no longer locked by anyone.
+CREATE TABLE herald.ordering_rechecks (
+  id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  producer     text COLLATE "C" NOT NULL,
+  ordering_key text COLLATE "C" NOT NULL,
+  message_id   bigint NOT NULL,
+  noted_at     timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE herald.ordering_rechecks IS 'Ordering keys whose next message reap_stale must release (a race with a concurrent change).';
 
 -- One message as the enqueue functions hand it to their one writer (herald._enqueue).
 -- NULL fields take the defaults: run_at now, priority 0, the channel's max_attempts.

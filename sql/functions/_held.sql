@@ -1,0 +1,48 @@
+-- herald._held(specs, producer, barred) — which messages of one enqueue call
+-- (herald._enqueue) are stored held: those with an ordering key behind a queued or
+-- processing message of the producer's key, or behind an earlier spec of the call
+-- with that key (specs at the input positions `barred`, stored suppressed, do not
+-- count). Returns one boolean per spec, in input order. First locks the newest pending
+-- message of each key FOR KEY SHARE until the transaction ends: should it finish
+-- before then, its exit sees the lock and notes the key for herald.reap_stale
+-- (trigger _100_messages_next_in_order). The lock stops no claim or report; it waits
+-- only for an exit that already checked for it, and the check that follows (a new
+-- statement) sees that exit. Under REPEATABLE READ or SERIALIZABLE no statement sees
+-- it, so nothing is held behind a stored message there (claims still keep the order).
+-- Generic plan (a custom plan was made at every call). Index:
+-- messages_ordering_key_idx. Locks: those rows, FOR KEY SHARE.
+CREATE OR REPLACE FUNCTION herald._held(specs herald.message_spec[], producer text, barred bigint[])
+RETURNS boolean[]
+LANGUAGE plpgsql
+VOLATILE
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+  v_held boolean[];
+  v_fresh boolean := current_setting('transaction_isolation') = 'read committed';
+BEGIN
+  IF v_fresh THEN
+    PERFORM FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
+    CROSS JOIN LATERAL (SELECT FROM herald.messages e
+                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'processing')
+                        ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
+  END IF;
+  IF (NOT v_fresh OR NOT FOUND) AND cardinality(specs) = 1 THEN
+    RETURN ARRAY[false]; -- nothing pending (that this transaction may rely on), nothing earlier in the call
+  END IF;
+  SELECT array_agg(x.held ORDER BY x.o) INTO v_held
+  FROM (SELECT s.ordinality AS o,
+               s.ordering_key IS NOT NULL AND NOT coalesce(s.ordinality = ANY (barred), false)
+               AND (count(*) FILTER (WHERE NOT coalesce(s.ordinality = ANY (barred), false))
+                      OVER (PARTITION BY s.ordering_key ORDER BY s.ordinality ROWS UNBOUNDED PRECEDING) > 1
+                    OR v_fresh AND EXISTS (SELECT FROM herald.messages e
+                               WHERE e.producer = _held.producer AND e.ordering_key = s.ordering_key
+                                 AND e.status IN ('queued', 'processing'))) AS held
+        FROM unnest(specs) WITH ORDINALITY AS s) AS x;
+  RETURN v_held;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald._held(herald.message_spec[], text, bigint[]) FROM PUBLIC;
+COMMENT ON FUNCTION herald._held(herald.message_spec[], text, bigint[]) IS
+  'Private: lock the newest pending message of each ordering key of an enqueue call, and say which of its messages are held.';
