@@ -50,6 +50,8 @@
 {{ template "functions/_notify.sql" . }}
 {{ template "functions/_listening.sql" . }}
 {{ template "functions/_next_in_order.sql" . }}
+{{ template "functions/_release_after.sql" . }}
+{{ template "functions/_settle_rechecks.sql" . }}
 {{ template "functions/_consumer_partition.sql" . }}
 {{ template "functions/log.sql" . }}
 {{ template "functions/_log_after.sql" . }}
@@ -85,7 +87,6 @@
 {{ template "functions/log_truncate.sql" . }}
 {{ template "functions/consumer_lag.sql" . }}
 {{ template "triggers/messages_notify.sql" . }}
-{{ template "triggers/messages_next_in_order.sql" . }}
 {{ template "triggers/suppressions_normalize.sql" . }}
 
 DO $$

@@ -745,32 +745,6 @@ COMMENT ON FUNCTION herald._message_specs(messages jsonb) IS 'Private: read enqu
 
 
 --
--- Name: _messages_next_in_order(); Type: FUNCTION; Schema: herald; Owner: -
---
-
-CREATE FUNCTION herald._messages_next_in_order() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-  IF NOT herald._next_in_order(producer => OLD.producer, ordering_key => OLD.ordering_key)
-     OR NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = OLD.id FOR UPDATE SKIP LOCKED) THEN
-    INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
-    VALUES (OLD.producer, OLD.ordering_key, OLD.id);
-  END IF;
-  RETURN NULL;
-END
-$$;
-
-
---
--- Name: FUNCTION _messages_next_in_order(); Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON FUNCTION herald._messages_next_in_order() IS 'Private: the function of trigger _100_messages_next_in_order.';
-
-
---
 -- Name: _messages_notify(); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1432,6 +1406,35 @@ COMMENT ON FUNCTION herald._reject(code text, field text, message text, detail t
 
 
 --
+-- Name: _release_after(bigint[]); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._release_after(ids bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN SELECT m.id, m.producer, m.ordering_key FROM herald.messages m
+           WHERE m.id = ANY (_release_after.ids) AND m.ordering_key IS NOT NULL ORDER BY m.id LOOP
+    IF NOT herald._next_in_order(producer => r.producer, ordering_key => r.ordering_key)
+       OR NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = r.id FOR UPDATE SKIP LOCKED) THEN
+      INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
+      VALUES (r.producer, r.ordering_key, r.id);
+    END IF;
+  END LOOP;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _release_after(ids bigint[]); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._release_after(ids bigint[]) IS 'Private: after messages with ordering keys finished, release the next message of each key, or note the key for reap_stale.';
+
+
+--
 -- Name: _repeats(herald.message_spec[], text, bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1465,6 +1468,46 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
+
+
+--
+-- Name: _settle_rechecks(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._settle_rechecks() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_producers text[];
+  v_keys text[];
+  v_message_ids bigint[];
+BEGIN
+  WITH taken AS (
+    DELETE FROM herald.ordering_rechecks o
+    WHERE o.id IN (SELECT x.id FROM herald.ordering_rechecks x
+                   WHERE NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id)
+                      OR EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id FOR UPDATE SKIP LOCKED)
+                   ORDER BY x.id LIMIT 10000 FOR UPDATE SKIP LOCKED)
+    RETURNING o.producer, o.ordering_key, o.message_id
+  )
+  SELECT array_agg(k.producer), array_agg(k.ordering_key), array_agg(k.message_id)
+  INTO v_producers, v_keys, v_message_ids
+  FROM (SELECT t.producer, t.ordering_key, max(t.message_id) AS message_id FROM taken t GROUP BY 1, 2) AS k;
+  FOR i IN 1 .. coalesce(cardinality(v_keys), 0) LOOP
+    IF NOT herald._next_in_order(producer => v_producers[i], ordering_key => v_keys[i]) THEN
+      INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
+      VALUES (v_producers[i], v_keys[i], v_message_ids[i]);
+    END IF;
+  END LOOP;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _settle_rechecks(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._settle_rechecks() IS 'Private: release the next message of the ordering keys noted in herald.ordering_rechecks, once no enqueue holds their finished message.';
 
 
 SET default_tablespace = '';
@@ -1729,6 +1772,7 @@ CREATE FUNCTION herald.cancel(id bigint, now timestamp with time zone DEFAULT no
 DECLARE
   clock_ok boolean := herald._check_clock(now => cancel.now); -- first: a forged clock changes nothing
   done boolean;
+  ordered boolean;
 BEGIN
   IF cancel.id IS NULL THEN
     PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
@@ -1743,7 +1787,10 @@ BEGIN
     SELECT 'cancelled', cancel.now, ARRAY[c.id], ARRAY[c.channel], ARRAY[herald._key_hash(c.ordering_key, c.recipient)]
     FROM cancelled c
   )
-  SELECT EXISTS (SELECT FROM cancelled) INTO done;
+  SELECT count(*) > 0, bool_or(c.ordering_key IS NOT NULL) INTO done, ordered FROM cancelled c;
+  IF ordered THEN
+    PERFORM herald._release_after(ids => ARRAY[cancel.id]);
+  END IF;
   IF done THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
@@ -1858,7 +1905,11 @@ BEGIN
     UPDATE herald.messages m
     SET status = 'suppressed', finished_at = claim_batch.now
     WHERE m.id = ANY (ARRAY(SELECT b.id FROM barred b))
-    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.producer
+  ), noted AS (
+    -- Their ordering keys' next messages: released below (herald._settle_rechecks).
+    INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
+    SELECT s.producer, s.ordering_key, s.id FROM suppressed s WHERE s.ordering_key IS NOT NULL
   ), logged AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     SELECT 'suppressed', claim_batch.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
@@ -1890,6 +1941,9 @@ BEGIN
          c.lease_token, c.lease_expires_at, c.expires_at
   FROM claimed c
   ORDER BY c.priority, c.run_at, c.id;
+  IF v_suppressing AND EXISTS (SELECT FROM herald.ordering_rechecks) THEN
+    PERFORM herald._settle_rechecks();
+  END IF;
 END
 $$;
 
@@ -1913,6 +1967,7 @@ CREATE FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_me
 DECLARE
   clock_ok boolean := herald._check_clock(now => complete.now); -- first: a forged clock changes nothing
   changed integer;
+  v_ordered bigint[];
 BEGIN
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
@@ -1940,7 +1995,10 @@ BEGIN
     FROM (SELECT * FROM sent ORDER BY id) s
     HAVING count(*) > 0
   )
-  SELECT count(*) INTO changed FROM sent;
+  SELECT count(*), array_agg(s.id) FILTER (WHERE s.ordering_key IS NOT NULL) INTO changed, v_ordered FROM sent s;
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
   IF changed > 0 THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
@@ -2223,6 +2281,7 @@ CREATE FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors text[], 
 DECLARE
   clock_ok boolean := herald._check_clock(now => fail.now); -- first: a forged clock changes nothing
   changed integer;
+  v_ordered bigint[];
   v_channels text[];
   v_reasons text[];
   died boolean;
@@ -2289,14 +2348,18 @@ BEGIN
     WHERE f.status IN ('dead', 'expired')
     GROUP BY f.status
   )
-  SELECT t.n, t.died, t.ready, p.channels, p.reasons
-  INTO changed, died, ready, v_channels, v_reasons
+  SELECT t.n, t.died, t.ready, t.ordered, p.channels, p.reasons
+  INTO changed, died, ready, v_ordered, v_channels, v_reasons
   FROM (SELECT count(*) AS n, bool_or(f.status IN ('dead', 'expired')) AS died,
-               bool_or(f.status = 'queued' AND f.run_at <= fail.now) AS ready
+               bool_or(f.status = 'queued' AND f.run_at <= fail.now) AS ready,
+               array_agg(f.id) FILTER (WHERE f.ordering_key IS NOT NULL AND f.status <> 'queued') AS ordered
         FROM failed f) AS t,
        (SELECT array_agg(x.channel ORDER BY x.channel) AS channels, array_agg(x.last_error ORDER BY x.channel) AS reasons
         FROM (SELECT DISTINCT ON (g.channel) g.channel, g.last_error
               FROM failed g WHERE g.last_error_class = 'configuration' ORDER BY g.channel, g.id) AS x) AS p;
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
   IF v_channels IS NOT NULL THEN -- the runner's setup is wrong: its channels stop for every runner
     PERFORM herald.pause_channel(channel => u.channel, reason => u.reason, by => 'runner', now => fail.now)
     FROM unnest(v_channels, v_reasons) AS u (channel, reason);
@@ -2699,9 +2762,7 @@ DECLARE
   changed integer;
   finished boolean;
   ready boolean;
-  v_producers text[];
-  v_keys text[];
-  v_message_ids bigint[];
+  v_ordered bigint[];
 BEGIN
   WITH lapsed AS (
     SELECT e.id
@@ -2755,8 +2816,9 @@ BEGIN
     WHERE r.status IN ('dead', 'expired')
     GROUP BY r.status
   )
-  SELECT count(*), bool_or(r.status <> 'queued'), bool_or(r.status = 'queued')
-  INTO changed, finished, ready
+  SELECT count(*), bool_or(r.status <> 'queued'), bool_or(r.status = 'queued'),
+         array_agg(r.id) FILTER (WHERE r.ordering_key IS NOT NULL AND r.status <> 'queued')
+  INTO changed, finished, ready, v_ordered
   FROM changes r;
   IF finished THEN
     PERFORM herald._notify(ARRAY['herald_log']);
@@ -2765,26 +2827,11 @@ BEGIN
     PERFORM herald._notify(ARRAY['herald_queue']);
   END IF;
 
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
   IF EXISTS (SELECT FROM herald.ordering_rechecks) THEN
-    -- Notes whose finished message no enqueue in progress still holds (FOR KEY SHARE):
-    -- what such an enqueue stored is committed (or gone), so the key can be told now.
-    WITH taken AS (
-      DELETE FROM herald.ordering_rechecks o
-      WHERE o.id IN (SELECT x.id FROM herald.ordering_rechecks x
-                     WHERE NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id)
-                        OR EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id FOR UPDATE SKIP LOCKED)
-                     ORDER BY x.id LIMIT 10000 FOR UPDATE SKIP LOCKED)
-      RETURNING o.producer, o.ordering_key, o.message_id
-    )
-    SELECT array_agg(k.producer), array_agg(k.ordering_key), array_agg(k.message_id)
-    INTO v_producers, v_keys, v_message_ids
-    FROM (SELECT t.producer, t.ordering_key, max(t.message_id) AS message_id FROM taken t GROUP BY 1, 2) AS k;
-    FOR i IN 1 .. coalesce(cardinality(v_keys), 0) LOOP
-      IF NOT herald._next_in_order(producer => v_producers[i], ordering_key => v_keys[i]) THEN
-        INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
-        VALUES (v_producers[i], v_keys[i], v_message_ids[i]);
-      END IF;
-    END LOOP;
+    PERFORM herald._settle_rechecks();
   END IF;
   RETURN changed;
 END
@@ -4090,20 +4137,6 @@ CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (producer,
 
 
 --
--- Name: messages _100_messages_next_in_order; Type: TRIGGER; Schema: herald; Owner: -
---
-
-CREATE TRIGGER _100_messages_next_in_order AFTER UPDATE OF status ON herald.messages FOR EACH ROW WHEN (((old.ordering_key IS NOT NULL) AND (old.status = ANY (ARRAY['queued'::text, 'processing'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'processing'::text])))) EXECUTE FUNCTION herald._messages_next_in_order();
-
-
---
--- Name: TRIGGER _100_messages_next_in_order ON messages; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON TRIGGER _100_messages_next_in_order ON herald.messages IS 'When a message with an ordering key finishes, releases the next message of its key (herald._next_in_order).';
-
-
---
 -- Name: messages _900_messages_notify; Type: TRIGGER; Schema: herald; Owner: -
 --
 
@@ -4319,13 +4352,6 @@ REVOKE ALL ON FUNCTION herald._message_specs(messages jsonb) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _messages_next_in_order(); Type: ACL; Schema: herald; Owner: -
---
-
-REVOKE ALL ON FUNCTION herald._messages_next_in_order() FROM PUBLIC;
-
-
---
 -- Name: FUNCTION _messages_notify(); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -4452,10 +4478,24 @@ REVOKE ALL ON FUNCTION herald._reject(code text, field text, message text, detai
 
 
 --
+-- Name: FUNCTION _release_after(ids bigint[]); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._release_after(ids bigint[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: ACL; Schema: herald; Owner: -
 --
 
 REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _settle_rechecks(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._settle_rechecks() FROM PUBLIC;
 
 
 --

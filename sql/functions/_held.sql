@@ -5,7 +5,7 @@
 -- count). Returns one boolean per spec, in input order. First locks the newest pending
 -- message of each key FOR KEY SHARE until the transaction ends: should it finish
 -- before then, its exit sees the lock and notes the key for herald.reap_stale
--- (trigger _100_messages_next_in_order). The lock stops no claim or report; it waits
+-- (herald._release_after). The lock stops no claim or report; it waits
 -- only for an exit that already checked for it, and the check that follows (a new
 -- statement) sees that exit. Under REPEATABLE READ or SERIALIZABLE no statement sees
 -- it, so nothing is held behind a stored message there (claims still keep the order).

@@ -15,6 +15,7 @@ AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => cancel.now); -- first: a forged clock changes nothing
   done boolean;
+  ordered boolean;
 BEGIN
   IF cancel.id IS NULL THEN
     PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
@@ -29,7 +30,10 @@ BEGIN
     SELECT 'cancelled', cancel.now, ARRAY[c.id], ARRAY[c.channel], ARRAY[herald._key_hash(c.ordering_key, c.recipient)]
     FROM cancelled c
   )
-  SELECT EXISTS (SELECT FROM cancelled) INTO done;
+  SELECT count(*) > 0, bool_or(c.ordering_key IS NOT NULL) INTO done, ordered FROM cancelled c;
+  IF ordered THEN
+    PERFORM herald._release_after(ids => ARRAY[cancel.id]);
+  END IF;
   IF done THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;

@@ -126,7 +126,11 @@ BEGIN
     UPDATE herald.messages m
     SET status = 'suppressed', finished_at = claim_batch.now
     WHERE m.id = ANY (ARRAY(SELECT b.id FROM barred b))
-    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.producer
+  ), noted AS (
+    -- Their ordering keys' next messages: released below (herald._settle_rechecks).
+    INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
+    SELECT s.producer, s.ordering_key, s.id FROM suppressed s WHERE s.ordering_key IS NOT NULL
   ), logged AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     SELECT 'suppressed', claim_batch.now, array_agg(s.id ORDER BY s.id), array_agg(s.channel ORDER BY s.id),
@@ -158,6 +162,9 @@ BEGIN
          c.lease_token, c.lease_expires_at, c.expires_at
   FROM claimed c
   ORDER BY c.priority, c.run_at, c.id;
+  IF v_suppressing AND EXISTS (SELECT FROM herald.ordering_rechecks) THEN
+    PERFORM herald._settle_rechecks();
+  END IF;
 END
 $$;
 

@@ -26,6 +26,7 @@ AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => complete.now); -- first: a forged clock changes nothing
   changed integer;
+  v_ordered bigint[];
 BEGIN
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
@@ -53,7 +54,10 @@ BEGIN
     FROM (SELECT * FROM sent ORDER BY id) s
     HAVING count(*) > 0
   )
-  SELECT count(*) INTO changed FROM sent;
+  SELECT count(*), array_agg(s.id) FILTER (WHERE s.ordering_key IS NOT NULL) INTO changed, v_ordered FROM sent s;
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
   IF changed > 0 THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;

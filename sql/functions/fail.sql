@@ -30,6 +30,7 @@ AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => fail.now); -- first: a forged clock changes nothing
   changed integer;
+  v_ordered bigint[];
   v_channels text[];
   v_reasons text[];
   died boolean;
@@ -96,14 +97,18 @@ BEGIN
     WHERE f.status IN ('dead', 'expired')
     GROUP BY f.status
   )
-  SELECT t.n, t.died, t.ready, p.channels, p.reasons
-  INTO changed, died, ready, v_channels, v_reasons
+  SELECT t.n, t.died, t.ready, t.ordered, p.channels, p.reasons
+  INTO changed, died, ready, v_ordered, v_channels, v_reasons
   FROM (SELECT count(*) AS n, bool_or(f.status IN ('dead', 'expired')) AS died,
-               bool_or(f.status = 'queued' AND f.run_at <= fail.now) AS ready
+               bool_or(f.status = 'queued' AND f.run_at <= fail.now) AS ready,
+               array_agg(f.id) FILTER (WHERE f.ordering_key IS NOT NULL AND f.status <> 'queued') AS ordered
         FROM failed f) AS t,
        (SELECT array_agg(x.channel ORDER BY x.channel) AS channels, array_agg(x.last_error ORDER BY x.channel) AS reasons
         FROM (SELECT DISTINCT ON (g.channel) g.channel, g.last_error
               FROM failed g WHERE g.last_error_class = 'configuration' ORDER BY g.channel, g.id) AS x) AS p;
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
   IF v_channels IS NOT NULL THEN -- the runner's setup is wrong: its channels stop for every runner
     PERFORM herald.pause_channel(channel => u.channel, reason => u.reason, by => 'runner', now => fail.now)
     FROM unnest(v_channels, v_reasons) AS u (channel, reason);

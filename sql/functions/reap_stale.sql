@@ -8,8 +8,8 @@
 -- 'dead' and 'expired' log events in the same statement; runners and log consumers
 -- are woken (herald._notify). Rows locked by a concurrent call are skipped (SKIP
 -- LOCKED). At most 10,000 rows of each kind per call: call it again while it returns
--- 10,000 or more. Safe from many workers at once. Also settles the ordering keys noted
--- in herald.ordering_rechecks (herald._next_in_order; not counted in the result).
+-- 10,000 or more. Safe from many workers at once. Releases the ordering keys of what
+-- it ended, and settles those noted in herald.ordering_rechecks (not counted).
 -- Index: messages_lease_expiry_idx, messages_expiry_idx. Locks: the changed rows;
 -- ROW EXCLUSIVE on herald.log_statements. SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.reap_stale(now timestamptz DEFAULT now())
@@ -24,9 +24,7 @@ DECLARE
   changed integer;
   finished boolean;
   ready boolean;
-  v_producers text[];
-  v_keys text[];
-  v_message_ids bigint[];
+  v_ordered bigint[];
 BEGIN
   WITH lapsed AS (
     SELECT e.id
@@ -80,8 +78,9 @@ BEGIN
     WHERE r.status IN ('dead', 'expired')
     GROUP BY r.status
   )
-  SELECT count(*), bool_or(r.status <> 'queued'), bool_or(r.status = 'queued')
-  INTO changed, finished, ready
+  SELECT count(*), bool_or(r.status <> 'queued'), bool_or(r.status = 'queued'),
+         array_agg(r.id) FILTER (WHERE r.ordering_key IS NOT NULL AND r.status <> 'queued')
+  INTO changed, finished, ready, v_ordered
   FROM changes r;
   IF finished THEN
     PERFORM herald._notify(ARRAY['herald_log']);
@@ -90,26 +89,11 @@ BEGIN
     PERFORM herald._notify(ARRAY['herald_queue']);
   END IF;
 
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
   IF EXISTS (SELECT FROM herald.ordering_rechecks) THEN
-    -- Notes whose finished message no enqueue in progress still holds (FOR KEY SHARE):
-    -- what such an enqueue stored is committed (or gone), so the key can be told now.
-    WITH taken AS (
-      DELETE FROM herald.ordering_rechecks o
-      WHERE o.id IN (SELECT x.id FROM herald.ordering_rechecks x
-                     WHERE NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id)
-                        OR EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id FOR UPDATE SKIP LOCKED)
-                     ORDER BY x.id LIMIT 10000 FOR UPDATE SKIP LOCKED)
-      RETURNING o.producer, o.ordering_key, o.message_id
-    )
-    SELECT array_agg(k.producer), array_agg(k.ordering_key), array_agg(k.message_id)
-    INTO v_producers, v_keys, v_message_ids
-    FROM (SELECT t.producer, t.ordering_key, max(t.message_id) AS message_id FROM taken t GROUP BY 1, 2) AS k;
-    FOR i IN 1 .. coalesce(cardinality(v_keys), 0) LOOP
-      IF NOT herald._next_in_order(producer => v_producers[i], ordering_key => v_keys[i]) THEN
-        INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
-        VALUES (v_producers[i], v_keys[i], v_message_ids[i]);
-      END IF;
-    END LOOP;
+    PERFORM herald._settle_rechecks();
   END IF;
   RETURN changed;
 END

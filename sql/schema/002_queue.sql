@@ -144,10 +144,10 @@ CREATE INDEX messages_ordering_key_idx ON herald.messages (producer, ordering_ke
 -- purge and throughput scan the table (docs/tuning.md: when to add an index for them).
 CREATE INDEX messages_dead_idx ON herald.messages (finished_at, id) WHERE status = 'dead';
 
--- Ordering keys to settle again (trigger _100_messages_next_in_order notes them): when
--- message_id finished, its key's next message could not be told (a concurrent change
--- held a row), or an enqueue in progress held message_id FOR KEY SHARE. herald.reap_stale
--- settles a key (herald._next_in_order) once message_id is no longer locked by anyone.
+-- Ordering keys to settle again (herald._release_after notes them): when message_id
+-- finished, its key's next message could not be told (a concurrent change held a row),
+-- or an enqueue in progress held message_id FOR KEY SHARE. herald.reap_stale settles a
+-- key (herald._settle_rechecks) once message_id is no longer locked by anyone.
 CREATE TABLE herald.ordering_rechecks (
   id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   producer     text COLLATE "C" NOT NULL,
