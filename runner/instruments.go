@@ -66,7 +66,7 @@ func newInstruments() *instruments {
 		inflight:      gauge("herald_inflight_messages", "Messages claimed and not yet reported."),
 		concurrency:   gauge("herald_concurrency_limit", "Sends this runner lets run at once now (adaptive unless fixed)."),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
-			Help: "Messages queued and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
+			Help: "Messages queued, held and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_channel_paused",
 			Help: "1 while the channel is paused in herald.channels (read every probe interval)."}, []string{"channel"}),
 		sendSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_send_duration_seconds",

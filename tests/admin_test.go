@@ -106,7 +106,7 @@ func TestStatusAndQueueStats(t *testing.T) {
 	}
 }
 
-// herald.queue_depth counts queued and processing messages per channel (0 where
+// herald.queue_depth counts queued, held and processing messages per channel (0 where
 // there are none, for every channel), and reads them through the partial indexes:
 // with a long history of sent messages kept, its plan scans no table.
 func TestQueueDepth(t *testing.T) {
@@ -115,7 +115,8 @@ func TestQueueDepth(t *testing.T) {
 	mustExec(t, pool, `SELECT herald.complete(array_agg(id), array_agg(lease_token))
 		FROM herald.claim_batch('w', 2990, '30 seconds', NULL, now())`)
 	mustExec(t, pool, `SELECT count(*) FROM herald.claim_batch('w', 4, '30 seconds', NULL, now())`)
-	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}', run_at => now() + interval '1 hour')`)
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}', run_at => now() + interval '1 hour', ordering_key => 'k')`)
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}', ordering_key => 'k')`)
 	mustExec(t, pool, `ANALYZE herald.messages`)
 
 	depth := map[string]int64{}
@@ -135,16 +136,18 @@ func TestQueueDepth(t *testing.T) {
 		t.Fatal(err)
 	}
 	channels := scalar[int64](t, pool, `SELECT count(*) FROM herald.channels`)
-	if depth["email/queued"] != 6 || depth["email/processing"] != 4 || depth["sms/queued"] != 1 || depth["sms/processing"] != 0 ||
-		int64(len(depth)) != 2*channels {
+	if depth["email/queued"] != 6 || depth["email/processing"] != 4 || depth["sms/queued"] != 1 || depth["sms/held"] != 1 ||
+		depth["sms/processing"] != 0 || depth["email/held"] != 0 || int64(len(depth)) != 3*channels {
 		b, _ := json.Marshal(depth)
-		t.Fatalf("queue_depth %s (want every one of %d channels twice)", b, channels)
+		t.Fatalf("queue_depth %s (want every one of %d channels thrice)", b, channels)
 	}
 
 	plan := explain(t, pool, `SELECT * FROM herald.queue_depth`)
-	// queued rows: either partial index on status = 'queued' (claim or expiry)
+	// queued and held rows: a partial index on status = 'queued' (claim or expiry), held
+	// ones the expiry index
 	if strings.Contains(plan, "Seq Scan on messages") ||
 		!(strings.Contains(plan, "messages_claim_idx") || strings.Contains(plan, "messages_expiry_idx")) ||
+		!(strings.Contains(plan, "messages_expiry_idx") || strings.Contains(plan, "messages_ordering_key_idx")) ||
 		!strings.Contains(plan, "messages_lease_expiry_idx") {
 		t.Fatalf("queue_depth should read the partial indexes, not the table:\n%s", plan)
 	}

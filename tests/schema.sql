@@ -361,14 +361,13 @@ BEGIN
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at, expires_at, status, finished_at, held)
+     idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
   SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
-         CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
-         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END,
-         coalesce(v_held[s.ordinality], false)
+         CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' WHEN v_held[s.ordinality] THEN 'held' ELSE 'queued' END,
+         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
@@ -462,7 +461,7 @@ BEGIN
   IF v_fresh THEN
     PERFORM FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
     CROSS JOIN LATERAL (SELECT FROM herald.messages e
-                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'processing')
+                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'held', 'processing')
                         ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
   END IF;
   IF (NOT v_fresh OR NOT FOUND) AND cardinality(specs) = 1 THEN
@@ -475,7 +474,7 @@ BEGIN
                       OVER (PARTITION BY s.ordering_key ORDER BY s.ordinality ROWS UNBOUNDED PRECEDING) > 1
                     OR v_fresh AND EXISTS (SELECT FROM herald.messages e
                                WHERE e.producer = _held.producer AND e.ordering_key = s.ordering_key
-                                 AND e.status IN ('queued', 'processing'))) AS held
+                                 AND e.status IN ('queued', 'held', 'processing'))) AS held
         FROM unnest(specs) WITH ORDINALITY AS s) AS x;
   RETURN v_held;
 END
@@ -806,18 +805,18 @@ CREATE FUNCTION herald._next_in_order(producer text, ordering_key text) RETURNS 
     AS $$
 DECLARE
   v_id bigint;
-  v_held boolean;
+  v_status text;
 BEGIN
-  SELECT e.id, e.held INTO v_id, v_held
+  SELECT e.id, e.status INTO v_id, v_status
   FROM herald.messages e
   WHERE e.producer = _next_in_order.producer AND e.ordering_key = _next_in_order.ordering_key
-    AND e.status IN ('queued', 'processing')
+    AND e.status IN ('queued', 'held', 'processing')
   ORDER BY e.id
   LIMIT 1;
   IF v_id IS NULL THEN
     RETURN true; -- nothing pending
   END IF;
-  IF NOT v_held THEN
+  IF v_status <> 'held' THEN
     -- The head already, unless a concurrent transaction is finishing it right now.
     PERFORM FROM herald.messages e
     WHERE e.id = v_id AND e.status IN ('queued', 'processing')
@@ -825,9 +824,9 @@ BEGIN
     RETURN FOUND;
   END IF;
   UPDATE herald.messages m
-  SET held = false
+  SET status = 'queued'
   WHERE m.id = (SELECT e.id FROM herald.messages e
-                WHERE e.id = v_id AND e.status = 'queued' AND e.held
+                WHERE e.id = v_id AND e.status = 'held'
                 FOR NO KEY UPDATE SKIP LOCKED);
   IF NOT FOUND THEN
     RETURN false;
@@ -1169,14 +1168,14 @@ BEGIN
                           -- probe of messages_claim_idx per channel whatever the
                           -- statistics (else a hash join, or another index, may be chosen).
                           SELECT true FROM herald.messages m
-                          WHERE m.status = 'queued' AND NOT m.held AND m.priority = n.p
+                          WHERE m.status = 'queued' AND m.priority = n.p
                             AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
                             AND m.run_at <= _ready.now
                           ORDER BY m.run_at
                           LIMIT 1))
       FROM walk w
       CROSS JOIN LATERAL (SELECT min(m.priority) AS p FROM herald.messages m
-                          WHERE m.status = 'queued' AND NOT m.held AND m.priority > w.p) AS n
+                          WHERE m.status = 'queued' AND m.priority > w.p) AS n
       WHERE cardinality(w.due) = 0 AND n.p IS NOT NULL
     )
     SELECT w.p, w.due INTO v_priority, v_due FROM walk w WHERE cardinality(w.due) > 0 LIMIT 1;
@@ -1188,20 +1187,19 @@ BEGIN
       SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
       FROM herald.messages m
       WHERE m.status = 'queued'
-        AND NOT m.held
         AND m.priority = v_priority
         AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
         AND m.channel = _ready.channels[v_i]
         AND m.run_at <= _ready.now
         AND m.expires_at > _ready.now
         -- Held messages are not in the index; this check covers the few a race left
-        -- unheld behind an earlier pending message of their key.
+        -- queued behind an earlier pending message of their key.
         AND (m.ordering_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM herald.messages e
               WHERE e.producer = m.producer
                 AND e.ordering_key = m.ordering_key
                 AND e.id < m.id
-                AND e.status IN ('queued', 'processing')))
+                AND e.status IN ('queued', 'held', 'processing')))
       ORDER BY m.run_at, m.id
       LIMIT least(v_left, v_caps[v_i])
       FOR NO KEY UPDATE SKIP LOCKED;
@@ -1780,7 +1778,7 @@ BEGIN
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now
-    WHERE m.id = cancel.id AND m.status = 'queued'
+    WHERE m.id = cancel.id AND m.status IN ('queued', 'held')
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
@@ -1803,7 +1801,7 @@ $$;
 -- Name: FUNCTION cancel(id bigint, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) IS 'Cancel a message that is still queued; false when unknown or in another state.';
+COMMENT ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) IS 'Cancel a message that is still queued or held; false when unknown or in another state.';
 
 
 --
@@ -1881,7 +1879,7 @@ BEGIN
 
   -- Nothing queued: no claim statement, no lease token. (The lowest queued priority,
   -- where _ready starts, is one probe of messages_claim_idx whatever the statistics.)
-  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued' AND NOT m.held);
+  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
   IF v_priority IS NULL THEN
     RETURN;
   END IF;
@@ -2794,7 +2792,7 @@ BEGIN
   ), overdue AS (
     SELECT e.id
     FROM herald.messages e
-    WHERE e.status = 'queued'
+    WHERE e.status IN ('queued', 'held')
       AND e.expires_at <= reap_stale.now
     ORDER BY e.expires_at
     LIMIT 10000
@@ -3497,7 +3495,6 @@ CREATE TABLE herald.messages (
     ordering_key text COLLATE pg_catalog."C",
     idempotency_key text COLLATE pg_catalog."C",
     status text DEFAULT 'queued'::text NOT NULL,
-    held boolean DEFAULT false NOT NULL,
     attempts integer DEFAULT 0 NOT NULL,
     max_attempts integer NOT NULL,
     lease_token bigint,
@@ -3520,7 +3517,7 @@ CREATE TABLE herald.messages (
     CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])) = (finished_at IS NOT NULL))),
     CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT messages_outcome_known CHECK ((outcome = ANY (ARRAY['delivered'::text, 'deferred'::text, 'bounced'::text, 'complained'::text, 'unsubscribed'::text, 'undelivered'::text]))),
-    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])))
+    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
@@ -3554,10 +3551,10 @@ COMMENT ON COLUMN herald.messages.ordering_key IS 'Messages of one producer with
 
 
 --
--- Name: COLUMN messages.held; Type: COMMENT; Schema: herald; Owner: -
+-- Name: COLUMN messages.status; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.messages.held IS 'Queued behind an earlier message of its ordering key: left out of the claim index until that one finishes.';
+COMMENT ON COLUMN herald.messages.status IS 'queued, held (behind an earlier message of its ordering key), processing, or finished: sent, dead, cancelled, expired, suppressed.';
 
 
 --
@@ -3868,6 +3865,13 @@ CREATE VIEW herald.queue_depth AS
           GROUP BY m.channel
         UNION ALL
          SELECT m.channel,
+            'held'::text AS text,
+            count(*) AS count
+           FROM herald.messages m
+          WHERE (m.status = 'held'::text)
+          GROUP BY m.channel
+        UNION ALL
+         SELECT m.channel,
             'processing'::text AS text,
             count(*) AS count
            FROM herald.messages m
@@ -3878,7 +3882,7 @@ CREATE VIEW herald.queue_depth AS
     s.status,
     COALESCE(k.count, (0)::bigint) AS count
    FROM ((herald.channels c
-     CROSS JOIN ( VALUES ('queued'::text), ('processing'::text)) s(status))
+     CROSS JOIN ( VALUES ('queued'::text), ('held'::text), ('processing'::text)) s(status))
      LEFT JOIN counted k ON (((k.channel = c.name) AND (k.status = s.status))));
 
 
@@ -3886,7 +3890,7 @@ CREATE VIEW herald.queue_depth AS
 -- Name: VIEW queue_depth; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON VIEW herald.queue_depth IS 'Messages queued and processing per channel, read through the partial indexes.';
+COMMENT ON VIEW herald.queue_depth IS 'Messages queued, held and processing per channel, read through the partial indexes.';
 
 
 --
@@ -3897,15 +3901,14 @@ CREATE VIEW herald.queue_stats AS
  SELECT m.channel,
     m.status,
     count(*) AS count,
-    count(*) FILTER (WHERE ((m.status = 'queued'::text) AND (NOT m.held) AND (m.run_at <= now()))) AS ready,
+    count(*) FILTER (WHERE ((m.status = 'queued'::text) AND (m.run_at <= now()))) AS ready,
         CASE
-            WHEN (m.status = 'queued'::text) THEN (now() - min(m.run_at) FILTER (WHERE ((NOT m.held) AND (m.run_at <= now()))))
+            WHEN (m.status = 'queued'::text) THEN (now() - min(m.run_at) FILTER (WHERE (m.run_at <= now())))
             ELSE (now() - min(m.created_at))
         END AS oldest_age,
     ( SELECT c.paused
            FROM herald.channels c
-          WHERE (c.name = m.channel)) AS paused,
-    count(*) FILTER (WHERE ((m.status = 'queued'::text) AND m.held)) AS held
+          WHERE (c.name = m.channel)) AS paused
    FROM herald.messages m
   GROUP BY m.channel, m.status;
 
@@ -3914,7 +3917,7 @@ CREATE VIEW herald.queue_stats AS
 -- Name: VIEW queue_stats; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, ready now, age of the oldest, channel paused, held by an ordering key.';
+COMMENT ON VIEW herald.queue_stats IS 'Messages per channel and status: count, ready now, age of the oldest, channel paused.';
 
 
 --
@@ -4098,7 +4101,7 @@ CREATE INDEX log_statements_pending_idx ON herald.log_statements USING btree (se
 -- Name: messages_claim_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, hashtext(channel), run_at, id) WHERE ((status = 'queued'::text) AND (NOT held));
+CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, hashtext(channel), run_at, id) WHERE (status = 'queued'::text);
 
 
 --
@@ -4112,7 +4115,7 @@ CREATE INDEX messages_dead_idx ON herald.messages USING btree (finished_at, id) 
 -- Name: messages_expiry_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_expiry_idx ON herald.messages USING btree (expires_at) WHERE (status = 'queued'::text);
+CREATE INDEX messages_expiry_idx ON herald.messages USING btree (expires_at) WHERE (status = ANY (ARRAY['queued'::text, 'held'::text]));
 
 
 --
@@ -4133,7 +4136,7 @@ CREATE INDEX messages_lease_expiry_idx ON herald.messages USING btree (lease_exp
 -- Name: messages_ordering_key_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (producer, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'processing'::text])));
+CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (producer, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text])));
 
 
 --

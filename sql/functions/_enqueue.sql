@@ -6,7 +6,7 @@
 -- spec's and due time + the channel's ttl. A suppressed recipient (herald._suppression,
 -- probed while herald.suppressions has rows) is stored 'suppressed', finished, with a
 -- 'suppressed' log event after its 'accepted'. A message behind a pending one of its
--- producer's ordering key is stored held (herald._held). Messages are stored where
+-- producer's ordering key is stored 'held' (herald._held). Messages are stored where
 -- herald._valid holds; fewer rows than expected: herald._validate names the first bad
 -- one (COLUMN 'messages[i].field', or 'field' when single) and the call is undone.
 -- Under REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 on
@@ -81,14 +81,13 @@ BEGIN
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
-     idempotency_key, max_attempts, created_at, expires_at, status, finished_at, held)
+     idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
   SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
-         CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' ELSE 'queued' END,
-         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END,
-         coalesce(v_held[s.ordinality], false)
+         CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' WHEN v_held[s.ordinality] THEN 'held' ELSE 'queued' END,
+         CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,

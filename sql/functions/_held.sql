@@ -1,6 +1,6 @@
 -- herald._held(specs, producer, barred) — which messages of one enqueue call
--- (herald._enqueue) are stored held: those with an ordering key behind a queued or
--- processing message of the producer's key, or behind an earlier spec of the call
+-- (herald._enqueue) are stored 'held': those with an ordering key behind a pending
+-- (queued, held or processing) message of the producer's key, or behind an earlier spec of the call
 -- with that key (specs at the input positions `barred`, stored suppressed, do not
 -- count). Returns one boolean per spec, in input order. First locks the newest pending
 -- message of each key FOR KEY SHARE until the transaction ends: should it finish
@@ -24,7 +24,7 @@ BEGIN
   IF v_fresh THEN
     PERFORM FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
     CROSS JOIN LATERAL (SELECT FROM herald.messages e
-                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'processing')
+                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'held', 'processing')
                         ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
   END IF;
   IF (NOT v_fresh OR NOT FOUND) AND cardinality(specs) = 1 THEN
@@ -37,7 +37,7 @@ BEGIN
                       OVER (PARTITION BY s.ordering_key ORDER BY s.ordinality ROWS UNBOUNDED PRECEDING) > 1
                     OR v_fresh AND EXISTS (SELECT FROM herald.messages e
                                WHERE e.producer = _held.producer AND e.ordering_key = s.ordering_key
-                                 AND e.status IN ('queued', 'processing'))) AS held
+                                 AND e.status IN ('queued', 'held', 'processing'))) AS held
         FROM unnest(specs) WITH ORDINALITY AS s) AS x;
   RETURN v_held;
 END

@@ -1,6 +1,6 @@
 -- herald._next_in_order(producer, ordering_key) — after a message of the key finished:
--- release its first pending message (lowest id, queued or processing) if it is held, so
--- claims can take it, and wake the runners. Returns false when it cannot tell now: the
+-- release its first pending message (lowest id, queued, held or processing) if it is
+-- 'held' (to 'queued', so claims can take it), and wake the runners. Returns false when it cannot tell now: the
 -- first pending message is locked by a concurrent claim or exit (SKIP LOCKED, so exits
 -- of one key never wait for each other or deadlock); the caller notes the key in
 -- herald.ordering_rechecks for herald.reap_stale. Index: messages_ordering_key_idx.
@@ -13,18 +13,18 @@ VOLATILE
 AS $$
 DECLARE
   v_id bigint;
-  v_held boolean;
+  v_status text;
 BEGIN
-  SELECT e.id, e.held INTO v_id, v_held
+  SELECT e.id, e.status INTO v_id, v_status
   FROM herald.messages e
   WHERE e.producer = _next_in_order.producer AND e.ordering_key = _next_in_order.ordering_key
-    AND e.status IN ('queued', 'processing')
+    AND e.status IN ('queued', 'held', 'processing')
   ORDER BY e.id
   LIMIT 1;
   IF v_id IS NULL THEN
     RETURN true; -- nothing pending
   END IF;
-  IF NOT v_held THEN
+  IF v_status <> 'held' THEN
     -- The head already, unless a concurrent transaction is finishing it right now.
     PERFORM FROM herald.messages e
     WHERE e.id = v_id AND e.status IN ('queued', 'processing')
@@ -32,9 +32,9 @@ BEGIN
     RETURN FOUND;
   END IF;
   UPDATE herald.messages m
-  SET held = false
+  SET status = 'queued'
   WHERE m.id = (SELECT e.id FROM herald.messages e
-                WHERE e.id = v_id AND e.status = 'queued' AND e.held
+                WHERE e.id = v_id AND e.status = 'held'
                 FOR NO KEY UPDATE SKIP LOCKED);
   IF NOT FOUND THEN
     RETURN false;

@@ -1,6 +1,6 @@
 -- herald._ready(channels, caps, n, first, from_priority, now) — lock and return up to n
--- ready messages for herald.claim_batch: queued and not held, run_at <= now <
--- expires_at, no earlier message of its producer's ordering_key queued or processing.
+-- ready messages for herald.claim_batch: queued, run_at <= now < expires_at, no earlier
+-- message of its producer's ordering_key pending (queued, held or processing).
 -- Priority by priority from
 -- from_priority (the lowest queued: claim_batch probes it) upwards; within a
 -- priority, channel by channel in turns from channels[first] (then first + 1, …,
@@ -44,14 +44,14 @@ BEGIN
                           -- probe of messages_claim_idx per channel whatever the
                           -- statistics (else a hash join, or another index, may be chosen).
                           SELECT true FROM herald.messages m
-                          WHERE m.status = 'queued' AND NOT m.held AND m.priority = n.p
+                          WHERE m.status = 'queued' AND m.priority = n.p
                             AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
                             AND m.run_at <= _ready.now
                           ORDER BY m.run_at
                           LIMIT 1))
       FROM walk w
       CROSS JOIN LATERAL (SELECT min(m.priority) AS p FROM herald.messages m
-                          WHERE m.status = 'queued' AND NOT m.held AND m.priority > w.p) AS n
+                          WHERE m.status = 'queued' AND m.priority > w.p) AS n
       WHERE cardinality(w.due) = 0 AND n.p IS NOT NULL
     )
     SELECT w.p, w.due INTO v_priority, v_due FROM walk w WHERE cardinality(w.due) > 0 LIMIT 1;
@@ -63,20 +63,19 @@ BEGIN
       SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
       FROM herald.messages m
       WHERE m.status = 'queued'
-        AND NOT m.held
         AND m.priority = v_priority
         AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
         AND m.channel = _ready.channels[v_i]
         AND m.run_at <= _ready.now
         AND m.expires_at > _ready.now
         -- Held messages are not in the index; this check covers the few a race left
-        -- unheld behind an earlier pending message of their key.
+        -- queued behind an earlier pending message of their key.
         AND (m.ordering_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM herald.messages e
               WHERE e.producer = m.producer
                 AND e.ordering_key = m.ordering_key
                 AND e.id < m.id
-                AND e.status IN ('queued', 'processing')))
+                AND e.status IN ('queued', 'held', 'processing')))
       ORDER BY m.run_at, m.id
       LIMIT least(v_left, v_caps[v_i])
       FOR NO KEY UPDATE SKIP LOCKED;

@@ -1,4 +1,4 @@
--- herald.cancel(id, now) — cancel a message that is still 'queued'; returns true when
+-- herald.cancel(id, now) — cancel a message still 'queued' or 'held'; returns true when
 -- it was cancelled, false when it is unknown or in any other state (a message being
 -- sent, or already finished, cannot be cancelled).
 -- A cancelled message gets a 'cancelled' log event in the same statement.
@@ -23,7 +23,7 @@ BEGIN
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now
-    WHERE m.id = cancel.id AND m.status = 'queued'
+    WHERE m.id = cancel.id AND m.status IN ('queued', 'held')
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
@@ -44,4 +44,4 @@ $$;
 REVOKE ALL ON FUNCTION herald.cancel(bigint, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.cancel(bigint, timestamptz) TO herald_admin;
 COMMENT ON FUNCTION herald.cancel(bigint, timestamptz) IS
-  'Cancel a message that is still queued; false when unknown or in another state.';
+  'Cancel a message that is still queued or held; false when unknown or in another state.';

@@ -1,7 +1,7 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
--- all), not paused and within its rate, not held: no earlier message of its producer's
--- ordering_key queued or processing. Lowest priority first; within a priority the channels take turns being
+-- all), not paused and within its rate, no earlier message of its producer's
+-- ordering_key pending (such a one is 'held', not 'queued'). Lowest priority first; within a priority the channels take turns being
 -- first (one claim after another), each in (run_at, id) order (herald._ready). They
 -- become processing, attempts + 1, lease_expires_at = now + lease (NULL: the channel's),
 -- under one new lease_token (the fencing token of complete/fail/extend_lease). A
@@ -102,7 +102,7 @@ BEGIN
 
   -- Nothing queued: no claim statement, no lease token. (The lowest queued priority,
   -- where _ready starts, is one probe of messages_claim_idx whatever the statistics.)
-  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued' AND NOT m.held);
+  v_priority := (SELECT min(m.priority) FROM herald.messages m WHERE m.status = 'queued');
   IF v_priority IS NULL THEN
     RETURN;
   END IF;

@@ -4,7 +4,7 @@
 -- An expired lease: back to 'queued' at now (the attempt it used counts), 'dead' when
 -- attempts >= max_attempts, 'expired' when now >= expires_at; lease_token cleared, so
 -- the old worker's late complete/fail changes nothing; recorded as class transient,
--- code 'lease_expired'. A queued message with expires_at <= now: 'expired', never sent.
+-- code 'lease_expired'. A queued or held message with expires_at <= now: 'expired'.
 -- 'dead' and 'expired' log events in the same statement; runners and log consumers
 -- are woken (herald._notify). Rows locked by a concurrent call are skipped (SKIP
 -- LOCKED). At most 10,000 rows of each kind per call: call it again while it returns
@@ -56,7 +56,7 @@ BEGIN
   ), overdue AS (
     SELECT e.id
     FROM herald.messages e
-    WHERE e.status = 'queued'
+    WHERE e.status IN ('queued', 'held')
       AND e.expires_at <= reap_stale.now
     ORDER BY e.expires_at
     LIMIT 10000

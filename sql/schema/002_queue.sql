@@ -76,7 +76,6 @@ CREATE TABLE herald.messages (
   ordering_key        text COLLATE "C",
   idempotency_key     text COLLATE "C",
   status              text NOT NULL DEFAULT 'queued',
-  held                boolean NOT NULL DEFAULT false,
   attempts            integer NOT NULL DEFAULT 0,
   max_attempts        integer NOT NULL,
   lease_token         bigint,
@@ -94,7 +93,7 @@ CREATE TABLE herald.messages (
   last_error_class    text,
   last_error_code     text,
   errors              jsonb NOT NULL DEFAULT '[]',
-  CONSTRAINT messages_status_known CHECK (status IN ('queued', 'processing', 'sent', 'dead', 'cancelled', 'expired', 'suppressed')),
+  CONSTRAINT messages_status_known CHECK (status IN ('queued', 'held', 'processing', 'sent', 'dead', 'cancelled', 'expired', 'suppressed')),
   CONSTRAINT messages_outcome_known CHECK (outcome IN ('delivered', 'deferred', 'bounced', 'complained', 'unsubscribed', 'undelivered')),
   CONSTRAINT messages_error_class_known CHECK (last_error_class IN ('transient', 'rate_limited', 'configuration', 'permanent')),
   CONSTRAINT messages_lease_when_processing CHECK ((status = 'processing') = (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL)),
@@ -113,7 +112,7 @@ COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the
 COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
 COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';
 COMMENT ON COLUMN herald.messages.outcome_code IS 'The provider''s code for the outcome (SMTP status, Twilio ErrorCode); producers see it.';
-COMMENT ON COLUMN herald.messages.held IS 'Queued behind an earlier message of its ordering key: left out of the claim index until that one finishes.';
+COMMENT ON COLUMN herald.messages.status IS 'queued, held (behind an earlier message of its ordering key), processing, or finished: sent, dead, cancelled, expired, suppressed.';
 COMMENT ON COLUMN herald.messages.ordering_key IS 'Messages of one producer with the same key are sent one at a time, in id order.';
 COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
 COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
@@ -124,22 +123,21 @@ COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at mos
 -- claim_batch (herald._ready): one priority and channel's ready messages in (run_at,
 -- id) order. hashtext(channel) is a fixed-width stand-in for the name, so run_at and id
 -- keep fixed offsets in the entry; a query tests hashtext(channel) and channel both.
--- Held messages (waiting for an earlier one of their ordering key) are left out, so a
+-- Held messages (waiting for an earlier one of their ordering key) are not in it, so a
 -- key's backlog is not read by every claim.
-CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), run_at, id)
-  WHERE status = 'queued' AND NOT held;
+CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), run_at, id) WHERE status = 'queued';
 -- reap_stale: expired leases.
 CREATE INDEX messages_lease_expiry_idx ON herald.messages (lease_expires_at) WHERE status = 'processing';
 -- enqueue: a key is unique per producer; lookup of the first id of a repeat. Keys and
 -- producers are opaque identifiers: byte order (COLLATE "C") compares them cheaply.
 CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages (producer, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
--- reap_stale: queued messages past their deadline.
-CREATE INDEX messages_expiry_idx ON herald.messages (expires_at) WHERE status = 'queued';
+-- reap_stale: queued and held messages past their deadline.
+CREATE INDEX messages_expiry_idx ON herald.messages (expires_at) WHERE status IN ('queued', 'held');
 -- claim_batch and herald._next_in_order: the pending messages of one producer's
 -- ordering key in id order ("is an earlier one still pending?", "which is first?").
 CREATE INDEX messages_ordering_key_idx ON herald.messages (producer, ordering_key, id)
-  WHERE ordering_key IS NOT NULL AND status IN ('queued', 'processing');
+  WHERE ordering_key IS NOT NULL AND status IN ('queued', 'held', 'processing');
 -- dead_letters, newest first. Sent messages enter no index on the delivery path;
 -- purge and throughput scan the table (docs/tuning.md: when to add an index for them).
 CREATE INDEX messages_dead_idx ON herald.messages (finished_at, id) WHERE status = 'dead';
