@@ -49,7 +49,6 @@
 {{ template "functions/_notify_due.sql" . }}
 {{ template "functions/_notify.sql" . }}
 {{ template "functions/_listening.sql" . }}
-{{ template "functions/_next_in_order.sql" . }}
 {{ template "functions/_release_after.sql" . }}
 {{ template "functions/_settle_rechecks.sql" . }}
 {{ template "functions/_consumer_partition.sql" . }}

@@ -464,8 +464,13 @@ BEGIN
                         WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'held', 'processing')
                         ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
   END IF;
-  IF (NOT v_fresh OR NOT FOUND) AND cardinality(specs) = 1 THEN
-    RETURN ARRAY[false]; -- nothing pending (that this transaction may rely on), nothing earlier in the call
+  IF cardinality(specs) = 1 THEN -- one message: no earlier one in the call, no window
+    IF NOT v_fresh OR NOT FOUND OR 1 = ANY (barred) THEN
+      RETURN ARRAY[false];
+    END IF;
+    RETURN ARRAY[EXISTS (SELECT FROM herald.messages e
+                         WHERE e.producer = _held.producer AND e.ordering_key = (specs[1]).ordering_key
+                           AND e.status IN ('queued', 'held', 'processing'))];
   END IF;
   SELECT array_agg(x.held ORDER BY x.o) INTO v_held
   FROM (SELECT s.ordinality AS o,
@@ -794,54 +799,6 @@ $_$;
 --
 
 COMMENT ON FUNCTION herald._named_producer(name text) IS 'Private: intake:<name> for a producer named in herald.producer, checked against the caller''s role.';
-
-
---
--- Name: _next_in_order(text, text); Type: FUNCTION; Schema: herald; Owner: -
---
-
-CREATE FUNCTION herald._next_in_order(producer text, ordering_key text) RETURNS boolean
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-  v_id bigint;
-  v_status text;
-BEGIN
-  SELECT e.id, e.status INTO v_id, v_status
-  FROM herald.messages e
-  WHERE e.producer = _next_in_order.producer AND e.ordering_key = _next_in_order.ordering_key
-    AND e.status IN ('queued', 'held', 'processing')
-  ORDER BY e.id
-  LIMIT 1;
-  IF v_id IS NULL THEN
-    RETURN true; -- nothing pending
-  END IF;
-  IF v_status <> 'held' THEN
-    -- The head already, unless a concurrent transaction is finishing it right now.
-    PERFORM FROM herald.messages e
-    WHERE e.id = v_id AND e.status IN ('queued', 'processing')
-    FOR SHARE SKIP LOCKED;
-    RETURN FOUND;
-  END IF;
-  UPDATE herald.messages m
-  SET status = 'queued'
-  WHERE m.id = (SELECT e.id FROM herald.messages e
-                WHERE e.id = v_id AND e.status = 'held'
-                FOR NO KEY UPDATE SKIP LOCKED);
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  PERFORM herald._notify(ARRAY['herald_queue']);
-  RETURN true;
-END
-$$;
-
-
---
--- Name: FUNCTION _next_in_order(producer text, ordering_key text); Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON FUNCTION herald._next_in_order(producer text, ordering_key text) IS 'Private: release the first pending message of a producer''s ordering key if it is held; false when locked (recheck later).';
 
 
 --
@@ -1404,32 +1361,68 @@ COMMENT ON FUNCTION herald._reject(code text, field text, message text, detail t
 
 
 --
--- Name: _release_after(bigint[]); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _release_after(bigint[], text[], text[]); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._release_after(ids bigint[]) RETURNS void
+CREATE FUNCTION herald._release_after(ids bigint[], producers text[] DEFAULT NULL::text[], keys text[] DEFAULT NULL::text[]) RETURNS void
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-  r record;
+  v_released boolean;
 BEGIN
-  FOR r IN SELECT m.id, m.producer, m.ordering_key FROM herald.messages m
-           WHERE m.id = ANY (_release_after.ids) AND m.ordering_key IS NOT NULL ORDER BY m.id LOOP
-    IF NOT herald._next_in_order(producer => r.producer, ordering_key => r.ordering_key)
-       OR NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = r.id FOR UPDATE SKIP LOCKED) THEN
-      INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
-      VALUES (r.producer, r.ordering_key, r.id);
-    END IF;
-  END LOOP;
+  IF _release_after.producers IS NULL THEN
+    SELECT array_agg(m.producer), array_agg(m.ordering_key), array_agg(m.id)
+    INTO _release_after.producers, _release_after.keys, _release_after.ids
+    FROM herald.messages m
+    WHERE m.id = ANY (_release_after.ids) AND m.ordering_key IS NOT NULL;
+  END IF;
+  WITH finished AS (
+    SELECT f.producer, f.ordering_key, f.id
+    FROM unnest(_release_after.producers, _release_after.keys, _release_after.ids) AS f (producer, ordering_key, id)
+  ), watched AS ( -- held FOR KEY SHARE by an enqueue in progress
+    SELECT f.* FROM finished f
+    WHERE EXISTS (SELECT FROM herald.messages m WHERE m.id = f.id)
+      AND NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = f.id FOR UPDATE SKIP LOCKED)
+  ), firsts AS (
+    SELECT DISTINCT ON (f.producer, f.ordering_key) f.producer, f.ordering_key, f.id AS finished_id, n.id, n.status
+    FROM finished f
+    CROSS JOIN LATERAL (SELECT e.id, e.status FROM herald.messages e
+                        WHERE e.producer = f.producer AND e.ordering_key = f.ordering_key
+                          AND e.status IN ('queued', 'held', 'processing')
+                        ORDER BY e.id LIMIT 1) AS n
+    ORDER BY f.producer, f.ordering_key, f.id DESC
+  ), released AS (
+    UPDATE herald.messages m
+    SET status = 'queued'
+    WHERE m.id IN (SELECT e.id FROM herald.messages e
+                   WHERE e.id IN (SELECT r.id FROM firsts r WHERE r.status = 'held') AND e.status = 'held'
+                   FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING m.id
+  ), steady AS ( -- the first is queued or processing already, and not finishing right now
+    SELECT e.id FROM herald.messages e
+    WHERE e.id IN (SELECT r.id FROM firsts r WHERE r.status <> 'held') AND e.status IN ('queued', 'processing')
+    FOR SHARE SKIP LOCKED
+  ), noted AS (
+    INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
+    SELECT w.producer, w.ordering_key, w.id FROM watched w
+    UNION
+    SELECT r.producer, r.ordering_key, r.finished_id FROM firsts r
+    WHERE r.id NOT IN (SELECT x.id FROM released x UNION ALL SELECT y.id FROM steady y)
+  )
+  SELECT EXISTS (SELECT FROM released) INTO v_released;
+  IF v_released THEN
+    PERFORM herald._notify(ARRAY['herald_queue']);
+  END IF;
 END
 $$;
 
 
 --
--- Name: FUNCTION _release_after(ids bigint[]); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _release_after(ids bigint[], producers text[], keys text[]); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._release_after(ids bigint[]) IS 'Private: after messages with ordering keys finished, release the next message of each key, or note the key for reap_stale.';
+COMMENT ON FUNCTION herald._release_after(ids bigint[], producers text[], keys text[]) IS 'Private: after messages with ordering keys finished, release the next message of each key, or note the key for reap_stale.';
 
 
 --
@@ -1491,12 +1484,9 @@ BEGIN
   SELECT array_agg(k.producer), array_agg(k.ordering_key), array_agg(k.message_id)
   INTO v_producers, v_keys, v_message_ids
   FROM (SELECT t.producer, t.ordering_key, max(t.message_id) AS message_id FROM taken t GROUP BY 1, 2) AS k;
-  FOR i IN 1 .. coalesce(cardinality(v_keys), 0) LOOP
-    IF NOT herald._next_in_order(producer => v_producers[i], ordering_key => v_keys[i]) THEN
-      INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
-      VALUES (v_producers[i], v_keys[i], v_message_ids[i]);
-    END IF;
-  END LOOP;
+  IF v_keys IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_message_ids, producers => v_producers, keys => v_keys);
+  END IF;
 END
 $$;
 
@@ -4369,13 +4359,6 @@ REVOKE ALL ON FUNCTION herald._named_producer(name text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _next_in_order(producer text, ordering_key text); Type: ACL; Schema: herald; Owner: -
---
-
-REVOKE ALL ON FUNCTION herald._next_in_order(producer text, ordering_key text) FROM PUBLIC;
-
-
---
 -- Name: FUNCTION _nonempty_string(obj jsonb, key text); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -4481,10 +4464,10 @@ REVOKE ALL ON FUNCTION herald._reject(code text, field text, message text, detai
 
 
 --
--- Name: FUNCTION _release_after(ids bigint[]); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _release_after(ids bigint[], producers text[], keys text[]); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._release_after(ids bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._release_after(ids bigint[], producers text[], keys text[]) FROM PUBLIC;
 
 
 --

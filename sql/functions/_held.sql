@@ -27,8 +27,13 @@ BEGIN
                         WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'held', 'processing')
                         ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
   END IF;
-  IF (NOT v_fresh OR NOT FOUND) AND cardinality(specs) = 1 THEN
-    RETURN ARRAY[false]; -- nothing pending (that this transaction may rely on), nothing earlier in the call
+  IF cardinality(specs) = 1 THEN -- one message: no earlier one in the call, no window
+    IF NOT v_fresh OR NOT FOUND OR 1 = ANY (barred) THEN
+      RETURN ARRAY[false];
+    END IF;
+    RETURN ARRAY[EXISTS (SELECT FROM herald.messages e
+                         WHERE e.producer = _held.producer AND e.ordering_key = (specs[1]).ordering_key
+                           AND e.status IN ('queued', 'held', 'processing'))];
   END IF;
   SELECT array_agg(x.held ORDER BY x.o) INTO v_held
   FROM (SELECT s.ordinality AS o,

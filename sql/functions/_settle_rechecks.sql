@@ -2,10 +2,10 @@
 -- (herald.reap_stale; claim_batch after it suppressed a message with a key): a note
 -- whose finished message nobody holds any more (an enqueue that held it FOR KEY SHARE
 -- has committed or rolled back, so what it stored is visible) is taken, and its key's
--- next message released (herald._next_in_order); a key that still cannot be told is
--- noted again. Oldest notes first, at most 10,000 per call; notes locked by a
+-- next message released (herald._release_after, which notes again a key it still
+-- cannot tell). Oldest notes first, at most 10,000 per call; notes locked by a
 -- concurrent call are skipped. Index: ordering_rechecks_pkey, messages_pkey. Locks:
--- the taken notes, the finished messages (FOR UPDATE), those of _next_in_order.
+-- the taken notes, the finished messages (FOR UPDATE), those of _release_after.
 CREATE OR REPLACE FUNCTION herald._settle_rechecks()
 RETURNS void
 LANGUAGE plpgsql
@@ -27,12 +27,9 @@ BEGIN
   SELECT array_agg(k.producer), array_agg(k.ordering_key), array_agg(k.message_id)
   INTO v_producers, v_keys, v_message_ids
   FROM (SELECT t.producer, t.ordering_key, max(t.message_id) AS message_id FROM taken t GROUP BY 1, 2) AS k;
-  FOR i IN 1 .. coalesce(cardinality(v_keys), 0) LOOP
-    IF NOT herald._next_in_order(producer => v_producers[i], ordering_key => v_keys[i]) THEN
-      INSERT INTO herald.ordering_rechecks (producer, ordering_key, message_id)
-      VALUES (v_producers[i], v_keys[i], v_message_ids[i]);
-    END IF;
-  END LOOP;
+  IF v_keys IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_message_ids, producers => v_producers, keys => v_keys);
+  END IF;
 END
 $$;
 

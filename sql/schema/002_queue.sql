@@ -134,7 +134,7 @@ CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages (producer, i
   WHERE idempotency_key IS NOT NULL;
 -- reap_stale: queued and held messages past their deadline.
 CREATE INDEX messages_expiry_idx ON herald.messages (expires_at) WHERE status IN ('queued', 'held');
--- claim_batch and herald._next_in_order: the pending messages of one producer's
+-- enqueue, claim_batch and herald._release_after: the pending messages of one producer's
 -- ordering key in id order ("is an earlier one still pending?", "which is first?").
 CREATE INDEX messages_ordering_key_idx ON herald.messages (producer, ordering_key, id)
   WHERE ordering_key IS NOT NULL AND status IN ('queued', 'held', 'processing');
