@@ -15,14 +15,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// enqueueOrdered stores an e-mail with ordering key key at now and returns its id.
+// enqueueOrdered stores an e-mail with ordering key key, due at runAt, at t0 and
+// returns its id.
 func enqueueOrdered(t *testing.T, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, key string, now time.Time) int64 {
+}, key string, runAt time.Time) int64 {
 	t.Helper()
 	var id int64
 	if err := q.QueryRow(context.Background(), `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}',
-		ordering_key => $1, now => $2)`, key, now).Scan(&id); err != nil {
+		ordering_key => $1, run_at => $2, now => $3)`, key, runAt, t0).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	return id

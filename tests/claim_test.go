@@ -127,13 +127,9 @@ func TestClaimRejectsBadArguments(t *testing.T) {
 // the earlier one is sent, dead or cancelled.
 func TestClaimOrderingKey(t *testing.T) {
 	_, pool := setup(t)
-	enq := func(key string, runAt time.Time) int64 {
-		return scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}',
-			ordering_key => $1, run_at => $2, now => $3)`, key, runAt, t0)
-	}
-	a1, a2, a3 := enq("A", t0), enq("A", t0), enq("A", t0)
-	b1 := enq("B", t0.Add(time.Hour)) // scheduled: blocks b2 until it is done
-	b2 := enq("B", t0)
+	a1, a2, a3 := enqueueOrdered(t, pool, "A", t0), enqueueOrdered(t, pool, "A", t0), enqueueOrdered(t, pool, "A", t0)
+	b1 := enqueueOrdered(t, pool, "B", t0.Add(time.Hour)) // scheduled: blocks b2 until it is done
+	b2 := enqueueOrdered(t, pool, "B", t0)
 
 	got := claim(t, pool, 10, t0)
 	if !slices.Equal(ids(got), []int64{a1}) {
@@ -169,8 +165,8 @@ func TestClaimOrderingKey(t *testing.T) {
 // The ordering key also releases on cancel.
 func TestClaimOrderingKeyAfterCancel(t *testing.T) {
 	_, pool := setup(t)
-	first := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', ordering_key => 'k', run_at => $1, now => $2)`, t0.Add(time.Hour), t0)
-	second := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', ordering_key => 'k', now => $1)`, t0)
+	first := enqueueOrdered(t, pool, "k", t0.Add(time.Hour))
+	second := enqueueOrdered(t, pool, "k", t0)
 	if n := len(claim(t, pool, 10, t0)); n != 0 {
 		t.Fatal("second message claimed while the first is scheduled")
 	}

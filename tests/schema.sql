@@ -456,30 +456,29 @@ CREATE FUNCTION herald._held(specs herald.message_spec[], producer text, barred 
     AS $$
 DECLARE
   v_held boolean[];
-  v_fresh boolean := current_setting('transaction_isolation') = 'read committed';
+  v_pending text[]; -- the call's keys with a pending message
 BEGIN
-  IF v_fresh THEN
+  IF current_setting('transaction_isolation') = 'read committed' THEN
     PERFORM FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
     CROSS JOIN LATERAL (SELECT FROM herald.messages e
-                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'held', 'processing')
+                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.finished_at IS NULL
                         ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
+    IF FOUND THEN -- a new statement: it sees the exits the lock waited for
+      SELECT array_agg(d.k) INTO v_pending
+      FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
+      WHERE EXISTS (SELECT FROM herald.messages e
+                    WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.finished_at IS NULL);
+    END IF;
   END IF;
   IF cardinality(specs) = 1 THEN -- one message: no earlier one in the call, no window
-    IF NOT v_fresh OR NOT FOUND OR 1 = ANY (barred) THEN
-      RETURN ARRAY[false];
-    END IF;
-    RETURN ARRAY[EXISTS (SELECT FROM herald.messages e
-                         WHERE e.producer = _held.producer AND e.ordering_key = (specs[1]).ordering_key
-                           AND e.status IN ('queued', 'held', 'processing'))];
+    RETURN ARRAY[coalesce((specs[1]).ordering_key = ANY (v_pending), false) AND NOT coalesce(1 = ANY (barred), false)];
   END IF;
   SELECT array_agg(x.held ORDER BY x.o) INTO v_held
   FROM (SELECT s.ordinality AS o,
                s.ordering_key IS NOT NULL AND NOT coalesce(s.ordinality = ANY (barred), false)
                AND (count(*) FILTER (WHERE NOT coalesce(s.ordinality = ANY (barred), false))
                       OVER (PARTITION BY s.ordering_key ORDER BY s.ordinality ROWS UNBOUNDED PRECEDING) > 1
-                    OR v_fresh AND EXISTS (SELECT FROM herald.messages e
-                               WHERE e.producer = _held.producer AND e.ordering_key = s.ordering_key
-                                 AND e.status IN ('queued', 'held', 'processing'))) AS held
+                    OR coalesce(s.ordering_key = ANY (v_pending), false)) AS held
         FROM unnest(specs) WITH ORDINALITY AS s) AS x;
   RETURN v_held;
 END
@@ -1156,7 +1155,7 @@ BEGIN
               WHERE e.producer = m.producer
                 AND e.ordering_key = m.ordering_key
                 AND e.id < m.id
-                AND e.status IN ('queued', 'held', 'processing')))
+                AND e.finished_at IS NULL))
       ORDER BY m.run_at, m.id
       LIMIT least(v_left, v_caps[v_i])
       FOR NO KEY UPDATE SKIP LOCKED;
@@ -1389,7 +1388,7 @@ BEGIN
     FROM finished f
     CROSS JOIN LATERAL (SELECT e.id, e.status FROM herald.messages e
                         WHERE e.producer = f.producer AND e.ordering_key = f.ordering_key
-                          AND e.status IN ('queued', 'held', 'processing')
+                          AND e.finished_at IS NULL
                         ORDER BY e.id LIMIT 1) AS n
     ORDER BY f.producer, f.ordering_key, f.id DESC
   ), released AS (
@@ -1475,15 +1474,12 @@ DECLARE
 BEGIN
   WITH taken AS (
     DELETE FROM herald.ordering_rechecks o
-    WHERE o.id IN (SELECT x.id FROM herald.ordering_rechecks x
-                   WHERE NOT EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id)
-                      OR EXISTS (SELECT FROM herald.messages m WHERE m.id = x.message_id FOR UPDATE SKIP LOCKED)
-                   ORDER BY x.id LIMIT 10000 FOR UPDATE SKIP LOCKED)
+    WHERE o.id IN (SELECT x.id FROM herald.ordering_rechecks x ORDER BY x.id LIMIT 10000 FOR UPDATE SKIP LOCKED)
     RETURNING o.producer, o.ordering_key, o.message_id
   )
-  SELECT array_agg(k.producer), array_agg(k.ordering_key), array_agg(k.message_id)
+  SELECT array_agg(t.producer), array_agg(t.ordering_key), array_agg(t.message_id)
   INTO v_producers, v_keys, v_message_ids
-  FROM (SELECT t.producer, t.ordering_key, max(t.message_id) AS message_id FROM taken t GROUP BY 1, 2) AS k;
+  FROM taken t;
   IF v_keys IS NOT NULL THEN
     PERFORM herald._release_after(ids => v_message_ids, producers => v_producers, keys => v_keys);
   END IF;
@@ -4126,7 +4122,7 @@ CREATE INDEX messages_lease_expiry_idx ON herald.messages USING btree (lease_exp
 -- Name: messages_ordering_key_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (producer, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text])));
+CREATE INDEX messages_ordering_key_idx ON herald.messages USING btree (producer, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (finished_at IS NULL));
 
 
 --

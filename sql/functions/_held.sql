@@ -1,6 +1,6 @@
 -- herald._held(specs, producer, barred) — which messages of one enqueue call
--- (herald._enqueue) are stored 'held': those with an ordering key behind a pending
--- (queued, held or processing) message of the producer's key, or behind an earlier spec of the call
+-- (herald._enqueue) are stored 'held': those with an ordering key behind a pending (not
+-- finished) message of the producer's key, or behind an earlier spec of the call
 -- with that key (specs at the input positions `barred`, stored suppressed, do not
 -- count). Returns one boolean per spec, in input order. First locks the newest pending
 -- message of each key FOR KEY SHARE until the transaction ends: should it finish
@@ -19,30 +19,29 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
   v_held boolean[];
-  v_fresh boolean := current_setting('transaction_isolation') = 'read committed';
+  v_pending text[]; -- the call's keys with a pending message
 BEGIN
-  IF v_fresh THEN
+  IF current_setting('transaction_isolation') = 'read committed' THEN
     PERFORM FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
     CROSS JOIN LATERAL (SELECT FROM herald.messages e
-                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.status IN ('queued', 'held', 'processing')
+                        WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.finished_at IS NULL
                         ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
+    IF FOUND THEN -- a new statement: it sees the exits the lock waited for
+      SELECT array_agg(d.k) INTO v_pending
+      FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
+      WHERE EXISTS (SELECT FROM herald.messages e
+                    WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.finished_at IS NULL);
+    END IF;
   END IF;
   IF cardinality(specs) = 1 THEN -- one message: no earlier one in the call, no window
-    IF NOT v_fresh OR NOT FOUND OR 1 = ANY (barred) THEN
-      RETURN ARRAY[false];
-    END IF;
-    RETURN ARRAY[EXISTS (SELECT FROM herald.messages e
-                         WHERE e.producer = _held.producer AND e.ordering_key = (specs[1]).ordering_key
-                           AND e.status IN ('queued', 'held', 'processing'))];
+    RETURN ARRAY[coalesce((specs[1]).ordering_key = ANY (v_pending), false) AND NOT coalesce(1 = ANY (barred), false)];
   END IF;
   SELECT array_agg(x.held ORDER BY x.o) INTO v_held
   FROM (SELECT s.ordinality AS o,
                s.ordering_key IS NOT NULL AND NOT coalesce(s.ordinality = ANY (barred), false)
                AND (count(*) FILTER (WHERE NOT coalesce(s.ordinality = ANY (barred), false))
                       OVER (PARTITION BY s.ordering_key ORDER BY s.ordinality ROWS UNBOUNDED PRECEDING) > 1
-                    OR v_fresh AND EXISTS (SELECT FROM herald.messages e
-                               WHERE e.producer = _held.producer AND e.ordering_key = s.ordering_key
-                                 AND e.status IN ('queued', 'held', 'processing'))) AS held
+                    OR coalesce(s.ordering_key = ANY (v_pending), false)) AS held
         FROM unnest(specs) WITH ORDINALITY AS s) AS x;
   RETURN v_held;
 END

@@ -1,6 +1,6 @@
 -- herald._ready(channels, caps, n, first, from_priority, now) — lock and return up to n
 -- ready messages for herald.claim_batch: queued, run_at <= now < expires_at, no earlier
--- message of its producer's ordering_key pending (queued, held or processing).
+-- message of its producer's ordering_key pending (not finished: queued, held, processing).
 -- Priority by priority from
 -- from_priority (the lowest queued: claim_batch probes it) upwards; within a
 -- priority, channel by channel in turns from channels[first] (then first + 1, …,
@@ -75,7 +75,7 @@ BEGIN
               WHERE e.producer = m.producer
                 AND e.ordering_key = m.ordering_key
                 AND e.id < m.id
-                AND e.status IN ('queued', 'held', 'processing')))
+                AND e.finished_at IS NULL))
       ORDER BY m.run_at, m.id
       LIMIT least(v_left, v_caps[v_i])
       FOR NO KEY UPDATE SKIP LOCKED;

@@ -37,7 +37,7 @@ BEGIN
     FROM finished f
     CROSS JOIN LATERAL (SELECT e.id, e.status FROM herald.messages e
                         WHERE e.producer = f.producer AND e.ordering_key = f.ordering_key
-                          AND e.status IN ('queued', 'held', 'processing')
+                          AND e.finished_at IS NULL
                         ORDER BY e.id LIMIT 1) AS n
     ORDER BY f.producer, f.ordering_key, f.id DESC
   ), released AS (

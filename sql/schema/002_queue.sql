@@ -134,10 +134,11 @@ CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages (producer, i
   WHERE idempotency_key IS NOT NULL;
 -- reap_stale: queued and held messages past their deadline.
 CREATE INDEX messages_expiry_idx ON herald.messages (expires_at) WHERE status IN ('queued', 'held');
--- enqueue, claim_batch and herald._release_after: the pending messages of one producer's
+-- enqueue, claim_batch and herald._release_after: the pending messages (not finished:
+-- queued, held or processing, by messages_finished_when_terminal) of one producer's
 -- ordering key in id order ("is an earlier one still pending?", "which is first?").
 CREATE INDEX messages_ordering_key_idx ON herald.messages (producer, ordering_key, id)
-  WHERE ordering_key IS NOT NULL AND status IN ('queued', 'held', 'processing');
+  WHERE ordering_key IS NOT NULL AND finished_at IS NULL;
 -- dead_letters, newest first. Sent messages enter no index on the delivery path;
 -- purge and throughput scan the table (docs/tuning.md: when to add an index for them).
 CREATE INDEX messages_dead_idx ON herald.messages (finished_at, id) WHERE status = 'dead';
