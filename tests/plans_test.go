@@ -506,3 +506,24 @@ func TestLogReadUsesGenericPlan(t *testing.T) {
 		t.Fatalf("log_dead_letter's statement is not under the generic plan:\n%s", plan)
 	}
 }
+
+// An enqueue behind a pending message of its ordering key probes the ordering index
+// once per key: a producer with a long backlog does not make each of its enqueues read
+// that backlog (an EXISTS form was planned as a hash join over every pending message
+// of the producer).
+func TestHeldCheckProbesPerKey(t *testing.T) {
+	ctx, pool := setup(t)
+	if err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb, 'ordering_key', 'k' || g % 50))
+		FROM generate_series(1, 2000) g), now => $1)`, t0).Scan(new([]int64)); err != nil {
+		t.Fatal(err)
+	}
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', ordering_key => 'k7', now => $1)`, t0); err != nil {
+		t.Fatal(err)
+	}
+	plan := planOf(t, *notices, "FROM unnest(v_keys) AS d (k)\n      WHERE (SELECT")
+	if strings.Contains(plan, "Hash") || !regexp.MustCompile(`Index Cond: \(\(producer = \$\d+\) AND \(ordering_key = d\.k\)\)`).MatchString(plan) {
+		t.Fatalf("the held check does not probe messages_ordering_key_idx per key:\n%s", plan)
+	}
+}

@@ -19,18 +19,27 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
   v_held boolean[];
-  v_pending text[]; -- the call's keys with a pending message
+  v_keys text[]; -- the call's ordering keys
+  v_pending text[]; -- those with a pending message
 BEGIN
   IF current_setting('transaction_isolation') = 'read committed' THEN
-    PERFORM FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
+    IF cardinality(specs) = 1 THEN
+      v_keys := ARRAY[(specs[1]).ordering_key];
+    ELSE
+      v_keys := ARRAY(SELECT DISTINCT s.ordering_key FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL);
+    END IF;
+    PERFORM FROM unnest(v_keys) AS d (k)
     CROSS JOIN LATERAL (SELECT FROM herald.messages e
                         WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.finished_at IS NULL
                         ORDER BY e.id DESC LIMIT 1 FOR KEY SHARE) AS p;
     IF FOUND THEN -- a new statement: it sees the exits the lock waited for
+      -- A scalar subquery, not EXISTS: a probe per key (an EXISTS was planned as a hash
+      -- join reading every pending message of the producer).
       SELECT array_agg(d.k) INTO v_pending
-      FROM (SELECT DISTINCT s.ordering_key AS k FROM unnest(specs) AS s WHERE s.ordering_key IS NOT NULL) AS d
-      WHERE EXISTS (SELECT FROM herald.messages e
-                    WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.finished_at IS NULL);
+      FROM unnest(v_keys) AS d (k)
+      WHERE (SELECT true FROM herald.messages e
+             WHERE e.producer = _held.producer AND e.ordering_key = d.k AND e.finished_at IS NULL
+             LIMIT 1);
     END IF;
   END IF;
   IF cardinality(specs) = 1 THEN -- one message: no earlier one in the call, no window
