@@ -11,6 +11,7 @@ import (
 // batch_size, with a fresh lease token per call.
 func TestClaimBatch(t *testing.T) {
 	ctx, pool := setup(t)
+	grantPriority(t, pool, "", -100)
 	enq := func(prio int, runAt time.Time) int64 {
 		return scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}',
 			run_at => $1, priority => $2, now => $3)`, runAt, prio, t0)
@@ -81,6 +82,7 @@ func TestClaimChannels(t *testing.T) {
 // e-mails); a more urgent priority still comes first whatever its channel.
 func TestClaimChannelsTakeTurns(t *testing.T) {
 	_, pool := setup(t)
+	grantPriority(t, pool, "", -1)
 	enqueueBatch(t, pool, "email", 300, t0.Add(-time.Hour))
 	enqueueBatch(t, pool, "sms", 300, t0)
 	got := map[string]int{}

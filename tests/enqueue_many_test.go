@@ -21,6 +21,7 @@ func ptr[T any](v T) *T { return &v }
 // events; it honours idempotency keys and runs inside the caller's transaction.
 func TestEnqueueMany(t *testing.T) {
 	ctx, pool := setup(t)
+	grantPriority(t, pool, "", -7)
 	runAt := time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	msgs := []intake.Message{
 		{Channel: "email", Recipient: "a@example.com", Payload: json.RawMessage(`{"subject":"s","html":"<p>h</p>"}`),
@@ -306,6 +307,11 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"email", "a@example.com", email, "run_at => $4::timestamptz - interval '366 days'"},
 		{"email", "a@example.com", email, "priority => 100"},
 		{"email", "a@example.com", email, "priority => -101"},
+		{"email", "a@example.com", email, "priority => -1"},                       // below the default min_priority 0
+		{"email", "a@example.com", email, "priority => -5; min_priority => -5"},   // granted
+		{"email", "a@example.com", email, "priority => -6; min_priority => -5"},   // beyond the grant
+		{"email", "a@example.com", email, "priority => 49; min_priority => 50"},   // a demoted producer
+		{"email", "a@example.com", email, "priority => NULL; min_priority => 50"}, // takes the default
 		{"email", "a@example.com", email, "max_attempts => 100"},
 		{"email", "a@example.com", email, "max_attempts => 0"},
 		{"email", "a@example.com", email, `metadata => '{"a":1}'`},
@@ -345,14 +351,15 @@ func TestValidAgreesWithValidate(t *testing.T) {
 	}
 	valids, invalids := 0, 0
 	for _, k := range cases {
-		args := map[string]string{"run_at": "NULL", "priority": "NULL", "max_attempts": "NULL", "metadata": "NULL",
-			"idempotency_key": "NULL", "ordering_key": "NULL", "expires_at": "NULL"}
-		if k.extra != "" {
-			name, value, _ := strings.Cut(k.extra, " => ")
-			args[name] = value
+		args := map[string]string{"run_at": "NULL", "priority": "NULL", "min_priority": "0", "max_attempts": "NULL",
+			"metadata": "NULL", "idempotency_key": "NULL", "ordering_key": "NULL", "expires_at": "NULL"}
+		for _, pair := range strings.Split(k.extra, "; ") {
+			if name, value, ok := strings.Cut(pair, " => "); ok {
+				args[name] = value
+			}
 		}
-		list := fmt.Sprintf("%s, %s, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], args["max_attempts"],
-			args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
+		list := fmt.Sprintf("%s, %s, %s, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], args["min_priority"],
+			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
 		var valid bool
 		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, $2, $3::jsonb, `+list+`, $4)
 			FROM (SELECT $1::text AS name) x LEFT JOIN herald.channels c ON c.name = x.name`,
@@ -361,7 +368,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		}
 		spec := fmt.Sprintf("ROW($1, $2, $3::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s)::herald.message_spec", args["run_at"],
 			args["priority"], args["idempotency_key"], args["ordering_key"], args["max_attempts"], args["metadata"], args["expires_at"])
-		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, $4, '')`, k.channel, k.recipient, k.payload, t0)
+		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, `+args["min_priority"]+`, $4, '')`, k.channel, k.recipient, k.payload, t0)
 		if valid != (err == nil) {
 			t.Errorf("%s %q %s %s: _valid says %v, _validate says %v", k.channel, k.recipient, k.payload, k.extra, valid, err)
 		}
@@ -396,6 +403,7 @@ func enqueueBoth(t *testing.T, pool *pgxpool.Pool, msgs []intake.Message, items 
 // message is an *InputError naming the field.
 func TestProducerAPIInCallersTransaction(t *testing.T) {
 	ctx, pool := setup(t)
+	grantPriority(t, pool, "", -3)
 	m := intake.Message{Channel: "email", Recipient: "ana@example.com", Payload: json.RawMessage(`{"subject":"s","text":"t"}`),
 		IdempotencyKey: ptr("tx-1"), Priority: ptr(-3)}
 	tx, err := pool.Begin(ctx)

@@ -81,6 +81,7 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 // A valid enqueue stores the row with the channel's defaults.
 func TestEnqueueStoresMessage(t *testing.T) {
 	ctx, pool := setup(t)
+	grantPriority(t, pool, "", -3) // exactly the priority used
 	id := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"hi"}',
 		priority => -3, ordering_key => 'acct-1', metadata => '{"tenant":"t1"}', now => $1)`, t0)
 	var (
@@ -278,6 +279,7 @@ func TestEnqueueIdempotencySerializationFailure(t *testing.T) {
 // (herald._message_specs) stores.
 func TestEnqueueBatchPathsAgree(t *testing.T) {
 	ctx, pool := setup(t)
+	grantPriority(t, pool, "", -7)
 	items := []string{
 		`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","html":"<p>h</p>"},"priority":"-7","max_attempts":3,"metadata":{"k":"v"},"ordering_key":"o1"}`,
 		`{"channel":"sms","recipient":"+14155550100","payload":{"body":"b"},"priority":null,"idempotency_key":null}`,
@@ -325,6 +327,7 @@ func TestEnqueueBatchPathsAgree(t *testing.T) {
 // path must refuse are shown to be refused and the others to be taken.
 func TestEnqueueBatchFastPathAgrees(t *testing.T) {
 	ctx, pool := setup(t)
+	grantPriority(t, pool, "", -7)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('true', 'custom'), ('note', 'custom')`)
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	const p = `"payload":{"subject":"s","text":"t"}`

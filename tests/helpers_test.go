@@ -57,6 +57,14 @@ func mustExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 	}
 }
 
+// grantPriority lets producer (the pool's role when empty) enqueue with priorities
+// down to minPriority (a herald.producers row).
+func grantPriority(t *testing.T, pool *pgxpool.Pool, producer string, minPriority int) {
+	t.Helper()
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, min_priority) VALUES (coalesce(nullif($1, ''), current_user), $2)
+		ON CONFLICT (producer) DO UPDATE SET min_priority = excluded.min_priority`, producer, minPriority)
+}
+
 // enqueueEmail stores a valid e-mail at t0 and returns its id.
 func enqueueEmail(t *testing.T, pool *pgxpool.Pool, to string) int64 {
 	t.Helper()

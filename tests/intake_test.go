@@ -67,6 +67,7 @@ const goodEmail = `{"channel":"email","recipient":"ana@example.com","payload":{"
 // A valid request gets 202 with the id, the row exists, and its status URL answers.
 func TestIntakeAccepts(t *testing.T) {
 	srv, pool := intakeServer(t, intake.Config{})
+	grantPriority(t, pool, "", -5)
 	var ok struct {
 		ID        int64  `json:"id"`
 		StatusURL string `json:"status_url"`
@@ -185,6 +186,32 @@ func TestIntakeBatch(t *testing.T) {
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 2 {
 		t.Fatalf("%d rows, want only the good batch's 2", n)
+	}
+}
+
+// A token holder cannot jump the queue: a priority below 0 without a herald.producers
+// row for its producer (intake:<name>) is 403 priority_not_granted, naming the field
+// (and the index in a batch), and nothing is stored; once an admin grants it, 202.
+func TestIntakeRefusesUngrantedPriority(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{Tokens: []intake.Token{{Name: "shop", Secret: "s3cret"}}})
+	auth := map[string]string{"Authorization": "Bearer s3cret"}
+	urgent := strings.Replace(goodEmail, `"channel"`, `"priority":-20,"channel"`, 1)
+	var e apiError
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", urgent, auth, &e); code != 403 ||
+		e.Error.Code != "priority_not_granted" || e.Error.Field != "priority" || e.Error.Index != nil {
+		t.Fatalf("urgent message: %d %+v", code, e.Error)
+	}
+	e = apiError{}
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", "["+goodEmail+","+urgent+"]", auth, &e); code != 403 ||
+		e.Error.Code != "priority_not_granted" || e.Error.Field != "priority" || e.Error.Index == nil || *e.Error.Index != 1 {
+		t.Fatalf("urgent batch: %d %+v", code, e.Error)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("refused requests stored %d messages", n)
+	}
+	grantPriority(t, pool, "intake:shop", -20)
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", urgent, auth, nil); code != 202 {
+		t.Fatalf("urgent message after the grant: %d", code)
 	}
 }
 

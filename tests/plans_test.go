@@ -113,7 +113,7 @@ func TestClaimReadsOnlyWhatItTakes(t *testing.T) {
 	claim("+14155550100", []string{"sms"})
 }
 
-// A producer can queue a scheduled message at each of the 201 priorities: a claim
+// Producers can queue a scheduled message at each of the 201 priorities: a claim
 // walks past the priorities without a due message in one statement (a probe of the
 // claim index per priority and channel) instead of scanning each priority and
 // channel in a statement of its own (404 statements per claim with two channels,
@@ -394,8 +394,8 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._recipient_pattern(g::text)`,
 		`herald._recipient_list_kind(g::text, g)`,
 		`herald._nonempty_string(jsonb_build_object('k', g), g::text)`,
-		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, NULL, now())`,
-		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, NULL, NULL, NULL, NULL, NULL, now(), g::text)`,
+		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, -g, NULL, NULL, NULL, NULL, NULL, now())`,
+		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, -g, NULL, NULL, NULL, NULL, NULL, now(), g::text)`,
 		`herald._notify_due(g::text)`,
 		`herald._notify_clock_due(g)`,
 		`EXISTS (SELECT FROM herald._suppression('email', g::text, now()))`,

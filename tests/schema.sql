@@ -319,9 +319,13 @@ DECLARE
   v_logged_hashes integer[];
   v_barred bigint[];
   v_producer text := herald._producer();
-  v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
+  v_suppressing boolean;
+  v_min_priority integer;
   i integer;
 BEGIN
+  SELECT EXISTS (SELECT FROM herald.suppressions),
+         coalesce((SELECT p.min_priority FROM herald.producers p WHERE p.producer = v_producer), 0)
+  INTO v_suppressing, v_min_priority;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
     v_channels := ARRAY[(specs[1]).channel];
@@ -340,7 +344,8 @@ BEGIN
 
   IF v_keyed THEN
     SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
-    FROM herald._repeats(specs => specs, producer => v_producer, ids => v_ids, now => _enqueue.now) AS r;
+    FROM herald._repeats(specs => specs, producer => v_producer, min_priority => v_min_priority,
+                         ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
@@ -362,7 +367,8 @@ BEGIN
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
-  SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata, coalesce(s.priority, 0),
+  SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata,
+         coalesce(s.priority, greatest(v_min_priority, 0)),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
@@ -371,7 +377,7 @@ BEGIN
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
-                      payload => s.payload, run_at => s.run_at, priority => s.priority,
+                      payload => s.payload, run_at => s.run_at, priority => s.priority, min_priority => v_min_priority,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
                       expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
@@ -380,7 +386,7 @@ BEGIN
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
       CONTINUE WHEN v_valid AND i = ANY (v_skip); -- a repeat: checked above
-      PERFORM herald._validate(spec => specs[i], now => _enqueue.now,
+      PERFORM herald._validate(spec => specs[i], min_priority => v_min_priority, now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;
     RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
@@ -1434,10 +1440,10 @@ COMMENT ON FUNCTION herald._release_after(ids bigint[], producers text[], keys t
 
 
 --
--- Name: _repeats(herald.message_spec[], text, bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _repeats(herald.message_spec[], text, integer, bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) RETURNS record
+CREATE FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) RETURNS record
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
@@ -1448,6 +1454,7 @@ BEGIN
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
          coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
+           min_priority => _repeats.min_priority,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
            ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
@@ -1463,10 +1470,10 @@ $$;
 
 
 --
--- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
+COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
 
 
 --
@@ -1608,10 +1615,10 @@ COMMENT ON FUNCTION herald._suppressions_normalize() IS 'Private: the function o
 
 
 --
--- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $_$
   SELECT coalesce(
@@ -1637,7 +1644,7 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
-    AND (priority IS NULL OR priority <@ int4range(-100, 100, '[]'))
+    AND (priority IS NULL OR priority <@ int4range(min_priority, 100, '[]'))
     AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
@@ -1648,17 +1655,17 @@ $_$;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
 
 
 --
--- Name: _validate(herald.message_spec, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _validate(herald.message_spec, integer, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._validate(spec herald.message_spec, now timestamp with time zone, field_prefix text) RETURNS void
+CREATE FUNCTION herald._validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text) RETURNS void
     LANGUAGE plpgsql STABLE
     AS $_$
 #variable_conflict use_variable
@@ -1723,6 +1730,10 @@ BEGIN
   END IF;
   IF spec.priority NOT BETWEEN -100 AND 100 THEN
     PERFORM herald._reject(code => '22V06', field => p || 'priority', message => format('%s is outside -100..100 (lower runs first)', spec.priority));
+  ELSIF spec.priority < min_priority THEN
+    PERFORM herald._reject(code => '42501', field => p || 'priority',
+      message => format('%s is more urgent than this producer may use (%s..100, lower runs first)', spec.priority, min_priority),
+      hint => 'an admin grants a lower min_priority in herald.producers');
   END IF;
   IF spec.max_attempts NOT BETWEEN 1 AND 100 THEN
     PERFORM herald._reject(code => '22V07', field => p || 'max_attempts', message => format('%s is outside 1..100', spec.max_attempts));
@@ -1747,10 +1758,10 @@ $_$;
 
 
 --
--- Name: FUNCTION _validate(spec herald.message_spec, now timestamp with time zone, field_prefix text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._validate(spec herald.message_spec, now timestamp with time zone, field_prefix text) IS 'Private: raise the error naming the first bad field of a message (the enqueue rules).';
+COMMENT ON FUNCTION herald._validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text) IS 'Private: raise the error naming the first bad field of a message (the enqueue rules).';
 
 
 --
@@ -2091,7 +2102,7 @@ COMMENT ON FUNCTION herald.create_consumer_group("group" text, partitions intege
 -- Name: enqueue(text, text, jsonb, timestamp with time zone, integer, text, text, integer, jsonb, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, idempotency_key text DEFAULT NULL::text, ordering_key text DEFAULT NULL::text, max_attempts integer DEFAULT NULL::integer, metadata jsonb DEFAULT NULL::jsonb, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, now timestamp with time zone DEFAULT now()) RETURNS bigint
+CREATE FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, ordering_key text DEFAULT NULL::text, max_attempts integer DEFAULT NULL::integer, metadata jsonb DEFAULT NULL::jsonb, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, now timestamp with time zone DEFAULT now()) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3535,7 +3546,7 @@ COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer
 -- Name: COLUMN messages.priority; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first (-100..100, default 0).';
+COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first: -100..100, within the producer''s herald.producers.min_priority..100 (0..100 without a row).';
 
 
 --
@@ -3847,6 +3858,39 @@ ALTER TABLE herald.ordering_rechecks ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
 
 
 --
+-- Name: producers; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.producers (
+    producer text NOT NULL COLLATE pg_catalog."C",
+    min_priority smallint DEFAULT 0 NOT NULL,
+    CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100)))
+)
+WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
+
+
+--
+-- Name: TABLE producers; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row).';
+
+
+--
+-- Name: COLUMN producers.producer; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
+
+
+--
+-- Name: COLUMN producers.min_priority; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
+
+
+--
 -- Name: queue_depth; Type: VIEW; Schema: herald; Owner: -
 --
 
@@ -4052,6 +4096,14 @@ ALTER TABLE ONLY herald.messages
 
 ALTER TABLE ONLY herald.ordering_rechecks
     ADD CONSTRAINT ordering_rechecks_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: producers producers_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.producers
+    ADD CONSTRAINT producers_pkey PRIMARY KEY (producer);
 
 
 --
@@ -4476,10 +4528,10 @@ REVOKE ALL ON FUNCTION herald._release_after(ids bigint[], producers text[], key
 
 
 --
--- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
 
 
 --
@@ -4518,17 +4570,17 @@ REVOKE ALL ON FUNCTION herald._suppressions_normalize() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _validate(spec herald.message_spec, now timestamp with time zone, field_prefix text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._validate(spec herald.message_spec, now timestamp with time zone, field_prefix text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text) FROM PUBLIC;
 
 
 --
@@ -4913,6 +4965,13 @@ GRANT ALL ON TABLE herald.ordering_rechecks TO herald_admin;
 --
 
 GRANT ALL ON SEQUENCE herald.ordering_rechecks_id_seq TO herald_admin;
+
+
+--
+-- Name: TABLE producers; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.producers TO herald_admin;
 
 
 --

@@ -29,7 +29,7 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	recipient := fs.String("recipient", "", "e-mail address, E.164 number, …")
 	payload := fs.String("payload", "", `payload as a JSON object, e.g. '{"subject":"Hi","text":"Hello"}'`)
 	runAt := fs.String("run-at", "", "when to send (RFC 3339); default now")
-	priority := fs.String("priority", "", "-100..100, lower first; default 0")
+	priority := fs.String("priority", "", "lower first: 0..100, or down to the producer's min_priority in herald.producers; default 0")
 	idem := fs.String("idempotency-key", "", "a repeat returns the first id")
 	orderingKey := fs.String("ordering-key", "", "messages with the same key go one at a time, in order")
 	maxAttempts := fs.String("max-attempts", "", "1..100; default the channel's")

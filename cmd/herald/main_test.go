@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,7 +61,7 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 	t.Setenv("DATABASE_URL", url)
 
 	code, out, errOut := run(t, "enqueue", "--channel", "email", "--recipient", "ana@example.com",
-		"--payload", `{"subject":"Hi","text":"Hello"}`, "--priority", "-3", "--idempotency-key", "cli-1")
+		"--payload", `{"subject":"Hi","text":"Hello"}`, "--priority", "3", "--idempotency-key", "cli-1")
 	id := strings.TrimSpace(out)
 	if code != exitOK || id == "" || errOut != "" {
 		t.Fatalf("enqueue: %d %q %q", code, out, errOut)
@@ -81,10 +82,15 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 		{"enqueue", "--channel", "sms", "--recipient", "555-0100", "--payload", `{"text":"x"}`},
 		{"enqueue", "--channel", "email", "--recipient", "a@example.com", "--payload", `{"subject":`},
 		{"enqueue", "--channel", "fax", "--recipient", "a@example.com", "--payload", `{}`},
+		// more urgent than the default without a herald.producers row
+		{"enqueue", "--channel", "email", "--recipient", "a@example.com", "--payload", `{"subject":"s","text":"t"}`, "--priority", "-1"},
 	} {
 		code, out, errOut = run(t, bad...)
 		if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q: want exit 2 and one line", bad, code, out, errOut)
+		}
+		if slices.Contains(bad, "--priority") && !strings.HasPrefix(errOut, "herald enqueue: priority_not_granted: priority: ") {
+			t.Fatalf("%v: stderr %q, want the priority refused as not granted", bad, errOut)
 		}
 	}
 	stdin = strings.NewReader(`[{"channel":"sms","recipient":"+14155550100","payload":{"text":"a"}},{"channel":"sms","recipient":"x","payload":{"text":"b"}}]`)

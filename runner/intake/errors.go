@@ -10,12 +10,14 @@ import (
 )
 
 // InputError is bad input, as herald's SQL reported it: a stable code, the field,
-// and for a batch the index of the first bad message.
+// and for a batch the index of the first bad message. Forbidden marks input the
+// producer is not allowed (HTTP 403) rather than malformed (400).
 type InputError struct {
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Index   *int   `json:"index,omitempty"`
-	Message string `json:"message"`
+	Code      string `json:"code"`
+	Field     string `json:"field,omitempty"`
+	Index     *int   `json:"index,omitempty"`
+	Message   string `json:"message"`
+	Forbidden bool   `json:"-"`
 }
 
 // Error returns the message, which starts with the field.
@@ -38,22 +40,27 @@ var codes = map[string]string{
 	"22V17": "invalid_expires_at",
 }
 
+// notGranted maps the fields of herald's 42501 errors that are the producer's input
+// (a value its herald.producers row does not allow) to the codes of the HTTP API. A
+// 42501 on anything else (the intake's own role) is the operator's problem, not the
+// client's.
+var notGranted = map[string]string{
+	"priority": "priority_not_granted",
+}
+
 // batchField splits enqueue_batch's COLUMN, "messages[3].recipient", into 3 and
 // "recipient". It reads a structured field, never the message text.
 var batchField = regexp.MustCompile(`^messages\[(\d+)\](?:\.(.+))?$`)
 
 // AsInputError returns the InputError behind err when err is one of herald's
-// validation errors (a 22Vxx SQLSTATE), and false for anything else.
+// validation errors (a 22Vxx SQLSTATE) or a value the producer is not granted
+// (42501 on a field of notGranted), and false for anything else.
 func AsInputError(err error) (*InputError, bool) {
 	var pg *pgconn.PgError
 	if !errors.As(err, &pg) {
 		return nil, false
 	}
-	code, ok := codes[pg.Code]
-	if !ok {
-		return nil, false
-	}
-	ie := &InputError{Code: code, Field: pg.ColumnName, Message: pg.Message}
+	ie := &InputError{Field: pg.ColumnName, Message: pg.Message}
 	if m := batchField.FindStringSubmatch(pg.ColumnName); m != nil {
 		i, _ := strconv.Atoi(m[1])
 		ie.Index = &i
@@ -61,6 +68,14 @@ func AsInputError(err error) (*InputError, bool) {
 		if ie.Field == "" {
 			ie.Field = "message"
 		}
+	}
+	if pg.Code == "42501" {
+		ie.Code, ie.Forbidden = notGranted[ie.Field], true
+	} else {
+		ie.Code = codes[pg.Code]
+	}
+	if ie.Code == "" {
+		return nil, false
 	}
 	return ie, true
 }

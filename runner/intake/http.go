@@ -184,11 +184,14 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, q Querier) {
 	writeJSON(w, http.StatusOK, s)
 }
 
-// fail answers an error: 400 for bad input, 503 when the database is unavailable,
-// 500 (logged, with no detail) for anything else.
+// fail answers an error: 400 for bad input, 403 for input the producer is not
+// granted, 503 when the database is unavailable, 500 (logged, with no detail) for
+// anything else.
 func (h *handler) fail(w http.ResponseWriter, err error) {
 	var ie *InputError
 	switch {
+	case errors.As(err, &ie) && ie.Forbidden:
+		writeError(w, http.StatusForbidden, ie)
 	case errors.As(err, &ie):
 		writeError(w, http.StatusBadRequest, ie)
 	case Unavailable(err):

@@ -9,8 +9,9 @@ import (
 )
 
 // Message is one notification for Enqueue and EnqueueMany: the arguments of
-// herald.enqueue as Go values. nil means the default: no run_at (now), priority 0, no
-// keys, the channel's max_attempts, no metadata, the channel's time-to-live.
+// herald.enqueue as Go values. nil means the default: no run_at (now), priority 0 (or
+// the producer's min_priority when above 0), no keys, the channel's max_attempts, no
+// metadata, the channel's time-to-live.
 type Message struct {
 	Channel        string
 	Recipient      string

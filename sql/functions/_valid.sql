@@ -1,6 +1,7 @@
 -- herald._valid(kind, max_payload_bytes, recipient, …, now, checked_kind) — true when one
 -- message passes every enqueue rule for a channel of that kind and payload limit
--- (kind NULL: unknown channel, false). The set-based twin of herald._validate, which
+-- (kind NULL: unknown channel, false) and for a producer whose most urgent allowed
+-- priority is min_priority (herald.producers). The set-based twin of herald._validate, which
 -- states the rules and names the field: herald._enqueue stores only rows for which
 -- this is true, and calls _validate when one is not. It must never be false where
 -- _validate passes (tests/enqueue_test.go compares them).
@@ -15,6 +16,7 @@ CREATE OR REPLACE FUNCTION herald._valid(
   payload jsonb,
   run_at timestamptz,
   priority integer,
+  min_priority integer,
   max_attempts integer,
   metadata jsonb,
   idempotency_key text,
@@ -49,7 +51,7 @@ AS $$
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
-    AND (priority IS NULL OR priority <@ int4range(-100, 100, '[]'))
+    AND (priority IS NULL OR priority <@ int4range(min_priority, 100, '[]'))
     AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
@@ -58,6 +60,6 @@ AS $$
     false)
 $$;
 
-REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, jsonb, text, text, timestamptz, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, integer, jsonb, text, text, timestamptz, timestamptz, text) IS
   'Private: true when a message passes every enqueue rule (inlined set-based check).';

@@ -1,19 +1,19 @@
--- herald._validate(spec, now, field_prefix) — raise the error that names the first
--- field of one message that breaks an enqueue rule; return nothing when it passes.
+-- herald._validate(spec, min_priority, now, field_prefix) — raise the error that names
+-- the first field of one message that breaks an enqueue rule, for a producer whose most
+-- urgent allowed priority is min_priority (herald.producers); nothing when it passes.
 -- The rules, stated once (herald._valid is their set-based twin), raised through
 -- herald._reject with COLUMN = field_prefix || field (docs/sql.md, "Errors"):
 --   22V01 channel  unknown      22V02 recipient  syntax of the kind, 1..320 chars
---   22V03 payload  object with what the kind needs (email: subject and text, html or
---         body, or template_id; sms: text or body, or media_urls); payload.<field> not
---         a field of the kind (herald._payload_fields) or breaking its rules
---         (herald._payload_problem)
+--   22V03 payload  what the kind needs (email: subject and text, html, body or template_id;
+--         sms: text, body or media_urls); payload.<field> unknown to the kind or breaking
+--         its rules (herald._payload_fields, herald._payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
---   22V06 priority -100..100   22V07 max_attempts 1..100   22V08 metadata object, 8 kB
+--   22V06 priority -100..100   42501 priority below min_priority (not granted)
+--   22V07 max_attempts 1..100   22V08 metadata object, 8 kB
 --   22V09 idempotency_key / 22V10 ordering_key  1..255 characters
 --   22V17 expires_at  after run_at (and after now)
--- NULL run_at, priority, max_attempts, metadata, keys and expires_at are valid (defaults).
--- Reads herald.channels by primary key. Locks: none.
-CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, now timestamptz, field_prefix text)
+-- Optional fields may be NULL (defaults). Reads herald.channels by primary key. Locks: none.
+CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, min_priority integer, now timestamptz, field_prefix text)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
@@ -80,6 +80,10 @@ BEGIN
   END IF;
   IF spec.priority NOT BETWEEN -100 AND 100 THEN
     PERFORM herald._reject(code => '22V06', field => p || 'priority', message => format('%s is outside -100..100 (lower runs first)', spec.priority));
+  ELSIF spec.priority < min_priority THEN
+    PERFORM herald._reject(code => '42501', field => p || 'priority',
+      message => format('%s is more urgent than this producer may use (%s..100, lower runs first)', spec.priority, min_priority),
+      hint => 'an admin grants a lower min_priority in herald.producers');
   END IF;
   IF spec.max_attempts NOT BETWEEN 1 AND 100 THEN
     PERFORM herald._reject(code => '22V07', field => p || 'max_attempts', message => format('%s is outside 1..100', spec.max_attempts));
@@ -102,6 +106,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._validate(herald.message_spec, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._validate(herald.message_spec, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._validate(herald.message_spec, integer, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._validate(herald.message_spec, integer, timestamptz, text) IS
   'Private: raise the error naming the first bad field of a message (the enqueue rules).';

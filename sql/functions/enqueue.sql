@@ -1,21 +1,23 @@
 -- herald.enqueue(channel, recipient, payload, …) — store one notification; returns its id.
--- Optional: run_at (NULL or past = now; future = scheduled, within a year), priority (-100..100,
--- lower first; default 0), idempotency_key (a repeat returns the first id and stores
+-- Optional: run_at (NULL or past = now; future = scheduled, within a year), priority
+-- (lower first: the producer's min_priority..100, herald.producers; NULL: 0, or
+-- min_priority when above 0), idempotency_key (a repeat returns the first id and stores
 -- nothing), ordering_key (same key: one at a time, in id order), max_attempts (1..100;
 -- NULL = the channel's), metadata (object kept with the message, not sent), expires_at
 -- (not sent by then: ends expired; capped at due time + the channel's ttl), now (a
 -- clock: herald_admin only). Keys are per producer (herald._producer).
--- Errors: 22V01–22V10, 22V17 with the field in COLUMN (herald._validate), 22V12 now NULL,
--- 42501 now from a role below herald_admin; nothing is stored. Runs in the caller's
--- transaction; a concurrent enqueue of the same key waits for it (herald._enqueue).
--- A thin entry point over herald._enqueue. SECURITY DEFINER for herald_producer.
--- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements.
+-- Errors: 22V01–22V10, 22V17 with the field in COLUMN (herald._validate), 22V12 now
+-- NULL, 42501 priority more urgent than granted or now from a role below herald_admin;
+-- nothing is stored. Runs in the caller's transaction; a concurrent enqueue of the same
+-- key waits for it (herald._enqueue). A thin entry point over herald._enqueue.
+-- SECURITY DEFINER for herald_producer. Locks: ROW EXCLUSIVE on herald.messages and
+-- herald.log_statements.
 CREATE OR REPLACE FUNCTION herald.enqueue(
   channel text,
   recipient text,
   payload jsonb,
   run_at timestamptz DEFAULT NULL,
-  priority integer DEFAULT 0,
+  priority integer DEFAULT NULL,
   idempotency_key text DEFAULT NULL,
   ordering_key text DEFAULT NULL,
   max_attempts integer DEFAULT NULL,

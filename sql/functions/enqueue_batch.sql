@@ -1,8 +1,8 @@
 -- herald.enqueue_batch(messages jsonb, now) — store many notifications given as a JSON
 -- array (1 to 10,000 objects with the fields of herald.enqueue; run_at an ISO 8601
 -- string; null = absent), all or nothing; returns their ids in input order.
--- Errors name the first bad element, COLUMN 'messages[<i>].<field>' (i from 0):
--- 22V01–22V10 and 22V17 as herald.enqueue, and 22V11 for messages (not an array, empty,
+-- Errors name the first bad element, COLUMN 'messages[<i>].<field>' (i from 0): 22V01–
+-- 22V10, 22V17 and 42501 priority as herald.enqueue, 22V11 for messages (not an array, empty,
 -- too long), messages[i] (not an object) and messages[i].<field> (unknown, or of the
 -- wrong JSON type; a run_at that is not a timestamp is 22V05, expires_at 22V17, a
 -- priority that is not an integer 22V06, max_attempts 22V07).

@@ -5,8 +5,8 @@
 -- binary protocol (nothing to parse). channels, recipients and payloads are required;
 -- an optional array may be NULL (all defaults) or hold NULLs (that message's default).
 -- Errors: 22V11 channels (NULL, empty or over 10,000), 22V11 <array> (length differs
--- from channels'); a bad message: 22V01–22V10, 22V17 with COLUMN 'messages[<i>].<field>'
--- (i from 0). Rules, defaults and idempotency as herald.enqueue (herald._enqueue).
+-- from channels'); a bad message: 22V01–22V10, 22V17, 42501 priority with COLUMN
+-- 'messages[<i>].<field>' (i from 0). Rules, defaults and idempotency as herald.enqueue (herald._enqueue).
 -- SECURITY DEFINER for herald_producer. Locks: as herald.enqueue.
 CREATE OR REPLACE FUNCTION herald.enqueue_many(
   channels text[],

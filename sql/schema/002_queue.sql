@@ -1,4 +1,4 @@
--- 002_queue.sql — the queue: channels, messages, their indexes, the message spec type.
+-- 002_queue.sql — the queue: channels, producers, messages, their indexes, the message spec type.
 --
 -- herald.messages status transitions (each made by one function of sql/functions):
 --   queued     --claim_batch-->  processing
@@ -10,6 +10,8 @@
 --   queued     --enqueue/claim->  suppressed (the recipient is on herald.suppressions; terminal)
 --   processing --fail/reap---->  expired  (a retry would come after expires_at; terminal)
 --   dead       --redrive------>  queued (attempts reset)
+--   held       --release------>  queued   (the earlier message of its ordering key ended)
+--   held       --cancel/reap-->  cancelled | expired (terminal)
 -- Terminal rows carry finished_at and are removed by herald.purge.
 -- Every hot query has a partial index below that matches its WHERE and ORDER BY;
 -- docs/tuning.md says which query each serves and what to change.
@@ -55,6 +57,21 @@ COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set
 COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
+
+-- Per-producer policy, written by herald_admin (producer: the role name, or
+-- 'intake:<name>' for an intake token). Priorities run -100..100, lower first; a
+-- producer may use min_priority..100, and one without a row 0..100: running ahead of
+-- the default is granted, never taken. A min_priority above 0 is also the producer's
+-- default priority (a demotion needs no change in its code). Every enqueue reads its
+-- producer's row by primary key; analysed after every change, like herald.channels.
+CREATE TABLE herald.producers (
+  producer     text COLLATE "C" PRIMARY KEY,
+  min_priority smallint NOT NULL DEFAULT 0,
+  CONSTRAINT producers_min_priority_range CHECK (min_priority BETWEEN -100 AND 100)
+) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
+COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row).';
+COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
+COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
 
 -- One value per claim_batch call: a message's lease_token changes at every claim, so
 -- complete/fail/extend_lease from an earlier owner match no row (the fencing token).
@@ -107,7 +124,7 @@ CREATE TABLE herald.messages (
   autovacuum_vacuum_cost_delay = 0
 );
 COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
-COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first (-100..100, default 0).';
+COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first: -100..100, within the producer''s herald.producers.min_priority..100 (0..100 without a row).';
 COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
 COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
 COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';

@@ -288,7 +288,7 @@ var checks = []check{
 		// One send at a time, so arrivals show the order the runner sent in.
 		if _, err := s.db.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', $1::text,
 			'recipient', $2::text, 'payload', '{}'::jsonb, 'priority', p) ORDER BY g)
-			FROM generate_series(1, 6) g, LATERAL (SELECT CASE WHEN g <= 3 THEN 10 ELSE -10 END AS p) x))`,
+			FROM generate_series(1, 6) g, LATERAL (SELECT CASE WHEN g <= 3 THEN 50 ELSE 0 END AS p) x))`,
 			channel, s.recv.base+"/order"); err != nil {
 			return err.Error(), false
 		}
