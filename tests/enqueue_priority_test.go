@@ -18,7 +18,6 @@ func TestPriorityIsGrantedNotTaken(t *testing.T) {
 	for _, attack := range []struct{ sql, field string }{
 		{`SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', priority => -100)`, "priority"},
 		{`SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', priority => -1)`, "priority"},
-		{`SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', priority => -1, idempotency_key => 'k')`, "priority"},
 		{`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"}},
 			{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"},"priority":-100}]')`, "messages[1].priority"},
 		{`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"},"priority":"-5"}]')`,
@@ -58,6 +57,19 @@ func TestPriorityIsGrantedNotTaken(t *testing.T) {
 	}
 	_, err = mallory.Exec(ctx, `SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', priority => -11)`)
 	wantPgError(t, err, "42501", "priority")
+	// A repeat of a stored idempotency key is checked like a first enqueue, not
+	// answered with the first id.
+	first := scalar[int64](t, mallory, `SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'r')`)
+	for _, repeat := range []string{
+		`SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'r', priority => -50)`,
+		`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"r","priority":-50}]')`,
+	} {
+		_, err = mallory.Exec(ctx, repeat)
+		wantPgError(t, err, "42501", "")
+	}
+	if p := scalar[int16](t, pool, `SELECT priority FROM herald.messages WHERE id = $1`, first); p != 0 {
+		t.Fatalf("the first message's priority became %d", p)
+	}
 	// 0..100 is everyone's, and the default stays 0.
 	for arg, want := range map[string]int{`priority => 100`: 100, `priority => 0`: 0, `run_at => NULL`: 0} {
 		if p := enqueuedPriority(t, pool, alice, arg); p != want {
