@@ -345,21 +345,32 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"email", "a@example.com", `{"subject":"s","text":"t","custom_args":{"herald_id":"1"}}`, ""},
 		{"email", "a@example.com", `{"subject":"s","text":"t","from":"Ana <ana@example.com>","reply_to":"b@example.com"}`, ""},
 		{"email", "a@example.com", `{"subject":"s","text":"t","from":"a@example.com\r\nBcc: x@evil.example"}`, ""},
+		// from: a mailbox the producer may use (herald.producers.senders)
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"Ana <ana@example.com>"}`, "senders => ARRAY['example.com']"},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"ana@EXAMPLE.com"}`, "senders => ARRAY['Ana@example.com']"},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"bo@example.com"}`, "senders => ARRAY['ana@example.com']"},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"ana@example.com.evil.test"}`, "senders => ARRAY['example.com']"},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"\"ana@example.com\" <ceo@example.org>"}`, "senders => ARRAY['ana@example.com']"},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"ana@example.com (x) <ceo@example.org>"}`, "senders => ARRAY['example.com']"},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"Ana <ana@example.com>, ceo@example.org"}`, "senders => ARRAY['example.com']"},
+		{"email", "a@example.com", `{"subject":"s","text":"t","reply_to":"Bo Lima <bo@elsewhere.example>"}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","reply_to":"not an address"}`, ""},
+		{"hook", "https://example.com/h", `{"from":"anything"}`, ""},
 		{"sms", "+14155550100", `{"media_urls":["https://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":["ftp://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":[]}`, ""},
 	}
 	valids, invalids := 0, 0
 	for _, k := range cases {
-		args := map[string]string{"run_at": "NULL", "priority": "NULL", "min_priority": "0", "max_attempts": "NULL",
+		args := map[string]string{"run_at": "NULL", "priority": "NULL", "min_priority": "0", "senders": "NULL", "max_attempts": "NULL",
 			"metadata": "NULL", "idempotency_key": "NULL", "ordering_key": "NULL", "expires_at": "NULL"}
 		for _, pair := range strings.Split(k.extra, "; ") {
 			if name, value, ok := strings.Cut(pair, " => "); ok {
 				args[name] = value
 			}
 		}
-		list := fmt.Sprintf("%s, %s, %s, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], args["min_priority"],
-			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
+		list := fmt.Sprintf("%s, %s, %s, %s::text[], %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], args["min_priority"],
+			args["senders"], args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
 		var valid bool
 		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, $2, $3::jsonb, `+list+`, $4)
 			FROM (SELECT $1::text AS name) x LEFT JOIN herald.channels c ON c.name = x.name`,
@@ -368,7 +379,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		}
 		spec := fmt.Sprintf("ROW($1, $2, $3::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s)::herald.message_spec", args["run_at"],
 			args["priority"], args["idempotency_key"], args["ordering_key"], args["max_attempts"], args["metadata"], args["expires_at"])
-		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, `+args["min_priority"]+`, $4, '')`, k.channel, k.recipient, k.payload, t0)
+		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, `+args["min_priority"]+`, `+args["senders"]+`::text[], $4, '')`, k.channel, k.recipient, k.payload, t0)
 		if valid != (err == nil) {
 			t.Errorf("%s %q %s %s: _valid says %v, _validate says %v", k.channel, k.recipient, k.payload, k.extra, valid, err)
 		}

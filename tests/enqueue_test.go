@@ -473,6 +473,7 @@ func TestUnknownPayloadFieldsAreRefused(t *testing.T) {
 	_, err := pool.Exec(ctx, `SELECT herald.enqueue('email', 'a@example.com', jsonb_build_object('subject', 's', 'text', 't',
 		'attachments', jsonb_build_array(jsonb_build_object('filename', 'big.bin', 'content', (SELECT encode(convert_to(string_agg(md5(g::text), ''), 'UTF8'), 'base64') FROM generate_series(1, 2000) g)))))`)
 	wantPgError(t, err, "22V04", "payload")
+	grantSenders(t, pool, "", "a@example.com")
 	mustExec(t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","html":"<p>h</p>","from":"A <a@example.com>","reply_to":"r@example.com","headers":{"X-A":"1"}}')`)
 	mustExec(t, pool, `SELECT herald.enqueue('hooks', 'https://hooks.example.com/x', '{"anything":{"goes":true}}')`)
 	mustExec(t, pool, `SELECT herald.enqueue_batch('[{"channel":"email","recipient":"a@example.com",

@@ -65,6 +65,14 @@ func grantPriority(t *testing.T, pool *pgxpool.Pool, producer string, minPriorit
 		ON CONFLICT (producer) DO UPDATE SET min_priority = excluded.min_priority`, producer, minPriority)
 }
 
+// grantSenders lets producer (the pool's role when empty) set these e-mail From
+// addresses or domains (herald.producers.senders).
+func grantSenders(t *testing.T, pool *pgxpool.Pool, producer string, senders ...string) {
+	t.Helper()
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, senders) VALUES (coalesce(nullif($1, ''), current_user), $2)
+		ON CONFLICT (producer) DO UPDATE SET senders = excluded.senders`, producer, senders)
+}
+
 // enqueueEmail stores a valid e-mail at t0 and returns its id.
 func enqueueEmail(t *testing.T, pool *pgxpool.Pool, to string) int64 {
 	t.Helper()

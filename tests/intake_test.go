@@ -189,10 +189,11 @@ func TestIntakeBatch(t *testing.T) {
 	}
 }
 
-// A token holder cannot jump the queue: a priority below 0 without a herald.producers
-// row for its producer (intake:<name>) is 403 priority_not_granted, naming the field
-// (and the index in a batch), and nothing is stored; once an admin grants it, 202.
-func TestIntakeRefusesUngrantedPriority(t *testing.T) {
+// A token holder cannot jump the queue or send as someone else: a priority below 0,
+// or an e-mail from, that its producer's herald.producers row (intake:<name>) does not
+// grant is 403 priority_not_granted / sender_not_granted, naming the field (and the
+// index in a batch), and nothing is stored; once an admin grants it, 202.
+func TestIntakeRefusesUngrantedPolicy(t *testing.T) {
 	srv, pool := intakeServer(t, intake.Config{Tokens: []intake.Token{{Name: "shop", Secret: "s3cret"}}})
 	auth := map[string]string{"Authorization": "Bearer s3cret"}
 	urgent := strings.Replace(goodEmail, `"channel"`, `"priority":-20,"channel"`, 1)
@@ -206,12 +207,21 @@ func TestIntakeRefusesUngrantedPriority(t *testing.T) {
 		e.Error.Code != "priority_not_granted" || e.Error.Field != "priority" || e.Error.Index == nil || *e.Error.Index != 1 {
 		t.Fatalf("urgent batch: %d %+v", code, e.Error)
 	}
+	spoof := strings.Replace(goodEmail, `"subject"`, `"from":"CEO <ceo@example.com>","subject"`, 1)
+	e = apiError{}
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", "["+spoof+"]", auth, &e); code != 403 ||
+		e.Error.Code != "sender_not_granted" || e.Error.Field != "payload.from" || e.Error.Index == nil || *e.Error.Index != 0 {
+		t.Fatalf("spoofed from: %d %+v", code, e.Error)
+	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
 		t.Fatalf("refused requests stored %d messages", n)
 	}
 	grantPriority(t, pool, "intake:shop", -20)
-	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", urgent, auth, nil); code != 202 {
-		t.Fatalf("urgent message after the grant: %d", code)
+	grantSenders(t, pool, "intake:shop", "ceo@example.com")
+	for _, body := range []string{urgent, spoof} {
+		if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", body, auth, nil); code != 202 {
+			t.Fatalf("%s after the grant: %d", body, code)
+		}
 	}
 }
 

@@ -321,11 +321,12 @@ DECLARE
   v_producer text := herald._producer();
   v_suppressing boolean;
   v_min_priority integer;
+  v_senders text[];
   i integer;
 BEGIN
-  SELECT EXISTS (SELECT FROM herald.suppressions),
-         coalesce((SELECT p.min_priority FROM herald.producers p WHERE p.producer = v_producer), 0)
-  INTO v_suppressing, v_min_priority;
+  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders
+  INTO v_suppressing, v_min_priority, v_senders
+  FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
     v_channels := ARRAY[(specs[1]).channel];
@@ -345,7 +346,7 @@ BEGIN
   IF v_keyed THEN
     SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
     FROM herald._repeats(specs => specs, producer => v_producer, min_priority => v_min_priority,
-                         ids => v_ids, now => _enqueue.now) AS r;
+                         senders => v_senders, ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
@@ -378,6 +379,7 @@ BEGIN
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority, min_priority => v_min_priority,
+                      senders => v_senders,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
                       expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
@@ -386,7 +388,7 @@ BEGIN
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
       CONTINUE WHEN v_valid AND i = ANY (v_skip); -- a repeat: checked above
-      PERFORM herald._validate(spec => specs[i], min_priority => v_min_priority, now => _enqueue.now,
+      PERFORM herald._validate(spec => specs[i], min_priority => v_min_priority, senders => v_senders, now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;
     RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
@@ -713,6 +715,29 @@ COMMENT ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_message
 
 
 --
+-- Name: _mailbox(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._mailbox(value text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  SELECT CASE
+           WHEN herald._email_address(recipient => value) THEN value
+           WHEN value ~ '^[^]["(),:;<>@\\[:cntrl:][:space:]]([^]["(),:;<>@\\[:cntrl:]]*[^]["(),:;<>@\\[:cntrl:][:space:]])? <[^<>]+>$'
+                AND herald._email_address(recipient => substring(value FROM '<([^<>]+)>$'))
+             THEN substring(value FROM '<([^<>]+)>$')
+         END
+$_$;
+
+
+--
+-- Name: FUNCTION _mailbox(value text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._mailbox(value text) IS 'Private: the address of an e-mail mailbox (address, or Name <address>), NULL when herald does not accept it.';
+
+
+--
 -- Name: _message_specs(jsonb); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -986,8 +1011,8 @@ BEGIN
   END IF;
   FOREACH k IN ARRAY ARRAY['from', 'reply_to'] LOOP
     IF payload ? k AND (jsonb_typeof(payload -> k) <> 'string' OR length(payload ->> k) NOT BETWEEN 1 AND 320
-                        OR payload ->> k ~ '[\r\n]') THEN
-      RETURN ARRAY['payload.' || k, 'must be an address of 1 to 320 characters on one line'];
+                        OR herald._mailbox(value => payload ->> k) IS NULL) THEN
+      RETURN ARRAY['payload.' || k, 'must be an address or a name and an address, Ana Lima <ana@example.com>, of 1 to 320 characters'];
     END IF;
   END LOOP;
   FOREACH k IN ARRAY ARRAY['cc', 'bcc'] LOOP
@@ -1005,8 +1030,9 @@ BEGIN
     END IF;
     FOR k, e IN SELECT h.key, h.value FROM jsonb_each(v) AS h ORDER BY h.key LOOP
       IF k !~ '^[!-9;-~]{1,76}$' OR lower(k) IN ('from', 'to', 'cc', 'bcc', 'subject', 'message-id', 'reply-to',
-          'date', 'content-type', 'mime-version', 'content-transfer-encoding') THEN
-        RETURN ARRAY['payload.headers.' || k, 'is not a header a payload may set (printable ASCII without colon; not one herald sets)'];
+          'date', 'content-type', 'mime-version', 'content-transfer-encoding',
+          'sender', 'resent-from', 'resent-sender', 'return-path') THEN
+        RETURN ARRAY['payload.headers.' || k, 'is not a header a payload may set (printable ASCII without colon; not one herald sets, nor a sender''s identity)'];
       END IF;
       IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
         RETURN ARRAY['payload.headers.' || k, 'must be a string of at most 998 characters on one line'];
@@ -1440,10 +1466,10 @@ COMMENT ON FUNCTION herald._release_after(ids bigint[], producers text[], keys t
 
 
 --
--- Name: _repeats(herald.message_spec[], text, integer, bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _repeats(herald.message_spec[], text, integer, text[], bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) RETURNS record
+CREATE FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) RETURNS record
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
@@ -1454,7 +1480,7 @@ BEGIN
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
          coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
-           min_priority => _repeats.min_priority,
+           min_priority => _repeats.min_priority, senders => _repeats.senders,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
            ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
@@ -1470,10 +1496,29 @@ $$;
 
 
 --
--- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
+COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
+
+
+--
+-- Name: _sender_allowed(text, text[]); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._sender_allowed(sender text, senders text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT EXISTS (SELECT FROM unnest(senders) AS s, herald._mailbox(value => sender) AS a
+                 WHERE lower(s) IN (lower(a), lower(split_part(a, '@', 2))))
+$$;
+
+
+--
+-- Name: FUNCTION _sender_allowed(sender text, senders text[]); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._sender_allowed(sender text, senders text[]) IS 'Private: true when an e-mail payload''s from is an address, or at a domain, the producer may use.';
 
 
 --
@@ -1615,10 +1660,10 @@ COMMENT ON FUNCTION herald._suppressions_normalize() IS 'Private: the function o
 
 
 --
--- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, text[], integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $_$
   SELECT coalesce(
@@ -1630,6 +1675,8 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
                                      THEN payload ->> 'subject' !~ '[\r\n]'
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
+                                          AND (NOT payload ? 'from'
+                                               OR herald._sender_allowed(sender => payload ->> 'from', senders => senders))
                                 END
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
@@ -1655,17 +1702,17 @@ $_$;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
 
 
 --
--- Name: _validate(herald.message_spec, integer, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _validate(herald.message_spec, integer, text[], timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text) RETURNS void
+CREATE FUNCTION herald._validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text) RETURNS void
     LANGUAGE plpgsql STABLE
     AS $_$
 #variable_conflict use_variable
@@ -1720,6 +1767,11 @@ BEGIN
   ELSIF herald._payload_problem(kind => ch.kind, payload => spec.payload) IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
     FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
+  ELSIF ch.kind = 'email' AND spec.payload ? 'from'
+        AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => senders) THEN
+    PERFORM herald._reject(code => '42501', field => p || 'payload.from',
+      message => format('%s is not a sender this producer may use', herald._mailbox(value => spec.payload ->> 'from')),
+      hint => 'an admin lists the address or its domain in herald.producers.senders; without from, the runner''s From is used');
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
@@ -1758,10 +1810,10 @@ $_$;
 
 
 --
--- Name: FUNCTION _validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text) IS 'Private: raise the error naming the first bad field of a message (the enqueue rules).';
+COMMENT ON FUNCTION herald._validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text) IS 'Private: raise the error naming the first bad field of a message (the enqueue rules).';
 
 
 --
@@ -3864,7 +3916,9 @@ ALTER TABLE herald.ordering_rechecks ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
 CREATE TABLE herald.producers (
     producer text NOT NULL COLLATE pg_catalog."C",
     min_priority smallint DEFAULT 0 NOT NULL,
-    CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100)))
+    senders text[],
+    CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
+    CONSTRAINT producers_senders_listed CHECK ((((cardinality(senders) >= 1) AND (cardinality(senders) <= 100)) AND (array_position(senders, NULL::text) IS NULL)))
 )
 WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
 
@@ -3873,7 +3927,7 @@ WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
 -- Name: TABLE producers; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row).';
+COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
 
 
 --
@@ -3888,6 +3942,13 @@ COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.
 --
 
 COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
+
+
+--
+-- Name: COLUMN producers.senders; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
 
 
 --
@@ -4395,6 +4456,13 @@ GRANT ALL ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_messa
 
 
 --
+-- Name: FUNCTION _mailbox(value text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._mailbox(value text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _message_specs(messages jsonb); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -4528,10 +4596,17 @@ REVOKE ALL ON FUNCTION herald._release_after(ids bigint[], producers text[], key
 
 
 --
--- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _sender_allowed(sender text, senders text[]); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._sender_allowed(sender text, senders text[]) FROM PUBLIC;
 
 
 --
@@ -4570,17 +4645,17 @@ REVOKE ALL ON FUNCTION herald._suppressions_normalize() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._validate(spec herald.message_spec, min_priority integer, now timestamp with time zone, field_prefix text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text) FROM PUBLIC;
 
 
 --

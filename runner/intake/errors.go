@@ -45,7 +45,8 @@ var codes = map[string]string{
 // 42501 on anything else (the intake's own role) is the operator's problem, not the
 // client's.
 var notGranted = map[string]string{
-	"priority": "priority_not_granted",
+	"priority":     "priority_not_granted",
+	"payload.from": "sender_not_granted",
 }
 
 // batchField splits enqueue_batch's COLUMN, "messages[3].recipient", into 3 and

@@ -1,11 +1,11 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
 -- store messages and their 'accepted' log event, all or nothing; ids in input order.
--- Each message belongs to herald._producer(), whose herald.producers row (none: 0) sets
--- the most urgent priority allowed and, above 0, the default; `now` other than now() is
--- herald_admin's (herald._check_clock). A repeated idempotency key (per producer,
--- herald._repeats) is answered with the first message's id, not stored. expires_at: the
--- least of the spec's and due time + the channel's ttl. A suppressed recipient
--- (herald._suppression, probed while herald.suppressions has rows) is stored
+-- Each belongs to herald._producer(); its herald.producers row gives the most urgent
+-- priority (none: 0; above 0 also the default) and the e-mail from it may set. `now`
+-- other than now() is herald_admin's (herald._check_clock). A repeated idempotency key
+-- (per producer, herald._repeats) is answered with the first message's id, not stored.
+-- expires_at: the least of the spec's and due time + the channel's ttl. A suppressed
+-- recipient (herald._suppression, probed while herald.suppressions has rows) is stored
 -- 'suppressed', finished, with a 'suppressed' log event; one behind a pending message
 -- of its producer's ordering key 'held' (herald._held). Rows are stored where
 -- herald._valid holds; when fewer are, herald._validate names the first bad one (COLUMN
@@ -41,11 +41,12 @@ DECLARE
   v_producer text := herald._producer();
   v_suppressing boolean;
   v_min_priority integer;
+  v_senders text[];
   i integer;
 BEGIN
-  SELECT EXISTS (SELECT FROM herald.suppressions),
-         coalesce((SELECT p.min_priority FROM herald.producers p WHERE p.producer = v_producer), 0)
-  INTO v_suppressing, v_min_priority;
+  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders
+  INTO v_suppressing, v_min_priority, v_senders
+  FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
     v_channels := ARRAY[(specs[1]).channel];
@@ -65,7 +66,7 @@ BEGIN
   IF v_keyed THEN
     SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
     FROM herald._repeats(specs => specs, producer => v_producer, min_priority => v_min_priority,
-                         ids => v_ids, now => _enqueue.now) AS r;
+                         senders => v_senders, ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
@@ -98,6 +99,7 @@ BEGIN
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority, min_priority => v_min_priority,
+                      senders => v_senders,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
                       expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
@@ -106,7 +108,7 @@ BEGIN
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
       CONTINUE WHEN v_valid AND i = ANY (v_skip); -- a repeat: checked above
-      PERFORM herald._validate(spec => specs[i], min_priority => v_min_priority, now => _enqueue.now,
+      PERFORM herald._validate(spec => specs[i], min_priority => v_min_priority, senders => v_senders, now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;
     RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'

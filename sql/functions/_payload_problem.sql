@@ -1,12 +1,12 @@
 -- herald._payload_problem(kind, payload) — the first problem of a payload's optional
 -- fields, as {field, message} (field 'payload.<name>[…]'), or NULL when there is none.
--- email: from, reply_to strings of 1..320 without line breaks; cc, bcc arrays of 1..50
---   addresses; headers an object of at most 50 names (printable ASCII, no colon, not
---   one herald sets) to strings of at most 998 characters without line breaks;
---   attachments 1..10 objects {filename, content (base64), content_type, disposition
---   attachment|inline, content_id}; template_id a SendGrid dynamic template id
---   (d-<32 hex>), dynamic_template_data an object (with template_id); categories 1..10
---   strings of 1..255; custom_args an object of strings under 10,000 bytes, not
+-- email: from, reply_to mailboxes (herald._mailbox) of 1..320; cc, bcc arrays of 1..50
+--   addresses; headers at most 50 names (printable ASCII, no colon; not one herald
+--   sets, nor Sender, Resent-From, Resent-Sender, Return-Path) to one-line strings of
+--   at most 998; attachments 1..10 objects {filename, content (base64), content_type,
+--   disposition attachment|inline, content_id}; template_id a SendGrid dynamic template
+--   id (d-<32 hex>), dynamic_template_data an object (with template_id); categories
+--   1..10 strings of 1..255; custom_args an object of strings under 10,000 bytes, not
 --   herald_id; subject, text, html, body strings, subject without line breaks.
 -- sms: media_urls 1..10 http(s) URLs of at most 2,048 characters.
 -- herald._valid calls it when a payload has a field past the required ones (or a
@@ -50,8 +50,8 @@ BEGIN
   END IF;
   FOREACH k IN ARRAY ARRAY['from', 'reply_to'] LOOP
     IF payload ? k AND (jsonb_typeof(payload -> k) <> 'string' OR length(payload ->> k) NOT BETWEEN 1 AND 320
-                        OR payload ->> k ~ '[\r\n]') THEN
-      RETURN ARRAY['payload.' || k, 'must be an address of 1 to 320 characters on one line'];
+                        OR herald._mailbox(value => payload ->> k) IS NULL) THEN
+      RETURN ARRAY['payload.' || k, 'must be an address or a name and an address, Ana Lima <ana@example.com>, of 1 to 320 characters'];
     END IF;
   END LOOP;
   FOREACH k IN ARRAY ARRAY['cc', 'bcc'] LOOP
@@ -69,8 +69,9 @@ BEGIN
     END IF;
     FOR k, e IN SELECT h.key, h.value FROM jsonb_each(v) AS h ORDER BY h.key LOOP
       IF k !~ '^[!-9;-~]{1,76}$' OR lower(k) IN ('from', 'to', 'cc', 'bcc', 'subject', 'message-id', 'reply-to',
-          'date', 'content-type', 'mime-version', 'content-transfer-encoding') THEN
-        RETURN ARRAY['payload.headers.' || k, 'is not a header a payload may set (printable ASCII without colon; not one herald sets)'];
+          'date', 'content-type', 'mime-version', 'content-transfer-encoding',
+          'sender', 'resent-from', 'resent-sender', 'return-path') THEN
+        RETURN ARRAY['payload.headers.' || k, 'is not a header a payload may set (printable ASCII without colon; not one herald sets, nor a sender''s identity)'];
       END IF;
       IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
         RETURN ARRAY['payload.headers.' || k, 'must be a string of at most 998 characters on one line'];

@@ -1,15 +1,15 @@
--- herald._repeats(specs, producer, min_priority, ids, now) — the idempotency keys of
--- one enqueue call (herald._enqueue; ids: the ids drawn for the specs, in input order).
--- Locks each key (pg_advisory_xact_lock(1213612876, hashtext(key)), in hash order,
--- until the transaction ends), then returns the repeats: `positions`, the input
--- positions of specs whose key the producer stored before or an earlier spec of the
--- call carries; `first_ids`, the id answering each; `valid`, whether every repeat
--- passes herald._valid for the producer's min_priority (a repeat is still checked).
+-- herald._repeats(specs, producer, min_priority, senders, ids, now) — the idempotency
+-- keys of one enqueue call (herald._enqueue; ids: the ids drawn for the specs, in
+-- input order). Locks each key (pg_advisory_xact_lock(1213612876, hashtext(key)), in
+-- hash order, until the transaction ends), then returns the repeats: `positions`, the
+-- input positions of specs whose key the producer stored before or an earlier spec of
+-- the call carries; `first_ids`, the id answering each; `valid`, whether every repeat
+-- passes herald._valid for the producer's policy (a repeat is still checked).
 -- NULL positions: no repeat. Runs under the generic plan: a custom plan (chosen for
 -- small calls, the array's length being known) was planned anew at every call.
 -- Index: messages_idempotency_key_idx.
 CREATE OR REPLACE FUNCTION herald._repeats(
-  specs herald.message_spec[], producer text, min_priority integer, ids bigint[], now timestamptz,
+  specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamptz,
   OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean)
 LANGUAGE plpgsql
 VOLATILE
@@ -22,7 +22,7 @@ BEGIN
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
          coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
-           min_priority => _repeats.min_priority,
+           min_priority => _repeats.min_priority, senders => _repeats.senders,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
            ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
@@ -36,6 +36,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._repeats(herald.message_spec[], text, integer, bigint[], timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION herald._repeats(herald.message_spec[], text, integer, bigint[], timestamptz) IS
+REVOKE ALL ON FUNCTION herald._repeats(herald.message_spec[], text, integer, text[], bigint[], timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION herald._repeats(herald.message_spec[], text, integer, text[], bigint[], timestamptz) IS
   'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';

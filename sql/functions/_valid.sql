@@ -1,7 +1,7 @@
 -- herald._valid(kind, max_payload_bytes, recipient, …, now, checked_kind) — true when one
 -- message passes every enqueue rule for a channel of that kind and payload limit
--- (kind NULL: unknown channel, false) and for a producer whose most urgent allowed
--- priority is min_priority (herald.producers). The set-based twin of herald._validate, which
+-- (kind NULL: unknown channel, false) and for a producer whose policy
+-- (herald.producers) is min_priority and senders. The set-based twin of herald._validate, which
 -- states the rules and names the field: herald._enqueue stores only rows for which
 -- this is true, and calls _validate when one is not. It must never be false where
 -- _validate passes (tests/enqueue_test.go compares them).
@@ -17,6 +17,7 @@ CREATE OR REPLACE FUNCTION herald._valid(
   run_at timestamptz,
   priority integer,
   min_priority integer,
+  senders text[],
   max_attempts integer,
   metadata jsonb,
   idempotency_key text,
@@ -37,6 +38,8 @@ AS $$
                                      THEN payload ->> 'subject' !~ '[\r\n]'
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
+                                          AND (NOT payload ? 'from'
+                                               OR herald._sender_allowed(sender => payload ->> 'from', senders => senders))
                                 END
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
@@ -60,6 +63,6 @@ AS $$
     false)
 $$;
 
-REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, integer, jsonb, text, text, timestamptz, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, text[], integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, text[], integer, jsonb, text, text, timestamptz, timestamptz, text) IS
   'Private: true when a message passes every enqueue rule (inlined set-based check).';

@@ -1,6 +1,6 @@
--- herald._validate(spec, min_priority, now, field_prefix) — raise the error that names
--- the first field of one message that breaks an enqueue rule, for a producer whose most
--- urgent allowed priority is min_priority (herald.producers); nothing when it passes.
+-- herald._validate(spec, min_priority, senders, now, field_prefix) — raise the error
+-- naming the first field of one message that breaks an enqueue rule, for a producer
+-- whose policy (herald.producers) is min_priority and senders; nothing when it passes.
 -- The rules, stated once (herald._valid is their set-based twin), raised through
 -- herald._reject with COLUMN = field_prefix || field (docs/sql.md, "Errors"):
 --   22V01 channel  unknown      22V02 recipient  syntax of the kind, 1..320 chars
@@ -8,12 +8,13 @@
 --         sms: text, body or media_urls); payload.<field> unknown to the kind or breaking
 --         its rules (herald._payload_fields, herald._payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
---   22V06 priority -100..100   42501 priority below min_priority (not granted)
+--   22V06 priority -100..100   42501 priority below min_priority, payload.from not in senders
 --   22V07 max_attempts 1..100   22V08 metadata object, 8 kB
 --   22V09 idempotency_key / 22V10 ordering_key  1..255 characters
 --   22V17 expires_at  after run_at (and after now)
 -- Optional fields may be NULL (defaults). Reads herald.channels by primary key. Locks: none.
-CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, min_priority integer, now timestamptz, field_prefix text)
+CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, min_priority integer, senders text[], now timestamptz,
+                                            field_prefix text)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
@@ -70,6 +71,11 @@ BEGIN
   ELSIF herald._payload_problem(kind => ch.kind, payload => spec.payload) IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
     FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
+  ELSIF ch.kind = 'email' AND spec.payload ? 'from'
+        AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => senders) THEN
+    PERFORM herald._reject(code => '42501', field => p || 'payload.from',
+      message => format('%s is not a sender this producer may use', herald._mailbox(value => spec.payload ->> 'from')),
+      hint => 'an admin lists the address or its domain in herald.producers.senders; without from, the runner''s From is used');
   ELSIF pg_column_size(spec.payload) > ch.max_payload_bytes THEN
     PERFORM herald._reject(code => '22V04', field => p || 'payload',
       message => format('is %s bytes, over the %s-byte limit of channel %L', pg_column_size(spec.payload), ch.max_payload_bytes, ch.name));
@@ -106,6 +112,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._validate(herald.message_spec, integer, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._validate(herald.message_spec, integer, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._validate(herald.message_spec, integer, text[], timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._validate(herald.message_spec, integer, text[], timestamptz, text) IS
   'Private: raise the error naming the first bad field of a message (the enqueue rules).';

@@ -59,19 +59,26 @@ INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms
 ANALYZE herald.channels;
 
 -- Per-producer policy, written by herald_admin (producer: the role name, or
--- 'intake:<name>' for an intake token). Priorities run -100..100, lower first; a
--- producer may use min_priority..100, and one without a row 0..100: running ahead of
--- the default is granted, never taken. A min_priority above 0 is also the producer's
--- default priority (a demotion needs no change in its code). Every enqueue reads its
--- producer's row by primary key; analysed after every change, like herald.channels.
+-- 'intake:<name>' for an intake token); what a producer without a row gets is what
+-- every producer may do. Priorities run -100..100, lower first: a producer may use
+-- min_priority..100 (no row: 0..100), so running ahead of the default is granted,
+-- never taken; a min_priority above 0 is also its default (a demotion needs no change
+-- in its code). senders: the e-mail From addresses it may set in a payload, each an
+-- address or a domain (any address there); no row or NULL: none, the runner's
+-- configured From is used. Every enqueue reads its producer's row by primary key;
+-- analysed after every change, like herald.channels.
 CREATE TABLE herald.producers (
   producer     text COLLATE "C" PRIMARY KEY,
   min_priority smallint NOT NULL DEFAULT 0,
-  CONSTRAINT producers_min_priority_range CHECK (min_priority BETWEEN -100 AND 100)
+  senders      text[],
+  CONSTRAINT producers_min_priority_range CHECK (min_priority BETWEEN -100 AND 100),
+  CONSTRAINT producers_senders_listed CHECK (cardinality(senders) BETWEEN 1 AND 100
+                                             AND array_position(senders, NULL) IS NULL)
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
-COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row).';
+COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
 COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
 COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
+COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
 
 -- One value per claim_batch call: a message's lease_token changes at every claim, so
 -- complete/fail/extend_lease from an earlier owner match no row (the fencing token).

@@ -1,0 +1,253 @@
+package tests
+
+import (
+	"net/mail"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/sendertest"
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A producer cannot put its messages ahead of every other producer's by asking for
+// the most urgent priority: below 0 needs a herald.producers row, which only
+// herald_admin writes. Every enqueue path refuses with 42501 naming the field, and
+// stores and logs nothing.
+func TestPriorityIsGrantedNotTaken(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	for _, attack := range []struct{ sql, field string }{
+		{`SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', priority => -100)`, "priority"},
+		{`SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', priority => -1)`, "priority"},
+		{`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"}},
+			{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"},"priority":-100}]')`, "messages[1].priority"},
+		{`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"},"priority":"-5"}]')`,
+			"messages[0].priority"},
+		{`SELECT herald.enqueue_many(ARRAY['email', 'email'], ARRAY['m@example.com', 'n@example.com'],
+			ARRAY['{"subject":"s","text":"t"}', '{"subject":"s","text":"t"}']::jsonb[], priorities => ARRAY[0, -50])`, "messages[1].priority"},
+	} {
+		_, err := mallory.Exec(ctx, attack.sql)
+		wantPgError(t, err, "42501", attack.field)
+	}
+	// Nor can she grant herself, or borrow a granted producer's name.
+	grantPriority(t, pool, "herald_test_alice", -50)
+	for _, attack := range []string{
+		`INSERT INTO herald.producers (producer, min_priority) VALUES ('herald_test_mallory', -100)`,
+		`UPDATE herald.producers SET min_priority = -100`,
+		`SELECT min_priority FROM herald.producers`,
+	} {
+		_, err := mallory.Exec(ctx, attack)
+		wantPgError(t, err, "42501", "")
+	}
+	tx, err := mallory.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Exec(ctx, `SELECT set_config('herald.producer', 'herald_test_alice', true),
+		herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', priority => -50)`)
+	wantPgError(t, err, "42501", "herald.producer")
+	tx.Rollback(ctx)
+	if n := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`); n != 0 {
+		t.Fatalf("refused enqueues left %d messages and log rows", n)
+	}
+
+	// Granted: down to the grant, and no further.
+	grantPriority(t, pool, "herald_test_mallory", -10)
+	if p := enqueuedPriority(t, pool, mallory, `priority => -10`); p != -10 {
+		t.Fatalf("granted -10, stored %d", p)
+	}
+	_, err = mallory.Exec(ctx, `SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', priority => -11)`)
+	wantPgError(t, err, "42501", "priority")
+	// A repeat of a stored idempotency key is checked like a first enqueue, not
+	// answered with the first id.
+	first := scalar[int64](t, mallory, `SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'r')`)
+	for _, repeat := range []string{
+		`SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'r', priority => -50)`,
+		`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"r","priority":-50}]')`,
+	} {
+		_, err = mallory.Exec(ctx, repeat)
+		wantPgError(t, err, "42501", "")
+	}
+	if p := scalar[int16](t, pool, `SELECT priority FROM herald.messages WHERE id = $1`, first); p != 0 {
+		t.Fatalf("the first message's priority became %d", p)
+	}
+	// 0..100 is everyone's, and the default stays 0.
+	for arg, want := range map[string]int{`priority => 100`: 100, `priority => 0`: 0, `run_at => NULL`: 0} {
+		if p := enqueuedPriority(t, pool, alice, arg); p != want {
+			t.Fatalf("alice with %s: stored priority %d, want %d", arg, p, want)
+		}
+	}
+}
+
+// An operator demotes a producer that floods a channel: with min_priority 50 its
+// messages, sent with no priority, are stored at 50, behind every other producer's
+// default, without a change in its code; asking for more urgency is refused.
+func TestDemotedProducerRunsBehindOthers(t *testing.T) {
+	ctx, pool := setup(t)
+	bulk := loginPool(t, pool, "herald_test_bulk", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	grantPriority(t, pool, "herald_test_bulk", 50)
+	if _, err := bulk.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 500) g))`); err != nil {
+		t.Fatal(err)
+	}
+	if got := scalar[[]int16](t, pool, `SELECT array_agg(DISTINCT priority) FROM herald.messages`); !slices.Equal(got, []int16{50}) {
+		t.Fatalf("the demoted producer's messages have priorities %v, want [50]", got)
+	}
+	_, err := bulk.Exec(ctx, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}', priority => 0)`)
+	wantPgError(t, err, "42501", "priority")
+	if p := enqueuedPriority(t, pool, bulk, `priority => 60`); p != 60 {
+		t.Fatalf("less urgent than its floor: stored %d, want 60", p)
+	}
+	mine := scalar[int64](t, alice, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}')`)
+	if got := scalar[[]int64](t, pool, `SELECT array_agg(id) FROM herald.claim_batch('w', 1)`); !slices.Equal(got, []int64{mine}) {
+		t.Fatalf("claimed %v, want alice's %d ahead of 500 older messages of the demoted producer", got, mine)
+	}
+}
+
+// enqueuedPriority enqueues an e-mail through producer with the extra argument arg
+// and returns the priority it was stored with (read through pool).
+func enqueuedPriority(t *testing.T, pool, producer *pgxpool.Pool, arg string) int {
+	t.Helper()
+	id := scalar[int64](t, producer, `SELECT herald.enqueue('email', 'p@example.com', '{"subject":"s","text":"t"}', `+arg+`)`)
+	return int(scalar[int16](t, pool, `SELECT priority FROM herald.messages WHERE id = $1`, id))
+}
+
+// A producer cannot send as someone else: an e-mail payload's from must be an address,
+// or at a domain, listed in its herald.producers row (none without a row, and then the
+// runner's configured From is used). Without that, any service could mail the
+// company's customers as ceo@ the company's own domain, signed by its provider.
+// Mailboxes whose display name could be read as another address are not mailboxes.
+func TestSenderIsGrantedNotTaken(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	const ceo = `{"subject":"Wire the funds","text":"t","from":"CEO <ceo@acme.test>"}`
+	for _, attack := range []struct{ sql, field string }{
+		{`SELECT herald.enqueue('email', 'cfo@acme.test', '` + ceo + `')`, "payload.from"},
+		{`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"a@acme.test","payload":{"subject":"s","text":"t"}},
+			{"channel":"email","recipient":"cfo@acme.test","payload":` + ceo + `}]')`, "messages[1].payload.from"},
+		{`SELECT herald.enqueue_many(ARRAY['email'], ARRAY['cfo@acme.test'], ARRAY['` + ceo + `']::jsonb[])`, "messages[0].payload.from"},
+	} {
+		_, err := mallory.Exec(ctx, attack.sql)
+		wantPgError(t, err, "42501", attack.field)
+	}
+	if n := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`); n != 0 {
+		t.Fatalf("refused enqueues left %d messages and log rows", n)
+	}
+
+	grantSenders(t, pool, "herald_test_mallory", "newsletter@acme.test")
+	enqueueFrom := func(from string) error {
+		_, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'cfo@acme.test', jsonb_build_object('subject', 's', 'text', 't', 'from', $1::text))`, from)
+		return err
+	}
+	for _, from := range []string{"News <newsletter@acme.test>", "NEWSLETTER@acme.test", "Acme Security Team <newsletter@acme.test>"} {
+		if err := enqueueFrom(from); err != nil {
+			t.Fatalf("granted from %q: %v", from, err)
+		}
+	}
+	for from, code := range map[string]string{
+		"ceo@acme.test":                                      "42501",
+		"newsletter@acme.test.evil.example":                  "42501",
+		"newsletter@mail.acme.test":                          "42501",
+		`"newsletter@acme.test" <ceo@acme.test>`:             "22V03", // the name is not an address
+		"newsletter@acme.test <ceo@acme.test>":               "22V03",
+		"News <newsletter@acme.test>, ceo@acme.test":         "22V03", // one mailbox, not a list
+		"News (newsletter@acme.test) <ceo@acme.test>":        "22V03",
+		"News <newsletter@acme.test> (ceo@acme.test)":        "22V03",
+		"News <newsletter@acme.test>\r\nBcc: x@evil.example": "22V03",
+	} {
+		wantPgError(t, enqueueFrom(from), code, "payload.from")
+	}
+	// Nor can a header name the sender instead.
+	for _, h := range []string{"Sender", "resent-from", "Resent-Sender", "Return-Path"} {
+		_, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'cfo@acme.test', jsonb_build_object('subject', 's', 'text', 't',
+			'headers', jsonb_build_object($1::text, 'CEO <ceo@acme.test>')))`, h)
+		wantPgError(t, err, "22V03", "payload.headers."+h)
+	}
+	// A domain grants every address there, and only there.
+	grantSenders(t, pool, "herald_test_mallory", "acme.test")
+	if err := enqueueFrom("CEO <ceo@acme.test>"); err != nil {
+		t.Fatalf("from at a granted domain: %v", err)
+	}
+	wantPgError(t, enqueueFrom("ceo@acme.test.evil.example"), "42501", "payload.from")
+	// reply_to is the producer's to choose (a contact form answers the customer).
+	if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'cfo@acme.test', '{"subject":"s","text":"t","reply_to":"Ana <ana@customer.example>"}')`); err != nil {
+		t.Fatalf("reply_to: %v", err)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 5 {
+		t.Fatalf("%d messages stored, want the 5 allowed", n)
+	}
+
+	// What was allowed is what the SMTP server is told, in the header and the envelope.
+	srv := sendertest.StartSMTP(t, true)
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var m sender.Message
+	if err := pool.QueryRow(ctx, `SELECT id, recipient, payload FROM herald.messages WHERE payload ->> 'from' = 'News <newsletter@acme.test>'`).
+		Scan(&m.ID, &m.Recipient, &m.Payload); err != nil {
+		t.Fatal(err)
+	}
+	m.Channel, m.Attempt = "email", 1
+	if _, err := s.Send(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Messages()
+	if len(got) != 1 || got[0].From != "newsletter@acme.test" || !strings.Contains(got[0].Data, "From: \"News\" <newsletter@acme.test>") {
+		t.Fatalf("the SMTP server got %+v", got)
+	}
+}
+
+// herald._mailbox and the runner's parser (net/mail, which go-mail and the SendGrid
+// sender use) must read the same address from every from that SQL accepts: a
+// mailbox SQL judged by one address and the runner sent from another would undo the
+// senders check. Built from the pieces that make parsers disagree.
+func TestMailboxAgreesWithTheRunnersParser(t *testing.T) {
+	ctx, pool := setup(t)
+	names := []string{"", "Ana", "Ana Lima", "J. Doe", "O'Brien", "José Ñ", "=?utf-8?q?CEO?=", "\"Ana\"", "Ana (x)", "a@b.example",
+		"Doe, John", "Ana;", "Ana:", "[Ana]", "Ana\\", " Ana", "Ana ", "Ana\t", "\u202eanA", "a+b=c", "<Ana>", "Ana\u00a0Lima"}
+	addrs := []string{"ana@example.com", "ANA@Example.COM", "a.b@example.com", "a..b@example.com", "\"a b\"@example.com",
+		"a@[127.0.0.1]", "a@b@example.com", "a@example.com.", "a@-example.com", "a@example.com (x)", "<a@example.com>", "a"}
+	var corpus []string
+	for _, a := range addrs {
+		corpus = append(corpus, a)
+		for _, n := range names {
+			for _, sep := range []string{" ", "", "  "} {
+				corpus = append(corpus, n+sep+"<"+a+">", n+sep+"<"+a+"> ", n+sep+"<"+a+">, b@example.com")
+			}
+		}
+	}
+	rows, err := pool.Query(ctx, `SELECT v, herald._mailbox(v) FROM unnest($1::text[]) AS v`, corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for rows.Next() {
+		var v string
+		var addr *string
+		if err := rows.Scan(&v, &addr); err != nil {
+			t.Fatal(err)
+		}
+		if addr == nil {
+			continue
+		}
+		accepted++
+		parsed, err := mail.ParseAddress(v)
+		if err != nil || parsed.Address != *addr {
+			t.Errorf("%q: SQL reads %q, net/mail %v %v", v, *addr, parsed, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SQL accepted %d of %d", accepted, len(corpus))
+	if accepted < 20 || accepted > len(corpus)/2 {
+		t.Fatalf("SQL accepted %d of %d: the corpus should hold both kinds", accepted, len(corpus))
+	}
+}
