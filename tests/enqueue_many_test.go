@@ -238,6 +238,7 @@ func TestEnqueueManyRejectsBadInput(t *testing.T) {
 func TestValidAgreesWithValidate(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_payload_bytes) VALUES ('hook', 'webhook', 64), ('other', 'custom', 65536)`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('mine', 'email', '{p}'), ('theirs', 'email', '{q,r}')`)
 	type c struct {
 		channel, recipient, payload string
 		extra                       string // named arguments of both functions' remaining parameters
@@ -356,6 +357,9 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"email", "a@example.com", `{"subject":"s","text":"t","reply_to":"Bo Lima <bo@elsewhere.example>"}`, ""},
 		{"email", "a@example.com", `{"subject":"s","text":"t","reply_to":"not an address"}`, ""},
 		{"hook", "https://example.com/h", `{"from":"anything"}`, ""},
+		// the channel's producers (herald.channels.producers; the producer is 'p')
+		{"mine", "a@example.com", email, ""},
+		{"theirs", "a@example.com", email, ""},
 		{"sms", "+14155550100", `{"media_urls":["https://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":["ftp://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":[]}`, ""},
@@ -369,8 +373,9 @@ func TestValidAgreesWithValidate(t *testing.T) {
 				args[name] = value
 			}
 		}
-		list := fmt.Sprintf("%s, %s, %s, %s::text[], %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], args["min_priority"],
-			args["senders"], args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
+		policy := fmt.Sprintf("ROW('p', %s, %s::text[])::herald.producers", args["min_priority"], args["senders"])
+		list := fmt.Sprintf("%s, %s, %s, c.producers, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], policy,
+			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
 		var valid bool
 		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, $2, $3::jsonb, `+list+`, $4)
 			FROM (SELECT $1::text AS name) x LEFT JOIN herald.channels c ON c.name = x.name`,
@@ -379,7 +384,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		}
 		spec := fmt.Sprintf("ROW($1, $2, $3::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s)::herald.message_spec", args["run_at"],
 			args["priority"], args["idempotency_key"], args["ordering_key"], args["max_attempts"], args["metadata"], args["expires_at"])
-		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, `+args["min_priority"]+`, `+args["senders"]+`::text[], $4, '')`, k.channel, k.recipient, k.payload, t0)
+		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, `+policy+`, $4, '')`, k.channel, k.recipient, k.payload, t0)
 		if valid != (err == nil) {
 			t.Errorf("%s %q %s %s: _valid says %v, _validate says %v", k.channel, k.recipient, k.payload, k.extra, valid, err)
 		}

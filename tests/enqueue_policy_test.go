@@ -1,14 +1,22 @@
 package tests
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/mail"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/sender/sendertest"
 	smtpsender "github.com/herald/herald/runner/sender/smtp"
+	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -249,5 +257,73 @@ func TestMailboxAgreesWithTheRunnersParser(t *testing.T) {
 	t.Logf("SQL accepted %d of %d", accepted, len(corpus))
 	if accepted < 20 || accepted > len(corpus)/2 {
 		t.Fatalf("SQL accepted %d of %d: the corpus should hold both kinds", accepted, len(corpus))
+	}
+}
+
+// A channel with producers is open to those producers only: a webhook receiver that
+// trusts its channel's signature trusts them, not every service that may enqueue.
+// Another producer is refused on every path (42501 channel), and what it can still
+// send to the receiver through an open channel is signed with that channel's secret,
+// which the receiver refuses.
+func TestChannelIsOpenOnlyToItsProducers(t *testing.T) {
+	ctx, pool := setup(t)
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('ledger', 'webhook', '{herald_test_alice}'), ('hooks', 'webhook', NULL)`)
+	ledgerSecret, hooksSecret := "whsec_"+strings.Repeat("TGVkZ2Vy", 4), "whsec_"+strings.Repeat("SG9va3Nz", 4)
+	var trusted []string
+	var mu sync.Mutex
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify([]string{ledgerSecret}, r.Header, body, 5*time.Minute, time.Now()); err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		trusted = append(trusted, string(body))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	url := strings.Replace(receiver.URL, "127.0.0.1", "localhost", 1) + "/ledger"
+	const paid = `{"event":"paid","order":42}`
+
+	for _, attack := range []struct{ sql, field string }{
+		{`SELECT herald.enqueue('ledger', $1, '` + paid + `')`, "channel"},
+		{`SELECT herald.enqueue_batch(jsonb_build_array(jsonb_build_object('channel', 'hooks', 'recipient', $1::text, 'payload', '{}'::jsonb),
+			jsonb_build_object('channel', 'ledger', 'recipient', $1::text, 'payload', '` + paid + `'::jsonb)))`, "messages[1].channel"},
+		{`SELECT herald.enqueue_many(ARRAY['ledger'], ARRAY[$1::text], ARRAY['` + paid + `']::jsonb[])`, "messages[0].channel"},
+	} {
+		_, err := mallory.Exec(ctx, attack.sql, url)
+		wantPgError(t, err, "42501", attack.field)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("refused enqueues stored %d messages", n)
+	}
+	mine := scalar[int64](t, alice, `SELECT herald.enqueue('ledger', $1, '`+paid+`')`, url)
+	forged := scalar[int64](t, mallory, `SELECT herald.enqueue('hooks', $1, '`+paid+`')`, url)
+
+	// Each channel's runner signs with the channel's secret.
+	loopback := egress.Policy{Allow: []string{"127.0.0.1/32", "::1/128"}}
+	for id, secret := range map[int64]string{mine: ledgerSecret, forged: hooksSecret} {
+		s, err := webhook.New(webhook.Config{Secrets: []string{secret}, Egress: loopback})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m sender.Message
+		if err := pool.QueryRow(ctx, `SELECT id, channel, recipient, payload FROM herald.messages WHERE id = $1`, id).
+			Scan(&m.ID, &m.Channel, &m.Recipient, &m.Payload); err != nil {
+			t.Fatal(err)
+		}
+		m.Attempt = 1
+		_, err = s.Send(ctx, m)
+		if (id == mine) != (err == nil) {
+			t.Fatalf("message %d (ledger's: %v): send error %v", id, id == mine, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(trusted) != 1 || !strings.Contains(trusted[0], fmt.Sprintf(`"id":%d`, mine)) {
+		t.Fatalf("the ledger receiver trusted %q, want only alice's message %d", trusted, mine)
 	}
 }

@@ -189,10 +189,11 @@ func TestIntakeBatch(t *testing.T) {
 	}
 }
 
-// A token holder cannot jump the queue or send as someone else: a priority below 0,
-// or an e-mail from, that its producer's herald.producers row (intake:<name>) does not
-// grant is 403 priority_not_granted / sender_not_granted, naming the field (and the
-// index in a batch), and nothing is stored; once an admin grants it, 202.
+// A token holder cannot jump the queue, send as someone else or use a closed channel:
+// a priority below 0 or an e-mail from that its producer's herald.producers row
+// (intake:<name>) does not grant, or a channel whose producers leave it out, is 403
+// priority_not_granted / sender_not_granted / channel_not_granted, naming the field
+// (and the index in a batch), and nothing is stored; once an admin grants it, 202.
 func TestIntakeRefusesUngrantedPolicy(t *testing.T) {
 	srv, pool := intakeServer(t, intake.Config{Tokens: []intake.Token{{Name: "shop", Secret: "s3cret"}}})
 	auth := map[string]string{"Authorization": "Bearer s3cret"}
@@ -213,12 +214,20 @@ func TestIntakeRefusesUngrantedPolicy(t *testing.T) {
 		e.Error.Code != "sender_not_granted" || e.Error.Field != "payload.from" || e.Error.Index == nil || *e.Error.Index != 0 {
 		t.Fatalf("spoofed from: %d %+v", code, e.Error)
 	}
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('vip', 'email', '{intake:other}')`)
+	vip := strings.Replace(goodEmail, `"channel":"email"`, `"channel":"vip"`, 1)
+	e = apiError{}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", vip, auth, &e); code != 403 ||
+		e.Error.Code != "channel_not_granted" || e.Error.Field != "channel" {
+		t.Fatalf("closed channel: %d %+v", code, e.Error)
+	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
 		t.Fatalf("refused requests stored %d messages", n)
 	}
 	grantPriority(t, pool, "intake:shop", -20)
 	grantSenders(t, pool, "intake:shop", "ceo@example.com")
-	for _, body := range []string{urgent, spoof} {
+	mustExec(t, pool, `UPDATE herald.channels SET producers = '{intake:other,intake:shop}' WHERE name = 'vip'`)
+	for _, body := range []string{urgent, spoof, vip} {
 		if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", body, auth, nil); code != 202 {
 			t.Fatalf("%s after the grant: %d", body, code)
 		}

@@ -318,15 +318,14 @@ DECLARE
   v_logged_channels text[];
   v_logged_hashes integer[];
   v_barred bigint[];
-  v_producer text := herald._producer();
+  v_policy herald.producers; -- the producer's row, or what a producer without one gets
   v_suppressing boolean;
-  v_min_priority integer;
-  v_senders text[];
   i integer;
 BEGIN
+  v_policy.producer := herald._producer();
   SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders
-  INTO v_suppressing, v_min_priority, v_senders
-  FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_producer;
+  INTO v_suppressing, v_policy.min_priority, v_policy.senders
+  FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
     v_channels := ARRAY[(specs[1]).channel];
@@ -345,8 +344,7 @@ BEGIN
 
   IF v_keyed THEN
     SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
-    FROM herald._repeats(specs => specs, producer => v_producer, min_priority => v_min_priority,
-                         senders => v_senders, ids => v_ids, now => _enqueue.now) AS r;
+    FROM herald._repeats(specs => specs, policy => v_policy, ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
@@ -362,14 +360,14 @@ BEGIN
   END IF;
 
   IF v_ordered THEN
-    v_held := herald._held(specs => v_specs, producer => v_producer, barred => v_barred);
+    v_held := herald._held(specs => v_specs, producer => v_policy.producer, barred => v_barred);
   END IF;
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
-  SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata,
-         coalesce(s.priority, greatest(v_min_priority, 0)),
+  SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.payload, s.metadata,
+         coalesce(s.priority, greatest(v_policy.min_priority, 0)),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
@@ -378,8 +376,8 @@ BEGIN
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
-                      payload => s.payload, run_at => s.run_at, priority => s.priority, min_priority => v_min_priority,
-                      senders => v_senders,
+                      payload => s.payload, run_at => s.run_at, priority => s.priority, policy => v_policy,
+                      channel_producers => c.producers,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
                       expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
@@ -388,7 +386,7 @@ BEGIN
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
       CONTINUE WHEN v_valid AND i = ANY (v_skip); -- a repeat: checked above
-      PERFORM herald._validate(spec => specs[i], min_priority => v_min_priority, senders => v_senders, now => _enqueue.now,
+      PERFORM herald._validate(spec => specs[i], policy => v_policy, now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;
     RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
@@ -1465,11 +1463,57 @@ $$;
 COMMENT ON FUNCTION herald._release_after(ids bigint[], producers text[], keys text[]) IS 'Private: after messages with ordering keys finished, release the next message of each key, or note the key for reap_stale.';
 
 
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
 --
--- Name: _repeats(herald.message_spec[], text, integer, text[], bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: producers; Type: TABLE; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) RETURNS record
+CREATE TABLE herald.producers (
+    producer text NOT NULL COLLATE pg_catalog."C",
+    min_priority smallint DEFAULT 0 NOT NULL,
+    senders text[],
+    CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
+    CONSTRAINT producers_senders_listed CHECK ((((cardinality(senders) >= 1) AND (cardinality(senders) <= 100)) AND (array_position(senders, NULL::text) IS NULL)))
+)
+WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
+
+
+--
+-- Name: TABLE producers; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
+
+
+--
+-- Name: COLUMN producers.producer; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
+
+
+--
+-- Name: COLUMN producers.min_priority; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
+
+
+--
+-- Name: COLUMN producers.senders; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
+
+
+--
+-- Name: _repeats(herald.message_spec[], herald.producers, bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._repeats(specs herald.message_spec[], policy herald.producers, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) RETURNS record
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
@@ -1480,13 +1524,13 @@ BEGIN
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
          coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
-           min_priority => _repeats.min_priority, senders => _repeats.senders,
+           policy => _repeats.policy, channel_producers => c.producers,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
            ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
   FROM (SELECT s.*, min(s.ordinality) OVER (PARTITION BY s.idempotency_key) AS first_ord,
                (SELECT m.id FROM herald.messages m
-                WHERE m.producer = _repeats.producer AND m.idempotency_key = s.idempotency_key) AS stored_id
+                WHERE m.producer = (_repeats.policy).producer AND m.idempotency_key = s.idempotency_key) AS stored_id
         FROM unnest(specs) WITH ORDINALITY AS s
         WHERE s.idempotency_key IS NOT NULL) AS r
   LEFT JOIN herald.channels c ON c.name = r.channel
@@ -1496,10 +1540,10 @@ $$;
 
 
 --
--- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _repeats(specs herald.message_spec[], policy herald.producers, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
+COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], policy herald.producers, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
 
 
 --
@@ -1554,10 +1598,6 @@ $$;
 
 COMMENT ON FUNCTION herald._settle_rechecks() IS 'Private: release the next message of the ordering keys noted in herald.ordering_rechecks, once no enqueue holds their finished message.';
 
-
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
 
 --
 -- Name: suppressions; Type: TABLE; Schema: herald; Owner: -
@@ -1660,14 +1700,15 @@ COMMENT ON FUNCTION herald._suppressions_normalize() IS 'Private: the function o
 
 
 --
--- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, integer, text[], integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $_$
   SELECT coalesce(
         kind IS NOT NULL
+    AND (channel_producers IS NULL OR (policy).producer = ANY (channel_producers))
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
@@ -1676,7 +1717,7 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
                                           AND (NOT payload ? 'from'
-                                               OR herald._sender_allowed(sender => payload ->> 'from', senders => senders))
+                                               OR herald._sender_allowed(sender => payload ->> 'from', senders => (policy).senders))
                                 END
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
@@ -1691,7 +1732,7 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
-    AND (priority IS NULL OR priority <@ int4range(min_priority, 100, '[]'))
+    AND (priority IS NULL OR priority <@ int4range((policy).min_priority, 100, '[]'))
     AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
@@ -1702,17 +1743,17 @@ $_$;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
 
 
 --
--- Name: _validate(herald.message_spec, integer, text[], timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _validate(herald.message_spec, herald.producers, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text) RETURNS void
+CREATE FUNCTION herald._validate(spec herald.message_spec, policy herald.producers, now timestamp with time zone, field_prefix text) RETURNS void
     LANGUAGE plpgsql STABLE
     AS $_$
 #variable_conflict use_variable
@@ -1725,6 +1766,10 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM herald._reject(code => '22V01', field => p || 'channel', message => format('unknown channel %L', spec.channel),
       hint => 'known channels are the rows of herald.channels');
+  ELSIF NOT (policy).producer = ANY (ch.producers) THEN
+    PERFORM herald._reject(code => '42501', field => p || 'channel',
+      message => format('channel %L is not open to producer %L', spec.channel, (policy).producer),
+      hint => 'an admin adds the producer to herald.channels.producers');
   END IF;
 
   IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
@@ -1768,7 +1813,7 @@ BEGIN
     PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
     FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
   ELSIF ch.kind = 'email' AND spec.payload ? 'from'
-        AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => senders) THEN
+        AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => (policy).senders) THEN
     PERFORM herald._reject(code => '42501', field => p || 'payload.from',
       message => format('%s is not a sender this producer may use', herald._mailbox(value => spec.payload ->> 'from')),
       hint => 'an admin lists the address or its domain in herald.producers.senders; without from, the runner''s From is used');
@@ -1782,9 +1827,9 @@ BEGIN
   END IF;
   IF spec.priority NOT BETWEEN -100 AND 100 THEN
     PERFORM herald._reject(code => '22V06', field => p || 'priority', message => format('%s is outside -100..100 (lower runs first)', spec.priority));
-  ELSIF spec.priority < min_priority THEN
+  ELSIF spec.priority < (policy).min_priority THEN
     PERFORM herald._reject(code => '42501', field => p || 'priority',
-      message => format('%s is more urgent than this producer may use (%s..100, lower runs first)', spec.priority, min_priority),
+      message => format('%s is more urgent than this producer may use (%s..100, lower runs first)', spec.priority, (policy).min_priority),
       hint => 'an admin grants a lower min_priority in herald.producers');
   END IF;
   IF spec.max_attempts NOT BETWEEN 1 AND 100 THEN
@@ -1810,10 +1855,10 @@ $_$;
 
 
 --
--- Name: FUNCTION _validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _validate(spec herald.message_spec, policy herald.producers, now timestamp with time zone, field_prefix text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text) IS 'Private: raise the error naming the first bad field of a message (the enqueue rules).';
+COMMENT ON FUNCTION herald._validate(spec herald.message_spec, policy herald.producers, now timestamp with time zone, field_prefix text) IS 'Private: raise the error naming the first bad field of a message (the enqueue rules).';
 
 
 --
@@ -3293,6 +3338,7 @@ CREATE TABLE herald.channels (
     paused_reason text,
     paused_at timestamp with time zone,
     paused_by text,
+    producers text[],
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
@@ -3301,6 +3347,7 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
     CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
+    CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
     CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
     CONSTRAINT channels_ttl_range CHECK (((ttl >= '00:00:01'::interval) AND (ttl <= '1 year'::interval)))
 )
@@ -3361,6 +3408,13 @@ COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set
 --
 
 COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
+
+
+--
+-- Name: COLUMN channels.producers; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue on the channel (role names, intake:<name>); NULL: every producer. What a webhook receiver of the channel trusts.';
 
 
 --
@@ -3907,48 +3961,6 @@ ALTER TABLE herald.ordering_rechecks ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     NO MAXVALUE
     CACHE 1
 );
-
-
---
--- Name: producers; Type: TABLE; Schema: herald; Owner: -
---
-
-CREATE TABLE herald.producers (
-    producer text NOT NULL COLLATE pg_catalog."C",
-    min_priority smallint DEFAULT 0 NOT NULL,
-    senders text[],
-    CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
-    CONSTRAINT producers_senders_listed CHECK ((((cardinality(senders) >= 1) AND (cardinality(senders) <= 100)) AND (array_position(senders, NULL::text) IS NULL)))
-)
-WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
-
-
---
--- Name: TABLE producers; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
-
-
---
--- Name: COLUMN producers.producer; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
-
-
---
--- Name: COLUMN producers.min_priority; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
-
-
---
--- Name: COLUMN producers.senders; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
 
 
 --
@@ -4596,10 +4608,17 @@ REVOKE ALL ON FUNCTION herald._release_after(ids bigint[], producers text[], key
 
 
 --
--- Name: FUNCTION _repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: ACL; Schema: herald; Owner: -
+-- Name: TABLE producers; Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
+GRANT ALL ON TABLE herald.producers TO herald_admin;
+
+
+--
+-- Name: FUNCTION _repeats(specs herald.message_spec[], policy herald.producers, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], policy herald.producers, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
 
 
 --
@@ -4645,17 +4664,17 @@ REVOKE ALL ON FUNCTION herald._suppressions_normalize() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, min_priority integer, senders text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _validate(spec herald.message_spec, policy herald.producers, now timestamp with time zone, field_prefix text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._validate(spec herald.message_spec, min_priority integer, senders text[], now timestamp with time zone, field_prefix text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._validate(spec herald.message_spec, policy herald.producers, now timestamp with time zone, field_prefix text) FROM PUBLIC;
 
 
 --
@@ -5040,13 +5059,6 @@ GRANT ALL ON TABLE herald.ordering_rechecks TO herald_admin;
 --
 
 GRANT ALL ON SEQUENCE herald.ordering_rechecks_id_seq TO herald_admin;
-
-
---
--- Name: TABLE producers; Type: ACL; Schema: herald; Owner: -
---
-
-GRANT ALL ON TABLE herald.producers TO herald_admin;
 
 
 --

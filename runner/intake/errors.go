@@ -45,6 +45,7 @@ var codes = map[string]string{
 // 42501 on anything else (the intake's own role) is the operator's problem, not the
 // client's.
 var notGranted = map[string]string{
+	"channel":      "channel_not_granted",
 	"priority":     "priority_not_granted",
 	"payload.from": "sender_not_granted",
 }

@@ -1,18 +1,18 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
 -- store messages and their 'accepted' log event, all or nothing; ids in input order.
--- Each belongs to herald._producer(); its herald.producers row gives the most urgent
--- priority (none: 0; above 0 also the default) and the e-mail from it may set. `now`
--- other than now() is herald_admin's (herald._check_clock). A repeated idempotency key
--- (per producer, herald._repeats) is answered with the first message's id, not stored.
--- expires_at: the least of the spec's and due time + the channel's ttl. A suppressed
--- recipient (herald._suppression, probed while herald.suppressions has rows) is stored
--- 'suppressed', finished, with a 'suppressed' log event; one behind a pending message
--- of its producer's ordering key 'held' (herald._held). Rows are stored where
--- herald._valid holds; when fewer are, herald._validate names the first bad one (COLUMN
--- 'messages[i].field', or 'field' when single) and the call is undone. Under REPEATABLE
--- READ a repeat committed after the snapshot is invisible: 23505 (retry). Log rows hold
--- ids in id order. Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements;
--- those of herald._repeats and herald._held. Index: herald.producers' primary key.
+-- Each belongs to herald._producer(), on a channel open to it (channels.producers); its
+-- herald.producers row gives the most urgent priority (none: 0; above 0 the default)
+-- and the e-mail from it may set. `now` other than now() is herald_admin's. A repeated
+-- idempotency key (per producer, herald._repeats) is answered with the first message's
+-- id, not stored. expires_at: the least of the spec's and due time + the channel's ttl.
+-- A suppressed recipient (herald._suppression, probed while herald.suppressions has
+-- rows) is stored 'suppressed', finished, with a 'suppressed' log event; one behind a
+-- pending message of its producer's ordering key 'held' (herald._held). Rows are stored
+-- where herald._valid holds; when fewer are, herald._validate names the first bad one
+-- (COLUMN 'messages[i].field', or 'field' when single) and the call is undone. Under
+-- REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 (retry).
+-- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements; those of
+-- herald._repeats and herald._held. Index: herald.producers' primary key.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -38,15 +38,14 @@ DECLARE
   v_logged_channels text[];
   v_logged_hashes integer[];
   v_barred bigint[];
-  v_producer text := herald._producer();
+  v_policy herald.producers; -- the producer's row, or what a producer without one gets
   v_suppressing boolean;
-  v_min_priority integer;
-  v_senders text[];
   i integer;
 BEGIN
+  v_policy.producer := herald._producer();
   SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders
-  INTO v_suppressing, v_min_priority, v_senders
-  FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_producer;
+  INTO v_suppressing, v_policy.min_priority, v_policy.senders
+  FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
     v_channels := ARRAY[(specs[1]).channel];
@@ -65,8 +64,7 @@ BEGIN
 
   IF v_keyed THEN
     SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
-    FROM herald._repeats(specs => specs, producer => v_producer, min_priority => v_min_priority,
-                         senders => v_senders, ids => v_ids, now => _enqueue.now) AS r;
+    FROM herald._repeats(specs => specs, policy => v_policy, ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
@@ -82,14 +80,14 @@ BEGIN
   END IF;
 
   IF v_ordered THEN
-    v_held := herald._held(specs => v_specs, producer => v_producer, barred => v_barred);
+    v_held := herald._held(specs => v_specs, producer => v_policy.producer, barred => v_barred);
   END IF;
 
   INSERT INTO herald.messages AS m
     (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
-  SELECT v_ids[s.ordinality], v_producer, c.name, s.recipient, s.payload, s.metadata,
-         coalesce(s.priority, greatest(v_min_priority, 0)),
+  SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.payload, s.metadata,
+         coalesce(s.priority, greatest(v_policy.min_priority, 0)),
          greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
@@ -98,8 +96,8 @@ BEGIN
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
-                      payload => s.payload, run_at => s.run_at, priority => s.priority, min_priority => v_min_priority,
-                      senders => v_senders,
+                      payload => s.payload, run_at => s.run_at, priority => s.priority, policy => v_policy,
+                      channel_producers => c.producers,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
                       expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
@@ -108,7 +106,7 @@ BEGIN
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
     FOR i IN 1 .. n LOOP
       CONTINUE WHEN v_valid AND i = ANY (v_skip); -- a repeat: checked above
-      PERFORM herald._validate(spec => specs[i], min_priority => v_min_priority, senders => v_senders, now => _enqueue.now,
+      PERFORM herald._validate(spec => specs[i], policy => v_policy, now => _enqueue.now,
                                field_prefix => CASE WHEN single THEN '' ELSE format('messages[%s].', i - 1) END);
     END LOOP;
     RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'

@@ -1,6 +1,6 @@
--- herald._repeats(specs, producer, min_priority, senders, ids, now) — the idempotency
--- keys of one enqueue call (herald._enqueue; ids: the ids drawn for the specs, in
--- input order). Locks each key (pg_advisory_xact_lock(1213612876, hashtext(key)), in
+-- herald._repeats(specs, policy, ids, now) — the idempotency keys of one enqueue call
+-- of policy's producer (herald._enqueue; ids: the ids drawn for the specs, in input
+-- order). Locks each key (pg_advisory_xact_lock(1213612876, hashtext(key)), in
 -- hash order, until the transaction ends), then returns the repeats: `positions`, the
 -- input positions of specs whose key the producer stored before or an earlier spec of
 -- the call carries; `first_ids`, the id answering each; `valid`, whether every repeat
@@ -9,7 +9,7 @@
 -- small calls, the array's length being known) was planned anew at every call.
 -- Index: messages_idempotency_key_idx.
 CREATE OR REPLACE FUNCTION herald._repeats(
-  specs herald.message_spec[], producer text, min_priority integer, senders text[], ids bigint[], now timestamptz,
+  specs herald.message_spec[], policy herald.producers, ids bigint[], now timestamptz,
   OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean)
 LANGUAGE plpgsql
 VOLATILE
@@ -22,13 +22,13 @@ BEGIN
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
          coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
-           min_priority => _repeats.min_priority, senders => _repeats.senders,
+           policy => _repeats.policy, channel_producers => c.producers,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
            ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
   FROM (SELECT s.*, min(s.ordinality) OVER (PARTITION BY s.idempotency_key) AS first_ord,
                (SELECT m.id FROM herald.messages m
-                WHERE m.producer = _repeats.producer AND m.idempotency_key = s.idempotency_key) AS stored_id
+                WHERE m.producer = (_repeats.policy).producer AND m.idempotency_key = s.idempotency_key) AS stored_id
         FROM unnest(specs) WITH ORDINALITY AS s
         WHERE s.idempotency_key IS NOT NULL) AS r
   LEFT JOIN herald.channels c ON c.name = r.channel
@@ -36,6 +36,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._repeats(herald.message_spec[], text, integer, text[], bigint[], timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION herald._repeats(herald.message_spec[], text, integer, text[], bigint[], timestamptz) IS
+REVOKE ALL ON FUNCTION herald._repeats(herald.message_spec[], herald.producers, bigint[], timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION herald._repeats(herald.message_spec[], herald.producers, bigint[], timestamptz) IS
   'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';

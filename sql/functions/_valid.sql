@@ -1,7 +1,7 @@
 -- herald._valid(kind, max_payload_bytes, recipient, …, now, checked_kind) — true when one
 -- message passes every enqueue rule for a channel of that kind and payload limit
--- (kind NULL: unknown channel, false) and for a producer whose policy
--- (herald.producers) is min_priority and senders. The set-based twin of herald._validate, which
+-- (kind NULL: unknown channel, false) open to channel_producers (NULL: all), from a
+-- producer with the policy of its herald.producers row. The set-based twin of herald._validate, which
 -- states the rules and names the field: herald._enqueue stores only rows for which
 -- this is true, and calls _validate when one is not. It must never be false where
 -- _validate passes (tests/enqueue_test.go compares them).
@@ -16,8 +16,8 @@ CREATE OR REPLACE FUNCTION herald._valid(
   payload jsonb,
   run_at timestamptz,
   priority integer,
-  min_priority integer,
-  senders text[],
+  policy herald.producers,
+  channel_producers text[],
   max_attempts integer,
   metadata jsonb,
   idempotency_key text,
@@ -31,6 +31,7 @@ STABLE
 AS $$
   SELECT coalesce(
         kind IS NOT NULL
+    AND (channel_producers IS NULL OR (policy).producer = ANY (channel_producers))
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
@@ -39,7 +40,7 @@ AS $$
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
                                           AND (NOT payload ? 'from'
-                                               OR herald._sender_allowed(sender => payload ->> 'from', senders => senders))
+                                               OR herald._sender_allowed(sender => payload ->> 'from', senders => (policy).senders))
                                 END
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
@@ -54,7 +55,7 @@ AS $$
         END
     AND pg_column_size(payload) <= max_payload_bytes
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
-    AND (priority IS NULL OR priority <@ int4range(min_priority, 100, '[]'))
+    AND (priority IS NULL OR priority <@ int4range((policy).min_priority, 100, '[]'))
     AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
@@ -63,6 +64,6 @@ AS $$
     false)
 $$;
 
-REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, text[], integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, integer, text[], integer, jsonb, text, text, timestamptz, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, herald.producers, text[], integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, herald.producers, text[], integer, jsonb, text, text, timestamptz, timestamptz, text) IS
   'Private: true when a message passes every enqueue rule (inlined set-based check).';

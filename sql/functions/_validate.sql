@@ -1,20 +1,19 @@
--- herald._validate(spec, min_priority, senders, now, field_prefix) — raise the error
--- naming the first field of one message that breaks an enqueue rule, for a producer
--- whose policy (herald.producers) is min_priority and senders; nothing when it passes.
--- The rules, stated once (herald._valid is their set-based twin), raised through
--- herald._reject with COLUMN = field_prefix || field (docs/sql.md, "Errors"):
---   22V01 channel  unknown      22V02 recipient  syntax of the kind, 1..320 chars
+-- herald._validate(spec, policy, now, field_prefix) — raise the error naming the first
+-- field of one message that breaks an enqueue rule, from the producer whose
+-- herald.producers row is policy; nothing when it passes. The rules, stated once
+-- (herald._valid is their set-based twin), raised through herald._reject with COLUMN
+-- = field_prefix || field (docs/sql.md, "Errors"):
+--   22V01 channel unknown  42501 channel not open to the producer  22V02 recipient
+--         syntax of the kind, 1..320 chars
 --   22V03 payload  what the kind needs (email: subject and text, html, body or template_id;
 --         sms: text, body or media_urls); payload.<field> unknown to the kind or breaking
 --         its rules (herald._payload_fields, herald._payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
 --   22V06 priority -100..100   42501 priority below min_priority, payload.from not in senders
---   22V07 max_attempts 1..100   22V08 metadata object, 8 kB
---   22V09 idempotency_key / 22V10 ordering_key  1..255 characters
---   22V17 expires_at  after run_at (and after now)
+--   22V07 max_attempts 1..100   22V08 metadata object, 8 kB   22V09 idempotency_key /
+--   22V10 ordering_key  1..255 characters   22V17 expires_at  after run_at (and now)
 -- Optional fields may be NULL (defaults). Reads herald.channels by primary key. Locks: none.
-CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, min_priority integer, senders text[], now timestamptz,
-                                            field_prefix text)
+CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, policy herald.producers, now timestamptz, field_prefix text)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
@@ -29,6 +28,10 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM herald._reject(code => '22V01', field => p || 'channel', message => format('unknown channel %L', spec.channel),
       hint => 'known channels are the rows of herald.channels');
+  ELSIF NOT (policy).producer = ANY (ch.producers) THEN
+    PERFORM herald._reject(code => '42501', field => p || 'channel',
+      message => format('channel %L is not open to producer %L', spec.channel, (policy).producer),
+      hint => 'an admin adds the producer to herald.channels.producers');
   END IF;
 
   IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
@@ -72,7 +75,7 @@ BEGIN
     PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
     FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
   ELSIF ch.kind = 'email' AND spec.payload ? 'from'
-        AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => senders) THEN
+        AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => (policy).senders) THEN
     PERFORM herald._reject(code => '42501', field => p || 'payload.from',
       message => format('%s is not a sender this producer may use', herald._mailbox(value => spec.payload ->> 'from')),
       hint => 'an admin lists the address or its domain in herald.producers.senders; without from, the runner''s From is used');
@@ -86,9 +89,9 @@ BEGIN
   END IF;
   IF spec.priority NOT BETWEEN -100 AND 100 THEN
     PERFORM herald._reject(code => '22V06', field => p || 'priority', message => format('%s is outside -100..100 (lower runs first)', spec.priority));
-  ELSIF spec.priority < min_priority THEN
+  ELSIF spec.priority < (policy).min_priority THEN
     PERFORM herald._reject(code => '42501', field => p || 'priority',
-      message => format('%s is more urgent than this producer may use (%s..100, lower runs first)', spec.priority, min_priority),
+      message => format('%s is more urgent than this producer may use (%s..100, lower runs first)', spec.priority, (policy).min_priority),
       hint => 'an admin grants a lower min_priority in herald.producers');
   END IF;
   IF spec.max_attempts NOT BETWEEN 1 AND 100 THEN
@@ -112,6 +115,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._validate(herald.message_spec, integer, text[], timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._validate(herald.message_spec, integer, text[], timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._validate(herald.message_spec, herald.producers, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._validate(herald.message_spec, herald.producers, timestamptz, text) IS
   'Private: raise the error naming the first bad field of a message (the enqueue rules).';

@@ -36,6 +36,7 @@ CREATE TABLE herald.channels (
   paused_reason     text,
   paused_at         timestamptz,
   paused_by         text,
+  producers         text[],
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
   CONSTRAINT channels_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT channels_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 100),
@@ -45,7 +46,9 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_ttl_range CHECK (ttl BETWEEN '1 second' AND '1 year'),
   CONSTRAINT channels_rate_positive CHECK (rate > 0 AND rate <= 1000000),
   CONSTRAINT channels_burst_positive CHECK (burst BETWEEN 1 AND 1000000),
-  CONSTRAINT channels_paused_by_known CHECK (paused_by IN ('operator', 'runner'))
+  CONSTRAINT channels_paused_by_known CHECK (paused_by IN ('operator', 'runner')),
+  CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
+                                              AND array_position(producers, NULL) IS NULL)
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
 COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
@@ -54,6 +57,7 @@ COMMENT ON COLUMN herald.channels.rate IS 'Messages per second all runners toget
 COMMENT ON COLUMN herald.channels.burst IS 'How many messages the rate lets out at once after a quiet spell; NULL: one second''s worth (at least 1).';
 COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, for operators (the console shows it); set with paused.';
 COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
+COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue on the channel (role names, intake:<name>); NULL: every producer. What a webhook receiver of the channel trusts.';
 COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
