@@ -86,7 +86,7 @@ func TestSendGridEventWebhook(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	ids := sentMessages(t, pool, "email", "sgid-", "ana@example.com", "Bo@Example.com", "cy@example.com", "di@example.com", "ed@example.com", "fa@example.com")
+	ids := sentMessages(t, pool, "email", "sgid-", "ana@example.com", "Bo@Example.com", "cy@example.com", "di@example.com", "ed@example.com", "fa@example.com", "gi@example.com")
 	ev := func(i int, kind, extra string) string {
 		return fmt.Sprintf(`{"email":"x@example.com","timestamp":%d,"event":%q,"sg_event_id":"ev-%d-%s","sg_message_id":"sgid-%d.filterdrecv-5d4","herald_id":"%d"%s}`,
 			time.Now().Unix(), kind, i, kind, ids[i], ids[i], extra)
@@ -96,6 +96,7 @@ func TestSendGridEventWebhook(t *testing.T) {
 		ev(1, "bounce", `,"type":"bounce","status":"5.1.1","reason":"550 5.1.1 no such user"`),
 		ev(2, "bounce", `,"type":"blocked","status":"4.0.0","reason":"blocked for now"`),
 		ev(3, "spamreport", ""), ev(4, "unsubscribe", ""), ev(5, "dropped", `,"reason":"Bounced Address"`),
+		ev(6, "dropped", `,"reason":"Invalid SMTPAPI header"`),
 		`{"event":"delivered","sg_event_id":"ev-unknown","sg_message_id":"nope.1","herald_id":"999999","timestamp":1}`,
 		fmt.Sprintf(`{"event":"delivered","sg_event_id":"ev-mismatch","sg_message_id":"other-id.1","herald_id":"%d","timestamp":1}`, ids[5]),
 	}, ",") + "]"
@@ -131,22 +132,23 @@ func TestSendGridEventWebhook(t *testing.T) {
 	}
 
 	code, res := post(batch, key, time.Now().Unix(), batch)
-	if code != 200 || res.Recorded != 6 || res.Unknown != 2 || res.Ignored != 2 || res.Duplicates != 0 {
+	if code != 200 || res.Recorded != 7 || res.Unknown != 2 || res.Ignored != 2 || res.Duplicates != 0 {
 		t.Fatalf("batch: %d %+v", code, res)
 	}
 	for i, want := range []string{"sent delivered - -", "sent bounced hard 5.1.1", "sent bounced soft 4.0.0",
-		"sent complained - -", "sent unsubscribed - -", "sent undelivered - -"} {
+		"sent complained - -", "sent unsubscribed - -", "sent bounced hard -", "sent undelivered - -"} {
 		if got := outcome(t, pool, ids[i]); got != want {
 			t.Errorf("message %d: %q, want %q", i, got, want)
 		}
 	}
 	sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient) FROM herald.suppressions`)
-	if sup != "bo@example.com:bounced:sendgrid di@example.com:complained:sendgrid ed@example.com:unsubscribed:sendgrid" {
+	// A drop of an address on SendGrid's own bounce list is that bounce again; another drop is not.
+	if sup != "bo@example.com:bounced:sendgrid di@example.com:complained:sendgrid ed@example.com:unsubscribed:sendgrid fa@example.com:bounced:sendgrid" {
 		t.Fatalf("suppressions: %s", sup)
 	}
 	kinds := scalar[string](t, pool, `SELECT string_agg(kind, ',' ORDER BY message_id, kind) FROM herald.log_read('receipts', 0, 100)
 		WHERE kind NOT IN ('accepted', 'sent')`)
-	if kinds != "delivered,bounced,bounced,complained,unsubscribed,undelivered" {
+	if kinds != "delivered,bounced,bounced,complained,unsubscribed,bounced,undelivered" {
 		t.Fatalf("receipts in the log: %s", kinds)
 	}
 	mustExec(t, pool, `SELECT herald.log_ack('receipts', 0, (SELECT max("offset") FROM herald.log_read('receipts', 0, 100)))`)
@@ -154,7 +156,7 @@ func TestSendGridEventWebhook(t *testing.T) {
 	// A replay changes nothing twice.
 	before := scalar[string](t, pool, `SELECT string_agg(outcome || outcome_at::text, ',' ORDER BY id) FROM herald.messages`)
 	code, res = post(batch, key, time.Now().Unix(), batch)
-	if code != 200 || res.Duplicates != 8 || res.Recorded != 0 || res.Unknown != 0 {
+	if code != 200 || res.Duplicates != 9 || res.Recorded != 0 || res.Unknown != 0 {
 		t.Fatalf("replay: %d %+v", code, res)
 	}
 	if after := scalar[string](t, pool, `SELECT string_agg(outcome || outcome_at::text, ',' ORDER BY id) FROM herald.messages`); after != before {
@@ -185,7 +187,7 @@ func TestSendGridEventWebhook(t *testing.T) {
 // Twilio's status callbacks: signed with the auth token over the callback URL (with
 // the herald_id the sender adds) and the sorted parameters; delivered and
 // undelivered (with Twilio's ErrorCode) are outcomes, queued and sent are not; a bad
-// signature is 401.
+// signature is 401; an ErrorCode that rules the number out suppresses it.
 func TestTwilioStatusCallbacks(t *testing.T) {
 	_, pool := setup(t)
 	mux := http.NewServeMux()
@@ -193,7 +195,7 @@ func TestTwilioStatusCallbacks(t *testing.T) {
 	t.Cleanup(srv.Close)
 	callback := srv.URL + "/v1/events/twilio"
 	events.Register(mux, pool, events.Config{TwilioAuthToken: "tw-token", TwilioURL: callback})
-	ids := sentMessages(t, pool, "sms", "SM", "+14155550100", "+14155550101")
+	ids := sentMessages(t, pool, "sms", "SM", "+14155550100", "+14155550101", "+14155550102")
 
 	post := func(id int64, status, errorCode, token string) (int, eventsResult) {
 		t.Helper()
@@ -225,6 +227,13 @@ func TestTwilioStatusCallbacks(t *testing.T) {
 	}
 	if code, res := post(ids[1], "undelivered", "30003", "tw-token"); code != 200 || res.Duplicates != 1 {
 		t.Fatalf("replayed callback: %d %+v", code, res)
+	}
+	// 30005, an unknown number, rules the number out; 30003 (a phone off) does not.
+	if code, res := post(ids[2], "undelivered", "30005", "tw-token"); code != 200 || res.Recorded != 1 {
+		t.Fatalf("undelivered 30005: %d %+v", code, res)
+	}
+	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ') FROM herald.suppressions`); sup != "+14155550102:bounced:twilio" {
+		t.Fatalf("suppressions: %q", sup)
 	}
 }
 

@@ -62,6 +62,24 @@ func TestProvidersEndToEnd(t *testing.T) {
 	if strings.Contains(logs.String(), smtpSrv.Password) || strings.Contains(logs.String(), "tw-token") {
 		t.Fatal("a secret appears in the runner's logs")
 	}
+	// The 550 5.1.1 put the address on the suppression list: the next message to it
+	// ends suppressed and the server is not asked again.
+	if sup := scalar[string](t, pool, `SELECT reason || ':' || source FROM herald.suppressions WHERE recipient = 'unknown@example.net'`); sup != "bounced:send" {
+		t.Fatalf("suppression of the unknown mailbox: %q", sup)
+	}
+	againID := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'unknown@example.net', '{"subject":"Hi","text":"Hello again"}')`)
+	eventually(t, 30*time.Second, "the next message to the unknown mailbox settled", func() bool {
+		return scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, againID) == "suppressed"
+	})
+	asked := 0
+	for _, r := range smtpSrv.Rcpts() {
+		if r == "unknown@example.net" {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("the SMTP server was asked for unknown@example.net %d times, want once", asked)
+	}
 	waitExit(t, cmd, logs, 15*time.Second)
 	_ = errors.New
 }

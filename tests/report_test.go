@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -161,6 +163,73 @@ func TestFailPermanent(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), `SELECT status, last_error_class, finished_at FROM herald.messages WHERE id = $1`, id).
 		Scan(&status, &class, &fin); err != nil || status != "dead" || class != "permanent" || !fin.Equal(t0) {
 		t.Fatalf("after permanent failure: %s %s %v %v", status, class, fin, err)
+	}
+}
+
+// A provider's permanent refusal whose code rules the address out (no such mailbox,
+// no such domain; a landline or unknown number) puts the recipient on the
+// suppression list, so the next message to it ends suppressed at its claim and never
+// reaches the provider; any other refusal, or the same code reported as transient,
+// does not. Twilio 21610 (the recipient texted STOP) does not either: Twilio lifts it
+// on START.
+func TestFailRefusalSuppressesTheRecipient(t *testing.T) {
+	_, pool := setup(t)
+	send := func(channel, recipient string) int64 {
+		payload := `{"subject":"s","text":"t"}`
+		if channel == "sms" {
+			payload = `{"text":"t"}`
+		}
+		return scalar[int64](t, pool, `SELECT herald.enqueue($1, $2, $3::jsonb, now => $4)`, channel, recipient, payload, t0)
+	}
+	cases := []struct {
+		channel, recipient, class, code string
+		suppressed                      bool
+	}{
+		{"email", "Gone@Example.com", "permanent", "550 5.1.1", true},
+		{"email", "nodomain@example.net", "permanent", "550 5.1.10", true},
+		{"email", "spam@example.com", "permanent", "554 5.7.1", false}, // the message, not the address
+		{"email", "full@example.com", "permanent", "552 5.2.2", false},
+		{"email", "later@example.com", "transient", "550 5.1.1", false},
+		{"email", "bare@example.com", "permanent", "550", false},
+		{"sms", "+14155550106", "permanent", "30006", true},
+		{"sms", "+14155550111", "permanent", "21211", true},
+		{"sms", "+14155550107", "permanent", "21610", false},
+		{"sms", "+14155550108", "permanent", "30007", false},
+	}
+	ids := make([]int64, len(cases))
+	for i, c := range cases {
+		ids[i] = send(c.channel, c.recipient)
+	}
+	tokens := map[int64]int64{}
+	for _, m := range claim(t, pool, len(cases), t0) {
+		tokens[m.ID] = m.Token
+	}
+	for i, c := range cases {
+		mustExec(t, pool, `SELECT herald.fail($1, $2, 'refused', $3, error_code => $4, now => $5)`, ids[i], tokens[ids[i]], c.class, c.code, t0)
+	}
+	got := scalar[[]string](t, pool, `SELECT coalesce(array_agg(kind || ':' || recipient || ':' || reason || ':' || source ORDER BY recipient), '{}')
+		FROM herald.suppressions`)
+	want := []string{"sms:+14155550106:bounced:send", "sms:+14155550111:bounced:send", "email:gone@example.com:bounced:send",
+		"email:nodomain@example.net:bounced:send"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("suppressions %v, want %v", got, want)
+	}
+	// The next message to each is not handed out.
+	next := map[int64]bool{}
+	for _, c := range cases {
+		next[send(c.channel, strings.ToLower(c.recipient))] = c.suppressed
+	}
+	handed := map[int64]bool{}
+	for _, m := range claim(t, pool, 100, t0.Add(time.Hour)) {
+		handed[m.ID] = true
+	}
+	for id, suppressed := range next {
+		status := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, id)
+		if suppressed != (status == "suppressed") || suppressed == handed[id] {
+			t.Errorf("next message %d: status %s, claimed %v; suppressed recipient: %v", id, status, handed[id], suppressed)
+		}
 	}
 }
 

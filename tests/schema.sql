@@ -1627,7 +1627,7 @@ COMMENT ON TABLE herald.suppressions IS 'Recipients herald does not send to (per
 -- Name: COLUMN suppressions.source; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events) or operator.';
+COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events), send (a provider refused a send for good: herald.fail) or operator.';
 
 
 --
@@ -1675,6 +1675,31 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._suppression_key(kind text, recipient text) IS 'Private: the form of a recipient in herald.suppressions (e-mail in lower case).';
+
+
+--
+-- Name: _suppression_reason(text, text, text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._suppression_reason(kind text, event text, type text, code text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  SELECT CASE
+           WHEN event = 'bounced' AND type = 'hard' THEN 'bounced'
+           WHEN event IN ('complained', 'unsubscribed') THEN event
+           WHEN event = 'undelivered' AND (
+                  (kind = 'email' AND code ~ '^5[0-9][0-9] 5\.1\.(1|2|6|10)$')
+               OR (kind = 'sms' AND code IN ('21211', '21614', '21635', '30005', '30006')))
+             THEN 'bounced'
+         END
+$_$;
+
+
+--
+-- Name: FUNCTION _suppression_reason(kind text, event text, type text, code text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._suppression_reason(kind text, event text, type text, code text) IS 'Private: the suppression reason of a delivery outcome (hard bounce, complaint, unsubscribe, a refusal code that rules the address out), or NULL.';
 
 
 --
@@ -2439,7 +2464,18 @@ BEGIN
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
-              m.last_error, m.attempts
+              m.last_error, m.last_error_code, m.attempts
+  ), refused AS ( -- a refusal that rules the address out (herald._suppression_reason) stops future sends
+    INSERT INTO herald.suppressions (kind, recipient, reason, source, created_at)
+    SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient))
+           c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient), r.reason, 'send', fail.now
+    FROM failed f
+    JOIN herald.channels c ON c.name = f.channel
+    CROSS JOIN LATERAL (SELECT herald._suppression_reason(kind => c.kind, event => 'undelivered', type => NULL,
+                                                          code => f.last_error_code) AS reason) AS r
+    WHERE f.status = 'dead' AND f.last_error_class = 'permanent' AND r.reason IS NOT NULL
+    ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient), f.id
+    ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
     SELECT f.status, fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),
@@ -3068,14 +3104,16 @@ BEGIN
     FROM matched s
     GROUP BY s.event
     RETURNING 1
-  ), suppressed AS ( -- hard bounces, complaints and unsubscribes stop future sends
+  ), suppressed AS ( -- outcomes that rule the recipient out stop future sends
     INSERT INTO herald.suppressions AS x (kind, recipient, reason, source, created_at)
     SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient))
            c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient),
-           s.event, source, record_delivery_events.now
+           r.reason, source, record_delivery_events.now
     FROM matched s
     JOIN herald.channels c ON c.name = s.channel
-    WHERE (s.event = 'bounced' AND s.type = 'hard') OR s.event IN ('complained', 'unsubscribed')
+    CROSS JOIN LATERAL (SELECT herald._suppression_reason(kind => c.kind, event => s.event, type => s.type,
+                                                          code => s.code) AS reason) AS r
+    WHERE r.reason IS NOT NULL
     ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient), s.id
     ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
   )
@@ -4654,6 +4692,13 @@ REVOKE ALL ON FUNCTION herald._suppression(kind text, recipient text, now timest
 --
 
 REVOKE ALL ON FUNCTION herald._suppression_key(kind text, recipient text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _suppression_reason(kind text, event text, type text, code text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._suppression_reason(kind text, event text, type text, code text) FROM PUBLIC;
 
 
 --

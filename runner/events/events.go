@@ -245,7 +245,18 @@ func (h *handler) sendgrid(r *http.Request, body []byte) (json.RawMessage, int, 
 				typ = "soft"
 			}
 		case "dropped":
-			kind = "undelivered"
+			// SendGrid drops a message to an address on its own suppression lists and
+			// says which: that is the earlier outcome again.
+			switch str("reason") {
+			case "Bounced Address":
+				kind, typ = "bounced", "hard"
+			case "Unsubscribed Address":
+				kind = "unsubscribed"
+			case "Spam Reporting Address":
+				kind = "complained"
+			default:
+				kind = "undelivered"
+			}
 		case "spamreport":
 			kind = "complained"
 		case "unsubscribe", "group_unsubscribe":

@@ -1,18 +1,17 @@
 -- herald.fail(ids, lease_tokens, errors, error_classes, retry_at, error_codes, now) —
--- report failed deliveries; SQL decides what follows. Returns how many rows changed
--- (only rows still processing under the same lease_token change). By class:
---   permanent dead at once; transient queued at retry_at (else now + herald._backoff),
---   dead once attempts >= max; rate_limited queued at retry_at (else now + backoff),
---   the attempt given back; configuration queued at retry_at (else now), the attempt
---   given back, the channel paused (herald.pause_channel by runner, the error as reason).
--- Queued again at or after its expires_at, a message ends expired (a log event); a
--- past retry_at counts as now. error_codes: what producers see (SMTP reply, HTTP
--- status, provider code; NULL: none); errors: the text (first 2,000 characters) for
--- workers and admins, kept in the history (last 20). Dead: a 'dead' log event.
--- Index: the primary key. Locks: the changed rows; ROW EXCLUSIVE on log_statements;
--- the channel row of a configuration failure. Errors: 22V12 NULL or mismatched arrays,
--- an unknown class, a code over 64 characters. The single-id overload returns true
--- when the row changed. SECURITY DEFINER for herald_worker.
+-- report failed deliveries (rows still processing under that lease_token); SQL
+-- decides what follows; returns how many changed (the single-id overload: whether).
+--   permanent: dead; a code that rules the address out (SMTP '550 5.1.1',
+--   herald._suppression_reason) also suppresses the recipient (source 'send').
+--   transient: queued at retry_at (else now + herald._backoff), dead at max attempts.
+--   rate_limited / configuration: queued at retry_at (else now + backoff / now), the
+--   attempt given back; configuration also pauses the channel (by runner, the error).
+-- Due at or after expires_at: expired. Dead and expired: a log event. error_codes:
+-- what producers see (SMTP reply and enhanced code, HTTP status, provider code);
+-- errors: the text (2,000 characters) for workers and admins, the last 20 kept.
+-- Index: the primary key. Locks: the changed rows; ROW EXCLUSIVE on log_statements
+-- and suppressions; the channel of a configuration failure. Errors: 22V12 NULL or
+-- mismatched arrays, an unknown class, a code over 64. SECURITY DEFINER for workers.
 CREATE OR REPLACE FUNCTION herald.fail(
   ids bigint[],
   lease_tokens bigint[],
@@ -87,7 +86,18 @@ BEGIN
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
-              m.last_error, m.attempts
+              m.last_error, m.last_error_code, m.attempts
+  ), refused AS ( -- a refusal that rules the address out (herald._suppression_reason) stops future sends
+    INSERT INTO herald.suppressions (kind, recipient, reason, source, created_at)
+    SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient))
+           c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient), r.reason, 'send', fail.now
+    FROM failed f
+    JOIN herald.channels c ON c.name = f.channel
+    CROSS JOIN LATERAL (SELECT herald._suppression_reason(kind => c.kind, event => 'undelivered', type => NULL,
+                                                          code => f.last_error_code) AS reason) AS r
+    WHERE f.status = 'dead' AND f.last_error_class = 'permanent' AND r.reason IS NOT NULL
+    ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient), f.id
+    ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
     SELECT f.status, fail.now, array_agg(f.id ORDER BY f.id), array_agg(f.channel ORDER BY f.id),

@@ -8,8 +8,8 @@
 -- any, agrees (equal, or the prefix before a '.': SendGrid's sg_message_id). A
 -- matched event sets the message's outcome unless a graver one is there (deferred <
 -- delivered < undelivered, bounced < complained, unsubscribed; the later of equals),
--- is appended to the log under its own name, and a hard bounce, a complaint or an
--- unsubscribe adds the recipient to herald.suppressions. Returns the counts.
+-- is appended to the log under its own name, and adds the recipient to
+-- herald.suppressions when herald._suppression_reason says so. Returns the counts.
 -- Errors: 22V12 source; 22V18 events (COLUMN 'events' or 'events[i].<field>').
 -- Index: messages_pkey, delivery_events_once, suppressions_pkey. SECURITY DEFINER for
 -- herald_events. Locks: the messages and entries it changes.
@@ -134,14 +134,16 @@ BEGIN
     FROM matched s
     GROUP BY s.event
     RETURNING 1
-  ), suppressed AS ( -- hard bounces, complaints and unsubscribes stop future sends
+  ), suppressed AS ( -- outcomes that rule the recipient out stop future sends
     INSERT INTO herald.suppressions AS x (kind, recipient, reason, source, created_at)
     SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient))
            c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient),
-           s.event, source, record_delivery_events.now
+           r.reason, source, record_delivery_events.now
     FROM matched s
     JOIN herald.channels c ON c.name = s.channel
-    WHERE (s.event = 'bounced' AND s.type = 'hard') OR s.event IN ('complained', 'unsubscribed')
+    CROSS JOIN LATERAL (SELECT herald._suppression_reason(kind => c.kind, event => s.event, type => s.type,
+                                                          code => s.code) AS reason) AS r
+    WHERE r.reason IS NOT NULL
     ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient), s.id
     ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
   )

@@ -246,7 +246,7 @@ CREATE TABLE herald.suppressions (
   CONSTRAINT suppressions_recipient_length CHECK (length(recipient) BETWEEN 1 AND 320)
 );
 COMMENT ON TABLE herald.suppressions IS 'Recipients herald does not send to (per channel kind): bounces, complaints, unsubscribes, imported lists.';
-COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events) or operator.';
+COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events), send (a provider refused a send for good: herald.fail) or operator.';
 COMMENT ON COLUMN herald.suppressions.expires_at IS 'When the entry stops applying; NULL: never.';
 
 -- Providers' delivery events as received (herald.record_delivery_events): one row per

@@ -57,6 +57,7 @@ type SMTPServer struct {
 	mu      sync.Mutex
 	replies map[string]*smtp.SMTPError // by recipient local part (Reply)
 	msgs    []Received
+	rcpts   []string        // every RCPT TO, accepted or not (Rcpts)
 	conns   map[string]bool // client addresses: one per connection (STARTTLS starts a new session, not a new connection)
 }
 
@@ -82,6 +83,14 @@ func (s *SMTPServer) Messages() []Received {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Received(nil), s.msgs...)
+}
+
+// Rcpts returns every recipient a client has named in RCPT TO so far, refused ones
+// too, in order.
+func (s *SMTPServer) Rcpts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.rcpts...)
 }
 
 // ConnCount returns how many connections the server has accepted.
@@ -236,6 +245,7 @@ func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	local := strings.SplitN(to, "@", 2)[0]
 	s.srv.mu.Lock()
 	reply := s.srv.replies[local]
+	s.srv.rcpts = append(s.srv.rcpts, to)
 	s.srv.mu.Unlock()
 	if reply != nil {
 		return reply

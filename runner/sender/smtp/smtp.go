@@ -21,7 +21,8 @@
 //	untrusted certificate, unknown host     configuration (sender.FromNetwork)
 //	no reply (connection, timeout)          transient
 //
-// The reply code is the failure's Code. docs/operations.md has the table with the
+// The reply code and its enhanced code ("550 5.1.1") are the failure's Code.
+// docs/operations.md has the table with the
 // providers' documentation each rule follows.
 package smtp
 
@@ -310,7 +311,8 @@ func (s *Sender) Close() error {
 var enhancedCode = regexp.MustCompile(`^[245]\.\d{1,3}\.\d{1,3}`)
 
 // classify maps an SMTP outcome to a failure class (see the package doc); the reply
-// code, when the server gave one, is the failure's Code.
+// code and its enhanced code, when the server gave them ("550 5.1.1"), are the
+// failure's Code.
 func (s *Sender) classify(err error) error {
 	var se *mail.SendError
 	code := 0
@@ -344,8 +346,12 @@ func (s *Sender) classify(err error) error {
 	default:
 		err = sender.Transient(err)
 	}
-	if code > 0 {
-		err = sender.WithCode(err, strconv.Itoa(code))
+	if code > 0 { // "550 5.1.1": herald.fail reads the enhanced code (a bad mailbox is suppressed)
+		c := strconv.Itoa(code)
+		if enhanced != "" {
+			c += " " + enhanced
+		}
+		err = sender.WithCode(err, c)
 	}
 	return err
 }

@@ -112,11 +112,11 @@ func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
 	cfg.Password = "wrong"
 	bad, _ := smtpsender.New(cfg)
 	_, err = bad.Send(context.Background(), sendertest.EmailMessage(3, "a@example.net"))
-	if f := sendertest.WantClass(t, err, sender.ClassConfiguration); f.Code != "535" { // a wrong password pauses the channel
+	if f := sendertest.WantClass(t, err, sender.ClassConfiguration); f.Code != "535 5.7.8" { // a wrong password pauses the channel
 		t.Fatalf("wrong password: code %q", f.Code)
 	}
 	// The start check says the same without a message; with the right password it passes.
-	if f := sendertest.WantClass(t, bad.Check(context.Background()), sender.ClassConfiguration); f.Code != "535" {
+	if f := sendertest.WantClass(t, bad.Check(context.Background()), sender.ClassConfiguration); f.Code != "535 5.7.8" {
 		t.Fatalf("check with a wrong password: code %q", f.Code)
 	}
 	if err := newSMTP(t, sendertest.SMTPConfig(t, secure)).Check(context.Background()); err != nil {
@@ -176,8 +176,8 @@ func TestSMTPRepliesAsProvidersSendThem(t *testing.T) {
 		srv.Reply(local, c.code, c.enhanced, c.text)
 		_, err := s.Send(context.Background(), sendertest.EmailMessage(int64(100+i), local+"@example.net"))
 		f := sendertest.WantClass(t, err, c.class)
-		if f.Code != fmt.Sprint(c.code) {
-			t.Errorf("%d %s: code %q", c.code, c.text, f.Code)
+		if want := strings.TrimSpace(fmt.Sprint(c.code, " ", c.enhanced)); f.Code != want { // "550 5.1.1", or "454"
+			t.Errorf("%d %s: code %q, want %q", c.code, c.text, f.Code, want)
 		}
 		if c.class == sender.ClassRateLimited && time.Until(f.RetryAt) < c.wait-time.Second {
 			t.Errorf("%d %s: retry at %v, want at least %v ahead", c.code, c.text, f.RetryAt, c.wait)
