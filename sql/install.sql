@@ -76,6 +76,7 @@
 {{ template "functions/unsuppress.sql" . }}
 {{ template "functions/is_suppressed.sql" . }}
 {{ template "functions/record_delivery_events.sql" . }}
+{{ template "functions/unsubscribe.sql" . }}
 {{ template "functions/queue_stats.sql" . }}
 {{ template "functions/queue_depth.sql" . }}
 {{ template "functions/dead_letters.sql" . }}

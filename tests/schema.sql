@@ -3329,6 +3329,39 @@ COMMENT ON FUNCTION herald.suppress(kind text, recipients text[], reason text, s
 
 
 --
+-- Name: unsubscribe(bigint, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.unsubscribe(message_id bigint, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  clock_ok boolean := herald._check_clock(now => unsubscribe.now); -- first: a forged clock changes nothing
+BEGIN
+  IF unsubscribe.message_id IS NULL THEN
+    PERFORM herald._reject(code => '22V12', field => 'message_id', message => 'must not be NULL');
+  END IF;
+  PERFORM FROM herald.messages m WHERE m.id = unsubscribe.message_id FOR KEY SHARE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM herald.record_delivery_events(source => 'unsubscribe', now => unsubscribe.now,
+    events => jsonb_build_array(jsonb_build_object('event_id', unsubscribe.message_id::text,
+                                                   'message_id', unsubscribe.message_id, 'event', 'unsubscribed')));
+  RETURN true;
+END
+$$;
+
+
+--
+-- Name: FUNCTION unsubscribe(message_id bigint, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.unsubscribe(message_id bigint, now timestamp with time zone) IS 'Record that a message''s recipient unsubscribed (one-click link): outcome, log event, suppression; false when the message is gone.';
+
+
+--
 -- Name: unsuppress(text, text[]); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -4950,6 +4983,15 @@ GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_admin;
 
 REVOKE ALL ON FUNCTION herald.suppress(kind text, recipients text[], reason text, source text, expires_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.suppress(kind text, recipients text[], reason text, source text, expires_at timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION unsubscribe(message_id bigint, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.unsubscribe(message_id bigint, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.unsubscribe(message_id bigint, now timestamp with time zone) TO herald_events;
+GRANT ALL ON FUNCTION herald.unsubscribe(message_id bigint, now timestamp with time zone) TO herald_admin;
 
 
 --

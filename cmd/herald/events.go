@@ -20,6 +20,8 @@ import (
 //	HERALD_TWILIO_STATUS_CALLBACK    the public URL of /v1/events/twilio, verified with
 //	                                 HERALD_TWILIO_AUTH_TOKEN (required with it)
 //	HERALD_EVENTS_SECRETS            whsec_ secrets → /v1/events/generic
+//	HERALD_UNSUBSCRIBE_SECRETS       whsec_ secrets of the one-click unsubscribe links
+//	                                 (the first makes them) → /v1/unsubscribe/{token}
 //	HERALD_EVENTS_TOLERANCE          age of a signed timestamp (5m)
 //	HERALD_EVENTS_MAX_BODY_BYTES     body limit (5 MiB)
 func eventsConfig(ev *environ) (events.Config, error) {
@@ -44,7 +46,26 @@ func eventsConfig(ev *environ) (events.Config, error) {
 			return cfg, fmt.Errorf("HERALD_EVENTS_SECRETS: secret %d %v", i+1, err)
 		}
 	}
+	keys, err := unsubscribeKeys(ev)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.UnsubscribeKeys = keys
 	return cfg, ev.err()
+}
+
+// unsubscribeKeys reads HERALD_UNSUBSCRIBE_SECRETS: the keys of the one-click
+// unsubscribe links, the first of which makes them (none: no links, no endpoint).
+func unsubscribeKeys(ev *environ) ([][]byte, error) {
+	var keys [][]byte
+	for i, s := range strings.Fields(ev.secret("HERALD_UNSUBSCRIBE_SECRETS")) {
+		k, err := webhook.DecodeSecret(s)
+		if err != nil {
+			return nil, fmt.Errorf("HERALD_UNSUBSCRIBE_SECRETS: secret %d %v", i+1, err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // registerEvents adds the configured delivery-event endpoints to mux.

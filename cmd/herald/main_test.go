@@ -149,6 +149,29 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 	}
 }
 
+// One-click unsubscribe links are signed and https: a channel's unsubscribe URL
+// without HERALD_UNSUBSCRIBE_SECRETS, over plain http to another host, or with a
+// secret that does not decode is refused at start (exit 2, the variable named).
+func TestUnsubscribeSettingsAreChecked(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_EMAIL", "smtp")
+	t.Setenv("HERALD_SMTP_HOST", "127.0.0.1")
+	good := "whsec_" + strings.Repeat("QUJD", 8)
+	for _, c := range []struct{ url, secrets, named string }{
+		{"https://n.example/v1/unsubscribe", "", "HERALD_UNSUBSCRIBE_SECRETS"},
+		{"http://n.example/v1/unsubscribe", good, "HERALD_EMAIL_UNSUBSCRIBE_URL"},
+		{"n.example/v1/unsubscribe", good, "HERALD_EMAIL_UNSUBSCRIBE_URL"},
+		{"https://n.example/v1/unsubscribe", "whsec_short", "HERALD_UNSUBSCRIBE_SECRETS"},
+	} {
+		t.Setenv("HERALD_EMAIL_UNSUBSCRIBE_URL", c.url)
+		t.Setenv("HERALD_UNSUBSCRIBE_SECRETS", c.secrets)
+		code, _, errOut := run(t, "run", "--http-addr", "off")
+		if code != exitUsage || !strings.Contains(errOut, c.named) || strings.Count(errOut, "\n") != 1 {
+			t.Fatalf("%+v: exit %d %q, want %d naming %s", c, code, errOut, exitUsage, c.named)
+		}
+	}
+}
+
 // A secret in the environment never reaches usage text or an error: --help and a
 // mistyped flag print the flags' defaults, and the intake tokens are not among them.
 func TestSecretsStayOutOfUsage(t *testing.T) {

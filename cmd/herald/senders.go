@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -131,6 +133,19 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 	ch := "HERALD_" + strings.ToUpper(channel)
 	defaults := email.Defaults{From: ev.str(ch+"_FROM", ""), ReplyTo: ev.str(ch+"_REPLY_TO", ""),
 		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", "")}
+	if u := ev.str(ch+"_UNSUBSCRIBE_URL", ""); u != "" {
+		keys, err := unsubscribeKeys(ev)
+		switch {
+		case err != nil:
+			return nil, err
+		case len(keys) == 0:
+			return nil, fmt.Errorf("%s_UNSUBSCRIBE_URL needs HERALD_UNSUBSCRIBE_SECRETS: the links are signed", ch)
+		}
+		if p, err := url.Parse(u); err != nil || p.Host == "" || (p.Scheme != "https" && !(p.Scheme == "http" && loopbackHost(p.Hostname()))) {
+			return nil, fmt.Errorf("%s_UNSUBSCRIBE_URL: %q is not an https URL (RFC 8058; http only for a loopback host)", ch, u)
+		}
+		defaults.UnsubscribeURL, defaults.UnsubscribeKey = u, keys[0]
+	}
 	str := func(key string) string { return ev.str(prefix+key, "") }
 	duration := func(key string, def time.Duration) time.Duration { return ev.duration(prefix+key, def) }
 	switch kind {
@@ -177,4 +192,13 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 // list splits a comma- or space-separated setting into its entries.
 func list(v string) []string {
 	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }

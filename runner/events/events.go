@@ -47,6 +47,10 @@ import (
 // Prefix is where the endpoints live: Prefix + "sendgrid", "twilio", "generic".
 const Prefix = "/v1/events/"
 
+// UnsubscribePath is where the one-click unsubscribe links point: UnsubscribePath +
+// token (runner/unsubscribe).
+const UnsubscribePath = "/v1/unsubscribe/"
+
 // Querier runs herald.record_delivery_events (a *pgxpool.Pool).
 type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -66,6 +70,9 @@ type Config struct {
 	// GenericSecrets are the whsec_ secrets of the generic endpoint (two while
 	// rotating). None: no generic endpoint.
 	GenericSecrets []string
+	// UnsubscribeKeys check the one-click unsubscribe links of herald's e-mails
+	// (runner/unsubscribe; the first also makes them). None: no unsubscribe endpoint.
+	UnsubscribeKeys [][]byte
 	// Tolerance is how old a signed timestamp may be (SendGrid, generic; default 5m).
 	Tolerance time.Duration
 	// MaxBodyBytes bounds a request body (default 5 MiB).
@@ -75,7 +82,8 @@ type Config struct {
 
 // Any reports whether any endpoint is configured.
 func (c Config) Any() bool {
-	return c.SendGridKey != nil || (c.TwilioAuthToken != "" && c.TwilioURL != "") || len(c.GenericSecrets) > 0
+	return c.SendGridKey != nil || (c.TwilioAuthToken != "" && c.TwilioURL != "") || len(c.GenericSecrets) > 0 ||
+		len(c.UnsubscribeKeys) > 0
 }
 
 // ParseSendGridKey reads SendGrid's verification key (base64 DER, or PEM).
@@ -123,6 +131,11 @@ func Register(mux *http.ServeMux, q Querier, cfg Config) []string {
 	}
 	if len(cfg.GenericSecrets) > 0 {
 		add("generic", h.generic)
+	}
+	if len(cfg.UnsubscribeKeys) > 0 {
+		mux.Handle("GET "+UnsubscribePath+"{token}", http.HandlerFunc(h.unsubscribePage))
+		mux.Handle("POST "+UnsubscribePath+"{token}", http.HandlerFunc(h.unsubscribe))
+		paths = append(paths, UnsubscribePath)
 	}
 	return paths
 }

@@ -7,7 +7,8 @@
 // (an object of strings), cc and bcc (arrays of addresses), attachments ({filename,
 // content (base64), content_type, disposition, content_id}), and the SendGrid-only
 // template_id, dynamic_template_data, categories and custom_args. from and reply_to
-// fall back to the channel's defaults. The Message-ID is derived
+// fall back to the channel's defaults; a channel with an unsubscribe URL adds
+// one-click List-Unsubscribe headers (RFC 8058). The Message-ID is derived
 // from the herald message id, so a resend after a crash carries the same id and is
 // recognisable downstream.
 package email
@@ -21,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/unsubscribe"
 )
 
 // Defaults are a channel's fallbacks for what a payload leaves out.
@@ -29,6 +31,12 @@ type Defaults struct {
 	ReplyTo string
 	// MessageIDDomain is the right-hand side of Message-IDs (default: the domain of From).
 	MessageIDDomain string
+	// UnsubscribeURL, when set, is the public URL of herald's unsubscribe endpoint
+	// (HERALD_<CHANNEL>_UNSUBSCRIBE_URL): each e-mail gets one-click List-Unsubscribe
+	// headers (RFC 8058) with its own link, signed with UnsubscribeKey, unless its
+	// payload sets List-Unsubscribe itself.
+	UnsubscribeURL string
+	UnsubscribeKey []byte
 }
 
 // Email is one e-mail ready to send.
@@ -150,10 +158,29 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 			return Email{}, sender.Permanent(fmt.Errorf("payload: header %q cannot be set", k))
 		}
 	}
+	if d.UnsubscribeURL != "" && !hasHeader(e.Headers, "List-Unsubscribe") {
+		h := make(map[string]string, len(e.Headers)+2)
+		for k, v := range e.Headers {
+			h[k] = v
+		}
+		h["List-Unsubscribe"] = "<" + unsubscribe.Link(d.UnsubscribeURL, d.UnsubscribeKey, m.ID) + ">"
+		h["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+		e.Headers = h
+	}
 	domain := d.MessageIDDomain
 	if domain == "" {
 		domain = from.Address[strings.LastIndex(from.Address, "@")+1:]
 	}
 	e.MessageID = fmt.Sprintf("<herald-%d@%s>", m.ID, domain)
 	return e, nil
+}
+
+// hasHeader reports whether headers has name, in any letter case.
+func hasHeader(headers map[string]string, name string) bool {
+	for k := range headers {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
