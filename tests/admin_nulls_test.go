@@ -45,7 +45,7 @@ var nullSamples = map[string]string{
 	"expires_at": "(now() + interval '1 hour')", "expires_ats": "ARRAY[now() + interval '1 hour']",
 	"reason": "'r'", "by": "'operator'",
 	"events": `'[{"event_id":"e1","event":"delivered","message_id":1}]'`, "source": "'generic'",
-	"kind": "'email'", "suppress.reason": "'manual'", "message_id": "1",
+	"kind": "'email'", "suppress.reason": "'manual'", "message_id": "1", "opted_out": "true",
 	"suppress.expires_at": "(now() + interval '1 day')",
 }
 

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -598,5 +599,74 @@ func TestDeliveryEventsBatch(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT * FROM herald.record_delivery_events('generic', $1::jsonb)`, batch).
 		Scan(&recorded, &duplicates, &unknown); err != nil || recorded != 0 || duplicates != 6 || unknown != 0 {
 		t.Fatalf("replay: recorded %d, duplicates %d, unknown %d, %v", recorded, duplicates, unknown, err)
+	}
+}
+
+// Messages recipients send to a Twilio number keep the suppression list in step with
+// Twilio's own opt-outs: STOP (and its synonyms, or Twilio's OptOutType with custom
+// keywords) suppresses the sender, START lifts that and nothing else (a bounce
+// stays); other texts change nothing; a bad signature is 401 and changes nothing.
+func TestTwilioInboundOptOuts(t *testing.T) {
+	_, pool := setup(t)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	inbound := srv.URL + "/v1/events/twilio-inbound"
+	events.Register(mux, pool, events.Config{TwilioAuthToken: "tw-token", TwilioInboundURL: inbound})
+	post := func(from, body, optOutType, token string) int {
+		t.Helper()
+		form := url.Values{"MessageSid": {"SM1"}, "AccountSid": {"AC0123"}, "From": {from}, "To": {"+15005550006"}, "Body": {body}}
+		if optOutType != "" {
+			form.Set("OptOutType", optOutType)
+		}
+		req, _ := http.NewRequest("POST", inbound, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Twilio-Signature", events.TwilioSignature(token, inbound, form))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 && !strings.Contains(string(b), "<Response>") {
+			t.Fatalf("answer %q is not TwiML", b)
+		}
+		return resp.StatusCode
+	}
+	list := func() string {
+		return scalar[string](t, pool, `SELECT coalesce(string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient), '') FROM herald.suppressions`)
+	}
+	if code := post("+14155550100", "STOP", "", "wrong-token"); code != 401 || list() != "" {
+		t.Fatalf("forged STOP: %d, list %q", code, list())
+	}
+	mustExec(t, pool, `SELECT herald.suppress('sms', '{+14155550102}', 'bounced', 'twilio')`)
+	for _, m := range []struct{ from, body, optOutType string }{
+		{"+14155550100", " stop ", ""},
+		{"+14155550101", "ARRET", "STOP"},
+		{"+14155550103", "Stop texting me", ""},
+		{"+14155550102", "START", ""},
+	} {
+		if code := post(m.from, m.body, m.optOutType, "tw-token"); code != 200 {
+			t.Fatalf("%+v: %d", m, code)
+		}
+	}
+	if got := list(); got != "+14155550100:unsubscribed:twilio +14155550101:unsubscribed:twilio +14155550102:bounced:twilio" {
+		t.Fatalf("after STOPs: %q", got)
+	}
+	if id := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"hi"}')`); scalar[string](t, pool,
+		`SELECT status FROM herald.messages WHERE id = $1`, id) != "suppressed" {
+		t.Fatal("a message to a number that texted STOP was not suppressed")
+	}
+	for _, body := range []string{"unstop", "START"} { // the second finds nothing to lift
+		if code := post("+14155550100", body, "", "tw-token"); code != 200 {
+			t.Fatalf("%s: %d", body, code)
+		}
+	}
+	if got := list(); got != "+14155550101:unsubscribed:twilio +14155550102:bounced:twilio" {
+		t.Fatalf("after START: %q", got)
+	}
+	again := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"hi again"}')`)
+	if st := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, again); st != "queued" {
+		t.Fatalf("after START: %s", st)
 	}
 }

@@ -3139,6 +3139,54 @@ COMMENT ON FUNCTION herald.record_delivery_events(source text, events jsonb, now
 
 
 --
+-- Name: record_opt_out(text, text, boolean, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+#variable_conflict use_variable
+DECLARE
+  clock_ok boolean := herald._check_clock(now => record_opt_out.now); -- first: a forged clock changes nothing
+  changed integer;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['kind', 'recipient', 'opted_out', 'source'],
+    ARRAY[kind IS NOT NULL, recipient IS NOT NULL, opted_out IS NOT NULL, source IS NOT NULL]);
+  IF kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
+    PERFORM herald._reject(code => '22V12', field => 'kind', message => format('%L is not a channel kind', kind),
+      hint => 'email, sms, webhook or custom');
+  END IF;
+  IF length(recipient) NOT BETWEEN 1 AND 320 THEN
+    PERFORM herald._reject(code => '22V12', field => 'recipient', message => 'must be 1 to 320 characters');
+  END IF;
+  IF source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
+    PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
+  END IF;
+  IF opted_out THEN
+    INSERT INTO herald.suppressions (kind, recipient, reason, source, created_at)
+    VALUES (kind, herald._suppression_key(kind => kind, recipient => recipient), 'unsubscribed', source, record_opt_out.now)
+    ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING;
+  ELSE
+    DELETE FROM herald.suppressions s
+    WHERE s.kind = record_opt_out.kind
+      AND s.recipient = herald._suppression_key(kind => record_opt_out.kind, recipient => record_opt_out.recipient)
+      AND s.reason = 'unsubscribed';
+  END IF;
+  GET DIAGNOSTICS changed = ROW_COUNT;
+  RETURN changed > 0;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone) IS 'A recipient said STOP (suppress as unsubscribed) or START (lift an unsubscribe, not a bounce or an operator''s entry).';
+
+
+--
 -- Name: redrive(bigint[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -4940,6 +4988,15 @@ GRANT ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) TO herald_
 REVOKE ALL ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) TO herald_events;
 GRANT ALL ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone) TO herald_events;
+GRANT ALL ON FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone) TO herald_admin;
 
 
 --

@@ -19,6 +19,8 @@ import (
 //	HERALD_SENDGRID_EVENT_KEY        SendGrid's verification key → /v1/events/sendgrid
 //	HERALD_TWILIO_STATUS_CALLBACK    the public URL of /v1/events/twilio, verified with
 //	                                 HERALD_TWILIO_AUTH_TOKEN (required with it)
+//	HERALD_TWILIO_INBOUND_URL        the public URL of /v1/events/twilio-inbound (STOP
+//	                                 and START), verified with HERALD_TWILIO_AUTH_TOKEN
 //	HERALD_EVENTS_SECRETS            whsec_ secrets → /v1/events/generic
 //	HERALD_UNSUBSCRIBE_SECRETS       whsec_ secrets of the one-click unsubscribe links
 //	                                 (the first makes them) → /v1/unsubscribe/{token}
@@ -38,6 +40,12 @@ func eventsConfig(ev *environ) (events.Config, error) {
 		cfg.TwilioURL, cfg.TwilioAuthToken = u, ev.secret("HERALD_TWILIO_AUTH_TOKEN")
 		if cfg.TwilioAuthToken == "" {
 			return cfg, fmt.Errorf("HERALD_TWILIO_STATUS_CALLBACK needs HERALD_TWILIO_AUTH_TOKEN: Twilio signs its callbacks with the account's auth token")
+		}
+	}
+	if u := ev.str("HERALD_TWILIO_INBOUND_URL", ""); u != "" {
+		cfg.TwilioInboundURL, cfg.TwilioAuthToken = u, ev.secret("HERALD_TWILIO_AUTH_TOKEN")
+		if cfg.TwilioAuthToken == "" {
+			return cfg, fmt.Errorf("HERALD_TWILIO_INBOUND_URL needs HERALD_TWILIO_AUTH_TOKEN: Twilio signs its webhooks with the account's auth token")
 		}
 	}
 	cfg.GenericSecrets = strings.Fields(ev.secret("HERALD_EVENTS_SECRETS"))

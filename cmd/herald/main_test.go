@@ -172,6 +172,17 @@ func TestUnsubscribeSettingsAreChecked(t *testing.T) {
 	}
 }
 
+// Twilio's inbound messages are signed with the account's auth token: the endpoint's
+// URL without it is refused at start (exit 2, naming the token).
+func TestTwilioInboundNeedsTheAuthToken(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_EMAIL", "noop")
+	t.Setenv("HERALD_TWILIO_INBOUND_URL", "https://n.example/v1/events/twilio-inbound")
+	if code, _, errOut := run(t, "run"); code != exitUsage || !strings.Contains(errOut, "HERALD_TWILIO_AUTH_TOKEN") {
+		t.Fatalf("exit %d %q, want %d naming HERALD_TWILIO_AUTH_TOKEN", code, errOut, exitUsage)
+	}
+}
+
 // A secret in the environment never reaches usage text or an error: --help and a
 // mistyped flag print the flags' defaults, and the intake tokens are not among them.
 func TestSecretsStayOutOfUsage(t *testing.T) {

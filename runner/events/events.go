@@ -67,6 +67,11 @@ type Config struct {
 	// signs. Both empty: no Twilio endpoint.
 	TwilioAuthToken string
 	TwilioURL       string
+	// TwilioInboundURL is the public URL of the endpoint for messages recipients send
+	// to the Twilio numbers (the number's "a message comes in" webhook): STOP and
+	// START keywords keep herald.suppressions in step with Twilio's opt-outs. Empty
+	// (or no TwilioAuthToken): no such endpoint.
+	TwilioInboundURL string
 	// GenericSecrets are the whsec_ secrets of the generic endpoint (two while
 	// rotating). None: no generic endpoint.
 	GenericSecrets []string
@@ -82,8 +87,8 @@ type Config struct {
 
 // Any reports whether any endpoint is configured.
 func (c Config) Any() bool {
-	return c.SendGridKey != nil || (c.TwilioAuthToken != "" && c.TwilioURL != "") || len(c.GenericSecrets) > 0 ||
-		len(c.UnsubscribeKeys) > 0
+	return c.SendGridKey != nil || (c.TwilioAuthToken != "" && (c.TwilioURL != "" || c.TwilioInboundURL != "")) ||
+		len(c.GenericSecrets) > 0 || len(c.UnsubscribeKeys) > 0
 }
 
 // ParseSendGridKey reads SendGrid's verification key (base64 DER, or PEM).
@@ -131,6 +136,10 @@ func Register(mux *http.ServeMux, q Querier, cfg Config) []string {
 	}
 	if len(cfg.GenericSecrets) > 0 {
 		add("generic", h.generic)
+	}
+	if cfg.TwilioAuthToken != "" && cfg.TwilioInboundURL != "" {
+		mux.Handle("POST "+Prefix+"twilio-inbound", http.HandlerFunc(h.twilioInbound))
+		paths = append(paths, Prefix+"twilio-inbound")
 	}
 	if len(cfg.UnsubscribeKeys) > 0 {
 		mux.Handle("GET "+UnsubscribePath+"{token}", http.HandlerFunc(h.unsubscribePage))
