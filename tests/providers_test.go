@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/herald/herald/runner/sender/sendertest"
+	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/herald/herald/tests/testdb"
 )
 
@@ -82,4 +87,45 @@ func TestProvidersEndToEnd(t *testing.T) {
 	}
 	waitExit(t, cmd, logs, 15*time.Second)
 	_ = errors.New
+}
+
+// End to end through `herald run` with HERALD_HOOKS_WEBHOOK_PER_ENDPOINT=true: each
+// receiver URL of the channel verifies its request with its own secret (what
+// `herald webhook-secret` prints), and only its own.
+func TestPerEndpointWebhookSecretsEndToEnd(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	channelSecret := "whsec_" + strings.Repeat("SG9va3Nz", 4)
+	var mu sync.Mutex
+	verified := map[string]string{} // path → which receiver's secret verified it
+	var base string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		for _, path := range []string{"/a", "/b"} {
+			secret, _ := webhook.EndpointSecret(channelSecret, base+path)
+			if webhook.Verify([]string{secret}, r.Header, body, 5*time.Minute, time.Now()) == nil {
+				mu.Lock()
+				verified[r.URL.Path] += path
+				mu.Unlock()
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	base = strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS="+channelSecret,
+		"HERALD_HOOKS_WEBHOOK_PER_ENDPOINT=true", "HERALD_WEBHOOK_ALLOW=127.0.0.1/32,::1/128", "HERALD_POLL_INTERVAL=100ms")
+	for _, path := range []string{"/a", "/b"} {
+		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, '{"event":"paid"}')`, base+path)
+	}
+	eventually(t, 30*time.Second, "both webhooks sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 2 })
+	mu.Lock()
+	got := fmt.Sprint(verified)
+	mu.Unlock()
+	if got != "map[/a:/a /b:/b]" {
+		t.Fatalf("which secret verified each request: %s\n%s", got, logs.String())
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
 }

@@ -25,6 +25,21 @@ func (e *environ) str(name, def string) string {
 	return def
 }
 
+// boolean returns the variable as true or false.
+func (e *environ) boolean(name string, def bool) bool {
+	switch v := os.Getenv(name); v {
+	case "":
+		return def
+	case "true":
+		return true
+	case "false":
+		return false
+	default:
+		e.fail("%s=%q: want true or false", name, v)
+		return def
+	}
+}
+
 // int returns the variable as a whole number.
 func (e *environ) int(name string, def int) int {
 	v := os.Getenv(name)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/herald/herald/runner/sender/webhook"
 	heraldsql "github.com/herald/herald/sql"
 	"github.com/herald/herald/tests/testdb"
 )
@@ -270,5 +271,49 @@ func TestServeConsoleAlone(t *testing.T) {
 	code, out, errOut := run(t, "serve", "--http-addr", "256.0.0.1:1")
 	if strings.Contains(errOut, "would serve nothing") || !strings.Contains(errOut, "256.0.0.1") || strings.Contains(out+errOut, "SECRET") {
 		t.Fatalf("console-only serve: %d %q", code, errOut)
+	}
+}
+
+// herald webhook-secret prints each receiver URL's own secret under every channel
+// secret (current first), the one the per-endpoint sender signs with; bad usage and
+// a missing or bad channel secret are exit 2 with one line.
+func TestWebhookSecretCommand(t *testing.T) {
+	current, old := "whsec_"+strings.Repeat("QUJD", 8), "whsec_"+strings.Repeat("REVG", 8)
+	t.Setenv("HERALD_HOOKS_WEBHOOK_SECRETS", current+" "+old)
+	code, out, errOut := run(t, "webhook-secret", "--channel", "hooks", "https://a.example/hooks")
+	lines := strings.Fields(out)
+	wantCurrent, _ := webhook.EndpointSecret(current, "https://a.example/hooks")
+	wantOld, _ := webhook.EndpointSecret(old, "https://a.example/hooks")
+	if code != exitOK || errOut != "" || len(lines) != 2 || lines[0] != wantCurrent || lines[1] != wantOld {
+		t.Fatalf("exit %d, %q %q", code, out, errOut)
+	}
+	if other, _ := webhook.EndpointSecret(current, "https://b.example/hooks"); other == lines[0] {
+		t.Fatal("two receivers got one secret")
+	}
+	for _, args := range [][]string{
+		{"webhook-secret", "https://a.example/hooks"},
+		{"webhook-secret", "--channel", "hooks"},
+		{"webhook-secret", "https://a.example/hooks", "--channel", "hooks"},
+		{"webhook-secret", "--channel", "nohooks", "https://a.example/hooks"},
+	} {
+		if code, out, errOut := run(t, args...); code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 {
+			t.Fatalf("%v: exit %d, %q %q: want exit 2 and one line", args, code, out, errOut)
+		}
+	}
+	t.Setenv("HERALD_HOOKS_WEBHOOK_SECRETS", "whsec_short")
+	if code, _, errOut := run(t, "webhook-secret", "--channel", "hooks", "https://a.example/hooks"); code != exitUsage || strings.Contains(errOut, "whsec_short") {
+		t.Fatalf("bad channel secret: exit %d %q (refused, never printed)", code, errOut)
+	}
+}
+
+// HERALD_<CHANNEL>_WEBHOOK_PER_ENDPOINT is true or false; anything else is refused
+// (exit 2, the variable named) rather than read as the default.
+func TestPerEndpointSettingIsChecked(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_HOOKS", "webhook")
+	t.Setenv("HERALD_HOOKS_WEBHOOK_SECRETS", "whsec_"+strings.Repeat("QUJD", 8))
+	t.Setenv("HERALD_HOOKS_WEBHOOK_PER_ENDPOINT", "yes")
+	if code, _, errOut := run(t, "run", "--http-addr", "off"); code != exitUsage || !strings.Contains(errOut, "HERALD_HOOKS_WEBHOOK_PER_ENDPOINT") {
+		t.Fatalf("exit %d %q, want %d naming the variable", code, errOut, exitUsage)
 	}
 }

@@ -185,7 +185,8 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 			return nil, fmt.Errorf("%sCA_FILE: %w", prefix, err)
 		}
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
-			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots})
+			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots,
+			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false)})
 	}
 }
 

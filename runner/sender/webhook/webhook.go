@@ -10,7 +10,10 @@
 // webhook-timestamp (Unix seconds) and webhook-signature, a space-separated list of
 // "v1," + base64 HMAC-SHA256 over "<webhook-id>.<webhook-timestamp>.<body>", one per
 // secret. Secrets are "whsec_" + base64 of at least 24 random bytes; a channel has
-// its own, and two at once while one is rotated out. Verify checks a request.
+// its own, and two at once while one is rotated out. A channel that signs per
+// endpoint gives each receiver URL its own secret, derived from the channel's
+// (EndpointSecret), so that receivers sharing a channel cannot sign for each other.
+// Verify checks a request.
 //
 // # Where it connects, and failure classes
 //
@@ -68,12 +71,16 @@ type Config struct {
 	// RootCAs, when not nil, are the only CAs trusted for receivers' TLS
 	// (HERALD_WEBHOOK_CA_FILE: receivers inside a network with its own CA).
 	RootCAs *x509.CertPool
+	// PerEndpoint signs each request with the recipient URL's own secret
+	// (EndpointSecret of each of Secrets) instead of the channel's.
+	PerEndpoint bool
 }
 
 // Sender posts messages to their recipient URL. It is safe for concurrent use.
 type Sender struct {
-	keys   [][]byte
-	client *http.Client
+	keys        [][]byte
+	perEndpoint bool
+	client      *http.Client
 }
 
 // New checks cfg and returns a Sender. Its errors never contain a secret.
@@ -100,7 +107,25 @@ func New(cfg Config) (*Sender, error) {
 	transport.Proxy = nil // a proxy would connect on our behalf, past the egress check
 	transport.DialContext = cfg.Egress.DialContext(cfg.Timeout)
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Sender{keys: keys, client: client}, nil
+	return &Sender{keys: keys, perEndpoint: cfg.PerEndpoint, client: client}, nil
+}
+
+// EndpointSecret is the secret of one receiver URL on a channel that signs per
+// endpoint: "whsec_" + base64 of HMAC-SHA256 under the channel secret's key of
+// "herald-endpoint:" + url, url exactly as the messages are enqueued with it. Give
+// each receiver its own; one receiver's secret verifies nothing sent to another.
+func EndpointSecret(channelSecret, url string) (string, error) {
+	key, err := DecodeSecret(channelSecret)
+	if err != nil {
+		return "", err
+	}
+	return SecretPrefix + base64.StdEncoding.EncodeToString(endpointKey(key, url)), nil
+}
+
+func endpointKey(channelKey []byte, url string) []byte {
+	mac := hmac.New(sha256.New, channelKey)
+	mac.Write([]byte("herald-endpoint:" + url))
+	return mac.Sum(nil)
 }
 
 // DecodeSecret reads a "whsec_" secret into its key (at least 24 bytes).
@@ -174,6 +199,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	id, ts := "msg_"+strconv.FormatInt(m.ID, 10), time.Now().Unix()
 	sigs := make([]string, len(s.keys))
 	for i, k := range s.keys {
+		if s.perEndpoint {
+			k = endpointKey(k, m.Recipient)
+		}
 		sigs[i] = Sign(k, id, ts, body)
 	}
 	req.Header.Set("Content-Type", "application/json")

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -115,6 +116,78 @@ func TestWebhookSignaturesVerifyWithTheReferenceLibrary(t *testing.T) {
 		if _, err := webhook.New(webhook.Config{Secrets: []string{bad}}); err == nil || strings.Contains(err.Error(), bad) {
 			t.Fatalf("secret %q: %v (accepted, or printed)", bad, err)
 		}
+	}
+}
+
+// Receivers that share a channel must not be able to sign for each other. With
+// PerEndpoint, each receiver URL verifies with its own secret (EndpointSecret; the
+// reference library accepts it, both during a rotation); the channel secret and
+// another receiver's secret verify nothing, and a request receiver A signs with its
+// secret for receiver B is refused by B.
+func TestPerEndpointSecretsIsolateReceivers(t *testing.T) {
+	t.Parallel()
+	oldSecret, newSec := newSecret(t), newSecret(t)
+	var mu sync.Mutex
+	got := map[string][]byte{}
+	headers := map[string]http.Header{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got[r.URL.Path], headers[r.URL.Path] = body, r.Header.Clone()
+		mu.Unlock()
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+	s, err := webhook.New(webhook.Config{Secrets: []string{newSec, oldSecret}, Egress: loopback, PerEndpoint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	urlA, urlB := srv.URL+"/tenant-a/hooks", srv.URL+"/tenant-b/hooks"
+	for i, u := range []string{urlA, urlB} {
+		m := sender.Message{ID: int64(i + 1), Channel: "hooks", Recipient: u, Attempt: 1, Payload: json.RawMessage(`{"event":"paid"}`)}
+		if _, err := s.Send(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := func(channelSecret, u string) string {
+		e, err := webhook.EndpointSecret(channelSecret, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	bodyA, hA, bodyB, hB := got["/tenant-a/hooks"], headers["/tenant-a/hooks"], got["/tenant-b/hooks"], headers["/tenant-b/hooks"]
+	for _, channelSecret := range []string{oldSecret, newSec} {
+		a, b := secret(channelSecret, urlA), secret(channelSecret, urlB)
+		wh, err := standardwebhooks.NewWebhook(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify(bodyA, hA); err != nil {
+			t.Fatalf("receiver A's own secret: %v", err)
+		}
+		if webhook.Verify([]string{b}, hA, bodyA, 5*time.Minute, time.Now()) == nil ||
+			webhook.Verify([]string{channelSecret}, hA, bodyA, 5*time.Minute, time.Now()) == nil {
+			t.Fatal("another receiver's secret, or the channel's, verifies receiver A's request")
+		}
+		if webhook.Verify([]string{b}, hB, bodyB, 5*time.Minute, time.Now()) != nil {
+			t.Fatal("receiver B's own secret does not verify its request")
+		}
+		// Receiver A forges a request to B with what it holds.
+		key, _ := webhook.DecodeSecret(a)
+		forged := http.Header{}
+		ts := time.Now().Unix()
+		forged.Set(webhook.HeaderID, "msg_99")
+		forged.Set(webhook.HeaderTimestamp, fmt.Sprint(ts))
+		forged.Set(webhook.HeaderSignature, webhook.Sign(key, "msg_99", ts, []byte(`{"event":"refund"}`)))
+		if webhook.Verify([]string{b}, forged, []byte(`{"event":"refund"}`), 5*time.Minute, time.Now()) == nil {
+			t.Fatal("receiver B accepted a request receiver A signed")
+		}
+	}
+	if _, err := webhook.EndpointSecret("whsec_short", urlA); err == nil {
+		t.Fatal("a bad channel secret gave an endpoint secret")
 	}
 }
 
