@@ -43,39 +43,47 @@ func (r *Runner) maintain(ctx context.Context) {
 	}
 }
 
-// reap calls herald.reap_stale if this runner gets the reaper lock, until it
-// returns less than a full batch.
+// reap calls herald.reap_stale while each call returns a full batch (10,000, the
+// function's contract), each call in a transaction of its own that holds the reaper
+// lock: what a call ends is visible to claims at once (they stop reading messages
+// already expired), no transaction holds the row locks of every batch, and a failed
+// call undoes only itself.
 func (r *Runner) reap(ctx context.Context) {
-	tx, err := r.pool.Begin(ctx)
-	if err != nil {
-		return
-	}
-	defer tx.Rollback(context.Background())
-	var mine bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, reaperLockKey).Scan(&mine); err != nil || !mine {
-		return
-	}
 	total := 0
 	for {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT herald.reap_stale()`).Scan(&n); err != nil {
-			if ctx.Err() == nil {
-				r.log.Warn("reap_stale failed", "err", err)
-			}
-			return
-		}
+		n, mine := r.reapOnce(ctx)
 		total += n
-		if n < 10000 {
+		if !mine || n < 10000 {
 			break
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return
 	}
 	if total > 0 {
 		r.m.reaped.Add(float64(total))
 		r.log.Info("reaped expired leases", "messages", total)
 	}
+}
+
+// reapOnce is one herald.reap_stale call under the reaper lock; mine is false when
+// another runner holds the lock or the call failed.
+func (r *Runner) reapOnce(ctx context.Context) (n int, mine bool) {
+	tx, err := r.pool.Begin(ctx)
+	if err != nil {
+		return 0, false
+	}
+	defer tx.Rollback(context.Background())
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, reaperLockKey).Scan(&mine); err != nil || !mine {
+		return 0, false
+	}
+	if err := tx.QueryRow(ctx, `SELECT herald.reap_stale()`).Scan(&n); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("reap_stale failed", "err", err)
+		}
+		return 0, false
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, false
+	}
+	return n, true
 }
 
 // refreshStatistics calls herald.refresh_statistics and logs what it analyzed.
