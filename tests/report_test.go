@@ -174,10 +174,14 @@ func TestFailPermanent(t *testing.T) {
 // on START.
 func TestFailRefusalSuppressesTheRecipient(t *testing.T) {
 	_, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
 	send := func(channel, recipient string) int64 {
 		payload := `{"subject":"s","text":"t"}`
-		if channel == "sms" {
+		switch channel {
+		case "sms":
 			payload = `{"text":"t"}`
+		case "hooks":
+			payload = `{"event":"paid"}`
 		}
 		return scalar[int64](t, pool, `SELECT herald.enqueue($1, $2, $3::jsonb, now => $4)`, channel, recipient, payload, t0)
 	}
@@ -195,6 +199,8 @@ func TestFailRefusalSuppressesTheRecipient(t *testing.T) {
 		{"sms", "+14155550111", "permanent", "21211", true},
 		{"sms", "+14155550107", "permanent", "21610", false},
 		{"sms", "+14155550108", "permanent", "30007", false},
+		{"hooks", "https://gone.example/hooks", "permanent", "410", true}, // the endpoint is removed
+		{"hooks", "https://lost.example/hooks", "permanent", "404", false},
 	}
 	ids := make([]int64, len(cases))
 	for i, c := range cases {
@@ -210,7 +216,7 @@ func TestFailRefusalSuppressesTheRecipient(t *testing.T) {
 	got := scalar[[]string](t, pool, `SELECT coalesce(array_agg(kind || ':' || recipient || ':' || reason || ':' || source ORDER BY recipient), '{}')
 		FROM herald.suppressions`)
 	want := []string{"sms:+14155550106:bounced:send", "sms:+14155550111:bounced:send", "email:gone@example.com:bounced:send",
-		"email:nodomain@example.net:bounced:send"}
+		"email:nodomain@example.net:bounced:send", "webhook:https://gone.example/hooks:bounced:send"}
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

@@ -1689,7 +1689,8 @@ CREATE FUNCTION herald._suppression_reason(kind text, event text, type text, cod
            WHEN event IN ('complained', 'unsubscribed') THEN event
            WHEN event = 'undelivered' AND (
                   (kind = 'email' AND code ~ '^5[0-9][0-9] 5\.1\.(1|2|6|10)$')
-               OR (kind = 'sms' AND code IN ('21211', '21614', '21635', '30005', '30006')))
+               OR (kind = 'sms' AND code IN ('21211', '21614', '21635', '30005', '30006'))
+               OR (kind = 'webhook' AND code = '410'))
              THEN 'bounced'
          END
 $_$;

@@ -5,7 +5,8 @@
 -- can never take a message of the kind ('bounced'): e-mail, an SMTP reply '5xx 5.1.1'
 -- (no such mailbox), 5.1.2 (no such domain), 5.1.6 (mailbox moved), 5.1.10 (null
 -- MX); SMS, Twilio 21211 (invalid number), 21614 (not a mobile number), 21635 and
--- 30006 (landline), 30005 (unknown handset). Not Twilio 21610 (the recipient texted
+-- 30006 (landline), 30005 (unknown handset); webhook, HTTP 410 Gone (the receiver
+-- says the endpoint is removed for good). Not Twilio 21610 (the recipient texted
 -- STOP): Twilio refuses those sends itself, at no charge, and lifts the block when the
 -- recipient texts START, which herald would not see. One SQL expression, inlined.
 -- Locks: none.
@@ -19,7 +20,8 @@ AS $$
            WHEN event IN ('complained', 'unsubscribed') THEN event
            WHEN event = 'undelivered' AND (
                   (kind = 'email' AND code ~ '^5[0-9][0-9] 5\.1\.(1|2|6|10)$')
-               OR (kind = 'sms' AND code IN ('21211', '21614', '21635', '30005', '30006')))
+               OR (kind = 'sms' AND code IN ('21211', '21614', '21635', '30005', '30006'))
+               OR (kind = 'webhook' AND code = '410'))
              THEN 'bounced'
          END
 $$;
