@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Every metric the shipped Grafana dashboard queries is one the runner exposes (a
@@ -43,5 +45,105 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 		if !exposed[base] {
 			t.Errorf("the dashboard queries %s, which the runner does not expose", n)
 		}
+	}
+}
+
+// The shipped Prometheus alerting rules (docs/deploy/alerts.yml) are well formed
+// (every rule an alert with an expression, a severity and a summary; brackets
+// balanced; durations Prometheus reads) and query only metrics the runner exposes,
+// grouped and matched by labels those metrics carry.
+func TestAlertRulesQueryExistingMetrics(t *testing.T) {
+	m := newInstruments()
+	m.claimed.WithLabelValues("email").Add(0)
+	m.sent.WithLabelValues("email").Add(0)
+	m.failed.WithLabelValues("email", "transient").Add(0)
+	m.queueDepth.WithLabelValues("email", "queued").Set(0)
+	m.sendSeconds.WithLabelValues("email").Observe(0)
+	m.paused.WithLabelValues("email").Set(0)
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]map[string]bool{} // metric → its label names
+	for _, f := range fams {
+		set := map[string]bool{}
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				set[l.GetName()] = true
+			}
+		}
+		labels[f.GetName()] = set
+	}
+	raw, err := os.ReadFile("../docs/deploy/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Name  string
+			Rules []struct {
+				Alert, Expr, For    string
+				Labels, Annotations map[string]string
+			}
+		}
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	metricName := regexp.MustCompile(`\bherald_[a-z_]+`)
+	grouping := regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
+	matcher := regexp.MustCompile(`\{([^}]*)\}`)
+	rules := 0
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			rules++
+			if r.Alert == "" || r.Expr == "" || (r.Labels["severity"] != "critical" && r.Labels["severity"] != "warning") || r.Annotations["summary"] == "" {
+				t.Errorf("rule %+v: needs alert, expr, severity critical or warning, summary", r)
+			}
+			if r.For != "" && !regexp.MustCompile(`^[0-9]+[smh]$`).MatchString(r.For) {
+				t.Errorf("%s: for %q is not a Prometheus duration", r.Alert, r.For)
+			}
+			for _, pair := range []string{"()", "[]", "{}"} {
+				if strings.Count(r.Expr, pair[:1]) != strings.Count(r.Expr, pair[1:]) {
+					t.Errorf("%s: unbalanced %s in %q", r.Alert, pair, r.Expr)
+				}
+			}
+			usable := map[string]bool{}
+			names := metricName.FindAllString(r.Expr, -1)
+			if len(names) == 0 {
+				t.Errorf("%s queries no herald metric", r.Alert)
+			}
+			for _, n := range names {
+				base, histogram := strings.CutSuffix(n, "_bucket")
+				set, ok := labels[base]
+				if !ok {
+					t.Errorf("%s queries %s, which the runner does not expose", r.Alert, n)
+				}
+				for l := range set {
+					usable[l] = true
+				}
+				if histogram {
+					usable["le"] = true
+				}
+			}
+			var used []string
+			for _, g := range grouping.FindAllStringSubmatch(r.Expr, -1) {
+				used = append(used, strings.Split(g[1], ",")...)
+			}
+			for _, mt := range matcher.FindAllStringSubmatch(r.Expr, -1) {
+				for _, kv := range strings.Split(mt[1], ",") {
+					name, _, _ := strings.Cut(kv, "=")
+					used = append(used, strings.TrimRight(name, "!~"))
+				}
+			}
+			for _, l := range used {
+				if l = strings.TrimSpace(l); l != "" && !usable[l] {
+					t.Errorf("%s: label %q is not on the metrics it queries", r.Alert, l)
+				}
+			}
+		}
+	}
+	if rules < 5 {
+		t.Fatalf("found %d rules", rules)
 	}
 }
