@@ -477,6 +477,12 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 		case "+15005550014":
 			w.WriteHeader(400)
 			io.WriteString(w, `{"code": 21614, "message": "'To' number is not a valid mobile number", "more_info": "https://www.twilio.com/docs/errors/21614", "status": 400}`)
+		case "+15005550015": // the sender's own From, answered as if it were not the account's
+			w.WriteHeader(400)
+			io.WriteString(w, `{"code": 21601, "message": "Phone number +15005550006 is not a valid SMS-capable inbound phone number", "more_info": "https://www.twilio.com/docs/errors/21601", "status": 400}`)
+		case "+15005550016":
+			w.WriteHeader(404)
+			io.WriteString(w, `{"code": 21701, "message": "The Messaging Service does not exist", "more_info": "https://www.twilio.com/docs/errors/21701", "status": 404}`)
 		default:
 			rec.mu.Lock()
 			rec.sent = append(rec.sent, to)
