@@ -350,6 +350,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"email", "a@example.com", `{"subject":"s","text":"t","from":"Ana <ana@example.com>"}`, "senders => ARRAY['example.com']"},
 		{"email", "a@example.com", `{"subject":"s","text":"t","from":"ana@EXAMPLE.com"}`, "senders => ARRAY['Ana@example.com']"},
 		{"email", "a@example.com", `{"subject":"s","text":"t","from":"bo@example.com"}`, "senders => ARRAY['ana@example.com']"},
+		{"email", "a@example.com", `{"subject":"s","text":"t","from":"bo@example.com"}`, "senders => ARRAY['@Example.com']"},
 		{"email", "a@example.com", `{"subject":"s","text":"t","from":"ana@example.com.evil.test"}`, "senders => ARRAY['example.com']"},
 		{"email", "a@example.com", `{"subject":"s","text":"t","from":"\"ana@example.com\" <ceo@example.org>"}`, "senders => ARRAY['ana@example.com']"},
 		{"email", "a@example.com", `{"subject":"s","text":"t","from":"ana@example.com (x) <ceo@example.org>"}`, "senders => ARRAY['example.com']"},

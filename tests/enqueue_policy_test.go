@@ -198,13 +198,17 @@ func TestSenderIsGrantedNotTaken(t *testing.T) {
 	if err := enqueueFrom("CEO <ceo@acme.test>"); err != nil {
 		t.Fatalf("from at a granted domain: %v", err)
 	}
+	grantSenders(t, pool, "herald_test_mallory", "@acme.test") // written as an address's right-hand side
+	if err := enqueueFrom("CEO <ceo@acme.test>"); err != nil {
+		t.Fatalf("from at a granted @domain: %v", err)
+	}
 	wantPgError(t, enqueueFrom("ceo@acme.test.evil.example"), "42501", "payload.from")
 	// reply_to is the producer's to choose (a contact form answers the customer).
 	if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'cfo@acme.test', '{"subject":"s","text":"t","reply_to":"Ana <ana@customer.example>"}')`); err != nil {
 		t.Fatalf("reply_to: %v", err)
 	}
-	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 5 {
-		t.Fatalf("%d messages stored, want the 5 allowed", n)
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 6 {
+		t.Fatalf("%d messages stored, want the 6 allowed", n)
 	}
 
 	// What was allowed is what the SMTP server is told, in the header and the envelope.

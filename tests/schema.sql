@@ -1554,7 +1554,7 @@ CREATE FUNCTION herald._sender_allowed(sender text, senders text[]) RETURNS bool
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT EXISTS (SELECT FROM unnest(senders) AS s, herald._mailbox(value => sender) AS a
-                 WHERE lower(s) IN (lower(a), lower(split_part(a, '@', 2))))
+                 WHERE lower(s) IN (lower(a), lower(split_part(a, '@', 2)), lower('@' || split_part(a, '@', 2))))
 $$;
 
 
