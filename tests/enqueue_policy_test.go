@@ -106,7 +106,13 @@ func TestDemotedProducerRunsBehindOthers(t *testing.T) {
 	if got := scalar[[]int16](t, pool, `SELECT array_agg(DISTINCT priority) FROM herald.messages`); !slices.Equal(got, []int16{50}) {
 		t.Fatalf("the demoted producer's messages have priorities %v, want [50]", got)
 	}
-	_, err := bulk.Exec(ctx, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}', priority => 0)`)
+	// Operators see who fills the channel; producers do not.
+	if n := scalar[int64](t, pool, `SELECT queued FROM herald.producer_backlog WHERE producer = 'herald_test_bulk' AND channel = 'email'`); n != 500 {
+		t.Fatalf("producer_backlog shows %d queued for the bulk producer, want 500", n)
+	}
+	_, err := bulk.Exec(ctx, `SELECT * FROM herald.producer_backlog`)
+	wantPgError(t, err, "42501", "")
+	_, err = bulk.Exec(ctx, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}', priority => 0)`)
 	wantPgError(t, err, "42501", "priority")
 	if p := enqueuedPriority(t, pool, bulk, `priority => 60`); p != 60 {
 		t.Fatalf("less urgent than its floor: stored %d, want 60", p)

@@ -4084,6 +4084,29 @@ ALTER TABLE herald.ordering_rechecks ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
 
 
 --
+-- Name: producer_backlog; Type: VIEW; Schema: herald; Owner: -
+--
+
+CREATE VIEW herald.producer_backlog AS
+ SELECT m.producer,
+    m.channel,
+    count(*) FILTER (WHERE (m.status = 'queued'::text)) AS queued,
+    count(*) FILTER (WHERE (m.status = 'held'::text)) AS held,
+    count(*) FILTER (WHERE (m.status = 'processing'::text)) AS processing,
+    min(m.run_at) FILTER (WHERE (m.status = 'queued'::text)) AS earliest_run_at
+   FROM herald.messages m
+  WHERE (m.status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text]))
+  GROUP BY m.producer, m.channel;
+
+
+--
+-- Name: VIEW producer_backlog; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON VIEW herald.producer_backlog IS 'Unfinished messages per producer and channel: who fills the queue (admins; reads every unfinished message).';
+
+
+--
 -- Name: queue_depth; Type: VIEW; Schema: herald; Owner: -
 --
 
@@ -5204,6 +5227,13 @@ GRANT ALL ON TABLE herald.ordering_rechecks TO herald_admin;
 --
 
 GRANT ALL ON SEQUENCE herald.ordering_rechecks_id_seq TO herald_admin;
+
+
+--
+-- Name: TABLE producer_backlog; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT SELECT ON TABLE herald.producer_backlog TO herald_admin;
 
 
 --
