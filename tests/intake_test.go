@@ -287,3 +287,39 @@ func TestIntakeHTTPErrors(t *testing.T) {
 	}
 	_ = testdb.RepoRoot
 }
+
+// A token holder cannot flood the database through the intake: past its rate (here
+// one message per 100 seconds, a burst of a full batch of 20) a request is 429 with
+// Retry-After and stores nothing; another token has its own bucket; a request refused
+// before it reaches the database (malformed JSON) spends none of it.
+func TestIntakeRateLimitsEachToken(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{Tokens: []intake.Token{{Name: "a", Secret: "sa"}, {Name: "b", Secret: "sb"}},
+		Rate: 0.01, MaxBatch: 20}) // a message per 100 s after the burst: no refill while the test runs
+	a, b := map[string]string{"Authorization": "Bearer sa"}, map[string]string{"Authorization": "Bearer sb"}
+	var e apiError
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", `{"channel":5,"recipient":"555","payload":{"text":"x"}}`, a, &e); code != 400 {
+		t.Fatalf("malformed request: %d", code)
+	}
+	batch := "[" + strings.TrimSuffix(strings.Repeat(goodEmail+",", 20), ",") + "]"
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", batch, a, nil); code != 202 {
+		t.Fatalf("a full batch within the burst: %d", code)
+	}
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", strings.NewReader(goodEmail))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sa")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || e.Error.Code != "rate_limited" || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Retry-After") == "0" {
+		t.Fatalf("over the rate: %d %+v Retry-After %q", resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
+	}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, b, nil); code != 202 {
+		t.Fatalf("another token: %d", code)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 21 {
+		t.Fatalf("%d messages stored, want the 20 of the batch and token b's one", n)
+	}
+}

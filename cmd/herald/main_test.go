@@ -139,6 +139,8 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 		{"HERALD_CONCURRENCY", "many", "run"},
 		{"HERALD_INTAKE_MAX_BODY", "lots", "run"},
 		{"HERALD_INTAKE_MAX_BATCH", "1k", "serve"},
+		{"HERALD_INTAKE_RATE", "fast", "serve"},
+		{"HERALD_INTAKE_RATE", "-1", "serve"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(c.name, c.value)

@@ -27,6 +27,7 @@ type intakeFlags struct {
 	open     *string
 	maxBatch *int
 	maxBody  *int64
+	rate     *float64
 }
 
 func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
@@ -38,6 +39,8 @@ func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 		open:     fs.String("intake-open", ev.str("HERALD_INTAKE_OPEN", "false"), "serve the intake with no token, to anyone who reaches it: true only for development (env HERALD_INTAKE_OPEN)"),
 		maxBatch: fs.Int("intake-max-batch", ev.int("HERALD_INTAKE_MAX_BATCH", intake.DefaultMaxBatch), "most messages per batch request (env HERALD_INTAKE_MAX_BATCH)"),
 		maxBody:  fs.Int64("intake-max-body", int64(ev.int("HERALD_INTAKE_MAX_BODY", intake.DefaultMaxBodyBytes)), "largest request body in bytes (env HERALD_INTAKE_MAX_BODY)"),
+		rate: fs.Float64("intake-rate", ev.number("HERALD_INTAKE_RATE", intake.DefaultRate),
+			"most messages a second each token may enqueue through this process, more gets 429; 0: no limit (env HERALD_INTAKE_RATE)"),
 	}
 }
 
@@ -85,6 +88,9 @@ func (f intakeFlags) resolve(ev *environ) (intakeSettings, error) {
 	if !open && *f.open != "false" && *f.open != "0" {
 		return s, fmt.Errorf("HERALD_INTAKE_OPEN=%q: want true or false", *f.open)
 	}
+	if *f.rate < 0 {
+		return s, fmt.Errorf("HERALD_INTAKE_RATE=%g: want messages a second, or 0 for no limit", *f.rate)
+	}
 	if len(s.tokens) == 0 && !open {
 		return s, errors.New("the HTTP intake has no token: set HERALD_INTAKE_TOKENS (or HERALD_INTAKE_TOKENS_FILE), " +
 			"turn it off with HERALD_INTAKE=off, or serve it open to anyone with HERALD_INTAKE_OPEN=true (development only)")
@@ -107,7 +113,7 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 			return err
 		}
 	}
-	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Logger: logger})
+	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate, Logger: logger})
 	return nil
 }
 

@@ -120,18 +120,32 @@ func jsonInteger(v json.RawMessage) (int, bool) {
 // herald.enqueue_batch, all or nothing, and returns their ids in order. A bad message
 // gives an *InputError naming its index and field. maxMessages bounds the array.
 func EnqueueBatch(ctx context.Context, q Querier, body []byte, maxMessages int) ([]int64, error) {
+	if _, err := batchLen(body, maxMessages); err != nil {
+		return nil, err
+	}
+	return storeBatch(ctx, q, body)
+}
+
+// batchLen checks that body is one JSON array of 1 to maxMessages elements and
+// returns how many it holds.
+func batchLen(body []byte, maxMessages int) (int, error) {
 	var msgs []json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&msgs); err != nil {
-		return nil, badJSON("messages", "the body must be a JSON array of message objects: %v", err)
+		return 0, badJSON("messages", "the body must be a JSON array of message objects: %v", err)
 	}
 	if dec.More() {
-		return nil, badJSON("messages", "the body holds more than one JSON value")
+		return 0, badJSON("messages", "the body holds more than one JSON value")
 	}
 	if len(msgs) == 0 || len(msgs) > maxMessages {
-		return nil, &InputError{Code: "invalid_batch", Field: "messages",
+		return 0, &InputError{Code: "invalid_batch", Field: "messages",
 			Message: fmt.Sprintf("messages: %d messages; 1 to %d are allowed", len(msgs), maxMessages)}
 	}
+	return len(msgs), nil
+}
+
+// storeBatch is herald.enqueue_batch of a body batchLen accepted.
+func storeBatch(ctx context.Context, q Querier, body []byte) ([]int64, error) {
 	var ids []int64
 	if err := q.QueryRow(ctx, `SELECT herald.enqueue_batch($1::jsonb)`, string(body)).Scan(&ids); err != nil {
 		return nil, inputOr(err)

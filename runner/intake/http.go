@@ -13,12 +13,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/time/rate"
 )
 
 // Config is how the intake answers.
@@ -30,19 +33,26 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatch bounds the messages of one batch request (default 1000).
 	MaxBatch int
+	// Rate bounds the messages each token may enqueue per second through this
+	// process (one bucket for an open intake); more gets 429 with Retry-After. Its
+	// burst is the larger of Rate and MaxBatch, so a full batch always fits. 0: no
+	// limit.
+	Rate float64
 	// Logger receives errors that are not the client's fault (default slog.Default()).
 	Logger *slog.Logger
 }
 
-// Defaults of Config.
+// Defaults of Config (Rate's is the command line's: a Config's zero Rate is no limit).
 const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultMaxBatch     = 1000
+	DefaultRate         = 1000
 )
 
 type handler struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	pool     *pgxpool.Pool
+	cfg      Config
+	limiters map[string]*rate.Limiter // by token name ("" when open); nil: no limit
 }
 
 // Register adds the intake's routes to mux.
@@ -57,6 +67,13 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
 		cfg.Logger = slog.Default()
 	}
 	h := &handler{pool: pool, cfg: cfg}
+	if cfg.Rate > 0 {
+		burst := max(int(cfg.Rate), cfg.MaxBatch)
+		h.limiters = map[string]*rate.Limiter{"": rate.NewLimiter(rate.Limit(cfg.Rate), burst)}
+		for _, t := range cfg.Tokens {
+			h.limiters[t.Name] = rate.NewLimiter(rate.Limit(cfg.Rate), burst)
+		}
+	}
 	mux.HandleFunc("POST /v1/messages", h.auth(h.post))
 	mux.HandleFunc("POST /v1/messages/batch", h.auth(h.postBatch))
 	mux.HandleFunc("GET /v1/messages/{id}", h.auth(h.get))
@@ -69,12 +86,19 @@ func Handler(pool *pgxpool.Pool, cfg Config) http.Handler {
 	return mux
 }
 
-// auth finds the request's token and runs next with a Querier acting for the
-// token's producer (the pool itself when the intake is open), or answers 401.
-func (h *handler) auth(next func(http.ResponseWriter, *http.Request, Querier)) http.HandlerFunc {
+// caller is who a request acts for: the token's name ("" when the intake is open)
+// and a Querier acting for its producer.
+type caller struct {
+	token string
+	q     Querier
+}
+
+// auth finds the request's token and runs next for its caller (the pool itself when
+// the intake is open), or answers 401.
+func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if len(h.cfg.Tokens) == 0 {
-			next(w, r, h.pool)
+			next(w, r, caller{q: h.pool})
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -89,8 +113,28 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, Querier)) h
 			writeError(w, http.StatusUnauthorized, &InputError{Code: "unauthorized", Message: "a valid bearer token is required"})
 			return
 		}
-		next(w, r, AsProducer(h.pool, match.Name))
+		next(w, r, caller{token: match.Name, q: AsProducer(h.pool, match.Name)})
 	}
+}
+
+// allow takes n messages from the caller's bucket, or answers 429 with the seconds
+// to wait in Retry-After and takes nothing.
+func (h *handler) allow(w http.ResponseWriter, c caller, n int) bool {
+	l := h.limiters[c.token]
+	if l == nil {
+		return true
+	}
+	now := time.Now()
+	res := l.ReserveN(now, n)
+	wait := res.DelayFrom(now)
+	if res.OK() && wait == 0 {
+		return true
+	}
+	res.CancelAt(now)
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	writeError(w, http.StatusTooManyRequests, &InputError{Code: "rate_limited",
+		Message: fmt.Sprintf("over %g messages a second for this token; retry later", h.cfg.Rate)})
+	return false
 }
 
 // body reads a JSON request body within the size limit, or answers 415/413/400.
@@ -115,7 +159,7 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return b, true
 }
 
-func (h *handler) post(w http.ResponseWriter, r *http.Request, q Querier) {
+func (h *handler) post(w http.ResponseWriter, r *http.Request, c caller) {
 	b, ok := h.body(w, r)
 	if !ok {
 		return
@@ -124,9 +168,12 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, q Querier) {
 	if err == nil {
 		err = idempotencyHeader(&m, r.Header.Get("Idempotency-Key"))
 	}
+	if err == nil && !h.allow(w, c, 1) {
+		return
+	}
 	var id int64
 	if err == nil {
-		id, err = Enqueue(r.Context(), q, m)
+		id, err = Enqueue(r.Context(), c.q, m)
 	}
 	if err != nil {
 		h.fail(w, err)
@@ -149,12 +196,20 @@ func idempotencyHeader(m *Message, header string) error {
 	return nil
 }
 
-func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, q Querier) {
+func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
 	b, ok := h.body(w, r)
 	if !ok {
 		return
 	}
-	ids, err := EnqueueBatch(r.Context(), q, b, h.cfg.MaxBatch)
+	n, err := batchLen(b, h.cfg.MaxBatch)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if !h.allow(w, c, n) {
+		return
+	}
+	ids, err := storeBatch(r.Context(), c.q, b)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -166,13 +221,13 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, q Querier) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids, "status_urls": urls})
 }
 
-func (h *handler) get(w http.ResponseWriter, r *http.Request, q Querier) {
+func (h *handler) get(w http.ResponseWriter, r *http.Request, c caller) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
 		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_id", Field: "id", Message: "id: must be a positive integer"})
 		return
 	}
-	s, err := GetStatus(r.Context(), q, id)
+	s, err := GetStatus(r.Context(), c.q, id)
 	if errors.Is(err, ErrNotFound) {
 		writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: "id", Message: fmt.Sprintf("no message %d", id)})
 		return
