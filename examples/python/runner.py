@@ -7,7 +7,9 @@ with psycopg 3 and the standard library only:
         python3 examples/python/runner.py
 
 Settings: HERALD_CHANNEL (hooks), HERALD_WEBHOOK_SECRETS (space-separated whsec_
-secrets), HERALD_WEBHOOK_ALLOW (CIDRs it may reach although internal), HERALD_CONCURRENCY
+secrets), HERALD_WEBHOOK_PER_ENDPOINT (true: sign with each URL's own secret, derived
+from the channel's as docs/operations.md says), HERALD_WEBHOOK_ALLOW (CIDRs it may
+reach although internal), HERALD_CONCURRENCY
 (8), HERALD_LEASE_SECONDS (30), HERALD_POLL_SECONDS (1), HERALD_GRACE_SECONDS (10).
 Its role needs herald_worker. SIGTERM: finish sends in flight, report, exit 0.
 Unlike `herald run`, it checks a webhook's addresses before connecting, not on the
@@ -24,6 +26,7 @@ import psycopg
 ENV = os.environ
 CHANNEL = ENV.get("HERALD_CHANNEL", "hooks")
 KEYS = [base64.b64decode(s.removeprefix("whsec_")) for s in ENV.get("HERALD_WEBHOOK_SECRETS", "").split()]
+PER_ENDPOINT = ENV.get("HERALD_WEBHOOK_PER_ENDPOINT", "false") == "true"
 ALLOW = [ipaddress.ip_network(c) for c in ENV.get("HERALD_WEBHOOK_ALLOW", "").replace(",", " ").split()]
 CONCURRENCY = int(ENV.get("HERALD_CONCURRENCY", "8"))
 LEASE = float(ENV.get("HERALD_LEASE_SECONDS", "30"))
@@ -77,7 +80,10 @@ def send(m):
     check_egress(m["recipient"])
     body = json.dumps({k: m[k] for k in ("id", "channel", "recipient", "payload", "metadata", "attempt")}).encode()
     wid, ts = f"msg_{m['id']}", str(int(time.time()))
-    sigs = " ".join("v1," + base64.b64encode(hmac.new(k, f"{wid}.{ts}.".encode() + body, hashlib.sha256).digest()).decode() for k in KEYS)
+    keys = KEYS
+    if PER_ENDPOINT:  # each receiver URL's own key: HMAC-SHA256(channel key, "herald-endpoint:" + URL)
+        keys = [hmac.new(k, ("herald-endpoint:" + m["recipient"]).encode(), hashlib.sha256).digest() for k in KEYS]
+    sigs = " ".join("v1," + base64.b64encode(hmac.new(k, f"{wid}.{ts}.".encode() + body, hashlib.sha256).digest()).decode() for k in keys)
     req = urllib.request.Request(m["recipient"], data=body, method="POST", headers={
         "Content-Type": "application/json", "webhook-id": wid, "webhook-timestamp": ts, "webhook-signature": sigs})
     try:

@@ -313,6 +313,28 @@ var checks = []check{
 		rows.Close()
 		return fmt.Sprintf("arrivals %v, SQL's order %v (concurrency 1)", order, want), strings.Join(order, " ") == strings.Join(want, " ")
 	}},
+	{"per-endpoint secrets", func(ctx context.Context, s *suite) (string, bool) {
+		// Each receiver verifies with its own URL's secret only (derived from the
+		// channel's): a request signed with the channel secret alone is refused.
+		s.recv.mu.Lock()
+		s.recv.perEndpoint = true
+		s.recv.mu.Unlock()
+		for _, path := range []string{"/tenant-a", "/tenant-b"} {
+			if err := s.enqueue(ctx, path, 2, ""); err != nil {
+				return err.Error(), false
+			}
+		}
+		p, err := s.start("HERALD_CONFORMANCE_PER_ENDPOINT=true")
+		if err != nil {
+			return err.Error(), false
+		}
+		defer p.stop(syscall.SIGTERM, 15*time.Second)
+		settled := s.settled(ctx, 20*time.Second)
+		s.recv.mu.Lock()
+		seen, bad := len(s.recv.seen), s.recv.bad
+		s.recv.mu.Unlock()
+		return fmt.Sprintf("%d of 4 verified with their URL's own secret, %d refused", seen, bad), settled && seen == 4 && bad == 0
+	}},
 	{"ordering key: one at a time, in order", func(ctx context.Context, s *suite) (string, bool) {
 		s.enqueue(ctx, "/order", 6, "k")
 		p, err := s.start()

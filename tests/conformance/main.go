@@ -14,6 +14,8 @@
 //	HERALD_CONFORMANCE_LEASE_SECONDS   the lease to claim with (3)
 //	HERALD_CONFORMANCE_POLL_SECONDS    the poll interval to use (5)
 //	HERALD_CONFORMANCE_CONCURRENCY     sends at once, when set (1 for the priorities check)
+//	HERALD_CONFORMANCE_PER_ENDPOINT    true when each receiver URL must be signed with its own
+//	                                   secret, derived from the channel's (the per-endpoint check)
 //
 // It prints one line per check, PASS or FAIL with the evidence, and exits 1 when a
 // check failed, 2 on bad arguments.

@@ -36,6 +36,7 @@ type receiver struct {
 	held              chan struct{} // closed when a /hold request arrived
 	done              int           // answers written
 	bad               int           // requests that failed verification
+	perEndpoint       bool          // verify with each URL's own secret (webhook.EndpointSecret)
 }
 
 func newReceiver(secret string) (*receiver, error) {
@@ -56,6 +57,7 @@ func (r *receiver) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen, r.order, r.orderIn, r.orderMax, r.done, r.bad = map[string][]time.Time{}, nil, 0, 0, 0, 0
+	r.perEndpoint = false
 	r.holding, r.held = make(chan struct{}), make(chan struct{})
 }
 
@@ -72,7 +74,13 @@ func (r *receiver) release() {
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-	if webhook.Verify([]string{r.secret}, req.Header, body, time.Minute, time.Now()) != nil {
+	secret := r.secret
+	r.mu.Lock()
+	if r.perEndpoint {
+		secret, _ = webhook.EndpointSecret(r.secret, r.base+req.URL.Path)
+	}
+	r.mu.Unlock()
+	if webhook.Verify([]string{secret}, req.Header, body, time.Minute, time.Now()) != nil {
 		r.mu.Lock()
 		r.bad++
 		r.mu.Unlock()
