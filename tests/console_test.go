@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,10 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	mustExec(t, pool, `UPDATE herald.channels SET paused = true, paused_reason = 'SMTP 535: authentication failed', paused_at = now()
 		WHERE name = 'sms'`)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, min_priority) VALUES ('bulk', 50)`)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, priority, max_attempts, created_at, expires_at)
+		SELECT 'bulk', 'email', 'u' || g || '@example.com', '{"subject":"s","text":"t"}', now(), 50, 5, now(), now() + interval '1 day'
+		FROM generate_series(1, 7) g`)
 	addr := freeAddr(t)
 	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr,
 		"HERALD_INTAKE_TOKENS=svc:tok-console", "HERALD_CONSOLE_TOKEN="+consoleToken)
@@ -96,6 +101,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	step("read the dead letter", err)
 	paused, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("paused")))
 	step("read the paused channels", err)
+	producers, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("producers")))
+	step("read who fills the queue", err)
+	if !regexp.MustCompile(`bulk\s+email\s+7\s+0\s+0\s+50`).MatchString(producers) {
+		t.Fatalf("producers table: %q", producers)
+	}
 	if !strings.Contains(paused, "sms") || !strings.Contains(paused, "SMTP 535") {
 		t.Fatalf("paused channels: %q", paused)
 	}

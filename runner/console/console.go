@@ -147,6 +147,13 @@ type Paused struct {
 	Since           *time.Time
 }
 
+// Producer is one row of herald.producer_backlog with the producer's priority floor.
+type Producer struct {
+	Producer, Channel        string
+	Queued, Held, Processing int64
+	MinPriority              int16
+}
+
 // Lag is one row of herald.consumer_lag.
 type Lag struct {
 	Group        string
@@ -189,6 +196,15 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 	if data["Paused"], err = collect(ctx, c.pool, `SELECT name, coalesce(paused_reason, ''), paused_at
 		FROM herald.channels WHERE paused ORDER BY 1`, func(row pgx.CollectableRow) (p Paused, err error) {
 		err = row.Scan(&p.Channel, &p.Reason, &p.Since)
+		return
+	}); err != nil {
+		c.fail(w, err)
+		return
+	}
+	if data["Producers"], err = collect(ctx, c.pool, `SELECT b.producer, b.channel, b.queued, b.held, b.processing,
+		coalesce(p.min_priority, 0) FROM herald.producer_backlog b LEFT JOIN herald.producers p ON p.producer = b.producer
+		ORDER BY b.queued + b.held + b.processing DESC, 1, 2 LIMIT 20`, func(row pgx.CollectableRow) (p Producer, err error) {
+		err = row.Scan(&p.Producer, &p.Channel, &p.Queued, &p.Held, &p.Processing, &p.MinPriority)
 		return
 	}); err != nil {
 		c.fail(w, err)
