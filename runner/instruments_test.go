@@ -12,20 +12,10 @@ import (
 // Every metric the shipped Grafana dashboard queries is one the runner exposes (a
 // renamed metric would leave a panel empty without an error anywhere).
 func TestDashboardQueriesExistingMetrics(t *testing.T) {
-	m := newInstruments()
-	// Series of labelled families exist once used; use each once.
-	m.claimed.WithLabelValues("email").Add(0)
-	m.sent.WithLabelValues("email").Add(0)
-	m.failed.WithLabelValues("email", "transient").Add(0)
-	m.queueDepth.WithLabelValues("email", "queued").Set(0)
-	m.sendSeconds.WithLabelValues("email").Observe(0)
-	fams, err := m.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	labels := exposedLabels(t)
 	exposed := map[string]bool{}
-	for _, f := range fams {
-		exposed[f.GetName()] = true
+	for name := range labels {
+		exposed[name] = true
 	}
 	dashboard, err := os.ReadFile("../docs/grafana-dashboard.json")
 	if err != nil {
@@ -53,27 +43,7 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 // balanced; durations Prometheus reads) and query only metrics the runner exposes,
 // grouped and matched by labels those metrics carry.
 func TestAlertRulesQueryExistingMetrics(t *testing.T) {
-	m := newInstruments()
-	m.claimed.WithLabelValues("email").Add(0)
-	m.sent.WithLabelValues("email").Add(0)
-	m.failed.WithLabelValues("email", "transient").Add(0)
-	m.queueDepth.WithLabelValues("email", "queued").Set(0)
-	m.sendSeconds.WithLabelValues("email").Observe(0)
-	m.paused.WithLabelValues("email").Set(0)
-	fams, err := m.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	labels := map[string]map[string]bool{} // metric → its label names
-	for _, f := range fams {
-		set := map[string]bool{}
-		for _, mt := range f.GetMetric() {
-			for _, l := range mt.GetLabel() {
-				set[l.GetName()] = true
-			}
-		}
-		labels[f.GetName()] = set
-	}
+	labels := exposedLabels(t)
 	raw, err := os.ReadFile("../docs/deploy/alerts.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -146,4 +116,32 @@ func TestAlertRulesQueryExistingMetrics(t *testing.T) {
 	if rules < 5 {
 		t.Fatalf("found %d rules", rules)
 	}
+}
+
+// exposedLabels is every metric the runner registers, with its label names.
+// Series of labelled families exist once used, so each is used once.
+func exposedLabels(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	m := newInstruments()
+	m.claimed.WithLabelValues("email").Add(0)
+	m.sent.WithLabelValues("email").Add(0)
+	m.failed.WithLabelValues("email", "transient").Add(0)
+	m.queueDepth.WithLabelValues("email", "queued").Set(0)
+	m.sendSeconds.WithLabelValues("email").Observe(0)
+	m.paused.WithLabelValues("email").Set(0)
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]map[string]bool{}
+	for _, f := range fams {
+		set := map[string]bool{}
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				set[l.GetName()] = true
+			}
+		}
+		labels[f.GetName()] = set
+	}
+	return labels
 }

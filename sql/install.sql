@@ -33,6 +33,8 @@
 {{ template "functions/_log_detail.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}
 {{ template "functions/_check_not_null.sql" . }}
+{{ template "functions/_check_kind.sql" . }}
+{{ template "functions/_check_source.sql" . }}
 {{ template "functions/_caller.sql" . }}
 {{ template "functions/_named_producer.sql" . }}
 {{ template "functions/_check_pauser.sql" . }}

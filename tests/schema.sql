@@ -184,6 +184,29 @@ COMMENT ON FUNCTION herald._check_clock(now timestamp with time zone) IS 'Privat
 
 
 --
+-- Name: _check_kind(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._check_kind(kind text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+  IF kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
+    PERFORM herald._reject(code => '22V12', field => 'kind', message => format('%L is not a channel kind', kind),
+      hint => 'email, sms, webhook or custom');
+  END IF;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _check_kind(kind text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._check_kind(kind text) IS 'Private: 22V12 kind unless email, sms, webhook or custom.';
+
+
+--
 -- Name: _check_not_null(text[], boolean[]); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -233,6 +256,28 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._check_pauser(by text) IS 'Private: refuse a pause or resume by someone who may not (operator: herald_admin only).';
+
+
+--
+-- Name: _check_source(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._check_source(source text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+BEGIN
+  IF source IS NULL OR source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
+    PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
+  END IF;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _check_source(source text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._check_source(source text) IS 'Private: 22V12 source unless a name of 1 to 32 of a-z, 0-9, _.';
 
 
 --
@@ -3004,9 +3049,7 @@ DECLARE
   at_ok boolean := true;
   v_logged boolean;
 BEGIN
-  IF source IS NULL OR source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
-    PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
-  END IF;
+  PERFORM herald._check_source(source => source);
   IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 10000 THEN
     PERFORM herald._reject(code => '22V18', field => 'events', message => 'must be a JSON array of 1 to 10000 event objects');
   END IF;
@@ -3146,7 +3189,7 @@ COMMENT ON FUNCTION herald.record_delivery_events(source text, events jsonb, now
 CREATE FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone DEFAULT now()) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+    AS $$
 #variable_conflict use_variable
 DECLARE
   clock_ok boolean := herald._check_clock(now => record_opt_out.now); -- first: a forged clock changes nothing
@@ -3154,16 +3197,11 @@ DECLARE
 BEGIN
   PERFORM herald._check_not_null(ARRAY['kind', 'recipient', 'opted_out', 'source'],
     ARRAY[kind IS NOT NULL, recipient IS NOT NULL, opted_out IS NOT NULL, source IS NOT NULL]);
-  IF kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
-    PERFORM herald._reject(code => '22V12', field => 'kind', message => format('%L is not a channel kind', kind),
-      hint => 'email, sms, webhook or custom');
-  END IF;
+  PERFORM herald._check_kind(kind => kind);
   IF length(recipient) NOT BETWEEN 1 AND 320 THEN
     PERFORM herald._reject(code => '22V12', field => 'recipient', message => 'must be 1 to 320 characters');
   END IF;
-  IF source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
-    PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
-  END IF;
+  PERFORM herald._check_source(source => source);
   IF opted_out THEN
     INSERT INTO herald.suppressions (kind, recipient, reason, source, created_at)
     VALUES (kind, herald._suppression_key(kind => kind, recipient => recipient), 'unsubscribed', source, record_opt_out.now)
@@ -3177,7 +3215,7 @@ BEGIN
   GET DIAGNOSTICS changed = ROW_COUNT;
   RETURN changed > 0;
 END
-$_$;
+$$;
 
 
 --
@@ -3347,10 +3385,7 @@ DECLARE
 BEGIN
   PERFORM herald._check_not_null(ARRAY['kind', 'recipients', 'reason', 'source'],
     ARRAY[kind IS NOT NULL, recipients IS NOT NULL, reason IS NOT NULL, source IS NOT NULL]);
-  IF kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
-    PERFORM herald._reject(code => '22V12', field => 'kind', message => format('%L is not a channel kind', kind),
-      hint => 'email, sms, webhook or custom');
-  END IF;
+  PERFORM herald._check_kind(kind => kind);
   IF reason NOT IN ('bounced', 'complained', 'unsubscribed', 'manual') THEN
     PERFORM herald._reject(code => '22V12', field => 'reason', message => format('%L is not a suppression reason', reason),
       hint => 'manual, bounced, complained or unsubscribed');
@@ -4509,6 +4544,13 @@ REVOKE ALL ON FUNCTION herald._check_clock(now timestamp with time zone) FROM PU
 
 
 --
+-- Name: FUNCTION _check_kind(kind text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._check_kind(kind text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _check_not_null(fields text[], present boolean[]); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -4520,6 +4562,13 @@ REVOKE ALL ON FUNCTION herald._check_not_null(fields text[], present boolean[]) 
 --
 
 REVOKE ALL ON FUNCTION herald._check_pauser(by text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_source(source text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._check_source(source text) FROM PUBLIC;
 
 
 --

@@ -33,9 +33,7 @@ DECLARE
   at_ok boolean := true;
   v_logged boolean;
 BEGIN
-  IF source IS NULL OR source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
-    PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
-  END IF;
+  PERFORM herald._check_source(source => source);
   IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 10000 THEN
     PERFORM herald._reject(code => '22V18', field => 'events', message => 'must be a JSON array of 1 to 10000 event objects');
   END IF;

@@ -22,16 +22,11 @@ DECLARE
 BEGIN
   PERFORM herald._check_not_null(ARRAY['kind', 'recipient', 'opted_out', 'source'],
     ARRAY[kind IS NOT NULL, recipient IS NOT NULL, opted_out IS NOT NULL, source IS NOT NULL]);
-  IF kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
-    PERFORM herald._reject(code => '22V12', field => 'kind', message => format('%L is not a channel kind', kind),
-      hint => 'email, sms, webhook or custom');
-  END IF;
+  PERFORM herald._check_kind(kind => kind);
   IF length(recipient) NOT BETWEEN 1 AND 320 THEN
     PERFORM herald._reject(code => '22V12', field => 'recipient', message => 'must be 1 to 320 characters');
   END IF;
-  IF source !~ '^[a-z][a-z0-9_]{0,31}$' THEN
-    PERFORM herald._reject(code => '22V12', field => 'source', message => 'must be a name of 1 to 32 of a-z, 0-9, _');
-  END IF;
+  PERFORM herald._check_source(source => source);
   IF opted_out THEN
     INSERT INTO herald.suppressions (kind, recipient, reason, source, created_at)
     VALUES (kind, herald._suppression_key(kind => kind, recipient => recipient), 'unsubscribed', source, record_opt_out.now)

@@ -26,10 +26,7 @@ DECLARE
 BEGIN
   PERFORM herald._check_not_null(ARRAY['kind', 'recipients', 'reason', 'source'],
     ARRAY[kind IS NOT NULL, recipients IS NOT NULL, reason IS NOT NULL, source IS NOT NULL]);
-  IF kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
-    PERFORM herald._reject(code => '22V12', field => 'kind', message => format('%L is not a channel kind', kind),
-      hint => 'email, sms, webhook or custom');
-  END IF;
+  PERFORM herald._check_kind(kind => kind);
   IF reason NOT IN ('bounced', 'complained', 'unsubscribed', 'manual') THEN
     PERFORM herald._reject(code => '22V12', field => 'reason', message => format('%L is not a suppression reason', reason),
       hint => 'manual, bounced, complained or unsubscribed');
