@@ -426,7 +426,8 @@ func (r *TwilioRequests) Sent() []string {
 // FakeTwilio checks each request as the Messages API documents it (path, Basic auth
 // with the account SID AC0123 and token tw-token or the API key SK0123 and secret
 // sk-secret, form encoding, fields) and answers with Twilio's response shapes. GET of
-// the account answers status active (error 20003 with other credentials).
+// the account answers status active (error 20003 with other credentials); the
+// account's numbers (IncomingPhoneNumbers) are +15005550006 alone.
 func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 	rec := &TwilioRequests{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -440,6 +441,16 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 				return
 			}
 			io.WriteString(w, `{"sid": "AC0123", "friendly_name": "herald test", "status": "active", "type": "Full"}`)
+			return
+		}
+		if r.Method == "GET" && r.URL.Path == "/2010-04-01/Accounts/AC0123/IncomingPhoneNumbers.json" && authed {
+			// The account owns +15005550006 (Twilio's magic test number) only.
+			w.Header().Set("Content-Type", "application/json")
+			if n := r.URL.Query().Get("PhoneNumber"); n == "+15005550006" {
+				fmt.Fprintf(w, `{"incoming_phone_numbers": [{"sid": "PN0123", "phone_number": %q, "capabilities": {"sms": true}}], "page": 0}`, n)
+			} else {
+				io.WriteString(w, `{"incoming_phone_numbers": [], "page": 0}`)
+			}
 			return
 		}
 		if r.Method != "POST" || r.URL.Path != "/2010-04-01/Accounts/AC0123/Messages.json" || !authed ||

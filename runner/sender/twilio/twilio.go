@@ -175,9 +175,52 @@ func (s *Sender) request(ctx context.Context, method, path string, body io.Reade
 }
 
 // Check reads the account (GET /2010-04-01/Accounts/{AccountSid}.json) and wants it
-// active (sender.Checker): wrong credentials answer 401 (error 20003).
+// active, and, when From is a phone number, wants it among the account's numbers
+// (GET …/IncomingPhoneNumbers.json?PhoneNumber=From; code 21601 otherwise), so that a
+// channel paused for a wrong From is not resumed by a probe before it is fixed
+// (sender.Checker). Wrong credentials answer 401 (error 20003). A Messaging Service,
+// short code or alphanumeric sender is not looked up.
 func (s *Sender) Check(ctx context.Context) error {
-	req, err := s.request(ctx, http.MethodGet, ".json", nil)
+	if err := s.checkAccount(ctx); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(s.cfg.From, "+") {
+		return nil
+	}
+	var r struct {
+		Numbers []struct {
+			PhoneNumber string `json:"phone_number"`
+		} `json:"incoming_phone_numbers"`
+	}
+	if err := s.get(ctx, "/IncomingPhoneNumbers.json?PhoneNumber="+url.QueryEscape(s.cfg.From), &r); err != nil {
+		return err
+	}
+	for _, n := range r.Numbers {
+		if n.PhoneNumber == s.cfg.From {
+			return nil
+		}
+	}
+	return sender.Configuration(fmt.Errorf("HERALD_TWILIO_FROM %s is not a phone number of this Twilio account", s.cfg.From), "21601")
+}
+
+// checkAccount wants the account active.
+func (s *Sender) checkAccount(ctx context.Context) error {
+	var r struct {
+		Status string `json:"status"`
+	}
+	if err := s.get(ctx, ".json", &r); err != nil {
+		return err
+	}
+	if r.Status != "active" {
+		return sender.Configuration(fmt.Errorf("the Twilio account is %q, not active", r.Status), "account_"+r.Status)
+	}
+	return nil
+}
+
+// get reads the answer to a GET of path under the account into out; an answer other
+// than 2xx is classified by sender.FromHTTP (401: configuration).
+func (s *Sender) get(ctx context.Context, path string, out any) error {
+	req, err := s.request(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return sender.Configuration(err, "")
 	}
@@ -187,17 +230,16 @@ func (s *Sender) Check(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var r struct {
-		Status  string `json:"status"`
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}
-	_ = json.Unmarshal(b, &r)
 	if resp.StatusCode/100 != 2 {
-		return sender.FromHTTP(resp.StatusCode, resp.Header, fmt.Sprintf("%d %s", r.Code, r.Message), time.Now())
+		var e struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(b, &e)
+		return sender.FromHTTP(resp.StatusCode, resp.Header, fmt.Sprintf("%d %s", e.Code, e.Message), time.Now())
 	}
-	if r.Status != "active" {
-		return sender.Configuration(fmt.Errorf("the Twilio account is %q, not active", r.Status), "account_"+r.Status)
+	if err := json.Unmarshal(b, out); err != nil {
+		return sender.Transient(fmt.Errorf("twilio answered %s with something that is not JSON: %w", path, err))
 	}
 	return nil
 }

@@ -117,7 +117,8 @@ func TestTwilioReusesConnectionsAndTrustsItsCA(t *testing.T) {
 
 // MMS media, the status callback and API-key credentials: MediaUrl once per URL, a
 // media-only message without Body, StatusCallback on every message; the key
-// authenticates instead of the auth token. The start check reads the account.
+// authenticates instead of the auth token. The start check reads the account and
+// looks the From number up among the account's.
 func TestTwilioMediaCallbackAndAPIKey(t *testing.T) {
 	t.Parallel()
 	srv, rec := sendertest.FakeTwilio(t)
@@ -143,6 +144,16 @@ func TestTwilioMediaCallbackAndAPIKey(t *testing.T) {
 	wrong, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "nope", From: "+15005550006", BaseURL: srv.URL})
 	if f := sendertest.WantClass(t, wrong.Check(ctx), sender.ClassConfiguration); f.Code != "401" {
 		t.Fatalf("check with a wrong token: code %q", f.Code)
+	}
+	// A From that is not the account's number fails the check (so a probe does not
+	// resume a channel paused for it); a Messaging Service is not looked up.
+	notOurs, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550099", BaseURL: srv.URL})
+	if f := sendertest.WantClass(t, notOurs.Check(ctx), sender.ClassConfiguration); f.Code != "21601" || !strings.Contains(f.Error(), "+15005550099") {
+		t.Fatalf("check with another account's From: %v (code %q)", f, f.Code)
+	}
+	service, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", MessagingServiceSID: "MG0123", BaseURL: srv.URL})
+	if err := service.Check(ctx); err != nil {
+		t.Fatalf("check with a Messaging Service: %v", err)
 	}
 	if _, err := twilio.New(twilio.Config{AccountSID: "AC0123", APIKeySID: "SK0123", From: "+15005550006"}); err == nil {
 		t.Fatal("an API key without its secret was accepted")
