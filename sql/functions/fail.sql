@@ -88,15 +88,14 @@ BEGIN
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
               m.last_error, m.last_error_code, m.attempts
   ), refused AS ( -- a refusal that rules the address out (herald._suppression_reason) stops future sends
+    -- (two of one address in a call: the second is a conflict, skipped)
     INSERT INTO herald.suppressions (kind, recipient, reason, source, created_at)
-    SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient))
-           c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient), r.reason, 'send', fail.now
+    SELECT c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient), r.reason, 'send', fail.now
     FROM failed f
     JOIN herald.channels c ON c.name = f.channel
     CROSS JOIN LATERAL (SELECT herald._suppression_reason(kind => c.kind, event => 'undelivered', type => NULL,
                                                           code => f.last_error_code) AS reason) AS r
     WHERE f.status = 'dead' AND f.last_error_class = 'permanent' AND r.reason IS NOT NULL
-    ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => f.recipient), f.id
     ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
