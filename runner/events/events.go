@@ -191,11 +191,20 @@ type Result struct {
 	Ignored    int `json:"ignored"` // provider events herald has no outcome for (opens, clicks, queued…)
 }
 
+// body reads a request body within MaxBodyBytes, or answers 413.
+func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body too large or unreadable"})
+		return nil, false
+	}
+	return body, true
+}
+
 func (h *handler) endpoint(source string, parse parser) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-		if err != nil {
-			answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body too large or unreadable"})
+		body, ok := h.body(w, r)
+		if !ok {
 			return
 		}
 		evs, ignored, err := parse(r, body)
@@ -308,17 +317,8 @@ func (h *handler) sendgrid(r *http.Request, body []byte) (json.RawMessage, int, 
 // full URL, then each POST parameter's name and value, sorted by name) and maps one
 // status callback.
 func (h *handler) twilio(r *http.Request, body []byte) (json.RawMessage, int, error) {
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return nil, 0, errSignature // what was signed cannot be rebuilt
-	}
-	callURL := h.cfg.TwilioURL
-	if r.URL.RawQuery != "" {
-		callURL = strings.SplitN(callURL, "?", 2)[0] + "?" + r.URL.RawQuery
-	}
-	want := TwilioSignature(h.cfg.TwilioAuthToken, callURL, form)
-	got := r.Header.Get("X-Twilio-Signature")
-	if got == "" || !hmac.Equal([]byte(got), []byte(want)) {
+	form, ok := h.twilioForm(r, body, h.cfg.TwilioURL)
+	if !ok {
 		return nil, 0, errSignature
 	}
 	sid, status := form.Get("MessageSid"), form.Get("MessageStatus")
@@ -338,6 +338,22 @@ func (h *handler) twilio(r *http.Request, body []byte) (json.RawMessage, int, er
 		ev.MessageID = &id
 	}
 	return encode([]event{ev}, 0, nil)
+}
+
+// twilioForm reads a form Twilio posted to publicURL (the endpoint's URL as Twilio
+// calls it, its query string taken from the request) when X-Twilio-Signature
+// verifies with the auth token; ok is false otherwise.
+func (h *handler) twilioForm(r *http.Request, body []byte, publicURL string) (form url.Values, ok bool) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, false // what was signed cannot be rebuilt
+	}
+	if r.URL.RawQuery != "" {
+		publicURL = strings.SplitN(publicURL, "?", 2)[0] + "?" + r.URL.RawQuery
+	}
+	want := TwilioSignature(h.cfg.TwilioAuthToken, publicURL, form)
+	got := r.Header.Get("X-Twilio-Signature")
+	return form, got != "" && hmac.Equal([]byte(got), []byte(want))
 }
 
 // TwilioSignature is the X-Twilio-Signature of a POST to fullURL with form, signed

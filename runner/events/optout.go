@@ -1,10 +1,8 @@
 package events
 
 import (
-	"crypto/hmac"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -23,14 +21,12 @@ var (
 // (herald.record_opt_out, source "twilio"); any other message is ignored. The answer
 // is an empty TwiML <Response/>: Twilio sends its own confirmation.
 func (h *handler) twilioInbound(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-	if err != nil {
-		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body too large or unreadable"})
+	body, ok := h.body(w, r)
+	if !ok {
 		return
 	}
-	form, err := url.ParseQuery(string(body))
-	want := TwilioSignature(h.cfg.TwilioAuthToken, h.cfg.TwilioInboundURL, form)
-	if got := r.Header.Get("X-Twilio-Signature"); err != nil || got == "" || !hmac.Equal([]byte(got), []byte(want)) {
+	form, ok := h.twilioForm(r, body, h.cfg.TwilioInboundURL)
+	if !ok {
 		h.cfg.Logger.Warn("inbound message refused: bad signature", "remote", r.RemoteAddr)
 		answer(w, http.StatusUnauthorized, map[string]string{"error": "signature"})
 		return
