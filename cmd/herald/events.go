@@ -36,23 +36,16 @@ func eventsConfig(ev *environ) (events.Config, error) {
 		}
 		cfg.SendGridKey = key
 	}
-	if u := ev.str("HERALD_TWILIO_STATUS_CALLBACK", ""); u != "" {
-		cfg.TwilioURL, cfg.TwilioAuthToken = u, ev.secret("HERALD_TWILIO_AUTH_TOKEN")
-		if cfg.TwilioAuthToken == "" {
-			return cfg, fmt.Errorf("HERALD_TWILIO_STATUS_CALLBACK needs HERALD_TWILIO_AUTH_TOKEN: Twilio signs its callbacks with the account's auth token")
+	cfg.TwilioURL, cfg.TwilioInboundURL = ev.str("HERALD_TWILIO_STATUS_CALLBACK", ""), ev.str("HERALD_TWILIO_INBOUND_URL", "")
+	if cfg.TwilioURL != "" || cfg.TwilioInboundURL != "" {
+		if cfg.TwilioAuthToken = ev.secret("HERALD_TWILIO_AUTH_TOKEN"); cfg.TwilioAuthToken == "" {
+			return cfg, fmt.Errorf("HERALD_TWILIO_STATUS_CALLBACK and HERALD_TWILIO_INBOUND_URL need HERALD_TWILIO_AUTH_TOKEN: " +
+				"Twilio signs what it posts with the account's auth token")
 		}
 	}
-	if u := ev.str("HERALD_TWILIO_INBOUND_URL", ""); u != "" {
-		cfg.TwilioInboundURL, cfg.TwilioAuthToken = u, ev.secret("HERALD_TWILIO_AUTH_TOKEN")
-		if cfg.TwilioAuthToken == "" {
-			return cfg, fmt.Errorf("HERALD_TWILIO_INBOUND_URL needs HERALD_TWILIO_AUTH_TOKEN: Twilio signs its webhooks with the account's auth token")
-		}
-	}
-	cfg.GenericSecrets = strings.Fields(ev.secret("HERALD_EVENTS_SECRETS"))
-	for i, s := range cfg.GenericSecrets {
-		if _, err := webhook.DecodeSecret(s); err != nil {
-			return cfg, fmt.Errorf("HERALD_EVENTS_SECRETS: secret %d %v", i+1, err)
-		}
+	var err error
+	if cfg.GenericSecrets, err = secrets(ev, "HERALD_EVENTS_SECRETS"); err != nil {
+		return cfg, err
 	}
 	keys, err := unsubscribeKeys(ev)
 	if err != nil {
@@ -65,15 +58,27 @@ func eventsConfig(ev *environ) (events.Config, error) {
 // unsubscribeKeys reads HERALD_UNSUBSCRIBE_SECRETS: the keys of the one-click
 // unsubscribe links, the first of which makes them (none: no links, no endpoint).
 func unsubscribeKeys(ev *environ) ([][]byte, error) {
-	var keys [][]byte
-	for i, s := range strings.Fields(ev.secret("HERALD_UNSUBSCRIBE_SECRETS")) {
-		k, err := webhook.DecodeSecret(s)
-		if err != nil {
-			return nil, fmt.Errorf("HERALD_UNSUBSCRIBE_SECRETS: secret %d %v", i+1, err)
-		}
-		keys = append(keys, k)
+	list, err := secrets(ev, "HERALD_UNSUBSCRIBE_SECRETS")
+	if err != nil {
+		return nil, err
+	}
+	keys := make([][]byte, len(list))
+	for i, s := range list {
+		keys[i], _ = webhook.DecodeSecret(s) // checked by secrets
 	}
 	return keys, nil
+}
+
+// secrets reads the variable name as space-separated whsec_ secrets, each checked
+// (an error names the variable and the secret's position, never its value).
+func secrets(ev *environ, name string) ([]string, error) {
+	list := strings.Fields(ev.secret(name))
+	for i, s := range list {
+		if _, err := webhook.DecodeSecret(s); err != nil {
+			return nil, fmt.Errorf("%s: secret %d %v", name, i+1, err)
+		}
+	}
+	return list, nil
 }
 
 // registerEvents adds the configured delivery-event endpoints to mux.
