@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -104,11 +105,13 @@ func TestPauseAndResumeRules(t *testing.T) {
 }
 
 // revocableProvider is a SendGrid stand-in whose key can be revoked and restored:
-// /v3/scopes and /v3/mail/send answer 401 while it is revoked.
+// /v3/scopes and /v3/mail/send answer 401 while it is revoked. Its one verified
+// sender identity is noreply@example.com: mail from any other gets SendGrid's 403.
 type revocableProvider struct {
 	revoked atomic.Bool
 	sends   atomic.Int64 // mail/send requests that arrived while the key was good
 	tries   atomic.Int64 // mail/send requests that arrived while it was revoked
+	refused atomic.Int64 // mail/send requests refused for their from
 }
 
 func (p *revocableProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -124,6 +127,15 @@ func (p *revocableProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v3/scopes":
 		io.WriteString(w, `{"scopes":["mail.send"]}`)
 	case "/v3/mail/send":
+		var req struct {
+			From struct{ Email string } `json:"from"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil || req.From.Email != "noreply@example.com" {
+			p.refused.Add(1)
+			w.WriteHeader(403)
+			io.WriteString(w, `{"errors":[{"message":"The from address does not match a verified Sender Identity. Mail cannot be sent until this error is resolved.","field":"from","help":null}]}`)
+			return
+		}
 		n := p.sends.Add(1)
 		w.Header().Set("X-Message-Id", fmt.Sprintf("sg-%d", n))
 		w.WriteHeader(202)
@@ -187,6 +199,46 @@ func TestRevokedKeyPausesTheChannelNotTheMail(t *testing.T) {
 	}
 	prov.revoked.Store(false)
 	eventually(t, 20*time.Second, "all 25 sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 25 })
+}
+
+// A producer granted a domain (herald.producers.senders) cannot stop the channel with
+// a from its provider has not verified: SendGrid's 403 for that from dead-letters that
+// message alone, asked once, and the other producers' mail goes out with the channel
+// never paused. (A 403 for the channel's own From pauses it: the runner's setup.)
+func TestProducersUnverifiedFromFailsOnlyItsMessage(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mallory := loginPool(t, pool, "unverified_from_mallory", "herald_producer")
+	grantSenders(t, pool, "unverified_from_mallory", "example.com")
+	bad := scalar[int64](t, mallory, `SELECT herald.enqueue('email', 'ana@example.net', '{"subject":"s","text":"t","from":"CEO <ceo@example.com>"}')`)
+	enqueueMany(t, pool, 20, "email")
+	prov := &revocableProvider{}
+	srv := httptest.NewServer(prov)
+	t.Cleanup(srv.Close)
+	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{From: "Herald <noreply@example.com>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": sg}, ProbeInterval: 50 * time.Millisecond,
+		PollInterval: 50 * time.Millisecond})
+	eventually(t, 20*time.Second, "20 sent and the unverified from's message dead", func() bool {
+		return countWhere(t, pool, `status = 'sent'`) == 20 && countWhere(t, pool, `status = 'dead'`) == 1
+	})
+	var status, class, code string
+	if err := pool.QueryRow(t.Context(), `SELECT status, last_error_class, last_error_code FROM herald.messages WHERE id = $1`, bad).
+		Scan(&status, &class, &code); err != nil {
+		t.Fatal(err)
+	}
+	if status != "dead" || class != "permanent" || code != "403" {
+		t.Fatalf("the unverified from's message: %s, %s, code %s", status, class, code)
+	}
+	if n := prov.refused.Load(); n != 1 {
+		t.Fatalf("SendGrid was asked %d times for the unverified from, want once", n)
+	}
+	if scalar[bool](t, pool, `SELECT paused FROM herald.channels WHERE name = 'email'`) {
+		t.Fatal("the channel is paused")
+	}
 }
 
 // StartCheck refuse: Run returns ErrConfiguration before claiming anything; herald

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
+	"time"
 
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/unsubscribe"
@@ -41,15 +42,20 @@ type Defaults struct {
 
 // Email is one e-mail ready to send.
 type Email struct {
-	From      string
-	ReplyTo   string
-	To        string
-	Subject   string
-	Text      string
-	HTML      string
-	Headers   map[string]string
-	Cc, Bcc   []string
-	MessageID string // with angle brackets: <herald-42@example.com>
+	From string
+	// FromAddress is From's bare address (noreply@example.com).
+	FromAddress string
+	// ProducerFrom is true when From is the payload's own, not the channel's default
+	// (SenderRefused).
+	ProducerFrom bool
+	ReplyTo      string
+	To           string
+	Subject      string
+	Text         string
+	HTML         string
+	Headers      map[string]string
+	Cc, Bcc      []string
+	MessageID    string // with angle brackets: <herald-42@example.com>
 
 	Attachments []Attachment
 
@@ -130,6 +136,7 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	if e.From == "" {
 		e.From = d.From
 	}
+	e.ProducerFrom = e.From != d.From && !sameAddress(e.From, d.From)
 	if e.ReplyTo == "" {
 		e.ReplyTo = d.ReplyTo
 	}
@@ -148,6 +155,7 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	if err != nil {
 		return Email{}, sender.Permanent(fmt.Errorf("from address %q: %w", e.From, err))
 	}
+	e.FromAddress = from.Address
 	for _, a := range append(append([]string(nil), e.Cc...), e.Bcc...) {
 		if _, err := mail.ParseAddress(a); err != nil {
 			return Email{}, sender.Permanent(fmt.Errorf("payload: cc/bcc address %q: %w", a, err))
@@ -173,6 +181,36 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	}
 	e.MessageID = fmt.Sprintf("<herald-%d@%s>", m.ID, domain)
 	return e, nil
+}
+
+// SenderRefused is what a provider's refusal of the sender identity (a From it has
+// not verified, or does not let this account send as) means for e: when From is the
+// producer's own (ProducerFrom), the message fails permanently and the channel goes
+// on, so that one producer's from never stops the others' mail; when it is the
+// channel's default, the runner's configuration is wrong and the channel pauses
+// (ClassConfiguration) with the message given back. err's code is kept.
+func (e Email) SenderRefused(err error) error {
+	f := *sender.Classify(err)
+	if e.ProducerFrom {
+		f.Class, f.RetryAt = sender.ClassPermanent, time.Time{}
+		f.Err = fmt.Errorf("the provider refused the payload's from %s: %w", e.FromAddress, f.Err)
+	} else {
+		f.Class, f.RetryAt = sender.ClassConfiguration, time.Time{}
+		f.Err = fmt.Errorf("the provider refused the channel's From %s: %w", e.FromAddress, f.Err)
+	}
+	return &f
+}
+
+// sameAddress reports whether two address strings name the same mailbox (the local
+// part as written, the domain in any letter case).
+func sameAddress(a, b string) bool {
+	x, err1 := mail.ParseAddress(a)
+	y, err2 := mail.ParseAddress(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	i, j := strings.LastIndex(x.Address, "@"), strings.LastIndex(y.Address, "@")
+	return i > 0 && j > 0 && x.Address[:i] == y.Address[:j] && strings.EqualFold(x.Address[i:], y.Address[j:])
 }
 
 // hasHeader reports whether headers has name, in any letter case.

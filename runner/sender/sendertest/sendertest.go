@@ -56,26 +56,59 @@ type SMTPServer struct {
 
 	mu      sync.Mutex
 	replies map[string]*smtp.SMTPError // by recipient local part (Reply)
+	senders map[string]senderReply     // by sender address (RefuseSender)
 	msgs    []Received
 	rcpts   []string        // every RCPT TO, accepted or not (Rcpts)
+	mails   []string        // every MAIL FROM, accepted or not (Mails)
 	conns   map[string]bool // client addresses: one per connection (STARTTLS starts a new session, not a new connection)
 }
 
-// Reply makes the server answer RCPT TO for the local part with the given reply
-// (code, enhanced code such as "4.7.0" or "", text), as a real provider would.
-func (s *SMTPServer) Reply(localPart string, code int, enhanced, text string) {
+// senderReply is how the server refuses a sender: at MAIL FROM or after DATA.
+type senderReply struct {
+	err    *smtp.SMTPError
+	atData bool
+}
+
+// smtpError is an SMTP reply (code, enhanced code such as "4.7.0" or "", text).
+func smtpError(code int, enhanced, text string) *smtp.SMTPError {
 	e := &smtp.SMTPError{Code: code, EnhancedCode: smtp.NoEnhancedCode, Message: text}
 	if enhanced != "" {
 		var c smtp.EnhancedCode
 		fmt.Sscanf(enhanced, "%d.%d.%d", &c[0], &c[1], &c[2])
 		e.EnhancedCode = c
 	}
+	return e
+}
+
+// Reply makes the server answer RCPT TO for the local part with the given reply
+// (code, enhanced code such as "4.7.0" or "", text), as a real provider would.
+func (s *SMTPServer) Reply(localPart string, code int, enhanced, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.replies == nil {
 		s.replies = map[string]*smtp.SMTPError{}
 	}
-	s.replies[localPart] = e
+	s.replies[localPart] = smtpError(code, enhanced, text)
+}
+
+// RefuseSender makes the server refuse the sender address with the given reply, at
+// MAIL FROM (a relay that checks who may send) or, atData, after the message's data
+// (as Microsoft 365 and Amazon SES do). Addresses compare in any letter case.
+func (s *SMTPServer) RefuseSender(from string, atData bool, code int, enhanced, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.senders == nil {
+		s.senders = map[string]senderReply{}
+	}
+	s.senders[strings.ToLower(from)] = senderReply{err: smtpError(code, enhanced, text), atData: atData}
+}
+
+// Mails returns every sender a client has named in MAIL FROM so far, refused ones
+// too, in order.
+func (s *SMTPServer) Mails() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.mails...)
 }
 
 // Messages returns what the server has received so far.
@@ -237,6 +270,13 @@ func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 			return smtp.ErrAuthRequired
 		}
 	}
+	s.srv.mu.Lock()
+	refusal, refused := s.srv.senders[strings.ToLower(from)]
+	s.srv.mails = append(s.srv.mails, from)
+	s.srv.mu.Unlock()
+	if refused && !refusal.atData {
+		return refusal.err
+	}
 	s.from = from
 	return nil
 }
@@ -274,6 +314,10 @@ func (s *smtpSession) Data(r io.Reader) error {
 		return err
 	}
 	s.srv.mu.Lock()
+	if refusal, refused := s.srv.senders[strings.ToLower(s.from)]; refused {
+		s.srv.mu.Unlock()
+		return refusal.err
+	}
 	s.srv.msgs = append(s.srv.msgs, Received{From: s.from, To: s.to, Data: string(b)})
 	s.srv.mu.Unlock()
 	return nil
@@ -317,10 +361,15 @@ func SMTPConfig(t testing.TB, s *SMTPServer) smtpsender.Config {
 }
 
 // FakeSendGrid checks each request as the v3 Mail Send API documents it and answers
-// with SendGrid's response shapes; recipients choose the answer. GET /v3/scopes
-// answers for the key SG.test-key (with mail.send) and SG.read-only (without); any
-// other key gets 401.
-func FakeSendGrid(t testing.TB) *httptest.Server {
+// with SendGrid's response shapes; recipients choose the answer. The verified sender
+// identities are noreply@example.com (as "Herald") and the senders given: any other
+// from gets SendGrid's 403. GET /v3/scopes answers for the key SG.test-key (with
+// mail.send) and SG.read-only (without); any other key gets 401.
+func FakeSendGrid(t testing.TB, senders ...string) *httptest.Server {
+	verified := map[string]bool{"noreply@example.com": true}
+	for _, s := range senders {
+		verified[s] = true
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "GET" && r.URL.Path == "/v3/scopes" {
 			switch r.Header.Get("Authorization") {
@@ -358,8 +407,13 @@ func FakeSendGrid(t testing.TB) *httptest.Server {
 			w.WriteHeader(400)
 			return
 		}
+		if !verified[req.From.Email] { // SendGrid's answer for a from without sender verification
+			w.WriteHeader(403)
+			io.WriteString(w, `{"errors":[{"message":"The from address does not match a verified Sender Identity. Mail cannot be sent until this error is resolved. Visit https://sendgrid.com/docs/for-developers/sending-email/sender-identity/ to see the Sender Identity requirements","field":"from","help":null}]}`)
+			return
+		}
 		to := req.Personalizations[0].To[0].Email
-		if req.From.Email != "noreply@example.com" || req.From.Name != "Herald" || req.Subject != "Your receipt" ||
+		if req.From.Email == "noreply@example.com" && req.From.Name != "Herald" || req.Subject != "Your receipt" ||
 			len(req.Content) != 2 || req.Content[0].Type != "text/plain" || req.Content[1].Type != "text/html" ||
 			req.CustomArgs["herald_id"] == "" || !strings.HasPrefix(req.Headers["Message-ID"], "<herald-") || req.Headers["X-Campaign"] != "spring" {
 			t.Errorf("sendgrid: fields: %+v", req)
@@ -381,9 +435,9 @@ func FakeSendGrid(t testing.TB) *httptest.Server {
 		case "down":
 			w.WriteHeader(500)
 			io.WriteString(w, `{"errors":[{"field":null,"message":"internal error"}]}`)
-		case "unverified": // SendGrid's answer for a From address without sender verification
+		case "forbidden": // a key without the mail.send scope
 			w.WriteHeader(403)
-			io.WriteString(w, `{"errors":[{"message":"The from address does not match a verified Sender Identity. Mail cannot be sent until this error is resolved.","field":"from","help":"https://sendgrid.com/docs/for-developers/sending-email/sender-identity/"}]}`)
+			io.WriteString(w, `{"errors":[{"field":null,"message":"access forbidden"}]}`)
 		case "revoked":
 			w.WriteHeader(401)
 			io.WriteString(w, `{"errors":[{"field":null,"message":"The provided authorization grant is invalid, expired, or revoked","help":null}]}`)

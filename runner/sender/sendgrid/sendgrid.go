@@ -3,7 +3,9 @@
 // argument herald_id and in the Message-ID header; the provider id is the answer's
 // X-Message-Id header. Failures are classified by sender.FromHTTP: 429 rate_limited
 // (Retry-After / X-RateLimit-Reset), 5xx transient, 401/403 configuration (a revoked
-// key, an unverified sender), other 4xx (such as an invalid recipient) permanent;
+// key, a key without the scope), other 4xx (such as an invalid recipient) permanent;
+// a 403 for an unverified from is the channel's configuration when the from is its
+// default, and permanent when it is the payload's own (email.SenderRefused);
 // an untrusted certificate or unknown host is configuration (sender.FromNetwork).
 // Attachments, template_id with dynamic_template_data, categories and custom_args
 // are sent as the API's own fields.
@@ -174,7 +176,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return sender.Result{}, sender.FromHTTP(resp.StatusCode, resp.Header, errorText(b), time.Now())
+		err := sender.FromHTTP(resp.StatusCode, resp.Header, errorText(b), time.Now())
+		if resp.StatusCode == http.StatusForbidden && refusesSender(b) {
+			err = e.SenderRefused(err)
+		}
+		return sender.Result{}, err
 	}
 	return sender.Result{ProviderMessageID: resp.Header.Get("X-Message-Id")}, nil
 }
@@ -208,19 +214,42 @@ func (s *Sender) Check(ctx context.Context) error {
 	return nil
 }
 
-// errorText condenses SendGrid's {"errors":[{"message","field"}]} into one line.
-func errorText(b []byte) string {
+// apiError is one entry of SendGrid's {"errors":[{"message","field"}]} answer.
+type apiError struct {
+	Message string  `json:"message"`
+	Field   *string `json:"field"`
+}
+
+// apiErrors reads the errors of an answer; none when it has another shape.
+func apiErrors(b []byte) []apiError {
 	var r struct {
-		Errors []struct {
-			Message string  `json:"message"`
-			Field   *string `json:"field"`
-		} `json:"errors"`
+		Errors []apiError `json:"errors"`
 	}
-	if json.Unmarshal(b, &r) != nil || len(r.Errors) == 0 {
+	_ = json.Unmarshal(b, &r)
+	return r.Errors
+}
+
+// refusesSender reports whether a 403's errors blame the from address (SendGrid's
+// "The from address does not match a verified Sender Identity", field "from") rather
+// than the key.
+func refusesSender(b []byte) bool {
+	for _, e := range apiErrors(b) {
+		if e.Field != nil && *e.Field == "from" || strings.Contains(strings.ToLower(e.Message), "sender identity") {
+			return true
+		}
+	}
+	return false
+}
+
+// errorText condenses SendGrid's errors into one line (the body itself when it has
+// none).
+func errorText(b []byte) string {
+	errs := apiErrors(b)
+	if len(errs) == 0 {
 		return string(b)
 	}
 	var parts []string
-	for _, e := range r.Errors {
+	for _, e := range errs {
 		if e.Field != nil && *e.Field != "" {
 			parts = append(parts, *e.Field+": "+e.Message)
 		} else {

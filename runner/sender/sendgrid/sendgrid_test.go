@@ -54,15 +54,58 @@ func TestSendGridSender(t *testing.T) {
 	if f := sendertest.WantClass(t, err, sender.ClassPermanent); !strings.Contains(f.Error(), "personalizations.0.to.0.email") {
 		t.Fatalf("permanent error lacks SendGrid's field: %v", f)
 	}
-	// A revoked key (401) and an unverified sender (403) are the runner's problem, not
-	// the message's: they wait without using an attempt. 413 is permanent.
+	// A revoked key (401) and a key without the scope (403) are the runner's problem,
+	// not the message's: they wait without using an attempt. 413 is permanent.
 	for _, c := range []struct {
 		local, code string
 		class       sender.Class
-	}{{"revoked", "401", sender.ClassConfiguration}, {"unverified", "403", sender.ClassConfiguration}, {"huge", "413", sender.ClassPermanent}} {
+	}{{"revoked", "401", sender.ClassConfiguration}, {"forbidden", "403", sender.ClassConfiguration}, {"huge", "413", sender.ClassPermanent}} {
 		_, err = limited.Send(ctx, sendertest.EmailMessage(11, c.local+"@example.net"))
 		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code {
 			t.Fatalf("%s: code %q", c.local, f.Code)
+		}
+	}
+}
+
+// fromPayload is an e-mail whose payload sets from.
+func fromPayload(id int64, to, from string) sender.Message {
+	m := sendertest.EmailMessage(id, to)
+	m.Payload = json.RawMessage(strings.Replace(string(m.Payload), `{`, `{"from":"`+from+`",`, 1))
+	return m
+}
+
+// SendGrid refuses a from it has not verified (403, field from). A producer's own from
+// that SendGrid refuses fails that message only: the channel is not paused for every
+// producer, and the producer sees the code. The channel's default From refused is the
+// runner's configuration, as is a 403 that blames the key, whoever's from it carries.
+func TestSendGridRefusedSender(t *testing.T) {
+	t.Parallel()
+	srv := sendertest.FakeSendGrid(t, "billing@example.com")
+	ctx := context.Background()
+	verifiedDefault, err := sendgrid.New(sendgrid.Config{APIKey: "SG.test-key", BaseURL: srv.URL,
+		Defaults: email.Defaults{From: "Herald <noreply@example.com>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = verifiedDefault.Send(ctx, fromPayload(1, "ana@example.net", "ceo@example.com"))
+	if f := sendertest.WantClass(t, err, sender.ClassPermanent); f.Code != "403" || !strings.Contains(f.Error(), "ceo@example.com") {
+		t.Fatalf("a producer's unverified from: code %q, %v", f.Code, f)
+	}
+	if res, err := verifiedDefault.Send(ctx, fromPayload(2, "ana@example.net", "Billing <billing@example.com>")); err != nil || res.ProviderMessageID != "sg-2" {
+		t.Fatalf("a producer's verified from: %+v %v", res, err)
+	}
+	_, err = verifiedDefault.Send(ctx, fromPayload(3, "forbidden@example.net", "billing@example.com"))
+	sendertest.WantClass(t, err, sender.ClassConfiguration)
+
+	unverifiedDefault, err := sendgrid.New(sendgrid.Config{APIKey: "SG.test-key", BaseURL: srv.URL,
+		Defaults: email.Defaults{From: "Shop <shop@example.com>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []sender.Message{sendertest.EmailMessage(4, "ana@example.net"), fromPayload(5, "ana@example.net", "shop@EXAMPLE.com")} {
+		_, err = unverifiedDefault.Send(ctx, m)
+		if f := sendertest.WantClass(t, err, sender.ClassConfiguration); f.Code != "403" || !strings.Contains(f.Error(), "channel's From") {
+			t.Fatalf("the channel's unverified From (message %d): code %q, %v", m.ID, f.Code, f)
 		}
 	}
 }

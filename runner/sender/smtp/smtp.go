@@ -16,6 +16,10 @@
 //	code 4.7.x or 4.2.1, or saying rate,
 //	throttl…, too many (not "too many
 //	recipients", 4.5.3)                     rate_limited, retry in Config.ThrottleWait
+//	a refusal of the sender: a 5yz reply    the payload's own from: permanent (that
+//	to MAIL FROM, 5.1.7, 5.1.8, 5.7.60,     message only); the channel's default
+//	SES "Email address is not verified"     From: configuration (email.SenderRefused;
+//	naming the from                         Check names it in MAIL FROM)
 //	other 5yz reply                         permanent (550 unknown mailbox…)
 //	other 4yz reply                         transient
 //	untrusted certificate, unknown host     configuration (sender.FromNetwork)
@@ -34,6 +38,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	netmail "net/mail"
 	"net/textproto"
 	"regexp"
 	"strconv"
@@ -82,6 +87,7 @@ type Sender struct {
 	client *mail.Client
 	idle   chan *gosmtp.Client
 	slots  chan struct{} // one per connection the sender may hold (Pool)
+	from   string        // the default From's bare address, for Check ("" when none)
 }
 
 // New checks cfg and returns a Sender; it does not connect yet.
@@ -135,11 +141,19 @@ func New(cfg Config) (*Sender, error) {
 		}
 		opts = append(opts, mail.WithSMTPAuth(auth), mail.WithUsername(cfg.Username), mail.WithPassword(cfg.Password))
 	}
+	var from string
+	if cfg.Defaults.From != "" {
+		a, err := netmail.ParseAddress(cfg.Defaults.From)
+		if err != nil {
+			return nil, fmt.Errorf("smtp: default From %q: %w", cfg.Defaults.From, err)
+		}
+		from = a.Address
+	}
 	c, err := mail.NewClient(cfg.Host, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("smtp: %w", err)
 	}
-	return &Sender{cfg: cfg, client: c, idle: make(chan *gosmtp.Client, cfg.Pool), slots: make(chan struct{}, cfg.Pool)}, nil
+	return &Sender{cfg: cfg, client: c, idle: make(chan *gosmtp.Client, cfg.Pool), slots: make(chan struct{}, cfg.Pool), from: from}, nil
 }
 
 // Send delivers one message. The provider id it reports is the Message-ID.
@@ -178,7 +192,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		} else {
 			_ = s.client.CloseWithSMTPClient(conn)
 		}
-		return sender.Result{}, s.classify(err)
+		f := s.classify(err)
+		if sender.Classify(f).Class == sender.ClassPermanent && refusesSender(err, e.FromAddress) {
+			f = e.SenderRefused(f)
+		}
+		return sender.Result{}, f
 	}
 	s.release(conn)
 	return sender.Result{ProviderMessageID: e.MessageID}, nil
@@ -259,15 +277,27 @@ func setHeader(msg *mail.Msg, h mail.Header, v string) {
 	msg.SetGenHeaderPreformatted(h, strings.Join(words, " "))
 }
 
-// Check connects, starts TLS and authenticates as configured, then quits: what a
-// send would do before MAIL FROM (sender.Checker).
+// Check connects, starts TLS and authenticates as configured and, when the channel
+// has a default From, names it in MAIL FROM and resets, sending nothing: a server
+// that refuses that sender there (5yz) is a configuration failure, so that a probe
+// does not resume a channel paused for its From (sender.Checker).
 func (s *Sender) Check(ctx context.Context) error {
 	c, err := s.dial(ctx)
 	if err != nil {
 		return s.classify(err)
 	}
-	_ = s.client.CloseWithSMTPClient(c)
-	return nil
+	defer func() { _ = s.client.CloseWithSMTPClient(c) }()
+	if s.from == "" {
+		return nil
+	}
+	if err := c.Mail(s.from); err != nil {
+		f := s.classify(err)
+		if sender.Classify(f).Class == sender.ClassPermanent {
+			f = email.Email{FromAddress: s.from}.SenderRefused(f)
+		}
+		return f
+	}
+	return c.Reset()
 }
 
 // conn takes an idle connection, or dials a new one.
@@ -310,26 +340,48 @@ func (s *Sender) Close() error {
 // enhancedCode is an RFC 3463 enhanced status code at the start of a reply's text.
 var enhancedCode = regexp.MustCompile(`^[245]\.\d{1,3}\.\d{1,3}`)
 
+// reply reads an SMTP outcome: the reply code (0 when the server gave none), its
+// enhanced code ("5.1.1" or ""), and whether it answered MAIL FROM.
+func reply(err error) (code int, enhanced string, mailFrom bool) {
+	var se *mail.SendError
+	var te *textproto.Error // AUTH, connection-time and Check's MAIL FROM replies
+	if errors.As(err, &se) {
+		return se.ErrorCode(), se.EnhancedStatusCode(), se.Reason == mail.ErrSMTPMailFrom
+	}
+	if errors.As(err, &te) {
+		return te.Code, enhancedCode.FindString(te.Msg), false
+	}
+	return 0, "", false
+}
+
+// refusesSender reports whether err, a permanent refusal, refuses the sender identity
+// rather than the message or a recipient: a 5yz reply to MAIL FROM (not 552, the
+// message's size), the sender-address codes 5.1.7 and
+// 5.1.8, Microsoft 365's 5.7.60 (SendAsDenied), or Amazon SES's "Email address is not
+// verified" naming from (SES names unverified recipients the same way in its sandbox).
+func refusesSender(err error, from string) bool {
+	code, enhanced, mailFrom := reply(err)
+	if code < 500 {
+		return false
+	}
+	text := strings.ToLower(err.Error())
+	return mailFrom && code != 552 && enhanced != "5.3.4" ||
+		enhanced == "5.1.7" || enhanced == "5.1.8" || enhanced == "5.7.60" || strings.Contains(text, "sendasdenied") ||
+		strings.Contains(text, "email address is not verified") && from != "" && strings.Contains(text, strings.ToLower(from))
+}
+
+// authReply reports whether code is an authentication reply (530, 534, 535, 538).
+func authReply(code int) bool { return code == 530 || code == 534 || code == 535 || code == 538 }
+
 // classify maps an SMTP outcome to a failure class (see the package doc); the reply
 // code and its enhanced code, when the server gave them ("550 5.1.1"), are the
 // failure's Code.
 func (s *Sender) classify(err error) error {
-	var se *mail.SendError
-	code := 0
-	enhanced := ""
-	var te *textproto.Error // AUTH and connection-time replies
-	if errors.As(err, &se) {
-		code, enhanced = se.ErrorCode(), se.EnhancedStatusCode()
-	} else if errors.As(err, &te) {
-		code = te.Code
-		if m := enhancedCode.FindString(te.Msg); m != "" {
-			enhanced = m
-		}
-	}
+	code, enhanced, _ := reply(err)
 	text := strings.ToLower(err.Error())
 	now := time.Now()
 	switch {
-	case code == 530 || code == 534 || code == 535 || code == 538:
+	case authReply(code):
 		err = sender.Configuration(err, "")
 	case enhanced == "5.4.5" || strings.Contains(text, "submissionquotaexceeded") ||
 		strings.Contains(text, "sending limit exceeded") || strings.Contains(text, "daily user sending quota"):

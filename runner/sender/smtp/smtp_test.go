@@ -310,3 +310,82 @@ func TestSMTPPoolBoundsConnections(t *testing.T) {
 		t.Fatalf("%d messages over %d connections, want 40 over at most 3", n, c)
 	}
 }
+
+// withFrom is an e-mail whose payload sets from.
+func withFrom(id int64, to, from string) sender.Message {
+	m := sendertest.EmailMessage(id, to)
+	m.Payload = json.RawMessage(strings.Replace(string(m.Payload), `{`, `{"from":"`+from+`",`, 1))
+	return m
+}
+
+// A server's refusal of the sender, as relays and providers send it (at MAIL FROM, or
+// after the data as Microsoft 365 and Amazon SES do): a producer's own from fails that
+// message only, so that it cannot pause the channel for every producer; the channel's
+// default From refused is the runner's configuration, and the check names that From in
+// MAIL FROM so that a probe does not resume the channel. A quota reply to MAIL FROM
+// stays a quota, and SES's sandbox refusal of a recipient stays the recipient's.
+func TestSMTPRefusedSender(t *testing.T) {
+	t.Parallel()
+	srv, s := startSender(t)
+	ctx := context.Background()
+	srv.RefuseSender("ceo@example.com", false, 550, "5.7.1", "Sender address rejected: not owned by user relay")
+	srv.RefuseSender("boss@example.com", true, 550, "5.7.60", "SMTP; Client does not have permissions to send as this sender")
+	srv.RefuseSender("ses@example.com", true, 554, "", "Message rejected: Email address is not verified. The following identities failed the check in region EU-WEST-1: ses@example.com")
+	srv.RefuseSender("quota@example.com", false, 550, "5.4.5", "Daily user sending limit exceeded.")
+	for i, c := range []struct {
+		from, code string
+		class      sender.Class
+	}{
+		{"ceo@example.com", "550 5.7.1", sender.ClassPermanent},
+		{"Boss <boss@example.com>", "550 5.7.60", sender.ClassPermanent},
+		{"ses@example.com", "554", sender.ClassPermanent},
+		{"quota@example.com", "550 5.4.5", sender.ClassRateLimited},
+	} {
+		_, err := s.Send(ctx, withFrom(int64(200+i), "ana@example.net", c.from))
+		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code {
+			t.Errorf("from %s: code %q, want %q", c.from, f.Code, c.code)
+		}
+	}
+	srv.Reply("sandboxed", 554, "", "Message rejected: Email address is not verified. The following identities failed the check in region EU-WEST-1: sandboxed@example.net")
+	_, err := s.Send(ctx, sendertest.EmailMessage(210, "sandboxed@example.net"))
+	sendertest.WantClass(t, err, sender.ClassPermanent)
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("check with an accepted From: %v", err)
+	}
+	if mails := srv.Mails(); mails[len(mails)-1] != "noreply@example.com" {
+		t.Fatalf("the check named %q in MAIL FROM, want the channel's From", mails[len(mails)-1])
+	}
+
+	for _, c := range []struct {
+		from, code string
+		atData     bool
+		check      bool // the check sees the refusal too
+	}{{"relay@example.com", "553 5.7.1", false, true}, {"shared@example.com", "550 5.7.60", true, false}} {
+		cfg := sendertest.SMTPConfig(t, srv)
+		cfg.Defaults.From = "Shop <" + c.from + ">"
+		srv.RefuseSender(c.from, c.atData, 553, "5.7.1", "Sender address rejected: not owned by user relay")
+		if c.atData {
+			srv.RefuseSender(c.from, c.atData, 550, "5.7.60", "SMTP; Client does not have permissions to send as this sender")
+		}
+		shop := newSMTP(t, cfg)
+		for _, m := range []sender.Message{sendertest.EmailMessage(220, "ana@example.net"), withFrom(221, "ana@example.net", strings.Replace(c.from, "example.com", "EXAMPLE.com", 1))} {
+			_, err := shop.Send(ctx, m)
+			if f := sendertest.WantClass(t, err, sender.ClassConfiguration); f.Code != c.code {
+				t.Errorf("the channel's From %s refused (message %d): code %q, want %q", c.from, m.ID, f.Code, c.code)
+			}
+		}
+		err := shop.Check(ctx)
+		if !c.check {
+			if err != nil {
+				t.Errorf("check of %s: %v", c.from, err)
+			}
+			continue
+		}
+		if f := sendertest.WantClass(t, err, sender.ClassConfiguration); f.Code != c.code {
+			t.Errorf("check of %s: code %q, want %q", c.from, f.Code, c.code)
+		}
+	}
+	if n := len(srv.Messages()); n != 0 {
+		t.Fatalf("%d messages delivered from refused senders or by a check", n)
+	}
+}
