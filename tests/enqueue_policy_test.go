@@ -239,6 +239,45 @@ func TestSenderIsGrantedNotTaken(t *testing.T) {
 	}
 }
 
+// A producer cannot steer the provider behind the runner with a header: SendGrid's
+// X-SMTPAPI would fan one message out to 10,000 addresses herald never checked and
+// skip the suppression lists (bypass_list_management), Mandrill's X-MC-BccAddress
+// copies every mail elsewhere, SES's X-SES-SOURCE-ARN sends as another identity; nor
+// forge the trace and authentication headers receivers read (a replayed
+// DKIM-Signature, Authentication-Results: dmarc=pass). Refused in any letter case on
+// every enqueue path, with nothing stored; headers that only look alike pass.
+func TestProviderControlHeadersAreRefused(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_header_mallory", "herald_producer")
+	fanOut := `{"to":["a@victim.example","b@victim.example"],"filters":{"bypass_list_management":{"settings":{"enable":1}}}}`
+	for _, h := range []string{"X-SMTPAPI", "x-smtpapi", "X-SG-EID", "X-MC-BccAddress", "X-Mailgun-Recipient-Variables",
+		"X-SES-SOURCE-ARN", "x-ses-configuration-set", "X-MSYS-API", "X-PM-Message-Stream", "X-MJ-TemplateID",
+		"X-Mailjet-Campaign", "X-Mailin-custom", "X-MS-Exchange-Organization-BypassClutter", "DKIM-Signature",
+		"DomainKey-Signature", "ARC-Seal", "ARC-Authentication-Results", "Authentication-Results", "Received",
+		"Received-SPF", "Delivered-To"} {
+		headers := fmt.Sprintf(`{%q: %q}`, h, fanOut)
+		for _, attack := range []struct{ sql, field string }{
+			{`SELECT herald.enqueue('email', 'm@example.com', jsonb_build_object('subject', 's', 'text', 't', 'headers', $1::jsonb))`,
+				"payload.headers." + h},
+			{`SELECT herald.enqueue_batch(jsonb_build_array(jsonb_build_object('channel', 'email', 'recipient', 'm@example.com',
+				'payload', jsonb_build_object('subject', 's', 'text', 't', 'headers', $1::jsonb))))`, "messages[0].payload.headers." + h},
+			{`SELECT herald.enqueue_many(ARRAY['email'], ARRAY['m@example.com'],
+				ARRAY[jsonb_build_object('subject', 's', 'text', 't', 'headers', $1::jsonb)])`, "messages[0].payload.headers." + h},
+		} {
+			_, err := mallory.Exec(ctx, attack.sql, headers)
+			wantPgError(t, err, "22V03", attack.field)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`); n != 0 {
+		t.Fatalf("refused headers left %d messages and log rows", n)
+	}
+	alike := `{"X-Campaign": "spring", "X-SMTPAPI-Note": "n", "X-Mailgunner": "m", "X-PMS": "p", "List-Unsubscribe": "<https://example.com/u>"}`
+	if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'm@example.com', jsonb_build_object('subject', 's', 'text', 't', 'headers', $1::jsonb))`,
+		alike); err != nil {
+		t.Fatalf("ordinary headers: %v", err)
+	}
+}
+
 // herald._mailbox and the runner's parser (net/mail, which go-mail and the SendGrid
 // sender use) must read the same address from every from that SQL accepts: a
 // mailbox SQL judged by one address and the runner sent from another would undo the

@@ -105,6 +105,8 @@ func TestIntakeRejectsBadMessages(t *testing.T) {
 		{`{"channel":"email","recipient":"nope","payload":{"subject":"s","text":"t"}}`, "invalid_recipient", "recipient"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"text":"t"}}`, "invalid_payload", "payload"},
 		{`{"channel":"email","recipient":"a@example.com","payload":"hi"}`, "invalid_payload", "payload"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t","headers":{"X-SMTPAPI":"{\"to\":[\"b@example.com\"]}"}}}`,
+			"invalid_payload", "payload.headers.X-SMTPAPI"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"` + big + `"}}`, "payload_too_large", "payload"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"2099-01-01T00:00:00Z"}`, "invalid_run_at", "run_at"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"run_at":"tomorrow-ish"}`, "invalid_run_at", "run_at"},

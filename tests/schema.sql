@@ -1077,6 +1077,13 @@ BEGIN
           'sender', 'resent-from', 'resent-sender', 'return-path') THEN
         RETURN ARRAY['payload.headers.' || k, 'is not a header a payload may set (printable ASCII without colon; not one herald sets, nor a sender''s identity)'];
       END IF;
+      -- Providers' control headers (recipients, suppression bypass, another identity)
+      -- and the trace and authentication headers of mail servers.
+      IF lower(k) ~ ('^(x-smtpapi|received|received-spf|delivered-to|dkim-signature|domainkey-signature'
+                     '|authentication-results|arc-[a-z-]+'
+                     '|(x-sg|x-mc|x-mailgun|x-ses|x-msys|x-pm|x-mj|x-mailjet|x-mailin|x-ms-exchange)-.*)$') THEN
+        RETURN ARRAY['payload.headers.' || k, 'is a provider''s control header or a mail server''s trace or authentication header, which only the provider or the servers set'];
+      END IF;
       IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
         RETURN ARRAY['payload.headers.' || k, 'must be a string of at most 998 characters on one line'];
       END IF;

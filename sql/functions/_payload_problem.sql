@@ -2,8 +2,9 @@
 -- fields, as {field, message} (field 'payload.<name>[…]'), or NULL when there is none.
 -- email: from, reply_to mailboxes (herald._mailbox) of 1..320; cc, bcc arrays of 1..50
 --   addresses; headers at most 50 names (printable ASCII, no colon; not one herald
---   sets, nor Sender, Resent-From, Resent-Sender, Return-Path) to one-line strings of
---   at most 998; attachments 1..10 objects {filename, content (base64), content_type,
+--   sets, a sender's identity, a provider's control header or a mail server's trace
+--   or authentication header: docs/sql.md "Payload fields") to one-line strings of at
+--   most 998; attachments 1..10 objects {filename, content (base64), content_type,
 --   disposition attachment|inline, content_id}; template_id a SendGrid dynamic template
 --   id (d-<32 hex>), dynamic_template_data an object (with template_id); categories
 --   1..10 strings of 1..255; custom_args an object of strings under 10,000 bytes, not
@@ -72,6 +73,13 @@ BEGIN
           'date', 'content-type', 'mime-version', 'content-transfer-encoding',
           'sender', 'resent-from', 'resent-sender', 'return-path') THEN
         RETURN ARRAY['payload.headers.' || k, 'is not a header a payload may set (printable ASCII without colon; not one herald sets, nor a sender''s identity)'];
+      END IF;
+      -- Providers' control headers (recipients, suppression bypass, another identity)
+      -- and the trace and authentication headers of mail servers.
+      IF lower(k) ~ ('^(x-smtpapi|received|received-spf|delivered-to|dkim-signature|domainkey-signature'
+                     '|authentication-results|arc-[a-z-]+'
+                     '|(x-sg|x-mc|x-mailgun|x-ses|x-msys|x-pm|x-mj|x-mailjet|x-mailin|x-ms-exchange)-.*)$') THEN
+        RETURN ARRAY['payload.headers.' || k, 'is a provider''s control header or a mail server''s trace or authentication header, which only the provider or the servers set'];
       END IF;
       IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
         RETURN ARRAY['payload.headers.' || k, 'must be a string of at most 998 characters on one line'];
