@@ -239,6 +239,8 @@ func TestValidAgreesWithValidate(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_payload_bytes) VALUES ('hook', 'webhook', 64), ('other', 'custom', 65536)`)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('mine', 'email', '{p}'), ('theirs', 'email', '{q,r}')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, recipient_prefixes) VALUES ('us', 'sms', '{+1,+4420}'),
+		('hooks', 'webhook', '{https://hooks.example.com/,https://example.org/in/}')`)
 	type c struct {
 		channel, recipient, payload string
 		extra                       string // named arguments of both functions' remaining parameters
@@ -361,6 +363,17 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		// the channel's producers (herald.channels.producers; the producer is 'p')
 		{"mine", "a@example.com", email, ""},
 		{"theirs", "a@example.com", email, ""},
+		// where the channel may send (herald.channels.recipient_prefixes)
+		{"us", "+14155550100", sms, ""},
+		{"us", "+442071838750", sms, ""},
+		{"us", "+441632960000", sms, ""},
+		{"us", "+88213000000", sms, ""},
+		{"us", "+1", sms, ""},
+		{"hooks", "https://hooks.example.com/in", `{}`, ""},
+		{"hooks", "https://hooks.example.com.evil.example/in", `{}`, ""},
+		{"hooks", "https://example.org/in/x", `{}`, ""},
+		{"hooks", "https://example.org/inbox", `{}`, ""},
+		{"hooks", "http://hooks.example.com/in", `{}`, ""},
 		{"sms", "+14155550100", `{"media_urls":["https://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":["ftp://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":[]}`, ""},
@@ -375,7 +388,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 			}
 		}
 		policy := fmt.Sprintf("ROW('p', %s, %s::text[])::herald.producers", args["min_priority"], args["senders"])
-		list := fmt.Sprintf("%s, %s, %s, c.producers, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], policy,
+		list := fmt.Sprintf("%s, %s, %s, c.producers, c.recipient_prefixes, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], policy,
 			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
 		var valid bool
 		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, $2, $3::jsonb, `+list+`, $4)

@@ -239,6 +239,65 @@ func TestSenderIsGrantedNotTaken(t *testing.T) {
 	}
 }
 
+// A producer cannot run up the bill with texts to premium-rate numbers (SMS pumping)
+// on a channel an admin limited to some countries, nor send a channel's signed
+// webhooks to a host outside its receivers: herald.channels.recipient_prefixes,
+// checked on every enqueue path (42501 naming the recipient, nothing stored). A host
+// name cannot be extended past a listed prefix, and the prefixes' own form is checked.
+func TestChannelSendsOnlyWhereAllowed(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_pumping_mallory", "herald_producer")
+	before := scalar[int64](t, mallory, `SELECT herald.enqueue('sms', '+88213000001', '{"text":"t"}')`)
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_prefixes = '{+1,+44}' WHERE name = 'sms'`)
+	// What was stored before the list goes as docs/security.md says.
+	mustExec(t, pool, `SELECT herald.cancel(id) FROM herald.messages WHERE channel = 'sms' AND status IN ('queued', 'held')
+		AND NOT recipient ^@ ANY ('{+1,+44}')`)
+	if s := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, before); s != "cancelled" {
+		t.Fatalf("the message stored before the list: %s", s)
+	}
+	mustExec(t, pool, `DELETE FROM herald.messages; DELETE FROM herald.log_statements`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, recipient_prefixes) VALUES ('hooks', 'webhook', '{https://hooks.example.com/}')`)
+	sms := `{"text":"Your code is 123456"}`
+	for _, attack := range []struct{ sql, field string }{
+		{`SELECT herald.enqueue('sms', '+88213000000', '` + sms + `')`, "recipient"},
+		{`SELECT herald.enqueue('sms', '+2693311234', '` + sms + `')`, "recipient"},
+		{`SELECT herald.enqueue_batch('[{"channel":"sms","recipient":"+14155550100","payload":` + sms + `},
+			{"channel":"sms","recipient":"+37281234567","payload":` + sms + `}]')`, "messages[1].recipient"},
+		{`SELECT herald.enqueue_many(ARRAY['sms', 'sms'], ARRAY['+4412345678', '+8810000000'],
+			ARRAY['` + sms + `', '` + sms + `']::jsonb[])`, "messages[1].recipient"},
+		{`SELECT herald.enqueue('hooks', 'https://hooks.example.com.evil.example/paid', '{}')`, "recipient"},
+		{`SELECT herald.enqueue('hooks', 'http://hooks.example.com/paid', '{}')`, "recipient"},
+	} {
+		_, err := mallory.Exec(ctx, attack.sql)
+		wantPgError(t, err, "42501", attack.field)
+	}
+	if n := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`); n != 0 {
+		t.Fatalf("refused enqueues left %d messages and log rows", n)
+	}
+	for _, ok := range []string{`SELECT herald.enqueue('sms', '+14155550100', '` + sms + `')`,
+		`SELECT herald.enqueue('sms', '+442071838750', '` + sms + `')`,
+		`SELECT herald.enqueue('hooks', 'https://hooks.example.com/orders?id=7', '{}')`} {
+		if _, err := mallory.Exec(ctx, ok); err != nil {
+			t.Fatalf("%s: %v", ok, err)
+		}
+	}
+	// The prefixes' form: E.164 prefixes for sms, URL prefixes up to a '/' for webhooks,
+	// none for e-mail; each refused with the table's CHECK.
+	for _, bad := range []string{
+		`UPDATE herald.channels SET recipient_prefixes = '{+0}' WHERE name = 'sms'`,
+		`UPDATE herald.channels SET recipient_prefixes = '{44}' WHERE name = 'sms'`,
+		`UPDATE herald.channels SET recipient_prefixes = '{}' WHERE name = 'sms'`,
+		`UPDATE herald.channels SET recipient_prefixes = '{+1,NULL}' WHERE name = 'sms'`,
+		`UPDATE herald.channels SET recipient_prefixes = '{https://hooks.example.com}' WHERE name = 'hooks'`,
+		`UPDATE herald.channels SET recipient_prefixes = '{https://hooks.example.com.}' WHERE name = 'hooks'`,
+		`UPDATE herald.channels SET recipient_prefixes = '{HTTPS://Hooks.example.com/}' WHERE name = 'hooks'`,
+		`UPDATE herald.channels SET recipient_prefixes = '{@example.com}' WHERE name = 'email'`,
+	} {
+		_, err := pool.Exec(ctx, bad)
+		wantPgError(t, err, "23514", "")
+	}
+}
+
 // A producer cannot steer the provider behind the runner with a header: SendGrid's
 // X-SMTPAPI would fan one message out to 10,000 addresses herald never checked and
 // skip the suppression lists (bypass_list_management), Mandrill's X-MC-BccAddress

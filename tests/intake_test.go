@@ -223,6 +223,13 @@ func TestIntakeRefusesUngrantedPolicy(t *testing.T) {
 		e.Error.Code != "channel_not_granted" || e.Error.Field != "channel" {
 		t.Fatalf("closed channel: %d %+v", code, e.Error)
 	}
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_prefixes = '{+1}' WHERE name = 'sms'`)
+	premium := `{"channel":"sms","recipient":"+88213000000","payload":{"text":"t"}}`
+	e = apiError{}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", premium, auth, &e); code != 403 ||
+		e.Error.Code != "recipient_not_allowed" || e.Error.Field != "recipient" {
+		t.Fatalf("a number outside the channel's prefixes: %d %+v", code, e.Error)
+	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
 		t.Fatalf("refused requests stored %d messages", n)
 	}

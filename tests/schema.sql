@@ -422,7 +422,7 @@ BEGIN
   JOIN herald.channels c ON c.name = s.channel
   WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority, policy => v_policy,
-                      channel_producers => c.producers,
+                      channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
                       expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
@@ -1576,7 +1576,7 @@ BEGIN
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
          coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
-           policy => _repeats.policy, channel_producers => c.producers,
+           policy => _repeats.policy, channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
            ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
@@ -1778,15 +1778,16 @@ COMMENT ON FUNCTION herald._suppressions_normalize() IS 'Private: the function o
 
 
 --
--- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $_$
   SELECT coalesce(
         kind IS NOT NULL
     AND (channel_producers IS NULL OR (policy).producer = ANY (channel_producers))
+    AND (channel_prefixes IS NULL OR recipient ^@ ANY (channel_prefixes))
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
@@ -1821,10 +1822,10 @@ $_$;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
 
 
 --
@@ -1864,6 +1865,11 @@ BEGIN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient',
       message => 'the URL ' || herald._refused_address(url => spec.recipient),
       hint => 'webhooks may not target internal networks; see docs/security.md');
+  ELSIF NOT spec.recipient ^@ ANY (ch.recipient_prefixes) THEN
+    PERFORM herald._reject(code => '42501', field => p || 'recipient',
+      message => format('%L is not where channel %L may send (%s)', spec.recipient, ch.name,
+                        array_to_string(ch.recipient_prefixes, ', ')),
+      hint => 'an admin lists the prefix in herald.channels.recipient_prefixes');
   END IF;
 
   IF jsonb_typeof(spec.payload) = 'object' THEN -- the first field the kind does not take
@@ -3500,6 +3506,7 @@ CREATE TABLE herald.channels (
     paused_at timestamp with time zone,
     paused_by text,
     producers text[],
+    recipient_prefixes text[],
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
@@ -3510,6 +3517,12 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
     CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
     CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
+    CONSTRAINT channels_recipient_prefixes_form CHECK (((recipient_prefixes IS NULL) OR (((cardinality(recipient_prefixes) >= 1) AND (cardinality(recipient_prefixes) <= 1000)) AND (array_position(recipient_prefixes, NULL::text) IS NULL) AND
+CASE kind
+    WHEN 'sms'::text THEN (array_to_string(recipient_prefixes, ' '::text) ~ '^\+[1-9][0-9]{0,14}( \+[1-9][0-9]{0,14})*$'::text)
+    WHEN 'webhook'::text THEN (array_to_string(recipient_prefixes, ' '::text) ~ '^https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*( https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*)*$'::text)
+    ELSE false
+END))),
     CONSTRAINT channels_ttl_range CHECK (((ttl >= '00:00:01'::interval) AND (ttl <= '1 year'::interval)))
 )
 WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
@@ -3576,6 +3589,13 @@ COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; 
 --
 
 COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue on the channel (role names, intake:<name>); NULL: every producer. What a webhook receiver of the channel trusts.';
+
+
+--
+-- Name: COLUMN channels.recipient_prefixes; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.recipient_prefixes IS 'Where the channel may send: an sms recipient must start with one of these E.164 prefixes, a webhook URL with one of these URL prefixes (each up to a ''/'' after the host); NULL: anywhere. Checked at enqueue.';
 
 
 --
@@ -4869,10 +4889,10 @@ REVOKE ALL ON FUNCTION herald._suppressions_normalize() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
 
 
 --

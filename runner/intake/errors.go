@@ -41,11 +41,12 @@ var codes = map[string]string{
 }
 
 // notGranted maps the fields of herald's 42501 errors that are the producer's input
-// (a value its herald.producers row does not allow) to the codes of the HTTP API. A
-// 42501 on anything else (the intake's own role) is the operator's problem, not the
-// client's.
+// (a value its herald.producers row or the channel's policy does not allow) to the
+// codes of the HTTP API. A 42501 on anything else (the intake's own role) is the
+// operator's problem, not the client's.
 var notGranted = map[string]string{
 	"channel":      "channel_not_granted",
+	"recipient":    "recipient_not_allowed",
 	"priority":     "priority_not_granted",
 	"payload.from": "sender_not_granted",
 }

@@ -1,7 +1,8 @@
 -- herald._valid(kind, max_payload_bytes, recipient, …, now, checked_kind) — true when one
 -- message passes every enqueue rule for a channel of that kind and payload limit
--- (kind NULL: unknown channel, false) open to channel_producers (NULL: all), from a
--- producer with the policy of its herald.producers row. The set-based twin of herald._validate, which
+-- (kind NULL: unknown channel, false) open to channel_producers (NULL: all), sending
+-- to channel_prefixes (NULL: anywhere), from a producer with the policy of its
+-- herald.producers row. The set-based twin of herald._validate, which
 -- states the rules and names the field: herald._enqueue stores only rows for which
 -- this is true, and calls _validate when one is not. It must never be false where
 -- _validate passes (tests/enqueue_test.go compares them).
@@ -18,6 +19,7 @@ CREATE OR REPLACE FUNCTION herald._valid(
   priority integer,
   policy herald.producers,
   channel_producers text[],
+  channel_prefixes text[],
   max_attempts integer,
   metadata jsonb,
   idempotency_key text,
@@ -32,6 +34,7 @@ AS $$
   SELECT coalesce(
         kind IS NOT NULL
     AND (channel_producers IS NULL OR (policy).producer = ANY (channel_producers))
+    AND (channel_prefixes IS NULL OR recipient ^@ ANY (channel_prefixes))
     AND CASE kind
           WHEN 'email' THEN herald._email_address(recipient => recipient, syntax_checked => coalesce(checked_kind = 'email', false))
                             AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
@@ -64,6 +67,6 @@ AS $$
     false)
 $$;
 
-REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, herald.producers, text[], integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, herald.producers, text[], integer, jsonb, text, text, timestamptz, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, timestamptz, text) IS
   'Private: true when a message passes every enqueue rule (inlined set-based check).';

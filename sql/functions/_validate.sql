@@ -4,7 +4,7 @@
 -- (herald._valid is their set-based twin), raised through herald._reject with COLUMN
 -- = field_prefix || field (docs/sql.md, "Errors"):
 --   22V01 channel unknown  42501 channel not open to the producer  22V02 recipient
---         syntax of the kind, 1..320 chars
+--         syntax of the kind, 1..320 chars  42501 recipient outside recipient_prefixes
 --   22V03 payload  what the kind needs (email: subject and text, html, body or template_id;
 --         sms: text, body or media_urls); payload.<field> unknown to the kind or breaking
 --         its rules (herald._payload_fields, herald._payload_problem)
@@ -48,6 +48,11 @@ BEGIN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient',
       message => 'the URL ' || herald._refused_address(url => spec.recipient),
       hint => 'webhooks may not target internal networks; see docs/security.md');
+  ELSIF NOT spec.recipient ^@ ANY (ch.recipient_prefixes) THEN
+    PERFORM herald._reject(code => '42501', field => p || 'recipient',
+      message => format('%L is not where channel %L may send (%s)', spec.recipient, ch.name,
+                        array_to_string(ch.recipient_prefixes, ', ')),
+      hint => 'an admin lists the prefix in herald.channels.recipient_prefixes');
   END IF;
 
   IF jsonb_typeof(spec.payload) = 'object' THEN -- the first field the kind does not take

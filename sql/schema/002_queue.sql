@@ -22,21 +22,22 @@
 -- recipient, any object). Analysed after every change (thresholds 0): every enqueue
 -- joins it, and unanalysed it looks like 500 rows to the planner.
 CREATE TABLE herald.channels (
-  name              text PRIMARY KEY,
-  kind              text NOT NULL,
-  max_attempts      integer NOT NULL DEFAULT 5,
-  backoff_base      interval NOT NULL DEFAULT '10 seconds',
-  backoff_max       interval NOT NULL DEFAULT '1 hour',
-  lease             interval NOT NULL DEFAULT '30 seconds',
-  max_payload_bytes integer NOT NULL DEFAULT 65536,
-  ttl               interval NOT NULL DEFAULT '5 days',
-  rate              double precision,
-  burst             integer,
-  paused            boolean NOT NULL DEFAULT false,
-  paused_reason     text,
-  paused_at         timestamptz,
-  paused_by         text,
-  producers         text[],
+  name               text PRIMARY KEY,
+  kind               text NOT NULL,
+  max_attempts       integer NOT NULL DEFAULT 5,
+  backoff_base       interval NOT NULL DEFAULT '10 seconds',
+  backoff_max        interval NOT NULL DEFAULT '1 hour',
+  lease              interval NOT NULL DEFAULT '30 seconds',
+  max_payload_bytes  integer NOT NULL DEFAULT 65536,
+  ttl                interval NOT NULL DEFAULT '5 days',
+  rate               double precision,
+  burst              integer,
+  paused             boolean NOT NULL DEFAULT false,
+  paused_reason      text,
+  paused_at          timestamptz,
+  paused_by          text,
+  producers          text[],
+  recipient_prefixes text[],
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
   CONSTRAINT channels_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT channels_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 100),
@@ -48,7 +49,18 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_burst_positive CHECK (burst BETWEEN 1 AND 1000000),
   CONSTRAINT channels_paused_by_known CHECK (paused_by IN ('operator', 'runner')),
   CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
-                                              AND array_position(producers, NULL) IS NULL)
+                                              AND array_position(producers, NULL) IS NULL),
+  -- sms: E.164 prefixes (+1, +4420); webhook: URL prefixes up to a path's '/'
+  -- (https://hooks.example.com/), so a host's name cannot be extended.
+  CONSTRAINT channels_recipient_prefixes_form CHECK (recipient_prefixes IS NULL
+    OR cardinality(recipient_prefixes) BETWEEN 1 AND 1000
+    AND array_position(recipient_prefixes, NULL) IS NULL
+    AND CASE kind
+          WHEN 'sms' THEN array_to_string(recipient_prefixes, ' ') ~ '^\+[1-9][0-9]{0,14}( \+[1-9][0-9]{0,14})*$'
+          WHEN 'webhook' THEN array_to_string(recipient_prefixes, ' ')
+                              ~ '^https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*( https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*)*$'
+          ELSE false
+        END)
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
 COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
@@ -58,6 +70,7 @@ COMMENT ON COLUMN herald.channels.burst IS 'How many messages the rate lets out 
 COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, for operators (the console shows it); set with paused.';
 COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
 COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue on the channel (role names, intake:<name>); NULL: every producer. What a webhook receiver of the channel trusts.';
+COMMENT ON COLUMN herald.channels.recipient_prefixes IS 'Where the channel may send: an sms recipient must start with one of these E.164 prefixes, a webhook URL with one of these URL prefixes (each up to a ''/'' after the host); NULL: anywhere. Checked at enqueue.';
 COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
