@@ -481,7 +481,8 @@ func (r *TwilioRequests) Sent() []string {
 // with the account SID AC0123 and token tw-token or the API key SK0123 and secret
 // sk-secret, form encoding, fields) and answers with Twilio's response shapes. GET of
 // the account answers status active (error 20003 with other credentials); the
-// account's numbers (IncomingPhoneNumbers) are +15005550006 alone.
+// account's numbers (IncomingPhoneNumbers) are +15005550006 alone. A ValidityPeriod
+// outside 1..36000 seconds gets error 90007.
 func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 	rec := &TwilioRequests{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -519,6 +520,13 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 		}
 		to := r.PostForm.Get("To")
 		w.Header().Set("Content-Type", "application/json")
+		if v := r.PostForm.Get("ValidityPeriod"); v != "" {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 36000 {
+				w.WriteHeader(400)
+				io.WriteString(w, `{"code": 90007, "message": "Invalid validity period value", "more_info": "https://www.twilio.com/docs/errors/90007", "status": 400}`)
+				return
+			}
+		}
 		switch to {
 		case "+15005550001":
 			w.WriteHeader(400)

@@ -1,8 +1,10 @@
 // Package twilio delivers SMS through the Twilio Messages API
 // (POST /2010-04-01/Accounts/{AccountSid}/Messages.json, form-encoded To, From or
 // MessagingServiceSid, Body, MediaUrl (MMS: the payload's media_urls), StatusCallback
-// when configured; HTTP Basic auth with the Account SID and auth token, or with an
-// API key SID and secret). The provider id is the message SID. Failures are
+// when configured, ValidityPeriod when the message's deadline is under 10 hours away
+// (Twilio drops it then, error 30036, rather than deliver it late); HTTP Basic auth
+// with the Account SID and auth token, or with an API key SID and secret). The
+// provider id is the message SID. Failures are
 // classified by sender.FromHTTP: 429 rate_limited (Retry-After), 5xx transient,
 // 401/403 configuration, other 4xx — such as error 21211, an invalid To number —
 // permanent; error 21611 (the From number's queue is full) rate_limited; errors that
@@ -27,6 +29,10 @@ import (
 
 	"github.com/herald/herald/runner/sender"
 )
+
+// maxValidity is the longest ValidityPeriod Twilio takes, and how long it queues a
+// message without one.
+const maxValidity = 36000 * time.Second
 
 // Config is how to reach Twilio.
 type Config struct {
@@ -91,6 +97,19 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, sender.Permanent(errors.New("payload: no text, body or media_urls"))
 	}
 	form := url.Values{"To": {m.Recipient}}
+	if !m.Deadline.IsZero() {
+		// Twilio queues a message for up to 10 hours before it goes out; its
+		// ValidityPeriod (whole seconds, 1..36000) makes Twilio drop it at the
+		// deadline instead (status failed, error 30036), so it is never delivered late.
+		left := time.Until(m.Deadline)
+		if left < time.Second {
+			return sender.Result{}, sender.WithCode(sender.RateLimited(
+				errors.New("under a second to the message's deadline: not handed to Twilio, which counts whole seconds"), m.Deadline), "expired")
+		}
+		if left < maxValidity {
+			form.Set("ValidityPeriod", strconv.Itoa(int(left/time.Second)))
+		}
+	}
 	if text != "" {
 		form.Set("Body", text)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -157,5 +158,50 @@ func TestTwilioMediaCallbackAndAPIKey(t *testing.T) {
 	}
 	if _, err := twilio.New(twilio.Config{AccountSID: "AC0123", APIKeySID: "SK0123", From: "+15005550006"}); err == nil {
 		t.Fatal("an API key without its secret was accepted")
+	}
+}
+
+// A message with a deadline carries it to Twilio as ValidityPeriod (whole seconds
+// left, which Twilio takes from 1 to 36,000), so Twilio's own queue cannot deliver it
+// late; none without a deadline or with one past Twilio's 10 hours. Under a second
+// left, nothing is handed over: the message waits for its deadline and ends expired.
+func TestTwilioValidityPeriodIsTheDeadline(t *testing.T) {
+	t.Parallel()
+	srv, rec := sendertest.FakeTwilio(t)
+	s, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, c := range []struct {
+		left     time.Duration // zero: no deadline
+		min, max int           // the ValidityPeriod sent; 0: none
+	}{{10 * time.Minute, 598, 600}, {2500 * time.Millisecond, 1, 2}, {0, 0, 0}, {11 * time.Hour, 0, 0}} {
+		m := sendertest.SMSMessage(int64(i+1), "+14155550100")
+		if c.left > 0 {
+			m.Deadline = time.Now().Add(c.left)
+		}
+		if _, err := s.Send(ctx, m); err != nil {
+			t.Fatalf("deadline in %v: %v", c.left, err)
+		}
+		f := rec.Forms()[i]
+		if c.max == 0 {
+			if f.Has("ValidityPeriod") {
+				t.Errorf("deadline in %v: ValidityPeriod %s sent", c.left, f.Get("ValidityPeriod"))
+			}
+			continue
+		}
+		if v, err := strconv.Atoi(f.Get("ValidityPeriod")); err != nil || v < c.min || v > c.max {
+			t.Errorf("deadline in %v: ValidityPeriod %q, want %d..%d", c.left, f.Get("ValidityPeriod"), c.min, c.max)
+		}
+	}
+	late := sendertest.SMSMessage(9, "+14155550100")
+	late.Deadline = time.Now().Add(900 * time.Millisecond)
+	_, err = s.Send(ctx, late)
+	if f := sendertest.WantClass(t, err, sender.ClassRateLimited); f.Code != "expired" || !f.RetryAt.Equal(late.Deadline) {
+		t.Fatalf("under a second left: code %q, retry at %v (deadline %v)", f.Code, f.RetryAt, late.Deadline)
+	}
+	if n := len(rec.Sent()); n != 4 {
+		t.Fatalf("Twilio got %d messages, want the 4 with time left", n)
 	}
 }
