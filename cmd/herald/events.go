@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 //	HERALD_TWILIO_INBOUND_URL        the public URL of /v1/events/twilio-inbound (STOP
 //	                                 and START), verified with HERALD_TWILIO_AUTH_TOKEN
 //	HERALD_EVENTS_SECRETS            whsec_ secrets → /v1/events/generic
+//	HERALD_SES_TOPIC_ARNS            the Amazon SNS topics of SES's notifications
+//	                                 (space-separated ARNs) → /v1/events/ses
 //	HERALD_UNSUBSCRIBE_SECRETS       whsec_ secrets of the one-click unsubscribe links
 //	                                 (the first makes them) → /v1/unsubscribe/{token}
 //	HERALD_EVENTS_TOLERANCE          age of a signed timestamp (5m)
@@ -47,6 +50,12 @@ func eventsConfig(ev *environ) (events.Config, error) {
 	if cfg.GenericSecrets, err = secrets(ev, "HERALD_EVENTS_SECRETS"); err != nil {
 		return cfg, err
 	}
+	cfg.SESTopics = strings.Fields(ev.str("HERALD_SES_TOPIC_ARNS", ""))
+	for i, arn := range cfg.SESTopics {
+		if !topicARN.MatchString(arn) {
+			return cfg, fmt.Errorf("HERALD_SES_TOPIC_ARNS: entry %d, %q, is not an Amazon SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", i+1, arn)
+		}
+	}
 	keys, err := unsubscribeKeys(ev)
 	if err != nil {
 		return cfg, err
@@ -54,6 +63,9 @@ func eventsConfig(ev *environ) (events.Config, error) {
 	cfg.UnsubscribeKeys = keys
 	return cfg, ev.err()
 }
+
+// topicARN is an Amazon SNS topic's ARN.
+var topicARN = regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$`)
 
 // unsubscribeKeys reads HERALD_UNSUBSCRIBE_SECRETS: the keys of the one-click
 // unsubscribe links, the first of which makes them (none: no links, no endpoint).

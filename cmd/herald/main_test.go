@@ -141,6 +141,7 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 		{"HERALD_INTAKE_MAX_BATCH", "1k", "serve"},
 		{"HERALD_INTAKE_RATE", "fast", "serve"},
 		{"HERALD_INTAKE_RATE", "-1", "serve"},
+		{"HERALD_SES_TOPIC_ARNS", "arn:aws:sns:eu-west-1:123456789012:ses https://sns.example/topic", "run"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(c.name, c.value)

@@ -1,7 +1,8 @@
 // Package events receives providers' delivery events over HTTP and records them with
 // herald.record_delivery_events: SendGrid's signed Event Webhook, Twilio's message
-// status callbacks, and a generic endpoint signed as herald signs its own webhooks
-// (Standard Webhooks) for any other provider or an in-house MTA.
+// status callbacks, Amazon SES's notifications through Amazon SNS, and a generic
+// endpoint signed as herald signs its own webhooks (Standard Webhooks) for any other
+// provider or an in-house MTA.
 //
 // Each endpoint exists only when its secret is configured. A request whose signature
 // does not verify gets 401 and changes nothing; a body that cannot be read as the
@@ -13,9 +14,11 @@
 //
 // Matching uses herald's message id, which every provider echoes back: SendGrid as the
 // custom argument herald_id (the sendgrid sender sets it), Twilio in the status
-// callback URL's herald_id parameter (the twilio sender adds it), the generic endpoint
-// as message_id (a webhook's webhook-id, or the <herald-ID@…> Message-ID a bounce
-// quotes). The provider's own id must agree with the one herald stored.
+// callback URL's herald_id parameter (the twilio sender adds it), SES as the
+// Message-ID header herald set (<herald-ID@…>, among the notification's original
+// headers), the generic endpoint as message_id (a webhook's webhook-id, or the
+// <herald-ID@…> Message-ID a bounce quotes). The provider's own id must agree with
+// the one herald stored.
 package events
 
 import (
@@ -33,9 +36,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,6 +83,17 @@ type Config struct {
 	// UnsubscribeKeys check the one-click unsubscribe links of herald's e-mails
 	// (runner/unsubscribe; the first also makes them). None: no unsubscribe endpoint.
 	UnsubscribeKeys [][]byte
+	// SESTopics are the ARNs of the Amazon SNS topics that carry Amazon SES's
+	// notifications: SNS signs for every topic of every account, so a message of any
+	// other topic is refused. None: no SES endpoint.
+	SESTopics []string
+	// SNSClient fetches SNS's signing certificates and confirms subscriptions (nil: a
+	// client with a 10-second timeout); SNSHosts are the hosts it may reach for them
+	// (nil: SNSHosts); SNSRoots the CAs a signing certificate must chain to (nil: the
+	// system's). Tests point them at a stand-in.
+	SNSClient *http.Client
+	SNSHosts  *regexp.Regexp
+	SNSRoots  *x509.CertPool
 	// Tolerance is how old a signed timestamp may be (SendGrid, generic; default 5m).
 	Tolerance time.Duration
 	// MaxBodyBytes bounds a request body (default 5 MiB).
@@ -88,7 +104,7 @@ type Config struct {
 // Any reports whether any endpoint is configured.
 func (c Config) Any() bool {
 	return c.SendGridKey != nil || (c.TwilioAuthToken != "" && (c.TwilioURL != "" || c.TwilioInboundURL != "")) ||
-		len(c.GenericSecrets) > 0 || len(c.UnsubscribeKeys) > 0
+		len(c.GenericSecrets) > 0 || len(c.UnsubscribeKeys) > 0 || len(c.SESTopics) > 0
 }
 
 // ParseSendGridKey reads SendGrid's verification key (base64 DER, or PEM).
@@ -122,7 +138,13 @@ func Register(mux *http.ServeMux, q Querier, cfg Config) []string {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &handler{q: q, cfg: cfg}
+	if cfg.SNSClient == nil {
+		cfg.SNSClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.SNSHosts == nil {
+		cfg.SNSHosts = SNSHosts
+	}
+	h := &handler{q: q, cfg: cfg, certs: map[string]*x509.Certificate{}}
 	var paths []string
 	add := func(name string, parse parser) {
 		mux.Handle("POST "+Prefix+name, h.endpoint(name, parse))
@@ -136,6 +158,9 @@ func Register(mux *http.ServeMux, q Querier, cfg Config) []string {
 	}
 	if len(cfg.GenericSecrets) > 0 {
 		add("generic", h.generic)
+	}
+	if len(cfg.SESTopics) > 0 {
+		add("ses", h.ses)
 	}
 	if cfg.TwilioAuthToken != "" && cfg.TwilioInboundURL != "" {
 		mux.Handle("POST "+Prefix+"twilio-inbound", http.HandlerFunc(h.twilioInbound))
@@ -181,6 +206,9 @@ var errSignature = errors.New("the signature does not verify")
 type handler struct {
 	q   Querier
 	cfg Config
+
+	mu    sync.Mutex
+	certs map[string]*x509.Certificate // SNS signing certificates by URL (snsCert)
 }
 
 // Result is the endpoints' 200 answer.
