@@ -29,7 +29,9 @@ import (
 	"github.com/herald/herald/runner/intake"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
+	"github.com/herald/herald/runner/sender/sendertest"
 	"github.com/herald/herald/runner/sender/sendgrid"
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
 	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/herald/herald/tests/testdb"
 )
@@ -414,6 +416,61 @@ func TestSuppressedInABatch(t *testing.T) {
 	plan = planOf(t, *notices, "herald._suppression(")
 	if !strings.Contains(plan, "Index Scan using suppressions_pkey") || strings.Contains(plan, "Seq Scan on suppressions") {
 		t.Fatalf("claim_batch does not probe suppressions_pkey:\n%s", plan)
+	}
+}
+
+// A suppressed address gets no copy either: claim_batch hands out an e-mail's payload
+// without the cc and bcc addresses on the suppression list (in any letter case; an
+// emptied list is gone), so no runner can send to them, and the SMTP server is never
+// asked for them; the stored payload keeps what the producer asked. Other kinds'
+// payloads are not e-mail and are handed out as stored.
+func TestSuppressedCopiesAreNotSent(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	asked := `{"subject":"s","text":"t","cc":["bo@example.com","cy@example.com"],"bcc":["BO@Example.com"]}`
+	before := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', $1::jsonb)`, asked)
+	mustExec(t, pool, `SELECT herald.suppress('email', ARRAY['bo@example.com'], 'unsubscribed')`)
+	after := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'dee@example.com', $1::jsonb)`, asked)
+	hook := scalar[int64](t, pool, `SELECT herald.enqueue('hooks', 'https://hooks.example.com/x', '{"cc":["bo@example.com"]}')`)
+	rows, err := pool.Query(ctx, `SELECT id, recipient, payload FROM herald.claim_batch('w', 10)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]sender.Message{}
+	for rows.Next() {
+		var m sender.Message
+		if err := rows.Scan(&m.ID, &m.Recipient, &m.Payload); err != nil {
+			t.Fatal(err)
+		}
+		got[m.ID] = m
+	}
+	if rows.Err() != nil || len(got) != 3 {
+		t.Fatalf("claimed %d: %v", len(got), rows.Err())
+	}
+	for _, id := range []int64{before, after} {
+		if p := string(got[id].Payload); p != `{"cc": ["cy@example.com"], "text": "t", "subject": "s"}` {
+			t.Fatalf("message %d handed out with %s", id, p)
+		}
+	}
+	if p := string(got[hook].Payload); p != `{"cc": ["bo@example.com"]}` {
+		t.Fatalf("a webhook's payload was changed: %s", p)
+	}
+	if p := scalar[string](t, pool, `SELECT payload::text FROM herald.messages WHERE id = $1`, after); !strings.Contains(p, "BO@Example.com") {
+		t.Fatalf("the stored payload lost what was asked: %s", p)
+	}
+	srv := sendertest.StartSMTP(t, true)
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := got[before]
+	m.Channel, m.Attempt = "email", 1
+	if _, err := s.Send(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if rcpts := strings.Join(srv.Rcpts(), " "); rcpts != "ana@example.com cy@example.com" {
+		t.Fatalf("the SMTP server was asked for %s", rcpts)
 	}
 }
 

@@ -1740,7 +1740,7 @@ CREATE FUNCTION herald._suppression_reason(kind text, event text, type text, cod
            WHEN event = 'bounced' AND type = 'hard' THEN 'bounced'
            WHEN event IN ('complained', 'unsubscribed') THEN event
            WHEN event = 'undelivered' AND (
-                  (kind = 'email' AND code ~ '^5[0-9][0-9] 5\.1\.(1|2|6|10)$')
+                  (kind = 'email' AND code ~ '^(5[0-9][0-9] )?5\.1\.(1|2|6|10)$')
                OR (kind = 'sms' AND code IN ('21211', '21614', '21635', '30005', '30006'))
                OR (kind = 'webhook' AND code = '410'))
              THEN 'bounced'
@@ -1775,6 +1775,31 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._suppressions_normalize() IS 'Private: the function of trigger suppressions_normalize.';
+
+
+--
+-- Name: _unsuppressed_copies(jsonb, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp with time zone) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT (payload - '{cc,bcc}'::text[])
+         || coalesce(jsonb_object_agg(x.k, x.kept) FILTER (WHERE jsonb_array_length(x.kept) > 0), '{}')
+  FROM (SELECT k, (SELECT coalesce(jsonb_agg(to_jsonb(a.addr) ORDER BY a.i), '[]')
+                   FROM jsonb_array_elements_text(payload -> k) WITH ORDINALITY AS a (addr, i)
+                   WHERE NOT EXISTS (SELECT FROM herald._suppression(kind => 'email', recipient => a.addr,
+                                                                     now => _unsuppressed_copies.now))) AS kept
+        FROM unnest('{cc,bcc}'::text[]) AS k
+        WHERE jsonb_typeof(payload -> k) = 'array') AS x
+$$;
+
+
+--
+-- Name: FUNCTION _unsuppressed_copies(payload jsonb, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp with time zone) IS 'Private: an e-mail payload without the cc and bcc addresses on the suppression list.';
 
 
 --
@@ -2122,8 +2147,12 @@ BEGIN
     FROM (SELECT c.channel, count(*) AS n FROM claimed c GROUP BY c.channel) AS k
     WHERE v_limited AND b.channel = k.channel AND b.channel = ANY (v_rl_channels)
   )
-  SELECT c.id, c.channel, c.recipient, c.payload, c.metadata, c.attempts,
-         c.lease_token, c.lease_expires_at, c.expires_at
+  SELECT c.id, c.channel, c.recipient,
+         CASE WHEN v_suppressing AND (c.payload ? 'cc' OR c.payload ? 'bcc') AND v_kinds[array_position(v_channels, c.channel)] = 'email'
+              THEN herald._unsuppressed_copies(payload => c.payload, now => claim_batch.now)
+              ELSE c.payload
+         END,
+         c.metadata, c.attempts, c.lease_token, c.lease_expires_at, c.expires_at
   FROM claimed c
   ORDER BY c.priority, c.run_at, c.id;
   IF v_suppressing AND EXISTS (SELECT FROM herald.ordering_rechecks) THEN
@@ -4886,6 +4915,13 @@ REVOKE ALL ON FUNCTION herald._suppression_reason(kind text, event text, type te
 --
 
 REVOKE ALL ON FUNCTION herald._suppressions_normalize() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _unsuppressed_copies(payload jsonb, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -131,9 +131,9 @@ func (f *fakeSNS) sign(t *testing.T, m map[string]string, version string, key *r
 	m["SigningCertURL"] = f.srv.URL + certPath
 }
 
-// sesSent stores e-mails to recipients and completes them as the SMTP sender does,
+// smtpSent stores e-mails to recipients and completes them as the SMTP sender does,
 // with its Message-ID as the provider id; returns the ids.
-func sesSent(t *testing.T, pool *pgxpool.Pool, recipients ...string) []int64 {
+func smtpSent(t *testing.T, pool *pgxpool.Pool, recipients ...string) []int64 {
 	t.Helper()
 	var ids []int64
 	for _, r := range recipients {
@@ -188,7 +188,7 @@ func TestSESNotifications(t *testing.T) {
 		SNSHosts: regexp.MustCompile(`^127\.0\.0\.1$`), SNSRoots: sns.ca})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	ids := sesSent(t, pool, "ana@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
+	ids := smtpSent(t, pool, "ana@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
 
 	n := 0
 	message := func(typ, msg string) map[string]string {

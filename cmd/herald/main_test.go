@@ -176,6 +176,20 @@ func TestUnsubscribeSettingsAreChecked(t *testing.T) {
 	}
 }
 
+// A return path is a bare address: anything else is refused at start (exit 2, the
+// variable named), never sent in MAIL FROM.
+func TestReturnPathIsAnAddress(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_EMAIL", "smtp")
+	t.Setenv("HERALD_SMTP_HOST", "127.0.0.1")
+	for _, rp := range []string{"Bounces <bounces@example.com>", "bounces", "bounces@example.com\r\nRCPT TO:<x@evil.example>"} {
+		t.Setenv("HERALD_EMAIL_RETURN_PATH", rp)
+		if code, _, errOut := run(t, "run", "--http-addr", "off"); code != exitUsage || !strings.Contains(errOut, "HERALD_EMAIL_RETURN_PATH") {
+			t.Fatalf("%q: exit %d %q, want %d naming the variable", rp, code, errOut, exitUsage)
+		}
+	}
+}
+
 // Twilio's inbound messages are signed with the account's auth token: the endpoint's
 // URL without it is refused at start (exit 2, naming the token).
 func TestTwilioInboundNeedsTheAuthToken(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/mail"
 	"net/netip"
 	"net/url"
 	"os"
@@ -132,7 +133,12 @@ func buildSender(ev *environ, channel, spec string) (sender.Sender, error) {
 func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, error) {
 	ch := "HERALD_" + strings.ToUpper(channel)
 	defaults := email.Defaults{From: ev.str(ch+"_FROM", ""), ReplyTo: ev.str(ch+"_REPLY_TO", ""),
-		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", "")}
+		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", ""), ReturnPath: ev.str(ch+"_RETURN_PATH", "")}
+	if rp := defaults.ReturnPath; rp != "" {
+		if a, err := mail.ParseAddress(rp); err != nil || a.Name != "" || a.Address != rp {
+			return nil, fmt.Errorf("%s_RETURN_PATH: %q is not a bare address (bounces@example.com)", ch, rp)
+		}
+	}
 	if u := ev.str(ch+"_UNSUBSCRIBE_URL", ""); u != "" {
 		keys, err := unsubscribeKeys(ev)
 		switch {

@@ -1,18 +1,18 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
--- all), not paused and within its rate, no earlier message of its producer's
--- ordering_key pending (such a one is 'held', not 'queued'). Lowest priority first; within a priority the channels take turns being
--- first (one claim after another), each in (run_at, id) order (herald._ready). They
+-- all), not paused and within its rate (the whole tokens of its herald.rate_buckets
+-- row, for all runners together), no earlier message of its producer's ordering_key
+-- pending (such a one is 'held'). Lowest priority first; within a priority the
+-- channels take turns being first, each in (run_at, id) order (herald._ready). They
 -- become processing, attempts + 1, lease_expires_at = now + lease (NULL: the channel's),
--- under one new lease_token (the fencing token of complete/fail/extend_lease). A
--- selected message whose recipient is suppressed ends 'suppressed' instead (a log
--- event), so a call may return fewer rows than it selected. A rate-limited channel gives
--- at most the whole tokens of its herald.rate_buckets row, for all runners together.
--- Index: messages_claim_idx, messages_ordering_key_idx, messages_pkey. Locks: the
--- claimed rows, and the rate buckets of rate-limited channels (their claims take turns),
--- until the transaction ends: call it in autocommit, never during a send. Errors: 22V12
--- worker (empty, over 200 characters), batch_size (1..10,000), lease (1 second..1 day).
--- SECURITY DEFINER for herald_worker; always the generic plan. docs/sql.md has the rest.
+-- under one new lease_token (the fencing token of complete/fail/extend_lease). One whose
+-- recipient is suppressed ends 'suppressed' instead (a log event), so a call may return
+-- fewer rows than it selected; an e-mail's suppressed copies (cc, bcc) are left out of
+-- the payload returned (herald._unsuppressed_copies). Index: messages_claim_idx,
+-- messages_ordering_key_idx, messages_pkey. Locks: the claimed rows, and the buckets
+-- of rate-limited channels (their claims take turns), until the transaction ends: call
+-- it in autocommit, never during a send. Errors: 22V12 worker (empty, over 200 chars),
+-- batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; the generic plan.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
   batch_size integer DEFAULT 100,
@@ -158,8 +158,12 @@ BEGIN
     FROM (SELECT c.channel, count(*) AS n FROM claimed c GROUP BY c.channel) AS k
     WHERE v_limited AND b.channel = k.channel AND b.channel = ANY (v_rl_channels)
   )
-  SELECT c.id, c.channel, c.recipient, c.payload, c.metadata, c.attempts,
-         c.lease_token, c.lease_expires_at, c.expires_at
+  SELECT c.id, c.channel, c.recipient,
+         CASE WHEN v_suppressing AND (c.payload ? 'cc' OR c.payload ? 'bcc') AND v_kinds[array_position(v_channels, c.channel)] = 'email'
+              THEN herald._unsuppressed_copies(payload => c.payload, now => claim_batch.now)
+              ELSE c.payload
+         END,
+         c.metadata, c.attempts, c.lease_token, c.lease_expires_at, c.expires_at
   FROM claimed c
   ORDER BY c.priority, c.run_at, c.id;
   IF v_suppressing AND EXISTS (SELECT FROM herald.ordering_rechecks) THEN

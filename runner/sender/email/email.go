@@ -32,6 +32,10 @@ type Defaults struct {
 	ReplyTo string
 	// MessageIDDomain is the right-hand side of Message-IDs (default: the domain of From).
 	MessageIDDomain string
+	// ReturnPath is the envelope sender (SMTP MAIL FROM), the address bounces go back
+	// to, when it is not From (HERALD_<CHANNEL>_RETURN_PATH): a mailbox that pipes
+	// them to `herald dsn`. A bare address.
+	ReturnPath string
 	// UnsubscribeURL, when set, is the public URL of herald's unsubscribe endpoint
 	// (HERALD_<CHANNEL>_UNSUBSCRIBE_URL): each e-mail gets one-click List-Unsubscribe
 	// headers (RFC 8058) with its own link, signed with UnsubscribeKey, unless its

@@ -87,7 +87,7 @@ type Sender struct {
 	client *mail.Client
 	idle   chan *gosmtp.Client
 	slots  chan struct{} // one per connection the sender may hold (Pool)
-	from   string        // the default From's bare address, for Check ("" when none)
+	from   string        // the envelope sender Check names ("" when none)
 }
 
 // New checks cfg and returns a Sender; it does not connect yet.
@@ -141,13 +141,16 @@ func New(cfg Config) (*Sender, error) {
 		}
 		opts = append(opts, mail.WithSMTPAuth(auth), mail.WithUsername(cfg.Username), mail.WithPassword(cfg.Password))
 	}
-	var from string
-	if cfg.Defaults.From != "" {
-		a, err := netmail.ParseAddress(cfg.Defaults.From)
-		if err != nil {
-			return nil, fmt.Errorf("smtp: default From %q: %w", cfg.Defaults.From, err)
+	var from string // what Check names in MAIL FROM: the return path, else the From
+	for _, a := range []struct{ name, value string }{{"default From", cfg.Defaults.From}, {"return path", cfg.Defaults.ReturnPath}} {
+		if a.value == "" {
+			continue
 		}
-		from = a.Address
+		addr, err := netmail.ParseAddress(a.value)
+		if err != nil {
+			return nil, fmt.Errorf("smtp: %s %q: %w", a.name, a.value, err)
+		}
+		from = addr.Address
 	}
 	c, err := mail.NewClient(cfg.Host, opts...)
 	if err != nil {
@@ -194,6 +197,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		}
 		f := s.classify(err)
 		if sender.Classify(f).Class == sender.ClassPermanent && refusesSender(err, e.FromAddress) {
+			if _, _, mailFrom := reply(err); mailFrom && s.cfg.Defaults.ReturnPath != "" {
+				e = email.Email{FromAddress: s.cfg.Defaults.ReturnPath} // MAIL FROM named the channel's return path
+			}
 			f = e.SenderRefused(f)
 		}
 		return sender.Result{}, f
@@ -209,6 +215,11 @@ func (s *Sender) message(e email.Email) (*mail.Msg, error) {
 	msg := mail.NewMsg(mail.WithNoDefaultUserAgent()) // no X-Mailer naming our library
 	if err := msg.From(e.From); err != nil {
 		return nil, sender.Permanent(fmt.Errorf("from: %w", err))
+	}
+	if s.cfg.Defaults.ReturnPath != "" {
+		if err := msg.EnvelopeFrom(s.cfg.Defaults.ReturnPath); err != nil {
+			return nil, sender.Configuration(fmt.Errorf("return path: %w", err), "")
+		}
 	}
 	if err := msg.To(e.To); err != nil {
 		return nil, sender.Permanent(fmt.Errorf("recipient: %w", err))
@@ -278,7 +289,7 @@ func setHeader(msg *mail.Msg, h mail.Header, v string) {
 }
 
 // Check connects, starts TLS and authenticates as configured and, when the channel
-// has a default From, names it in MAIL FROM and resets, sending nothing: a server
+// has a return path or a default From, names it in MAIL FROM and resets, sending nothing: a server
 // that refuses that sender there (5yz) is a configuration failure, so that a probe
 // does not resume a channel paused for its From (sender.Checker).
 func (s *Sender) Check(ctx context.Context) error {

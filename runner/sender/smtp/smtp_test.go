@@ -389,3 +389,35 @@ func TestSMTPRefusedSender(t *testing.T) {
 		t.Fatalf("%d messages delivered from refused senders or by a check", n)
 	}
 }
+
+// A channel's return path is the envelope sender (MAIL FROM: where bounces go), the
+// From header stays the message's; the check names the return path in MAIL FROM, and
+// a refusal of it there is the channel's configuration even for a producer's from.
+func TestSMTPReturnPath(t *testing.T) {
+	t.Parallel()
+	srv := sendertest.StartSMTP(t, true)
+	cfg := sendertest.SMTPConfig(t, srv)
+	cfg.Defaults.ReturnPath = "bounces@bounce.example.com"
+	s := newSMTP(t, cfg)
+	ctx := context.Background()
+	if _, err := s.Send(ctx, withFrom(1, "ana@example.net", "Billing <billing@example.com>")); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Messages()
+	if len(got) != 1 || got[0].From != "bounces@bounce.example.com" || !strings.Contains(got[0].Data, "From: \"Billing\" <billing@example.com>") {
+		t.Fatalf("envelope %q, message %.300q", got[0].From, got[0].Data)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if mails := srv.Mails(); mails[len(mails)-1] != "bounces@bounce.example.com" {
+		t.Fatalf("the check named %q", mails[len(mails)-1])
+	}
+	srv.RefuseSender("bounces@bounce.example.com", false, 553, "5.7.1", "Sender address rejected: not owned by user relay")
+	_, err := s.Send(ctx, withFrom(2, "ana@example.net", "Billing <billing@example.com>"))
+	sendertest.WantClass(t, err, sender.ClassConfiguration)
+	cfg.Defaults.ReturnPath = "Bounces <not an address"
+	if _, err := smtpsender.New(cfg); err == nil {
+		t.Fatal("a return path that is not an address was accepted")
+	}
+}

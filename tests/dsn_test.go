@@ -1,0 +1,213 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// roleURL is pool's database URL for a role loginPool made.
+func roleURL(t *testing.T, pool *pgxpool.Pool, role string) string {
+	t.Helper()
+	u, err := url.Parse(pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "herald-test")
+	return u.String()
+}
+
+// postfixDSN is a bounce as Postfix writes it (RFC 3464: a readable part, the
+// delivery-status part, the returned message's headers), about herald message id sent
+// to `to` with a copy to cc; rcpt is the recipient it reports on.
+func postfixDSN(id int64, to, rcpt, action, status, diag string) string {
+	return strings.ReplaceAll(fmt.Sprintf(`Return-Path: <>
+Received: by mail.example.com (Postfix) id 4F1A2; Thu, 26 Nov 2026 10:00:05 +0000 (UTC)
+Date: Thu, 26 Nov 2026 10:00:05 +0000 (UTC)
+From: MAILER-DAEMON@mail.example.com (Mail Delivery System)
+Subject: Undelivered Mail Returned to Sender
+To: bounces@example.com
+Auto-Submitted: auto-replied
+MIME-Version: 1.0
+Content-Type: multipart/report; report-type=delivery-status;
+	boundary="4F1A2.1764151205/mail.example.com"
+Message-Id: <20261126100005.4F1A2-%[1]d-%[3]s@mail.example.com>
+
+This is a MIME-encapsulated message.
+
+--4F1A2.1764151205/mail.example.com
+Content-Description: Notification
+Content-Type: text/plain; charset=us-ascii
+
+This is the mail system at host mail.example.com.
+
+I'm sorry to have to inform you that your message could not
+be delivered to one or more recipients.
+
+--4F1A2.1764151205/mail.example.com
+Content-Description: Delivery report
+Content-Type: message/delivery-status
+
+Reporting-MTA: dns; mail.example.com
+X-Postfix-Queue-ID: 4F1A2
+X-Postfix-Sender: rfc822; bounces@example.com
+Arrival-Date: Thu, 26 Nov 2026 10:00:01 +0000 (UTC)
+
+Final-Recipient: rfc822; %[3]s
+Original-Recipient: rfc822;%[3]s
+Action: %[4]s
+Status: %[5]s
+Remote-MTA: dns; mx.example.net
+Diagnostic-Code: smtp; %[6]s
+
+--4F1A2.1764151205/mail.example.com
+Content-Description: Undelivered Message Headers
+Content-Type: text/rfc822-headers
+
+Return-Path: <bounces@example.com>
+From: Herald <noreply@example.com>
+To: %[2]s
+Cc: copy@example.net
+Subject: Your receipt
+Message-ID: <herald-%[1]d@example.com>
+MIME-Version: 1.0
+
+--4F1A2.1764151205/mail.example.com--
+`, id, to, rcpt, action, status, diag), "\n", "\r\n")
+}
+
+// exchangeDSN is a bounce in Microsoft Exchange's shape: the delivery-status part
+// quoted-printable and the whole original message returned.
+func exchangeDSN(id int64, to string) string {
+	return strings.ReplaceAll(fmt.Sprintf(`From: postmaster@outlook.example
+To: bounces@example.com
+Subject: Undeliverable: Your receipt
+Message-ID: <exch-%[1]d@outlook.example>
+Content-Type: multipart/report; report-type=delivery-status; boundary="_000_exch_"
+MIME-Version: 1.0
+
+--_000_exch_
+Content-Type: text/plain; charset="us-ascii"
+
+Delivery has failed to these recipients or groups:
+
+--_000_exch_
+Content-Type: message/delivery-status
+Content-Transfer-Encoding: quoted-printable
+
+Reporting-MTA: dns;outlook.example
+Received-From-MTA: dns;mail.example.com
+
+Original-Recipient: rfc822;%[2]s
+Final-Recipient: rfc822;%[2]s
+Action: failed
+Status: 5.2.2
+Diagnostic-Code: smtp;552 5.2.2 Mailbox full; STOREDRV.Deliver.Exception:Quota=
+ExceededException
+
+--_000_exch_
+Content-Type: message/rfc822
+
+From: Herald <noreply@example.com>
+To: <%[2]s>
+Subject: Your receipt
+Message-ID: <herald-%[1]d@example.com>
+
+Thanks.
+
+--_000_exch_--
+`, id, to), "\n", "\r\n")
+}
+
+// herald dsn, as a mail server's pipe runs it: a bounce on stdin is recorded for the
+// To recipient of the herald message whose Message-ID it returns (Postfix's and
+// Exchange's shapes): a failure is undelivered with the receiving server's reply and
+// status as its code, and an unknown mailbox (550 5.1.1) suppresses the address where
+// a full one (552 5.2.2) does not; a delay defers. Once however often the server
+// delivers it; a copy's bounce,
+// an auto-reply and a stranger's bounce record nothing and exit 0; unreadable input is
+// 65; an unreachable database or a role that may not record is 75 (the server keeps
+// the bounce for later) and stores nothing.
+func TestDSNFromAMailServer(t *testing.T) {
+	_, pool := setup(t)
+	bin := buildHerald(t)
+	ids := smtpSent(t, pool, "ana@example.net", "bo@example.net", "cy@example.net", "dee@example.net", "eve@example.net")
+	dsn := func(input, dbURL string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(bin, "dsn")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+		cmd.Stdin = strings.NewReader(input)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	hard := postfixDSN(ids[0], "Ana Lima <ana@example.net>", "ana@example.net", "failed", "5.1.1",
+		"550 5.1.1 <ana@example.net>: Recipient address rejected: User unknown in virtual mailbox table")
+	stored := func() int64 { return scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`) }
+
+	// Nothing recorded and the bounce kept: no database, or a role that may not record.
+	if code, out := dsn(hard, "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"); code != 75 {
+		t.Fatalf("no database: exit %d %s", code, out)
+	}
+	loginPool(t, pool, "dsn_outsider", "herald_producer")
+	if code, out := dsn(hard, roleURL(t, pool, "dsn_outsider")); code != 75 || stored() != 0 {
+		t.Fatalf("a role without herald_events: exit %d %s (%d stored)", code, out, stored())
+	}
+	loginPool(t, pool, "dsn_pipe", "herald_events")
+	events := roleURL(t, pool, "dsn_pipe")
+	for name, c := range map[string]struct {
+		input string
+		code  int
+	}{
+		"unreadable":          {"\x00\x01 not a mail", 65},
+		"an auto-reply":       {"From: bo@example.net\r\nTo: noreply@example.com\r\nSubject: Out of office\r\nAuto-Submitted: auto-replied\r\n\r\nBack Monday.\r\n", 0},
+		"a copy's bounce":     {postfixDSN(ids[2], "cy@example.net", "copy@example.net", "failed", "5.1.1", "550 5.1.1 unknown"), 0},
+		"a stranger's bounce": {strings.Replace(hard, "<herald-", "<not-herald-", 1), 0},
+	} {
+		if code, out := dsn(c.input, events); code != c.code {
+			t.Errorf("%s: exit %d, want %d: %s", name, code, c.code, out)
+		}
+	}
+	if n := stored(); n != 0 {
+		t.Fatalf("%d events stored from reports about nothing of ours", n)
+	}
+
+	for i := 0; i < 2; i++ { // a mail server may deliver the same bounce twice
+		if code, out := dsn(hard, events); code != 0 || !strings.Contains(out, fmt.Sprintf("recorded %d, duplicates %d", 1-i, i)) {
+			t.Fatalf("hard bounce, delivery %d: exit %d %s", i+1, code, out)
+		}
+	}
+	delayed := postfixDSN(ids[1], "bo@example.net", "bo@example.net", "delayed", "4.4.1", "connect to mx.example.net: Connection timed out")
+	if code, out := dsn(delayed, events); code != 0 || !strings.Contains(out, "recorded 1") {
+		t.Fatalf("delay: exit %d %s", code, out)
+	}
+	if code, out := dsn(exchangeDSN(ids[3], "dee@example.net"), events); code != 0 || !strings.Contains(out, "recorded 1") {
+		t.Fatalf("Exchange's bounce: exit %d %s", code, out)
+	}
+	// A local delivery's bounce has no SMTP reply: the bare status still rules the
+	// mailbox out.
+	local := strings.Replace(postfixDSN(ids[4], "eve@example.net", "eve@example.net", "failed", "5.1.1", ""),
+		"Diagnostic-Code: smtp; ", "Diagnostic-Code: X-Postfix; unknown user: \"eve\"", 1)
+	if code, out := dsn(local, events); code != 0 || !strings.Contains(out, "recorded 1") {
+		t.Fatalf("a local bounce: exit %d %s", code, out)
+	}
+	got := []string{outcome(t, pool, ids[0]), outcome(t, pool, ids[1]), outcome(t, pool, ids[2]), outcome(t, pool, ids[3]), outcome(t, pool, ids[4])}
+	want := []string{"sent undelivered - 550 5.1.1", "sent deferred - 4.4.1", "sent - - -", "sent undelivered - 552 5.2.2", "sent undelivered - 5.1.1"}
+	if strings.Join(got, " / ") != strings.Join(want, " / ") {
+		t.Fatalf("outcomes %q, want %q", got, want)
+	}
+	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient) FROM herald.suppressions`); sup != "ana@example.net:bounced:dsn eve@example.net:bounced:dsn" {
+		t.Fatalf("suppressions: %q (a full mailbox and a delay suppress nothing)", sup)
+	}
+}
