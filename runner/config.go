@@ -69,6 +69,9 @@ type Config struct {
 	// (the herald_channel_paused gauge) and a channel a runner paused is probed
 	// (default 1m).
 	ProbeInterval time.Duration
+	// QuotaInterval is how often herald.count_pending counts the unfinished messages
+	// of the producers with a max_pending (default 10s; one runner at a time counts).
+	QuotaInterval time.Duration
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -90,6 +93,8 @@ const (
 	// DefaultConcurrencyStart is Config.ConcurrencyStart's default.
 	DefaultConcurrencyStart = 16
 	DefaultProbeInterval    = time.Minute
+	// DefaultQuotaInterval is Config.QuotaInterval's default.
+	DefaultQuotaInterval = 10 * time.Second
 )
 
 func (c *Config) setDefaults() error {
@@ -124,6 +129,7 @@ func (c *Config) setDefaults() error {
 	set(&c.NotifyWindow, DefaultNotifyWindow)
 	set(&c.CheckTimeout, DefaultCheckTimeout)
 	set(&c.ProbeInterval, DefaultProbeInterval)
+	set(&c.QuotaInterval, DefaultQuotaInterval)
 	if c.StartCheck == "" {
 		c.StartCheck = StartCheckPause
 	}
@@ -141,7 +147,8 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("runner: lease %s is outside 1s..24h", c.Lease)
 	case c.StartCheck != StartCheckPause && c.StartCheck != StartCheckRefuse && c.StartCheck != StartCheckOff:
 		return fmt.Errorf("runner: start check %q: want pause, refuse or off", c.StartCheck)
-	case c.PollInterval < 0 || c.DeafPollInterval < 0 || c.ShutdownGrace < 0 || c.ReapInterval < 0 || c.FlushInterval < 0 || c.StatsInterval < 0:
+	case c.PollInterval < 0 || c.DeafPollInterval < 0 || c.ShutdownGrace < 0 || c.ReapInterval < 0 || c.FlushInterval < 0 ||
+		c.StatsInterval < 0 || c.QuotaInterval < 0:
 		return errors.New("runner: intervals must not be negative")
 	}
 	return nil

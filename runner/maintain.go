@@ -12,7 +12,7 @@ const reaperLockKey int64 = 0x6865_7261_6c64_01 // "herald" 1
 // maintain runs the periodic work: reap_stale (one runner at a time), log_sequence
 // (so the ordered log moves on when no consumer reads) and refresh_statistics (so
 // that no connection keeps a plan made while the tables were small) every poll
-// interval, and the queue-depth sample.
+// interval, the queue-depth sample, the probe of paused channels and count_pending.
 func (r *Runner) maintain(ctx context.Context) {
 	reap := time.NewTicker(r.cfg.ReapInterval)
 	defer reap.Stop()
@@ -22,6 +22,8 @@ func (r *Runner) maintain(ctx context.Context) {
 	defer stats.Stop()
 	probe := time.NewTicker(r.cfg.ProbeInterval)
 	defer probe.Stop()
+	quota := time.NewTicker(r.cfg.QuotaInterval)
+	defer quota.Stop()
 	r.sampleQueueDepth(ctx)
 	r.probe(ctx)
 	for {
@@ -39,6 +41,8 @@ func (r *Runner) maintain(ctx context.Context) {
 			r.sampleQueueDepth(ctx)
 		case <-probe.C:
 			r.probe(ctx)
+		case <-quota.C:
+			r.countPending(ctx)
 		}
 	}
 }
@@ -97,6 +101,22 @@ func (r *Runner) refreshStatistics(ctx context.Context) {
 	}
 	if len(analyzed) > 0 {
 		r.log.Info("analyzed tables that outgrew their statistics", "tables", analyzed)
+	}
+}
+
+// countPending calls herald.count_pending, which counts the backlog of the producers
+// with a max_pending (one runner at a time; the others get NULL), and logs those at
+// their limit.
+func (r *Runner) countPending(ctx context.Context) {
+	var over *int32
+	if err := r.pool.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&over); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("count_pending failed", "err", err)
+		}
+		return
+	}
+	if over != nil && *over > 0 {
+		r.log.Warn("producers at their max_pending: their enqueues are refused", "producers", *over)
 	}
 }
 

@@ -239,6 +239,80 @@ func TestSenderIsGrantedNotTaken(t *testing.T) {
 	}
 }
 
+// A producer cannot fill the queue without end: with a max_pending (an admin's
+// herald.producers row), once herald.count_pending has counted its unfinished
+// messages at or over it, its enqueues are refused on every path (53400 naming the
+// producer, nothing stored) until a later count finds fewer; a repeat of an
+// idempotency key is still answered with its id; other producers are untouched. Only
+// workers and admins count, one at a time; a runner counts on its own.
+func TestProducerQuota(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_flood_mallory", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_flood_alice", "herald_producer")
+	worker := loginPool(t, pool, "herald_test_flood_worker", "herald_worker")
+	_, err := pool.Exec(ctx, `INSERT INTO herald.producers (producer, max_pending) VALUES ('herald_test_flood_mallory', 0)`)
+	wantPgError(t, err, "23514", "")
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_pending) VALUES ('herald_test_flood_mallory', 100)`)
+	if n := scalar[int32](t, worker, `SELECT herald.count_pending()`); n != 0 {
+		t.Fatalf("count_pending with an empty queue: %d over", n)
+	}
+	keyed := scalar[int64](t, mallory, `SELECT herald.enqueue('email', 'k@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'k')`)
+	mustExec(t, mallory, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 149) g))`)
+	if _, err := mallory.Exec(ctx, `SELECT herald.count_pending()`); err == nil {
+		t.Fatal("a producer could count")
+	}
+	if n := scalar[int32](t, worker, `SELECT herald.count_pending()`); n != 1 {
+		t.Fatalf("count_pending: %d producers over, want 1", n)
+	}
+	if p := scalar[int64](t, pool, `SELECT pending FROM herald.producers WHERE producer = 'herald_test_flood_mallory'`); p != 150 {
+		t.Fatalf("pending %d, want 150", p)
+	}
+	before := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`)
+	for _, attack := range []string{
+		`SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}')`,
+		`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"}}]')`,
+		`SELECT herald.enqueue_many(ARRAY['email'], ARRAY['m@example.com'], ARRAY['{"subject":"s","text":"t"}']::jsonb[])`,
+		`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"k@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"k"},
+			{"channel":"email","recipient":"m@example.com","payload":{"subject":"s","text":"t"}}]')`,
+	} {
+		_, err := mallory.Exec(ctx, attack)
+		wantPgError(t, err, "53400", "producer")
+	}
+	if got := scalar[int64](t, pool, `SELECT (SELECT count(*) FROM herald.messages) + (SELECT count(*) FROM herald.log_statements)`); got != before {
+		t.Fatalf("refused enqueues stored %d rows", got-before)
+	}
+	if id := scalar[int64](t, mallory, `SELECT herald.enqueue('email', 'k@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'k')`); id != keyed {
+		t.Fatalf("a repeat over the quota: %d, want %d", id, keyed)
+	}
+	if _, err := alice.Exec(ctx, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}')`); err != nil {
+		t.Fatalf("another producer: %v", err)
+	}
+	// Another caller counting meanwhile: this one does not wait for it.
+	tx, err := worker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first *int32
+	if err := tx.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&first); err != nil || first == nil {
+		t.Fatalf("first count: %v %v", first, err)
+	}
+	var second *int32
+	if err := pool.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&second); err != nil || second != nil {
+		t.Fatalf("a count while another runs: %v %v, want NULL", second, err)
+	}
+	tx.Rollback(ctx)
+	// The backlog goes out; the next count lets the producer in again.
+	mustExec(t, pool, `WITH c AS (SELECT id, lease_token FROM herald.claim_batch('w', 60, channels => ARRAY['email']))
+		SELECT herald.complete(array_agg(id), array_agg(lease_token)) FROM c`)
+	if n := scalar[int32](t, worker, `SELECT herald.count_pending()`); n != 0 {
+		t.Fatalf("count after the drain: %d over", n)
+	}
+	if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}')`); err != nil {
+		t.Fatalf("below max_pending again: %v", err)
+	}
+}
+
 // A producer cannot run up the bill with texts to premium-rate numbers (SMS pumping)
 // on a channel an admin limited to some countries, nor send a channel's signed
 // webhooks to a host outside its receivers: herald.channels.recipient_prefixes,

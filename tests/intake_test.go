@@ -243,6 +243,36 @@ func TestIntakeRefusesUngrantedPolicy(t *testing.T) {
 	}
 }
 
+// A token's producer at its max_pending is told to come back later: 429
+// quota_exceeded with Retry-After (the runners' count interval), nothing stored.
+func TestIntakeQuota(t *testing.T) {
+	mux := http.NewServeMux()
+	_, pool := setup(t)
+	intake.Register(mux, pool, intake.Config{Tokens: []intake.Token{{Name: "shop", Secret: "s3cret"}}, QuotaRetry: 30 * time.Second})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_pending, pending, counted_at) VALUES ('intake:shop', 10, 10, now())`)
+	before := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`)
+	resp, err := http.DefaultClient.Do(func() *http.Request {
+		r, _ := http.NewRequest("POST", srv.URL+"/v1/messages", strings.NewReader(goodEmail))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer s3cret")
+		return r
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e apiError
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || e.Error.Code != "quota_exceeded" || e.Error.Field != "producer" || resp.Header.Get("Retry-After") != "30" {
+		t.Fatalf("%d %+v Retry-After %q", resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != before {
+		t.Fatalf("a refused request stored %d messages", n-before)
+	}
+}
+
 // 401 without a valid bearer token, 413 over the body limit, 415 for another
 // content type, 404 for an unknown id, 400 for a bad id, 503 when the database is
 // unreachable — each with a JSON error, never a stack trace.

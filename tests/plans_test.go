@@ -527,3 +527,37 @@ func TestHeldCheckProbesPerKey(t *testing.T) {
 		t.Fatalf("the held check does not probe messages_ordering_key_idx per key:\n%s", plan)
 	}
 }
+
+// herald.count_pending reads herald.messages once for all limited producers, not once
+// each; with the index tuning.md gives for large tables it reads that index instead
+// (its SQL unchanged).
+func TestCountPendingPlans(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, expires_at)
+		SELECT 'p' || (g % 50), 'email', 'a@example.com', '{}', now(), CASE WHEN g % 10 = 0 THEN 'queued' ELSE 'sent' END, 5,
+		       now(), CASE WHEN g % 10 = 0 THEN NULL ELSE now() END, 'infinity'
+		FROM generate_series(1, 20000) g`)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_pending) SELECT 'p' || g, 1000 FROM generate_series(0, 9) g`)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+	count := func() string {
+		t.Helper()
+		conn, notices := explainConn(t, pool)
+		var over int32
+		if err := conn.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&over); err != nil || over != 0 {
+			t.Fatalf("count_pending: %d %v", over, err)
+		}
+		if p := scalar[int64](t, pool, `SELECT sum(pending) FROM herald.producers`); p != 400 {
+			t.Fatalf("counted %d pending, want 400 (40 for each of 10 producers)", p)
+		}
+		return planOf(t, *notices, "Update on producers")
+	}
+	if plan := count(); strings.Count(plan, "on messages") != 1 {
+		t.Fatalf("count_pending should read herald.messages once:\n%s", plan)
+	}
+	mustExec(t, pool, `CREATE INDEX CONCURRENTLY messages_pending_producer_idx ON herald.messages (producer)
+		WHERE finished_at IS NULL`)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+	if plan := count(); !strings.Contains(plan, "messages_pending_producer_idx") {
+		t.Fatalf("count_pending should read messages_pending_producer_idx once it exists:\n%s", plan)
+	}
+}

@@ -818,3 +818,20 @@ func TestConcurrencyAdaptsToTheProvider(t *testing.T) {
 	defer mu.Unlock()
 	t.Logf("peak %d at once; limit %v, then %v after 429s", peak, grown, limit())
 }
+
+// The runner counts the backlog of producers with a max_pending every QuotaInterval
+// (herald.count_pending), so a producer over it is refused without an admin's call.
+func TestRunnerCountsProducersBacklogs(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_pending) VALUES (current_user, 5)`)
+	mustExec(t, pool, `SELECT herald.pause_channel('email', 'holding the backlog')`)
+	enqueueMany(t, pool, 8, "email")
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": newRecorder()}, QuotaInterval: 20 * time.Millisecond})
+	eventually(t, 10*time.Second, "the runner to count the producer's 8 pending messages", func() bool {
+		return scalar[bool](t, pool, `SELECT coalesce(pending = 8, false) FROM herald.producers WHERE producer = current_user`)
+	})
+	_, err := pool.Exec(t.Context(), `SELECT herald.enqueue('email', 'x@example.com', '{"subject":"s","text":"t"}')`)
+	wantPgError(t, err, "53400", "producer")
+}

@@ -364,12 +364,13 @@ DECLARE
   v_logged_hashes integer[];
   v_barred bigint[];
   v_policy herald.producers; -- the producer's row, or what a producer without one gets
+  v_full boolean; -- at its max_pending when last counted (NULL: no bound)
   v_suppressing boolean;
   i integer;
 BEGIN
   v_policy.producer := herald._producer();
-  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders
-  INTO v_suppressing, v_policy.min_priority, v_policy.senders
+  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending
+  INTO v_suppressing, v_policy.min_priority, v_policy.senders, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
@@ -394,6 +395,14 @@ BEGIN
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
     END LOOP;
+  END IF;
+
+  IF v_full AND cardinality(v_skip) < n THEN -- repeats store nothing: they are answered
+    PERFORM herald._reject(code => '53400', field => 'producer',
+      message => format('producer %L had %s unfinished messages at %s, at its max_pending of %s', p.producer, p.pending,
+                        p.counted_at, p.max_pending),
+      hint => 'retry once the backlog has been sent (herald.count_pending counts again); an admin raises herald.producers.max_pending')
+    FROM herald.producers p WHERE p.producer = v_policy.producer;
   END IF;
 
   IF v_suppressing THEN -- the input positions of suppressed recipients, repeats left out
@@ -1527,6 +1536,10 @@ CREATE TABLE herald.producers (
     producer text NOT NULL COLLATE pg_catalog."C",
     min_priority smallint DEFAULT 0 NOT NULL,
     senders text[],
+    max_pending integer,
+    pending bigint,
+    counted_at timestamp with time zone,
+    CONSTRAINT producers_max_pending_range CHECK (((max_pending >= 1) AND (max_pending <= 1000000000))),
     CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
     CONSTRAINT producers_senders_listed CHECK ((((cardinality(senders) >= 1) AND (cardinality(senders) <= 100)) AND (array_position(senders, NULL::text) IS NULL)))
 )
@@ -1559,6 +1572,27 @@ COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the pro
 --
 
 COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
+
+
+--
+-- Name: COLUMN producers.max_pending; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_pending finds fewer. NULL: no limit.';
+
+
+--
+-- Name: COLUMN producers.pending; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_pending last counted them (only with max_pending).';
+
+
+--
+-- Name: COLUMN producers.counted_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_pending last counted pending.';
 
 
 --
@@ -2247,6 +2281,46 @@ $$;
 --
 
 COMMENT ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone) IS 'Mark one delivered message sent, only under its lease token.';
+
+
+--
+-- Name: count_pending(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.count_pending(now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  clock_ok boolean := herald._check_clock(now => count_pending.now); -- first: a forged clock changes nothing
+  v_producers text[] := ARRAY(SELECT p.producer FROM herald.producers p WHERE p.max_pending IS NOT NULL);
+  v_over integer;
+BEGIN
+  IF cardinality(v_producers) = 0 THEN
+    RETURN 0;
+  END IF;
+  IF NOT pg_try_advisory_xact_lock(29384939513078786) THEN
+    RETURN NULL;
+  END IF;
+  UPDATE herald.producers p
+  SET pending = coalesce(c.n, 0), counted_at = count_pending.now
+  FROM unnest(v_producers) AS q (producer)
+  LEFT JOIN (SELECT m.producer, count(*) AS n
+             FROM herald.messages m
+             WHERE m.finished_at IS NULL AND m.producer = ANY (v_producers)
+             GROUP BY m.producer) AS c ON c.producer = q.producer
+  WHERE p.producer = q.producer;
+  SELECT count(*) INTO v_over FROM herald.producers p WHERE p.pending >= p.max_pending;
+  RETURN v_over;
+END
+$$;
+
+
+--
+-- Name: FUNCTION count_pending(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.count_pending(now timestamp with time zone) IS 'Count each limited producer''s unfinished messages for its max_pending (runners call it periodically).';
 
 
 --
@@ -4971,6 +5045,15 @@ GRANT ALL ON FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provi
 REVOKE ALL ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone) TO herald_worker;
 GRANT ALL ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_message_id text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION count_pending(now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.count_pending(now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.count_pending(now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.count_pending(now timestamp with time zone) TO herald_admin;
 
 
 --

@@ -114,6 +114,9 @@ func cliError(stderr io.Writer, who string, err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &ie) && ie.OverQuota:
+		fmt.Fprintf(stderr, "%s: %s: %s\n", who, ie.Code, ie.Message)
+		return exitFailure
 	case errors.As(err, &ie):
 		where := ""
 		if ie.Index != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/herald/herald/runner"
 	"github.com/herald/herald/runner/console"
 	"github.com/herald/herald/runner/events"
 	"github.com/herald/herald/runner/intake"
@@ -28,11 +29,15 @@ type intakeFlags struct {
 	maxBatch *int
 	maxBody  *int64
 	rate     *float64
+	// quotaRetry is the Retry-After of a refusal for max_pending: the runners' count
+	// interval (HERALD_QUOTA_INTERVAL, also herald run's --quota-interval).
+	quotaRetry time.Duration
 }
 
 func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 	return intakeFlags{
-		enabled: fs.String("intake", ev.str("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
+		quotaRetry: ev.duration("HERALD_QUOTA_INTERVAL", runner.DefaultQuotaInterval),
+		enabled:    fs.String("intake", ev.str("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
 		// The tokens' default is not read from the environment here, so that usage
 		// text never shows them.
 		tokens:   fs.String("intake-tokens", "", "comma-separated name:token pairs, one per producer (env HERALD_INTAKE_TOKENS, or a file named by HERALD_INTAKE_TOKENS_FILE; never printed)"),
@@ -113,7 +118,8 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 			return err
 		}
 	}
-	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate, Logger: logger})
+	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate,
+		QuotaRetry: f.quotaRetry, Logger: logger})
 	return nil
 }
 

@@ -147,11 +147,13 @@ type Paused struct {
 	Since           *time.Time
 }
 
-// Producer is one row of herald.producer_backlog with the producer's priority floor.
+// Producer is one row of herald.producer_backlog with the producer's priority floor
+// and backlog bound (MaxPending, empty when none).
 type Producer struct {
 	Producer, Channel        string
 	Queued, Held, Processing int64
 	MinPriority              int16
+	MaxPending               string
 }
 
 // Lag is one row of herald.consumer_lag.
@@ -202,9 +204,10 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if data["Producers"], err = collect(ctx, c.pool, `SELECT b.producer, b.channel, b.queued, b.held, b.processing,
-		coalesce(p.min_priority, 0) FROM herald.producer_backlog b LEFT JOIN herald.producers p ON p.producer = b.producer
+		coalesce(p.min_priority, 0), coalesce(p.max_pending::text, '') FROM herald.producer_backlog b
+		LEFT JOIN herald.producers p ON p.producer = b.producer
 		ORDER BY b.queued + b.held + b.processing DESC, 1, 2 LIMIT 20`, func(row pgx.CollectableRow) (p Producer, err error) {
-		err = row.Scan(&p.Producer, &p.Channel, &p.Queued, &p.Held, &p.Processing, &p.MinPriority)
+		err = row.Scan(&p.Producer, &p.Channel, &p.Queued, &p.Held, &p.Processing, &p.MinPriority, &p.MaxPending)
 		return
 	}); err != nil {
 		c.fail(w, err)

@@ -11,13 +11,15 @@ import (
 
 // InputError is bad input, as herald's SQL reported it: a stable code, the field,
 // and for a batch the index of the first bad message. Forbidden marks input the
-// producer is not allowed (HTTP 403) rather than malformed (400).
+// producer is not allowed (HTTP 403) rather than malformed (400); OverQuota a call
+// refused while the producer is at its max_pending (429: retry later).
 type InputError struct {
 	Code      string `json:"code"`
 	Field     string `json:"field,omitempty"`
 	Index     *int   `json:"index,omitempty"`
 	Message   string `json:"message"`
 	Forbidden bool   `json:"-"`
+	OverQuota bool   `json:"-"`
 }
 
 // Error returns the message, which starts with the field.
@@ -56,8 +58,9 @@ var notGranted = map[string]string{
 var batchField = regexp.MustCompile(`^messages\[(\d+)\](?:\.(.+))?$`)
 
 // AsInputError returns the InputError behind err when err is one of herald's
-// validation errors (a 22Vxx SQLSTATE) or a value the producer is not granted
-// (42501 on a field of notGranted), and false for anything else.
+// validation errors (a 22Vxx SQLSTATE), a value the producer is not granted (42501 on
+// a field of notGranted) or its max_pending reached (53400 on producer), and false
+// for anything else.
 func AsInputError(err error) (*InputError, bool) {
 	var pg *pgconn.PgError
 	if !errors.As(err, &pg) {
@@ -72,9 +75,12 @@ func AsInputError(err error) (*InputError, bool) {
 			ie.Field = "message"
 		}
 	}
-	if pg.Code == "42501" {
+	switch {
+	case pg.Code == "42501":
 		ie.Code, ie.Forbidden = notGranted[ie.Field], true
-	} else {
+	case pg.Code == "53400" && pg.ColumnName == "producer": // herald.producers.max_pending
+		ie.Code, ie.OverQuota = "quota_exceeded", true
+	default:
 		ie.Code = codes[pg.Code]
 	}
 	if ie.Code == "" {

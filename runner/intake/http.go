@@ -38,6 +38,9 @@ type Config struct {
 	// burst is the larger of Rate and MaxBatch, so a full batch always fits. 0: no
 	// limit.
 	Rate float64
+	// QuotaRetry is the Retry-After of a call refused for the producer's max_pending:
+	// how often runners count producers' backlogs (HERALD_QUOTA_INTERVAL; default 10s).
+	QuotaRetry time.Duration
 	// Logger receives errors that are not the client's fault (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -65,6 +68,9 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.QuotaRetry <= 0 {
+		cfg.QuotaRetry = 10 * time.Second
 	}
 	h := &handler{pool: pool, cfg: cfg}
 	if cfg.Rate > 0 {
@@ -240,13 +246,16 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, c caller) {
 }
 
 // fail answers an error: 400 for bad input, 403 for input the producer is not
-// granted, 503 when the database is unavailable, 500 (logged, with no detail) for
+// granted, 429 while it is at its max_pending, 503 when the database is unavailable, 500 (logged, with no detail) for
 // anything else.
 func (h *handler) fail(w http.ResponseWriter, err error) {
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie) && ie.Forbidden:
 		writeError(w, http.StatusForbidden, ie)
+	case errors.As(err, &ie) && ie.OverQuota:
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.cfg.QuotaRetry.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, ie)
 	case errors.As(err, &ie):
 		writeError(w, http.StatusBadRequest, ie)
 	case Unavailable(err):

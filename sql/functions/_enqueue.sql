@@ -1,18 +1,18 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
 -- store messages and their 'accepted' log event, all or nothing; ids in input order.
 -- Each belongs to herald._producer(), on a channel open to it (channels.producers); its
--- herald.producers row gives the most urgent priority (none: 0; above 0 the default)
--- and the e-mail from it may set. `now` other than now() is herald_admin's. A repeated
--- idempotency key (per producer, herald._repeats) is answered with the first message's
--- id, not stored. expires_at: the least of the spec's and due time + the channel's ttl.
+-- herald.producers row gives the most urgent priority (none: 0; above 0 the default),
+-- the e-mail from it may set, and max_pending (53400 'producer' while herald.count_pending
+-- last found it there, unless all are repeats). `now` other than now() is herald_admin's.
+-- A repeated idempotency key (per producer, herald._repeats) is answered with the first
+-- message's id, not stored. expires_at: the least of the spec's and due time + ttl.
 -- A suppressed recipient (herald._suppression, probed while herald.suppressions has
 -- rows) is stored 'suppressed', finished, with a 'suppressed' log event; one behind a
 -- pending message of its producer's ordering key 'held' (herald._held). Rows are stored
--- where herald._valid holds; when fewer are, herald._validate names the first bad one
--- (COLUMN 'messages[i].field', or 'field' when single) and the call is undone. Under
--- REPEATABLE READ a repeat committed after the snapshot is invisible: 23505 (retry).
--- Locks: ROW EXCLUSIVE on herald.messages and herald.log_statements; those of
--- herald._repeats and herald._held. Index: herald.producers' primary key.
+-- where herald._valid holds; else herald._validate names the first bad one (COLUMN
+-- 'messages[i].field', or 'field' when single) and the call is undone. REPEATABLE READ:
+-- a repeat committed after the snapshot is 23505 (retry). Locks: ROW EXCLUSIVE on
+-- messages and log_statements; _repeats' and _held's. Index: producers' primary key.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -39,12 +39,13 @@ DECLARE
   v_logged_hashes integer[];
   v_barred bigint[];
   v_policy herald.producers; -- the producer's row, or what a producer without one gets
+  v_full boolean; -- at its max_pending when last counted (NULL: no bound)
   v_suppressing boolean;
   i integer;
 BEGIN
   v_policy.producer := herald._producer();
-  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders
-  INTO v_suppressing, v_policy.min_priority, v_policy.senders
+  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending
+  INTO v_suppressing, v_policy.min_priority, v_policy.senders, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
@@ -69,6 +70,14 @@ BEGIN
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
     END LOOP;
+  END IF;
+
+  IF v_full AND cardinality(v_skip) < n THEN -- repeats store nothing: they are answered
+    PERFORM herald._reject(code => '53400', field => 'producer',
+      message => format('producer %L had %s unfinished messages at %s, at its max_pending of %s', p.producer, p.pending,
+                        p.counted_at, p.max_pending),
+      hint => 'retry once the backlog has been sent (herald.count_pending counts again); an admin raises herald.producers.max_pending')
+    FROM herald.producers p WHERE p.producer = v_policy.producer;
   END IF;
 
   IF v_suppressing THEN -- the input positions of suppressed recipients, repeats left out

@@ -82,19 +82,28 @@ ANALYZE herald.channels;
 -- never taken; a min_priority above 0 is also its default (a demotion needs no change
 -- in its code). senders: the e-mail From addresses it may set in a payload, each an
 -- address or a domain (any address there); no row or NULL: none, the runner's
--- configured From is used. Every enqueue reads its producer's row by primary key;
--- analysed after every change, like herald.channels.
+-- configured From is used. max_pending: the most unfinished messages the producer may
+-- have (NULL: no limit), checked against `pending` as herald.count_pending last
+-- counted it. Every enqueue reads its producer's row by primary key; analysed after
+-- every change, like herald.channels.
 CREATE TABLE herald.producers (
   producer     text COLLATE "C" PRIMARY KEY,
   min_priority smallint NOT NULL DEFAULT 0,
   senders      text[],
+  max_pending  integer,
+  pending      bigint,
+  counted_at   timestamptz,
   CONSTRAINT producers_min_priority_range CHECK (min_priority BETWEEN -100 AND 100),
   CONSTRAINT producers_senders_listed CHECK (cardinality(senders) BETWEEN 1 AND 100
-                                             AND array_position(senders, NULL) IS NULL)
+                                             AND array_position(senders, NULL) IS NULL),
+  CONSTRAINT producers_max_pending_range CHECK (max_pending BETWEEN 1 AND 1000000000)
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
 COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
 COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
+COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_pending finds fewer. NULL: no limit.';
+COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_pending last counted them (only with max_pending).';
+COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_pending last counted pending.';
 COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
 
 -- One value per claim_batch call: a message's lease_token changes at every claim, so
