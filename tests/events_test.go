@@ -28,9 +28,7 @@ import (
 	"github.com/herald/herald/runner/events"
 	"github.com/herald/herald/runner/intake"
 	"github.com/herald/herald/runner/sender"
-	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/sendertest"
-	"github.com/herald/herald/runner/sender/sendgrid"
 	smtpsender "github.com/herald/herald/runner/sender/smtp"
 	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/herald/herald/tests/testdb"
@@ -484,13 +482,7 @@ func TestBouncesUnsubscribesAndExpiryStopSends(t *testing.T) {
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
 	mustExec(t, pool, `SELECT herald.create_consumer_group('audit', 1, 'latest')`)
-	prov := &revocableProvider{}
-	provider := httptest.NewServer(prov)
-	t.Cleanup(provider.Close)
-	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: provider.URL, Defaults: email.Defaults{From: "noreply@example.com"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prov, sg := sendGridStandIn(t, "noreply@example.com", false)
 	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": sg}, PollInterval: 50 * time.Millisecond,
 		ReapInterval: 50 * time.Millisecond})
 	send := func(to string, extra string) int64 {

@@ -144,15 +144,15 @@ func (p *revocableProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// revokedSendGrid serves a revocableProvider, revoked, and returns it with a SendGrid
-// sender pointed at it.
-func revokedSendGrid(t *testing.T) (*revocableProvider, sender.Sender) {
+// sendGridStandIn serves a revocableProvider (revoked or not) and returns it with a
+// SendGrid sender pointed at it whose channel From is from.
+func sendGridStandIn(t *testing.T, from string, revoked bool) (*revocableProvider, sender.Sender) {
 	t.Helper()
 	prov := &revocableProvider{}
-	prov.revoked.Store(true)
+	prov.revoked.Store(revoked)
 	srv := httptest.NewServer(prov)
 	t.Cleanup(srv.Close)
-	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{From: "noreply@example.com"}})
+	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{From: from}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestRevokedKeyPausesTheChannelNotTheMail(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
-	prov, sg := revokedSendGrid(t)
+	prov, sg := sendGridStandIn(t, "noreply@example.com", true)
 	enqueueMany(t, pool, 20, "email")
 	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": sg}, ProbeInterval: 100 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond})
@@ -213,13 +213,7 @@ func TestProducersUnverifiedFromFailsOnlyItsMessage(t *testing.T) {
 	grantSenders(t, pool, "unverified_from_mallory", "example.com")
 	bad := scalar[int64](t, mallory, `SELECT herald.enqueue('email', 'ana@example.net', '{"subject":"s","text":"t","from":"CEO <ceo@example.com>"}')`)
 	enqueueMany(t, pool, 20, "email")
-	prov := &revocableProvider{}
-	srv := httptest.NewServer(prov)
-	t.Cleanup(srv.Close)
-	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{From: "Herald <noreply@example.com>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prov, sg := sendGridStandIn(t, "Herald <noreply@example.com>", false)
 	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": sg}, ProbeInterval: 50 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond})
 	eventually(t, 20*time.Second, "20 sent and the unverified from's message dead", func() bool {
@@ -247,7 +241,7 @@ func TestStartCheckRefuseAndHeraldCheck(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
-	_, sg := revokedSendGrid(t)
+	_, sg := sendGridStandIn(t, "noreply@example.com", true)
 	enqueueMany(t, pool, 3, "email")
 	r, err := runner.New(pool, runner.Config{Senders: map[string]sender.Sender{"email": sg}, StartCheck: runner.StartCheckRefuse,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

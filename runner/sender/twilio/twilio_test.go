@@ -19,15 +19,23 @@ import (
 	"github.com/herald/herald/runner/sender/twilio"
 )
 
-// Twilio: success stores the message SID; 429 with Retry-After rate_limited; 503
-// transient; error 21211 (invalid To) permanent.
-func TestTwilioSender(t *testing.T) {
-	t.Parallel()
+// fakeTwilio starts the Twilio stand-in (sendertest.FakeTwilio) and returns what it
+// received and a sender from the account's number pointed at it.
+func fakeTwilio(t *testing.T) (*sendertest.TwilioRequests, *twilio.Sender) {
+	t.Helper()
 	srv, rec := sendertest.FakeTwilio(t)
 	s, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rec, s
+}
+
+// Twilio: success stores the message SID; 429 with Retry-After rate_limited; 503
+// transient; error 21211 (invalid To) permanent.
+func TestTwilioSender(t *testing.T) {
+	t.Parallel()
+	rec, s := fakeTwilio(t)
 	ctx := context.Background()
 	res, err := s.Send(ctx, sendertest.SMSMessage(1, "+14155550100"))
 	if err != nil || !strings.HasPrefix(res.ProviderMessageID, "SM") || len(rec.Sent()) != 1 {
@@ -167,11 +175,7 @@ func TestTwilioMediaCallbackAndAPIKey(t *testing.T) {
 // left, nothing is handed over: the message waits for its deadline and ends expired.
 func TestTwilioValidityPeriodIsTheDeadline(t *testing.T) {
 	t.Parallel()
-	srv, rec := sendertest.FakeTwilio(t)
-	s, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, s := fakeTwilio(t)
 	ctx := context.Background()
 	for i, c := range []struct {
 		left     time.Duration // zero: no deadline
@@ -197,7 +201,7 @@ func TestTwilioValidityPeriodIsTheDeadline(t *testing.T) {
 	}
 	late := sendertest.SMSMessage(9, "+14155550100")
 	late.Deadline = time.Now().Add(900 * time.Millisecond)
-	_, err = s.Send(ctx, late)
+	_, err := s.Send(ctx, late)
 	if f := sendertest.WantClass(t, err, sender.ClassRateLimited); f.Code != "expired" || !f.RetryAt.Equal(late.Deadline) {
 		t.Fatalf("under a second left: code %q, retry at %v (deadline %v)", f.Code, f.RetryAt, late.Deadline)
 	}
