@@ -23,6 +23,7 @@ type instruments struct {
 	listenerUp    prometheus.Gauge
 	inflight      prometheus.Gauge
 	concurrency   prometheus.Gauge
+	atMaxPending  prometheus.Gauge
 	queueDepth    *prometheus.GaugeVec
 	paused        *prometheus.GaugeVec
 	sendSeconds   *prometheus.HistogramVec
@@ -65,6 +66,8 @@ func newInstruments() *instruments {
 		listenerUp:    gauge("herald_listener_connected", "1 while the LISTEN connection is up."),
 		inflight:      gauge("herald_inflight_messages", "Messages claimed and not yet reported."),
 		concurrency:   gauge("herald_concurrency_limit", "Sends this runner lets run at once now (adaptive unless fixed)."),
+		atMaxPending: gauge("herald_producers_at_max_pending",
+			"Producers whose enqueues are refused: at their max_pending when this runner last counted (herald.count_pending)."),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
 			Help: "Messages queued, held and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_channel_paused",

@@ -105,8 +105,8 @@ func (r *Runner) refreshStatistics(ctx context.Context) {
 }
 
 // countPending calls herald.count_pending, which counts the backlog of the producers
-// with a max_pending (one runner at a time; the others get NULL), and logs those at
-// their limit.
+// with a max_pending (one runner at a time; the others get NULL), and reports those
+// at their limit in a log line and herald_producers_at_max_pending.
 func (r *Runner) countPending(ctx context.Context) {
 	var over *int32
 	if err := r.pool.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&over); err != nil {
@@ -115,7 +115,11 @@ func (r *Runner) countPending(ctx context.Context) {
 		}
 		return
 	}
-	if over != nil && *over > 0 {
+	if over == nil {
+		return // another runner is counting
+	}
+	r.m.atMaxPending.Set(float64(*over))
+	if *over > 0 {
 		r.log.Warn("producers at their max_pending: their enqueues are refused", "producers", *over)
 	}
 }

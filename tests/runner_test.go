@@ -820,7 +820,8 @@ func TestConcurrencyAdaptsToTheProvider(t *testing.T) {
 }
 
 // The runner counts the backlog of producers with a max_pending every QuotaInterval
-// (herald.count_pending), so a producer over it is refused without an admin's call.
+// (herald.count_pending), so a producer over it is refused without an admin's call,
+// and says so in herald_producers_at_max_pending (docs/deploy/alerts.yml).
 func TestRunnerCountsProducersBacklogs(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
@@ -828,9 +829,11 @@ func TestRunnerCountsProducersBacklogs(t *testing.T) {
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_pending) VALUES (current_user, 5)`)
 	mustExec(t, pool, `SELECT herald.pause_channel('email', 'holding the backlog')`)
 	enqueueMany(t, pool, 8, "email")
-	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": newRecorder()}, QuotaInterval: 20 * time.Millisecond})
-	eventually(t, 10*time.Second, "the runner to count the producer's 8 pending messages", func() bool {
-		return scalar[bool](t, pool, `SELECT coalesce(pending = 8, false) FROM herald.producers WHERE producer = current_user`)
+	r, _ := startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": newRecorder()}, QuotaInterval: 20 * time.Millisecond})
+	eventually(t, 10*time.Second, "the runner to count the producer's 8 pending messages and report it at its bound", func() bool {
+		f := scrape(t, r.Handler())["herald_producers_at_max_pending"]
+		return scalar[bool](t, pool, `SELECT coalesce(pending = 8, false) FROM herald.producers WHERE producer = current_user`) &&
+			f != nil && f.Metric[0].GetGauge().GetValue() == 1
 	})
 	_, err := pool.Exec(t.Context(), `SELECT herald.enqueue('email', 'x@example.com', '{"subject":"s","text":"t"}')`)
 	wantPgError(t, err, "53400", "producer")
