@@ -374,6 +374,10 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"hooks", "https://example.org/in/x", `{}`, ""},
 		{"hooks", "https://example.org/inbox", `{}`, ""},
 		{"hooks", "http://hooks.example.com/in", `{}`, ""},
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("x", 1600) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("é", 1600) + `"}`, ""}, // characters, not octets
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("x", 1601) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"t","body":"` + strings.Repeat("x", 1601) + `"}`, ""},
 		{"sms", "+14155550100", `{"media_urls":["https://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":["ftp://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":[]}`, ""},

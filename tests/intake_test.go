@@ -105,6 +105,7 @@ func TestIntakeRejectsBadMessages(t *testing.T) {
 		{`{"channel":"email","recipient":"nope","payload":{"subject":"s","text":"t"}}`, "invalid_recipient", "recipient"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"text":"t"}}`, "invalid_payload", "payload"},
 		{`{"channel":"email","recipient":"a@example.com","payload":"hi"}`, "invalid_payload", "payload"},
+		{`{"channel":"sms","recipient":"+14155550100","payload":{"text":"` + strings.Repeat("x", 1601) + `"}}`, "invalid_payload", "payload.text"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t","headers":{"X-SMTPAPI":"{\"to\":[\"b@example.com\"]}"}}}`,
 			"invalid_payload", "payload.headers.X-SMTPAPI"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"` + big + `"}}`, "payload_too_large", "payload"},

@@ -6,8 +6,8 @@
 --   22V01 channel unknown  42501 channel not open to the producer  22V02 recipient
 --         syntax of the kind, 1..320 chars  42501 recipient outside recipient_prefixes
 --   22V03 payload  what the kind needs (email: subject and text, html, body or template_id;
---         sms: text, body or media_urls); payload.<field> unknown to the kind or breaking
---         its rules (herald._payload_fields, herald._payload_problem)
+--         sms: text, body or media_urls, text and body up to 1600 characters);
+--         payload.<field> unknown to the kind or breaking its rules (_payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
 --   22V06 priority -100..100   42501 priority below min_priority, payload.from not in senders
 --   22V07 max_attempts 1..100   22V08 metadata object, 8 kB   22V09 idempotency_key /
@@ -72,6 +72,9 @@ BEGIN
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')
                               OR spec.payload ? 'media_urls') THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string) or "media_urls"');
+  ELSIF ch.kind = 'sms' AND (length(spec.payload ->> 'text') > 1600 OR length(spec.payload ->> 'body') > 1600) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN length(spec.payload ->> 'text') > 1600 THEN 'text' ELSE 'body' END,
+      message => 'must be at most 1600 characters (the most one SMS may carry: Twilio refuses longer, error 21617)');
   ELSIF v_field IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),
