@@ -57,7 +57,7 @@ func TestMailpit(t *testing.T) {
 	port, _ := strconv.Atoi(portText)
 	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: port, TLS: "starttls", Username: "herald", Password: "secret",
 		TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, Timeout: 10 * time.Second,
-		Defaults: email.Defaults{From: "Herald <noreply@example.com>"}})
+		Defaults: email.Defaults{From: "Herald <noreply@example.com>", ReturnPath: "bounces@bounce.example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,11 @@ func TestMailpit(t *testing.T) {
 			t.Errorf("no message with the subject %q (Mailpit has %v)", c.subject, bySubject)
 			continue
 		}
-		var full struct{ Text, HTML string }
+		var full struct{ Text, HTML, ReturnPath string }
 		getJSON(t, "http://"+apiAddr+"/api/v1/message/"+list.Messages[i].ID, &full)
+		if full.ReturnPath != "bounces@bounce.example.com" { // the envelope sender, where bounces go
+			t.Errorf("%s: Return-Path %q", c.subject, full.ReturnPath)
+		}
 		var want map[string]any
 		json.Unmarshal([]byte(c.payload), &want)
 		if w, _ := want["text"].(string); w != "" && strings.TrimSpace(full.Text) != w {
