@@ -2,11 +2,11 @@
 -- puts the recipient on herald.suppressions, or NULL when it does not: a hard bounce
 -- ('bounced'), a complaint, an unsubscribe; and an 'undelivered' one (a provider's
 -- event, or herald.fail's permanent refusal of a send) whose code says the address
--- can never take a message of the kind ('bounced'): e-mail, an SMTP reply '5xx 5.1.1'
--- or a bare status '5.1.1' (a bounce's) (no such mailbox), 5.1.2 (no such domain),
--- 5.1.6 (mailbox moved), 5.1.10 (null MX); SMS, Twilio 21211 (invalid number), 21614 (not a mobile number), 21635 and
--- 30006 (landline), 30005 (unknown handset); webhook, HTTP 410 Gone (the receiver
--- says the endpoint is removed for good). Not Twilio 21610 (the recipient texted
+-- can never take a message of the kind ('bounced'): e-mail, an SMTP reply '5xx 5.1.1',
+-- or the bare status of a bounce, '5.1.1' (no such mailbox), 5.1.2 (no such domain),
+-- 5.1.6 (mailbox moved), 5.1.10 (null MX); SMS, Twilio 21211 (invalid number), 21614
+-- (not a mobile number), 21635 and 30006 (landline), 30005 (unknown handset);
+-- webhook, HTTP 410 Gone (the receiver says the endpoint is removed for good). Not Twilio 21610 (the recipient texted
 -- STOP): Twilio refuses those sends itself, at no charge, and lifts the block when the
 -- recipient texts START, which herald would not see. One SQL expression, inlined.
 -- Locks: none.
