@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/runner/sender/email"
 )
 
 // roleURL is pool's database URL for a role loginPool made.
@@ -26,7 +29,7 @@ func roleURL(t *testing.T, pool *pgxpool.Pool, role string) string {
 // postfixDSN is a bounce as Postfix writes it (RFC 3464: a readable part, the
 // delivery-status part, the returned message's headers), about herald message id sent
 // to `to` with a copy to cc; rcpt is the recipient it reports on.
-func postfixDSN(id int64, to, rcpt, action, status, diag string) string {
+func postfixDSN(msgID, to, rcpt, action, status, diag string) string {
 	return strings.ReplaceAll(fmt.Sprintf(`Return-Path: <>
 Received: by mail.example.com (Postfix) id 4F1A2; Thu, 26 Nov 2026 10:00:05 +0000 (UTC)
 Date: Thu, 26 Nov 2026 10:00:05 +0000 (UTC)
@@ -37,7 +40,7 @@ Auto-Submitted: auto-replied
 MIME-Version: 1.0
 Content-Type: multipart/report; report-type=delivery-status;
 	boundary="4F1A2.1764151205/mail.example.com"
-Message-Id: <20261126100005.4F1A2-%[1]d-%[3]s@mail.example.com>
+Message-Id: <20261126100005.4F1A2-%[3]s-%[4]s@mail.example.com>
 
 This is a MIME-encapsulated message.
 
@@ -75,20 +78,20 @@ From: Herald <noreply@example.com>
 To: %[2]s
 Cc: copy@example.net
 Subject: Your receipt
-Message-ID: <herald-%[1]d@example.com>
+Message-ID: %[1]s
 MIME-Version: 1.0
 
 --4F1A2.1764151205/mail.example.com--
-`, id, to, rcpt, action, status, diag), "\n", "\r\n")
+`, msgID, to, rcpt, action, status, diag), "\n", "\r\n")
 }
 
 // exchangeDSN is a bounce in Microsoft Exchange's shape: the delivery-status part
 // quoted-printable and the whole original message returned.
-func exchangeDSN(id int64, to string) string {
+func exchangeDSN(msgID, to string) string {
 	return strings.ReplaceAll(fmt.Sprintf(`From: postmaster@outlook.example
 To: bounces@example.com
 Subject: Undeliverable: Your receipt
-Message-ID: <exch-%[1]d@outlook.example>
+Message-ID: <exch-%[2]s@outlook.example>
 Content-Type: multipart/report; report-type=delivery-status; boundary="_000_exch_"
 MIME-Version: 1.0
 
@@ -117,31 +120,36 @@ Content-Type: message/rfc822
 From: Herald <noreply@example.com>
 To: <%[2]s>
 Subject: Your receipt
-Message-ID: <herald-%[1]d@example.com>
+Message-ID: %[1]s
 
 Thanks.
 
 --_000_exch_--
-`, id, to), "\n", "\r\n")
+`, msgID, to), "\n", "\r\n")
 }
 
 // herald dsn, as a mail server's pipe runs it: a bounce on stdin is recorded for the
-// To recipient of the herald message whose Message-ID it returns (Postfix's and
-// Exchange's shapes): a failure is undelivered with the receiving server's reply and
-// status as its code, and an unknown mailbox (550 5.1.1) suppresses the address where
-// a full one (552 5.2.2) does not; a delay defers. Once however often the server
-// delivers it; a copy's bounce,
-// an auto-reply and a stranger's bounce record nothing and exit 0; unreadable input is
-// 65; an unreachable database or a role that may not record is 75 (the server keeps
-// the bounce for later) and stores nothing.
+// To recipient of the herald message whose signed Message-ID it returns (Postfix's
+// and Exchange's shapes): a failure is undelivered with the receiving server's reply
+// and status as its code, and an unknown mailbox (550 5.1.1) suppresses the address
+// where a full one (552 5.2.2) does not; a delay defers. Once however often the server
+// delivers it. Anyone can mail a bounce: one naming a message id without the tag of
+// HERALD_MESSAGE_ID_SECRETS, or with a wrong one, records nothing (else a stranger
+// could suppress any recipient whose message id it guesses), nor do a copy's bounce
+// and an auto-reply (exit 0); unreadable input is 65; no secret, an unreachable
+// database or a role that may not record is 75 (the server keeps the bounce) and
+// stores nothing.
 func TestDSNFromAMailServer(t *testing.T) {
 	_, pool := setup(t)
 	bin := buildHerald(t)
-	ids := smtpSent(t, pool, "ana@example.net", "bo@example.net", "cy@example.net", "dee@example.net", "eve@example.net")
-	dsn := func(input, dbURL string) (int, string) {
+	key := []byte("the Message-ID key, 32 bytes long")
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	ids := smtpSent(t, pool, key, "ana@example.net", "bo@example.net", "cy@example.net", "dee@example.net", "eve@example.net")
+	msgID := func(i int) string { return email.MessageID(ids[i], key, "example.com") }
+	dsn := func(input, dbURL string, env ...string) (int, string) {
 		t.Helper()
 		cmd := exec.Command(bin, "dsn")
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+		cmd.Env = append(append(os.Environ(), "DATABASE_URL="+dbURL, "HERALD_MESSAGE_ID_SECRETS="+secret), env...)
 		cmd.Stdin = strings.NewReader(input)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
@@ -152,11 +160,15 @@ func TestDSNFromAMailServer(t *testing.T) {
 		}
 		return 0, string(out)
 	}
-	hard := postfixDSN(ids[0], "Ana Lima <ana@example.net>", "ana@example.net", "failed", "5.1.1",
+	hard := postfixDSN(msgID(0), "Ana Lima <ana@example.net>", "ana@example.net", "failed", "5.1.1",
 		"550 5.1.1 <ana@example.net>: Recipient address rejected: User unknown in virtual mailbox table")
 	stored := func() int64 { return scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`) }
 
-	// Nothing recorded and the bounce kept: no database, or a role that may not record.
+	// Nothing recorded and the bounce kept: no secret, no database, or a role that may
+	// not record.
+	if code, out := dsn(hard, pool.Config().ConnString(), "HERALD_MESSAGE_ID_SECRETS="); code != 75 || !strings.Contains(out, "HERALD_MESSAGE_ID_SECRETS") {
+		t.Fatalf("no secret: exit %d %s", code, out)
+	}
 	if code, out := dsn(hard, "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"); code != 75 {
 		t.Fatalf("no database: exit %d %s", code, out)
 	}
@@ -172,8 +184,12 @@ func TestDSNFromAMailServer(t *testing.T) {
 	}{
 		"unreadable":          {"\x00\x01 not a mail", 65},
 		"an auto-reply":       {"From: bo@example.net\r\nTo: noreply@example.com\r\nSubject: Out of office\r\nAuto-Submitted: auto-replied\r\n\r\nBack Monday.\r\n", 0},
-		"a copy's bounce":     {postfixDSN(ids[2], "cy@example.net", "copy@example.net", "failed", "5.1.1", "550 5.1.1 unknown"), 0},
+		"a copy's bounce":     {postfixDSN(msgID(2), "cy@example.net", "copy@example.net", "failed", "5.1.1", "550 5.1.1 unknown"), 0},
 		"a stranger's bounce": {strings.Replace(hard, "<herald-", "<not-herald-", 1), 0},
+		"a forged bounce, no tag": {postfixDSN(email.MessageID(ids[0], nil, "example.com"), "ana@example.net", "ana@example.net",
+			"failed", "5.1.1", "550 5.1.1 unknown"), 0},
+		"a forged bounce, a wrong tag": {postfixDSN(email.MessageID(ids[0], []byte("another key"), "example.com"), "ana@example.net",
+			"ana@example.net", "failed", "5.1.1", "550 5.1.1 unknown"), 0},
 	} {
 		if code, out := dsn(c.input, events); code != c.code {
 			t.Errorf("%s: exit %d, want %d: %s", name, code, c.code, out)
@@ -188,16 +204,16 @@ func TestDSNFromAMailServer(t *testing.T) {
 			t.Fatalf("hard bounce, delivery %d: exit %d %s", i+1, code, out)
 		}
 	}
-	delayed := postfixDSN(ids[1], "bo@example.net", "bo@example.net", "delayed", "4.4.1", "connect to mx.example.net: Connection timed out")
+	delayed := postfixDSN(msgID(1), "bo@example.net", "bo@example.net", "delayed", "4.4.1", "connect to mx.example.net: Connection timed out")
 	if code, out := dsn(delayed, events); code != 0 || !strings.Contains(out, "recorded 1") {
 		t.Fatalf("delay: exit %d %s", code, out)
 	}
-	if code, out := dsn(exchangeDSN(ids[3], "dee@example.net"), events); code != 0 || !strings.Contains(out, "recorded 1") {
+	if code, out := dsn(exchangeDSN(msgID(3), "dee@example.net"), events); code != 0 || !strings.Contains(out, "recorded 1") {
 		t.Fatalf("Exchange's bounce: exit %d %s", code, out)
 	}
 	// A local delivery's bounce has no SMTP reply: the bare status still rules the
 	// mailbox out.
-	local := strings.Replace(postfixDSN(ids[4], "eve@example.net", "eve@example.net", "failed", "5.1.1", ""),
+	local := strings.Replace(postfixDSN(msgID(4), "eve@example.net", "eve@example.net", "failed", "5.1.1", ""),
 		"Diagnostic-Code: smtp; ", "Diagnostic-Code: X-Postfix; unknown user: \"eve\"", 1)
 	if code, out := dsn(local, events); code != 0 || !strings.Contains(out, "recorded 1") {
 		t.Fatalf("a local bounce: exit %d %s", code, out)

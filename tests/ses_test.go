@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald/herald/runner/events"
+	"github.com/herald/herald/runner/sender/email"
 )
 
 // fakeSNS stands in for Amazon SNS's HTTPS hosts: it serves signing certificates
@@ -132,16 +133,18 @@ func (f *fakeSNS) sign(t *testing.T, m map[string]string, version string, key *r
 }
 
 // smtpSent stores e-mails to recipients and completes them as the SMTP sender does,
-// with its Message-ID as the provider id; returns the ids.
-func smtpSent(t *testing.T, pool *pgxpool.Pool, recipients ...string) []int64 {
+// with its Message-ID (signed with key, when given) as the provider id; returns the ids.
+func smtpSent(t *testing.T, pool *pgxpool.Pool, key []byte, recipients ...string) []int64 {
 	t.Helper()
 	var ids []int64
+	var msgIDs []string
 	for _, r := range recipients {
-		ids = append(ids, scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t"}')`, r))
+		id := scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t"}')`, r)
+		ids, msgIDs = append(ids, id), append(msgIDs, email.MessageID(id, key, "example.com"))
 	}
 	mustExec(t, pool, `SELECT count(*) FROM herald.claim_batch('w', 100, channels => ARRAY['email'])`)
-	mustExec(t, pool, `SELECT herald.complete(array_agg(id ORDER BY id), array_agg(lease_token ORDER BY id),
-		array_agg('<herald-' || id || '@example.com>' ORDER BY id)) FROM herald.messages WHERE id = ANY ($1)`, ids)
+	mustExec(t, pool, `SELECT herald.complete($1::bigint[], (SELECT array_agg(lease_token ORDER BY id) FROM herald.messages WHERE id = ANY ($1)), $2)`,
+		ids, msgIDs)
 	return ids
 }
 
@@ -188,7 +191,7 @@ func TestSESNotifications(t *testing.T) {
 		SNSHosts: regexp.MustCompile(`^127\.0\.0\.1$`), SNSRoots: sns.ca})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	ids := smtpSent(t, pool, "ana@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
+	ids := smtpSent(t, pool, nil, "ana@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
 
 	n := 0
 	message := func(typ, msg string) map[string]string {

@@ -56,7 +56,7 @@ func eventsConfig(ev *environ) (events.Config, error) {
 			return cfg, fmt.Errorf("HERALD_SES_TOPIC_ARNS: entry %d, %q, is not an Amazon SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", i+1, arn)
 		}
 	}
-	keys, err := unsubscribeKeys(ev)
+	keys, err := signingKeys(ev, "HERALD_UNSUBSCRIBE_SECRETS")
 	if err != nil {
 		return cfg, err
 	}
@@ -67,10 +67,10 @@ func eventsConfig(ev *environ) (events.Config, error) {
 // topicARN is an Amazon SNS topic's ARN.
 var topicARN = regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$`)
 
-// unsubscribeKeys reads HERALD_UNSUBSCRIBE_SECRETS: the keys of the one-click
-// unsubscribe links, the first of which makes them (none: no links, no endpoint).
-func unsubscribeKeys(ev *environ) ([][]byte, error) {
-	list, err := secrets(ev, "HERALD_UNSUBSCRIBE_SECRETS")
+// signingKeys reads the variable name as whsec_ secrets (secrets) and returns their
+// keys, the first of which signs (none: nothing is signed).
+func signingKeys(ev *environ, name string) ([][]byte, error) {
+	list, err := secrets(ev, name)
 	if err != nil {
 		return nil, err
 	}

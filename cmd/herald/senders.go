@@ -134,13 +134,20 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 	ch := "HERALD_" + strings.ToUpper(channel)
 	defaults := email.Defaults{From: ev.str(ch+"_FROM", ""), ReplyTo: ev.str(ch+"_REPLY_TO", ""),
 		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", ""), ReturnPath: ev.str(ch+"_RETURN_PATH", "")}
+	idKeys, err := signingKeys(ev, "HERALD_MESSAGE_ID_SECRETS")
+	if err != nil {
+		return nil, err
+	}
+	if len(idKeys) > 0 {
+		defaults.MessageIDKey = idKeys[0]
+	}
 	if rp := defaults.ReturnPath; rp != "" {
 		if a, err := mail.ParseAddress(rp); err != nil || a.Name != "" || a.Address != rp {
 			return nil, fmt.Errorf("%s_RETURN_PATH: %q is not a bare address (bounces@example.com)", ch, rp)
 		}
 	}
 	if u := ev.str(ch+"_UNSUBSCRIBE_URL", ""); u != "" {
-		keys, err := unsubscribeKeys(ev)
+		keys, err := signingKeys(ev, "HERALD_UNSUBSCRIBE_SECRETS")
 		switch {
 		case err != nil:
 			return nil, err

@@ -16,8 +16,9 @@ import (
 	"net/mail"
 	"net/textproto"
 	"regexp"
-	"strconv"
 	"strings"
+
+	"github.com/herald/herald/runner/sender/email"
 )
 
 // ErrNotDSN is returned by ReadDSN for a mail that is not a delivery status
@@ -32,12 +33,14 @@ var ErrNotDSN = errors.New("not a delivery status notification (multipart/report
 // delivered; relayed and expanded are ignored. The code is the reply the receiving
 // server gave and the Status ("550 5.1.1"), the form of an SMTP refusal at send, so
 // SQL suppresses the address on the same codes (herald._suppression_reason). The
-// message is herald's by the returned Message-ID (<herald-ID@…>), and an event
-// counts only for its To recipient (a copy's bounce must not suppress the To): a
-// report without the returned headers, or about other recipients, is ignored. The
-// event id is the report's own Message-ID (its hash when it has none) and the
-// recipient, so a report delivered twice is recorded once.
-func ReadDSN(r io.Reader) (json.RawMessage, int, error) {
+// message is herald's by the returned Message-ID, whose tag must verify with one of
+// keys (email.MessageID): anyone can mail a bounce, and a forged one naming a message
+// id would otherwise suppress its recipient. An event counts only for the To
+// recipient (a copy's bounce must not suppress the To): a report without the returned
+// headers, without a verified tag, or about other recipients is ignored. The event id
+// is the report's own Message-ID (its hash when it has none), the recipient and the
+// action, so a report delivered twice is recorded once.
+func ReadDSN(r io.Reader, keys [][]byte) (json.RawMessage, int, error) {
 	msg, err := mail.ReadMessage(bufio.NewReader(r))
 	if err != nil {
 		return nil, 0, fmt.Errorf("not a mail: %w", err)
@@ -84,15 +87,11 @@ func ReadDSN(r io.Reader) (json.RawMessage, int, error) {
 			orig = m.Header
 		}
 	}
-	g := heraldMessageID.FindStringSubmatch(strings.TrimSpace(orig.Get("Message-Id")))
+	id, signed, _ := email.ParseMessageID(orig.Get("Message-Id"), keys)
 	to, _ := mail.ParseAddress(orig.Get("To"))
 	recipients := len(blocks) - 1
-	if g == nil || to == nil {
-		return nil, recipients, nil // not herald's, or not attributable to its To
-	}
-	id, err := strconv.ParseInt(g[1], 10, 64)
-	if err != nil {
-		return nil, recipients, nil
+	if !signed || to == nil {
+		return nil, recipients, nil // not herald's (or forged), or not attributable to its To
 	}
 	reportID := strings.TrimSpace(msg.Header.Get("Message-Id"))
 	if reportID == "" {
@@ -111,15 +110,18 @@ func ReadDSN(r io.Reader) (json.RawMessage, int, error) {
 		}
 		diag := strings.TrimSpace(b.Get("Diagnostic-Code"))
 		code := strings.TrimSpace(strings.SplitN(b.Get("Status"), " ", 2)[0])
-		if typ, text, ok := strings.Cut(diag, ";"); ok && strings.EqualFold(strings.TrimSpace(typ), "smtp") {
+		if !enhancedStatus.MatchString(code) {
+			code = "" // not an RFC 3463 status: no code rather than a made-up one
+		} else if typ, text, ok := strings.Cut(diag, ";"); ok && strings.EqualFold(strings.TrimSpace(typ), "smtp") {
 			if m := smtpReply.FindString(strings.TrimSpace(text)); m != "" {
-				code = strings.TrimSpace(m[:3] + " " + code) // "550 5.1.1", as the SMTP sender reports a refusal
+				code = m[:3] + " " + code // "550 5.1.1", as the SMTP sender reports a refusal
 			}
 		}
-		ev := event{EventID: reportID + " " + strings.ToLower(to.Address), MessageID: &id,
+		action := strings.ToLower(strings.TrimSpace(b.Get("Action")))
+		ev := event{EventID: reportID + " " + strings.ToLower(to.Address) + " " + action, MessageID: &id,
 			ProviderMessageID: "<" + strings.Trim(strings.TrimSpace(orig.Get("Message-Id")), "<>") + ">",
 			Code:              code, Reason: diag}
-		switch strings.ToLower(strings.TrimSpace(b.Get("Action"))) {
+		switch action {
 		case "failed":
 			ev.Event = "undelivered"
 		case "delayed":
@@ -135,8 +137,12 @@ func ReadDSN(r io.Reader) (json.RawMessage, int, error) {
 	return encode(out, ignored, nil)
 }
 
-// smtpReply is an SMTP reply code at the start of a Diagnostic-Code's text.
-var smtpReply = regexp.MustCompile(`^[245][0-9][0-9]([ -]|$)`)
+// smtpReply is an SMTP reply code at the start of a Diagnostic-Code's text;
+// enhancedStatus an RFC 3463 status.
+var (
+	smtpReply      = regexp.MustCompile(`^[245][0-9][0-9]([ -]|$)`)
+	enhancedStatus = regexp.MustCompile(`^[245]\.[0-9]{1,3}\.[0-9]{1,3}$`)
+)
 
 // fieldBlocks reads the groups of header fields of a delivery-status part: the
 // per-message fields, then one group per recipient, separated by blank lines.

@@ -18,9 +18,10 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/herald/herald/runner/sender/email"
 )
 
 // SNSHosts are the hosts Amazon SNS serves its signing certificates and subscription
@@ -232,9 +233,6 @@ type sesNotification struct {
 	} `json:"reject"`
 }
 
-// heraldMessageID is herald's Message-ID header, <herald-ID@domain>.
-var heraldMessageID = regexp.MustCompile(`^<?herald-([0-9]{1,19})@[^<>\s]+?>?$`)
-
 // sesEvent maps one SES notification to herald's event for the message's To
 // recipient (herald sends each message to one, with cc and bcc as copies): matched
 // by the Message-ID herald set, which SES reports in mail.commonHeaders (identity
@@ -269,11 +267,9 @@ func sesEvent(m snsMessage) (json.RawMessage, int, error) {
 		return out
 	}
 	ev := event{EventID: m.MessageID, ProviderMessageID: n.Mail.MessageID}
-	if g := heraldMessageID.FindStringSubmatch(n.Mail.CommonHeaders.MessageID); g != nil {
-		if id, err := strconv.ParseInt(g[1], 10, 64); err == nil {
-			ev.MessageID = &id
-			ev.ProviderMessageID = "<" + strings.Trim(n.Mail.CommonHeaders.MessageID, "<>") + ">"
-		}
+	if id, _, ok := email.ParseMessageID(n.Mail.CommonHeaders.MessageID, nil); ok { // SNS signed it: no tag needed
+		ev.MessageID = &id
+		ev.ProviderMessageID = "<" + strings.Trim(strings.TrimSpace(n.Mail.CommonHeaders.MessageID), "<>") + ">"
 	}
 	at := ""
 	switch kind := firstOf(n.NotificationType, n.EventType); {

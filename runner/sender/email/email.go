@@ -14,11 +14,16 @@
 package email
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/mail"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +37,10 @@ type Defaults struct {
 	ReplyTo string
 	// MessageIDDomain is the right-hand side of Message-IDs (default: the domain of From).
 	MessageIDDomain string
+	// MessageIDKey, when set (the first of HERALD_MESSAGE_ID_SECRETS), signs the
+	// Message-ID (MessageID): a bounce that quotes it is then known to be about a mail
+	// herald sent, which `herald dsn` requires.
+	MessageIDKey []byte
 	// ReturnPath is the envelope sender (SMTP MAIL FROM), the address bounces go back
 	// to, when it is not From (HERALD_<CHANNEL>_RETURN_PATH): a mailbox that pipes
 	// them to `herald dsn`. A bare address.
@@ -59,7 +68,7 @@ type Email struct {
 	HTML         string
 	Headers      map[string]string
 	Cc, Bcc      []string
-	MessageID    string // with angle brackets: <herald-42@example.com>
+	MessageID    string // with angle brackets: <herald-42@example.com> (MessageID)
 
 	Attachments []Attachment
 
@@ -183,8 +192,49 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	if domain == "" {
 		domain = from.Address[strings.LastIndex(from.Address, "@")+1:]
 	}
-	e.MessageID = fmt.Sprintf("<herald-%d@%s>", m.ID, domain)
+	e.MessageID = MessageID(m.ID, d.MessageIDKey, domain)
 	return e, nil
+}
+
+// MessageID is the Message-ID of herald message id: <herald-ID@domain>, or with a key
+// <herald-ID.TAG@domain>, TAG the first 80 bits of HMAC-SHA256(key, "herald-ID") in
+// lower-case base32. The same for every attempt, so a resend is recognisable; the tag
+// cannot be made without the key, so a forged bounce cannot name a herald message.
+func MessageID(id int64, key []byte, domain string) string {
+	if len(key) == 0 {
+		return fmt.Sprintf("<herald-%d@%s>", id, domain)
+	}
+	return fmt.Sprintf("<herald-%d.%s@%s>", id, messageIDTag(id, key), domain)
+}
+
+func messageIDTag(id int64, key []byte) string {
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "herald-%d", id)
+	return strings.ToLower(base32.StdEncoding.EncodeToString(mac.Sum(nil)[:10]))
+}
+
+// heraldMessageID is a Message-ID MessageID made: the id, and the tag when signed.
+var heraldMessageID = regexp.MustCompile(`^<?herald-([0-9]{1,19})(?:\.([a-z2-7]{16}))?@[^<>\s]+?>?$`)
+
+// ParseMessageID reads the herald message id from a Message-ID MessageID made (with
+// or without its angle brackets), and whether it carries a tag that verifies with one
+// of keys (always false without keys, or without a tag). ok is false for any other
+// Message-ID.
+func ParseMessageID(msgID string, keys [][]byte) (id int64, signed, ok bool) {
+	g := heraldMessageID.FindStringSubmatch(strings.TrimSpace(msgID))
+	if g == nil {
+		return 0, false, false
+	}
+	id, err := strconv.ParseInt(g[1], 10, 64)
+	if err != nil {
+		return 0, false, false
+	}
+	for _, k := range keys {
+		if g[2] != "" && hmac.Equal([]byte(g[2]), []byte(messageIDTag(id, k))) {
+			return id, true, true
+		}
+	}
+	return id, false, true
 }
 
 // SenderRefused is what a provider's refusal of the sender identity (a From it has

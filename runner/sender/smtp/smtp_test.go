@@ -391,13 +391,14 @@ func TestSMTPRefusedSender(t *testing.T) {
 }
 
 // A channel's return path is the envelope sender (MAIL FROM: where bounces go), the
-// From header stays the message's; the check names the return path in MAIL FROM, and
+// From header stays the message's, the Message-ID is signed with the channel's key; the check names the return path in MAIL FROM, and
 // a refusal of it there is the channel's configuration even for a producer's from.
 func TestSMTPReturnPath(t *testing.T) {
 	t.Parallel()
 	srv := sendertest.StartSMTP(t, true)
 	cfg := sendertest.SMTPConfig(t, srv)
 	cfg.Defaults.ReturnPath = "bounces@bounce.example.com"
+	cfg.Defaults.MessageIDKey = []byte("the Message-ID key, 32 bytes long")
 	s := newSMTP(t, cfg)
 	ctx := context.Background()
 	if _, err := s.Send(ctx, withFrom(1, "ana@example.net", "Billing <billing@example.com>")); err != nil {
@@ -406,6 +407,10 @@ func TestSMTPReturnPath(t *testing.T) {
 	got := srv.Messages()
 	if len(got) != 1 || got[0].From != "bounces@bounce.example.com" || !strings.Contains(got[0].Data, "From: \"Billing\" <billing@example.com>") {
 		t.Fatalf("envelope %q, message %.300q", got[0].From, got[0].Data)
+	}
+	// The Message-ID a bounce will quote is signed (herald dsn checks it).
+	if !strings.Contains(got[0].Data, "Message-ID: "+email.MessageID(1, cfg.Defaults.MessageIDKey, "example.com")) {
+		t.Fatalf("the Message-ID is not the signed one: %.500q", got[0].Data)
 	}
 	if err := s.Check(ctx); err != nil {
 		t.Fatal(err)
