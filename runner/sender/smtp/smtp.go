@@ -12,7 +12,8 @@
 //	                                        paused; no attempt is used)
 //	5.4.5 (Gmail's daily sending limit),
 //	SubmissionQuotaExceeded (Microsoft 365),
-//	"Daily message quota exceeded" (SES)     rate_limited, retry in Config.QuotaWait
+//	"Daily message quota exceeded" (SES),
+//	"Maximum credits exceeded" (SendGrid)    rate_limited, retry in Config.QuotaWait
 //	421, 450, 451, 452, 454 with enhanced
 //	code 4.7.x or 4.2.1, or saying rate,
 //	throttl…, too many (not "too many
@@ -397,7 +398,7 @@ func (s *Sender) classify(err error) error {
 		err = sender.Configuration(err, "")
 	case enhanced == "5.4.5" || strings.Contains(text, "submissionquotaexceeded") ||
 		strings.Contains(text, "sending limit exceeded") || strings.Contains(text, "daily user sending quota") ||
-		strings.Contains(text, "daily message quota exceeded"):
+		strings.Contains(text, "daily message quota exceeded") || strings.Contains(text, "maximum credits exceeded"):
 		err = sender.RateLimited(err, now.Add(s.cfg.QuotaWait))
 	case (code == 421 || code == 450 || code == 451 || code == 452 || code == 454) && enhanced != "4.5.3" &&
 		!strings.Contains(text, "too many recipients") &&

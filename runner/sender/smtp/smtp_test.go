@@ -160,6 +160,7 @@ func TestSMTPRepliesAsProvidersSendThem(t *testing.T) {
 	}{
 		{454, "", "Throttling failure: Maximum sending rate exceeded.", sender.ClassRateLimited, minute},                                                                                     // Amazon SES
 		{454, "", "Throttling failure: Daily message quota exceeded.", sender.ClassRateLimited, hour},                                                                                        // Amazon SES
+		{451, "", "Authentication failed: Maximum credits exceeded", sender.ClassRateLimited, hour},                                                                                          // SendGrid's relay
 		{550, "5.4.5", "Daily user sending limit exceeded.", sender.ClassRateLimited, hour},                                                                                                  // Gmail
 		{554, "5.2.0", "STOREDRV.Submission.Exception:SubmissionQuotaExceededException; Failed to process message due to a permanent exception with message", sender.ClassRateLimited, hour}, // Microsoft 365
 		{421, "4.7.0", "Try again later, closing connection.", sender.ClassRateLimited, minute},                                                                                              // Gmail
