@@ -65,13 +65,11 @@ func runDSN(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitTempFail
 	}
 	defer conn.Close(context.Background())
-	var recorded, duplicates, unknown int
-	err = conn.QueryRow(ctx, `SELECT recorded, duplicates, unknown FROM herald.record_delivery_events('dsn', $1::jsonb)`, string(evs)).
-		Scan(&recorded, &duplicates, &unknown)
+	res, err := events.Record(ctx, conn, "dsn", evs)
 	if err != nil { // unavailable, or this role may not record (herald_events): keep the bounce
 		fmt.Fprintf(stderr, "herald dsn: recording failed, try again: %v\n", err)
 		return exitTempFail
 	}
-	fmt.Fprintf(stdout, "herald dsn: recorded %d, duplicates %d, unknown %d, ignored %d\n", recorded, duplicates, unknown, ignored)
+	fmt.Fprintf(stdout, "herald dsn: recorded %d, duplicates %d, unknown %d, ignored %d\n", res.Recorded, res.Duplicates, res.Unknown, ignored)
 	return exitOK
 }

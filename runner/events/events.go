@@ -247,8 +247,8 @@ func (h *handler) endpoint(source string, parse parser) http.Handler {
 		}
 		res := Result{Ignored: ignored}
 		if evs != nil {
-			err = h.q.QueryRow(r.Context(), `SELECT recorded, duplicates, unknown FROM herald.record_delivery_events($1, $2::jsonb)`,
-				source, string(evs)).Scan(&res.Recorded, &res.Duplicates, &res.Unknown)
+			res, err = Record(r.Context(), h.q, source, evs)
+			res.Ignored = ignored
 			var pg *pgconn.PgError
 			switch {
 			case errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22V"):
@@ -264,6 +264,15 @@ func (h *handler) endpoint(source string, parse parser) http.Handler {
 			"unknown", res.Unknown, "ignored", res.Ignored)
 		answer(w, http.StatusOK, res)
 	})
+}
+
+// Record stores events (as herald.record_delivery_events takes them) of source and
+// returns its counts: the one call the endpoints and `herald dsn` make.
+func Record(ctx context.Context, q Querier, source string, evs json.RawMessage) (Result, error) {
+	var res Result
+	err := q.QueryRow(ctx, `SELECT recorded, duplicates, unknown FROM herald.record_delivery_events($1, $2::jsonb)`,
+		source, string(evs)).Scan(&res.Recorded, &res.Duplicates, &res.Unknown)
+	return res, err
 }
 
 func answer(w http.ResponseWriter, status int, v any) {
