@@ -61,14 +61,16 @@ type Email struct {
 	// ProducerFrom is true when From is the payload's own, not the channel's default
 	// (SenderRefused).
 	ProducerFrom bool
-	ReplyTo      string
-	To           string
-	Subject      string
-	Text         string
-	HTML         string
-	Headers      map[string]string
-	Cc, Bcc      []string
-	MessageID    string // with angle brackets: <herald-42@example.com> (MessageID)
+	// ReturnPath is the envelope sender when it is not From (Defaults.ReturnPath).
+	ReturnPath string
+	ReplyTo    string
+	To         string
+	Subject    string
+	Text       string
+	HTML       string
+	Headers    map[string]string
+	Cc, Bcc    []string
+	MessageID  string // with angle brackets: <herald-42@example.com> (MessageID)
 
 	Attachments []Attachment
 
@@ -150,6 +152,7 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 		e.From = d.From
 	}
 	e.ProducerFrom = e.From != d.From && !sameAddress(e.From, d.From)
+	e.ReturnPath = d.ReturnPath
 	if e.ReplyTo == "" {
 		e.ReplyTo = d.ReplyTo
 	}
@@ -238,17 +241,23 @@ func ParseMessageID(msgID string, keys [][]byte) (id int64, signed, ok bool) {
 }
 
 // SenderRefused is what a provider's refusal of the sender identity (a From it has
-// not verified, or does not let this account send as) means for e: when From is the
-// producer's own (ProducerFrom), the message fails permanently and the channel goes
-// on, so that one producer's from never stops the others' mail; when it is the
-// channel's default, the runner's configuration is wrong and the channel pauses
+// not verified, or does not let this account send as) means for e; envelope says the
+// refusal answered the envelope sender (SMTP MAIL FROM), which is the channel's
+// ReturnPath when it has one. When the refused identity is the producer's own from
+// (ProducerFrom), the message fails permanently and the channel goes on, so that one
+// producer's from never stops the others' mail; when it is the channel's (its default
+// From, its return path), the runner's configuration is wrong and the channel pauses
 // (ClassConfiguration) with the message given back. err's code is kept.
-func (e Email) SenderRefused(err error) error {
+func (e Email) SenderRefused(err error, envelope bool) error {
 	f := *sender.Classify(err)
-	if e.ProducerFrom {
+	switch {
+	case envelope && e.ReturnPath != "":
+		f.Class, f.RetryAt = sender.ClassConfiguration, time.Time{}
+		f.Err = fmt.Errorf("the provider refused the channel's return path %s: %w", e.ReturnPath, f.Err)
+	case e.ProducerFrom:
 		f.Class, f.RetryAt = sender.ClassPermanent, time.Time{}
 		f.Err = fmt.Errorf("the provider refused the payload's from %s: %w", e.FromAddress, f.Err)
-	} else {
+	default:
 		f.Class, f.RetryAt = sender.ClassConfiguration, time.Time{}
 		f.Err = fmt.Errorf("the provider refused the channel's From %s: %w", e.FromAddress, f.Err)
 	}

@@ -178,7 +178,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	if resp.StatusCode/100 != 2 {
 		err := sender.FromHTTP(resp.StatusCode, resp.Header, errorText(b), time.Now())
 		if resp.StatusCode == http.StatusForbidden && refusesSender(b) {
-			err = e.SenderRefused(err)
+			err = e.SenderRefused(err, false)
 		}
 		return sender.Result{}, err
 	}

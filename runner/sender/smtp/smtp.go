@@ -198,11 +198,8 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 			_ = s.client.CloseWithSMTPClient(conn)
 		}
 		f := s.classify(err)
-		if sender.Classify(f).Class == sender.ClassPermanent && refusesSender(err, e.FromAddress) {
-			if _, _, mailFrom := reply(err); mailFrom && s.cfg.Defaults.ReturnPath != "" {
-				e = email.Email{FromAddress: s.cfg.Defaults.ReturnPath} // MAIL FROM named the channel's return path
-			}
-			f = e.SenderRefused(f)
+		if refused, atMailFrom := refusesSender(err, e.FromAddress); refused && sender.Classify(f).Class == sender.ClassPermanent {
+			f = e.SenderRefused(f, atMailFrom)
 		}
 		return sender.Result{}, f
 	}
@@ -218,8 +215,8 @@ func (s *Sender) message(e email.Email) (*mail.Msg, error) {
 	if err := msg.From(e.From); err != nil {
 		return nil, sender.Permanent(fmt.Errorf("from: %w", err))
 	}
-	if s.cfg.Defaults.ReturnPath != "" {
-		if err := msg.EnvelopeFrom(s.cfg.Defaults.ReturnPath); err != nil {
+	if e.ReturnPath != "" {
+		if err := msg.EnvelopeFrom(e.ReturnPath); err != nil {
 			return nil, sender.Configuration(fmt.Errorf("return path: %w", err), "")
 		}
 	}
@@ -306,7 +303,7 @@ func (s *Sender) Check(ctx context.Context) error {
 	if err := c.Mail(s.from); err != nil {
 		f := s.classify(err)
 		if sender.Classify(f).Class == sender.ClassPermanent {
-			f = email.Email{FromAddress: s.from}.SenderRefused(f)
+			f = email.Email{FromAddress: s.from, ReturnPath: s.cfg.Defaults.ReturnPath}.SenderRefused(f, true)
 		}
 		return f
 	}
@@ -367,20 +364,23 @@ func reply(err error) (code int, enhanced string, mailFrom bool) {
 	return 0, "", false
 }
 
-// refusesSender reports whether err, a permanent refusal, refuses the sender identity
-// rather than the message or a recipient: a 5yz reply to MAIL FROM (not 552, the
-// message's size), the sender-address codes 5.1.7 and
-// 5.1.8, Microsoft 365's 5.7.60 (SendAsDenied), or Amazon SES's "Email address is not
-// verified" naming from (SES names unverified recipients the same way in its sandbox).
-func refusesSender(err error, from string) bool {
+// refusesSender reports whether err refuses the sender identity rather than the
+// message or a recipient, and whether it answered MAIL FROM (the envelope sender): a
+// 5yz reply to MAIL FROM (not 552, the message's size), the sender-address codes 5.1.7
+// and 5.1.8, Microsoft 365's 5.7.60 (SendAsDenied), or Amazon SES's "Email address is
+// not verified" naming from (SES names unverified recipients the same way in its
+// sandbox).
+func refusesSender(err error, from string) (refused, atMailFrom bool) {
 	code, enhanced, mailFrom := reply(err)
 	if code < 500 {
-		return false
+		return false, false
 	}
 	text := strings.ToLower(err.Error())
-	return mailFrom && code != 552 && enhanced != "5.3.4" ||
-		enhanced == "5.1.7" || enhanced == "5.1.8" || enhanced == "5.7.60" || strings.Contains(text, "sendasdenied") ||
-		strings.Contains(text, "email address is not verified") && from != "" && strings.Contains(text, strings.ToLower(from))
+	if mailFrom && code != 552 && enhanced != "5.3.4" {
+		return true, true
+	}
+	return enhanced == "5.1.7" || enhanced == "5.1.8" || enhanced == "5.7.60" || strings.Contains(text, "sendasdenied") ||
+		strings.Contains(text, "email address is not verified") && from != "" && strings.Contains(text, strings.ToLower(from)), false
 }
 
 // authReply reports whether code is an authentication reply (530, 534, 535, 538).
