@@ -110,3 +110,35 @@ func TestServeAndIntakeOff(t *testing.T) {
 		t.Fatalf("no warning about the open intake:\n%s", logs.String())
 	}
 }
+
+// The intake tells a producer at its max_pending to come back after the count
+// interval it runs with: herald run's --quota-interval, herald serve's
+// HERALD_QUOTA_INTERVAL.
+func TestIntakeRetryAfterIsTheCountInterval(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_pending, pending, counted_at) VALUES ('intake:svc', 1, 1, now())`)
+	for _, c := range []struct {
+		args []string
+		env  string
+	}{
+		{[]string{"run", "--quota-interval", "42s"}, "HERALD_QUOTA_INTERVAL=7s"}, // the flag wins
+		{[]string{"serve"}, "HERALD_QUOTA_INTERVAL=42s"},
+	} {
+		addr := freeAddr(t)
+		runnerProcessArgs(t, url, c.args, "HERALD_HTTP_ADDR="+addr, "HERALD_SENDER_EMAIL=noop", "HERALD_INTAKE_TOKENS=svc:tok-quota", c.env)
+		waitHTTP(t, addr)
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer tok-quota")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "42" {
+			t.Errorf("%v: %d, Retry-After %q, want 429 and 42", c.args, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+}

@@ -39,6 +39,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	probe := fs.Duration("probe-interval", ev.duration("HERALD_PROBE_INTERVAL", runner.DefaultProbeInterval), "how often a channel the runner paused is probed, and pauses are read for /metrics (env HERALD_PROBE_INTERVAL)")
 	quota := fs.Duration("quota-interval", ev.duration("HERALD_QUOTA_INTERVAL", runner.DefaultQuotaInterval), "how often the backlog of producers with a max_pending is counted (herald.count_pending; env HERALD_QUOTA_INTERVAL)")
 	in := addIntakeFlags(fs, ev)
+	in.quotaRetry = quota // the intake's Retry-After is this runner's count interval
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald run [flags]")
 		fmt.Fprintln(stderr, "\nThe delivery worker: claims messages of the channels that have a sender, sends them, reports results.")

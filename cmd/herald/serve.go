@@ -30,14 +30,13 @@ type intakeFlags struct {
 	maxBody  *int64
 	rate     *float64
 	// quotaRetry is the Retry-After of a refusal for max_pending: the runners' count
-	// interval (HERALD_QUOTA_INTERVAL, also herald run's --quota-interval).
-	quotaRetry time.Duration
+	// interval (herald run's --quota-interval; HERALD_QUOTA_INTERVAL for herald serve).
+	quotaRetry *time.Duration
 }
 
 func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 	return intakeFlags{
-		quotaRetry: ev.duration("HERALD_QUOTA_INTERVAL", runner.DefaultQuotaInterval),
-		enabled:    fs.String("intake", ev.str("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
+		enabled: fs.String("intake", ev.str("HERALD_INTAKE", "on"), "serve the HTTP intake (POST /v1/messages…) on the HTTP address: on or off (env HERALD_INTAKE)"),
 		// The tokens' default is not read from the environment here, so that usage
 		// text never shows them.
 		tokens:   fs.String("intake-tokens", "", "comma-separated name:token pairs, one per producer (env HERALD_INTAKE_TOKENS, or a file named by HERALD_INTAKE_TOKENS_FILE; never printed)"),
@@ -119,7 +118,7 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 		}
 	}
 	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate,
-		QuotaRetry: f.quotaRetry, Logger: logger})
+		QuotaRetry: *f.quotaRetry, Logger: logger})
 	return nil
 }
 
@@ -185,6 +184,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ev := &environ{}
 	httpAddr := fs.String("http-addr", ev.str("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "where the intake listens (env HERALD_HTTP_ADDR)")
 	in := addIntakeFlags(fs, ev)
+	quota := ev.duration("HERALD_QUOTA_INTERVAL", runner.DefaultQuotaInterval)
+	in.quotaRetry = &quota
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald serve [flags]\n\nThe HTTP intake alone (no delivery). Database: DATABASE_URL or PG*. Flags:")
 		fs.PrintDefaults()
