@@ -1,21 +1,25 @@
 // Package unsubscribe makes and checks herald's one-click unsubscribe links (RFC
-// 8058). A link is <base>/<token>, token = "<message id>.<mac>", mac the unpadded
-// base64url HMAC-SHA256 under a key of "herald-unsubscribe:<message id>": it names
-// one message and cannot be made without the key, so only someone who received the
-// message (or was forwarded it) can unsubscribe its recipient.
+// 8058). A link is <base>/<token>, token = "<message id>.<tag>", tag the unpadded
+// base64url of the message id's idtag for "herald-unsubscribe": it names one message
+// and cannot be made without the key, so only someone who received the message (or
+// was forwarded it) can unsubscribe its recipient.
 package unsubscribe
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
 	"strings"
+
+	"github.com/herald/herald/runner/idtag"
 )
+
+// use is what an unsubscribe link's tag is for (idtag).
+const use = "herald-unsubscribe"
 
 // Token is the token of message id under key.
 func Token(key []byte, id int64) string {
-	return strconv.FormatInt(id, 10) + "." + base64.RawURLEncoding.EncodeToString(mac(key, id))
+	return strconv.FormatInt(id, 10) + "." + base64.RawURLEncoding.EncodeToString(idtag.Sum(key, use, id))
 }
 
 // Link is the unsubscribe URL of message id: base (the endpoint's public URL, no
@@ -24,7 +28,7 @@ func Link(base string, key []byte, id int64) string {
 	return strings.TrimRight(base, "/") + "/" + Token(key, id)
 }
 
-// Check returns the message id of token when one of keys made it.
+// Check returns the message id of token when one of keys made it (the whole tag).
 func Check(keys [][]byte, token string) (int64, bool) {
 	idText, sig, ok := strings.Cut(token, ".")
 	if !ok {
@@ -35,19 +39,8 @@ func Check(keys [][]byte, token string) (int64, bool) {
 		return 0, false
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil {
+	if err != nil || len(got) != sha256.Size || !idtag.Valid(keys, use, id, got) {
 		return 0, false
 	}
-	for _, k := range keys {
-		if hmac.Equal(got, mac(k, id)) {
-			return id, true
-		}
-	}
-	return 0, false
-}
-
-func mac(key []byte, id int64) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte("herald-unsubscribe:" + strconv.FormatInt(id, 10)))
-	return h.Sum(nil)
+	return id, true
 }

@@ -14,8 +14,6 @@
 package email
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
@@ -27,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/unsubscribe"
 )
@@ -200,8 +199,8 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 }
 
 // MessageID is the Message-ID of herald message id: <herald-ID@domain>, or with a key
-// <herald-ID.TAG@domain>, TAG the first 80 bits of HMAC-SHA256(key, "herald-ID") in
-// lower-case base32. The same for every attempt, so a resend is recognisable; the tag
+// <herald-ID.TAG@domain>, TAG the first 80 bits of the id's idtag for
+// "herald-message-id" in lower-case base32. The same for every attempt, so a resend is recognisable; the tag
 // cannot be made without the key, so a forged bounce cannot name a herald message.
 func MessageID(id int64, key []byte, domain string) string {
 	if len(key) == 0 {
@@ -210,10 +209,11 @@ func MessageID(id int64, key []byte, domain string) string {
 	return fmt.Sprintf("<herald-%d.%s@%s>", id, messageIDTag(id, key), domain)
 }
 
+// messageIDUse is what a Message-ID's tag is for (idtag).
+const messageIDUse = "herald-message-id"
+
 func messageIDTag(id int64, key []byte) string {
-	mac := hmac.New(sha256.New, key)
-	fmt.Fprintf(mac, "herald-%d", id)
-	return strings.ToLower(base32.StdEncoding.EncodeToString(mac.Sum(nil)[:10]))
+	return strings.ToLower(base32.StdEncoding.EncodeToString(idtag.Sum(key, messageIDUse, id)[:idtag.MinLen]))
 }
 
 // heraldMessageID is a Message-ID MessageID made: the id, and the tag when signed.
@@ -232,12 +232,8 @@ func ParseMessageID(msgID string, keys [][]byte) (id int64, signed, ok bool) {
 	if err != nil {
 		return 0, false, false
 	}
-	for _, k := range keys {
-		if g[2] != "" && hmac.Equal([]byte(g[2]), []byte(messageIDTag(id, k))) {
-			return id, true, true
-		}
-	}
-	return id, false, true
+	tag, err := base32.StdEncoding.DecodeString(strings.ToUpper(g[2]))
+	return id, g[2] != "" && err == nil && idtag.Valid(keys, messageIDUse, id, tag), true
 }
 
 // SenderRefused is what a provider's refusal of the sender identity (a From it has
