@@ -135,8 +135,9 @@ Thanks.
 // where a full one (552 5.2.2) does not; a delay defers. Once however often the server
 // delivers it. Anyone can mail a bounce: one naming a message id without the tag of
 // HERALD_MESSAGE_ID_SECRETS, or with a wrong one, records nothing (else a stranger
-// could suppress any recipient whose message id it guesses), nor do a copy's bounce
-// and an auto-reply (exit 0); unreadable input is 65; no secret, an unreachable
+// could suppress any recipient whose message id it guesses), nor does an auto-reply
+// (exit 0); a copy's bounce suppresses the copy and leaves the message's outcome alone,
+// one about an address the message never went to is unknown; unreadable input is 65; no secret, an unreachable
 // database or a role that may not record is 75 (the server keeps the bounce) and
 // stores nothing.
 func TestDSNFromAMailServer(t *testing.T) {
@@ -184,7 +185,6 @@ func TestDSNFromAMailServer(t *testing.T) {
 	}{
 		"unreadable":          {"\x00\x01 not a mail", 65},
 		"an auto-reply":       {"From: bo@example.net\r\nTo: noreply@example.com\r\nSubject: Out of office\r\nAuto-Submitted: auto-replied\r\n\r\nBack Monday.\r\n", 0},
-		"a copy's bounce":     {postfixDSN(msgID(2), "cy@example.net", "copy@example.net", "failed", "5.1.1", "550 5.1.1 unknown"), 0},
 		"a stranger's bounce": {strings.Replace(hard, "<herald-", "<not-herald-", 1), 0},
 		"a forged bounce, no tag": {postfixDSN(email.MessageID(ids[0], nil, "example.com"), "ana@example.net", "ana@example.net",
 			"failed", "5.1.1", "550 5.1.1 unknown"), 0},
@@ -211,6 +211,14 @@ func TestDSNFromAMailServer(t *testing.T) {
 	if code, out := dsn(exchangeDSN(msgID(3), "dee@example.net"), events); code != 0 || !strings.Contains(out, "recorded 1") {
 		t.Fatalf("Exchange's bounce: exit %d %s", code, out)
 	}
+	copyBounce := postfixDSN(msgID(2), "cy@example.net", "copy@example.net", "failed", "5.1.1", "550 5.1.1 unknown")
+	if code, out := dsn(copyBounce, events); code != 0 || !strings.Contains(out, "recorded 1, duplicates 0, unknown 0") {
+		t.Fatalf("a copy's bounce: exit %d %s", code, out)
+	}
+	stranger := postfixDSN(msgID(2), "cy@example.net", "stranger@example.org", "failed", "5.1.1", "550 5.1.1 unknown")
+	if code, out := dsn(stranger, events); code != 0 || !strings.Contains(out, "recorded 0, duplicates 0, unknown 1") {
+		t.Fatalf("a bounce of an address the message never went to: exit %d %s", code, out)
+	}
 	// A local delivery's bounce has no SMTP reply: the bare status still rules the
 	// mailbox out.
 	local := strings.Replace(postfixDSN(msgID(4), "eve@example.net", "eve@example.net", "failed", "5.1.1", ""),
@@ -223,7 +231,7 @@ func TestDSNFromAMailServer(t *testing.T) {
 	if strings.Join(got, " / ") != strings.Join(want, " / ") {
 		t.Fatalf("outcomes %q, want %q", got, want)
 	}
-	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient) FROM herald.suppressions`); sup != "ana@example.net:bounced:dsn eve@example.net:bounced:dsn" {
+	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient) FROM herald.suppressions`); sup != "ana@example.net:bounced:dsn copy@example.net:bounced:dsn eve@example.net:bounced:dsn" {
 		t.Fatalf("suppressions: %q (a full mailbox and a delay suppress nothing)", sup)
 	}
 }

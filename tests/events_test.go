@@ -88,10 +88,11 @@ func TestSendGridEventWebhook(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	ids := sentMessages(t, pool, "email", "sgid-", "ana@example.com", "Bo@Example.com", "cy@example.com", "di@example.com", "ed@example.com", "fa@example.com", "gi@example.com")
+	rcpts := []string{"ana@example.com", "Bo@Example.com", "cy@example.com", "di@example.com", "ed@example.com", "fa@example.com", "gi@example.com"}
+	ids := sentMessages(t, pool, "email", "sgid-", rcpts...)
 	ev := func(i int, kind, extra string) string {
-		return fmt.Sprintf(`{"email":"x@example.com","timestamp":%d,"event":%q,"sg_event_id":"ev-%d-%s","sg_message_id":"sgid-%d.filterdrecv-5d4","herald_id":"%d"%s}`,
-			time.Now().Unix(), kind, i, kind, ids[i], ids[i], extra)
+		return fmt.Sprintf(`{"email":%q,"timestamp":%d,"event":%q,"sg_event_id":"ev-%d-%s","sg_message_id":"sgid-%d.filterdrecv-5d4","herald_id":"%d"%s}`,
+			strings.ToLower(rcpts[i]), time.Now().Unix(), kind, i, kind, ids[i], ids[i], extra)
 	}
 	batch := "[" + strings.Join([]string{
 		ev(0, "processed", ""), ev(0, "delivered", `,"response":"250 OK"`), ev(0, "open", ""),
@@ -171,6 +172,28 @@ func TestSendGridEventWebhook(t *testing.T) {
 	code, _ = post("["+ev(3, "delivered", "")+"]", key, time.Now().Unix(), "["+ev(3, "delivered", "")+"]")
 	if got := outcome(t, pool, ids[3]); code != 200 || got != "sent complained - -" {
 		t.Fatalf("delivered after complained: %d %s", code, got)
+	}
+
+	// SendGrid reports each recipient of a message, its copies too, with the message's
+	// herald_id: a copy's hard bounce suppresses the copy's address, never the To's,
+	// and is not the message's outcome.
+	withCopies := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'Hal@Example.com', '{"subject":"s","text":"t","cc":["Kim@Example.com"],"bcc":["lu@example.com"]}')`)
+	mustExec(t, pool, `SELECT herald.complete(ARRAY[m.id], ARRAY[m.lease_token], ARRAY['sgid-copies'])
+		FROM herald.claim_batch('w', 10, channels => ARRAY['email']) AS m`)
+	copyEvents := "[" + strings.Join([]string{
+		fmt.Sprintf(`{"email":"kim@example.com","timestamp":%d,"event":"bounce","type":"bounce","status":"5.1.1","sg_event_id":"copy-1","sg_message_id":"sgid-copies.filterdrecv-1","herald_id":"%d"}`, time.Now().Unix(), withCopies),
+		fmt.Sprintf(`{"email":"lu@example.com","timestamp":%d,"event":"spamreport","sg_event_id":"copy-2","sg_message_id":"sgid-copies.filterdrecv-1","herald_id":"%d"}`, time.Now().Unix(), withCopies),
+		fmt.Sprintf(`{"email":"stranger@example.com","timestamp":%d,"event":"bounce","type":"bounce","status":"5.1.1","sg_event_id":"copy-3","sg_message_id":"sgid-copies.filterdrecv-1","herald_id":"%d"}`, time.Now().Unix(), withCopies),
+	}, ",") + "]"
+	if code, res := post(copyEvents, key, time.Now().Unix(), copyEvents); code != 200 || res.Recorded != 2 || res.Unknown != 1 {
+		t.Fatalf("copies' events: %d %+v", code, res)
+	}
+	if got := outcome(t, pool, withCopies); got != "sent - - -" {
+		t.Fatalf("a copy's bounce became the message's outcome: %s", got)
+	}
+	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason, ' ' ORDER BY recipient) FROM herald.suppressions
+		WHERE recipient IN ('hal@example.com', 'kim@example.com', 'lu@example.com', 'stranger@example.com')`); sup != "kim@example.com:bounced lu@example.com:complained" {
+		t.Fatalf("suppressions after the copies' events: %s (the To stays, an address the message never went to is not added)", sup)
 	}
 
 	// SendGrid posts a batch every 30 seconds or when it reaches 768 KB: thousands of
@@ -575,6 +598,58 @@ func TestEventScriptsSignAsProviders(t *testing.T) {
 	}
 }
 
+// An event names the address it is about: the message's recipient (in any letter case
+// for e-mail) sets the outcome and is logged; a cc or bcc copy's only suppresses the
+// copy; any other address is unknown and suppresses nothing, also where a non-e-mail
+// payload happens to carry a "cc" field or another channel's recipient is named.
+func TestDeliveryEventsOfCopies(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('receipts', 1, 'latest')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	mail := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t","cc":["Bo@Example.com"],"bcc":["cy@example.com"]}')`)
+	text := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+15005550006', '{"text":"t"}')`)
+	hook := scalar[int64](t, pool, `SELECT herald.enqueue('hooks', 'https://hooks.example.com/x', '{"cc":["victim@example.com"]}')`)
+	mustExec(t, pool, `SELECT herald.complete(array_agg(id ORDER BY id), array_agg(lease_token ORDER BY id)) FROM herald.claim_batch('w', 10)`)
+	evs := fmt.Sprintf(`[
+		{"event_id":"1","message_id":%[1]d,"recipient":"bo@example.com","event":"bounced","code":"5.1.1"},
+		{"event_id":"2","message_id":%[1]d,"recipient":"CY@example.com","event":"unsubscribed"},
+		{"event_id":"3","message_id":%[1]d,"recipient":"dee@example.com","event":"complained"},
+		{"event_id":"4","message_id":%[2]d,"recipient":"+15005550009","event":"undelivered","code":"30005"},
+		{"event_id":"5","message_id":%[3]d,"recipient":"victim@example.com","event":"bounced"}]`, mail, text, hook)
+	if res := scalar[string](t, pool, `SELECT row(r.*)::text FROM herald.record_delivery_events('generic', $1::jsonb) AS r`, evs); res != "(2,0,3)" {
+		t.Fatalf("copies and strangers: (recorded, duplicates, unknown) = %s, want (2,0,3)", res)
+	}
+	for _, id := range []int64{mail, text, hook} {
+		if got := outcome(t, pool, id); got != "sent - - -" {
+			t.Fatalf("message %d: a copy's or a stranger's event became the outcome: %s", id, got)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.log_read('receipts', 0, 100) WHERE kind NOT IN ('accepted', 'sent')`); n != 0 {
+		t.Fatalf("%d copies' events in the log, which tells of messages", n)
+	}
+	sup := func() string {
+		return scalar[string](t, pool, `SELECT coalesce(string_agg(kind || ':' || recipient || ':' || reason, ' ' ORDER BY recipient), '') FROM herald.suppressions`)
+	}
+	if got := sup(); got != "email:bo@example.com:bounced email:cy@example.com:unsubscribed" {
+		t.Fatalf("suppressions: %q (only the copies; not the To, not an address the message never went to)", got)
+	}
+	own := fmt.Sprintf(`[{"event_id":"6","message_id":%d,"recipient":"ANA@Example.com","event":"bounced","code":"5.1.1"},
+		{"event_id":"7","message_id":%d,"recipient":"+15005550006","event":"undelivered","code":"30005"}]`, mail, text)
+	if res := scalar[string](t, pool, `SELECT row(r.*)::text FROM herald.record_delivery_events('generic', $1::jsonb) AS r`, own); res != "(2,0,0)" {
+		t.Fatalf("the messages' own events: %s", res)
+	}
+	if got := outcome(t, pool, mail) + " / " + outcome(t, pool, text); got != "sent bounced hard 5.1.1 / sent undelivered - 30005" {
+		t.Fatalf("outcomes: %s", got)
+	}
+	if got := sup(); got != "sms:+15005550006:bounced email:ana@example.com:bounced email:bo@example.com:bounced email:cy@example.com:unsubscribed" {
+		t.Fatalf("suppressions: %q", got)
+	}
+	if kinds := scalar[string](t, pool, `SELECT string_agg(kind, ',' ORDER BY message_id) FROM herald.log_read('receipts', 0, 100)
+		WHERE kind NOT IN ('accepted', 'sent')`); kinds != "bounced,undelivered" {
+		t.Fatalf("receipts in the log: %s", kinds)
+	}
+}
+
 // herald.record_delivery_events refuses a batch with any bad event, naming the first
 // bad event's field (22V18), and stores nothing of it; a good 'at' is kept as given.
 func TestDeliveryEventsRefusedNameTheField(t *testing.T) {
@@ -597,6 +672,9 @@ func TestDeliveryEventsRefusedNameTheField(t *testing.T) {
 		{`[{"event_id":"e-2","event":"delivered","code":5}]`, "events[0].code"},
 		{`[{"event_id":"e-2","event":"delivered","code":"` + strings.Repeat("x", 65) + `"}]`, "events[0].code"},
 		{`[{"event_id":"e-2","event":"delivered","type":"hard"}]`, "events[0].type"},
+		{`[{"event_id":"e-2","event":"delivered","recipient":["ana@example.com"]}]`, "events[0].recipient"},
+		{`[{"event_id":"e-2","event":"delivered","recipient":""}]`, "events[0].recipient"},
+		{`[{"event_id":"e-2","event":"delivered","recipient":"` + strings.Repeat("a", 309) + `@example.com"}]`, "events[0].recipient"},
 	} {
 		_, err := pool.Exec(ctx, `SELECT herald.record_delivery_events('generic', $1::jsonb)`, c.events)
 		wantPgError(t, err, "22V18", c.field)

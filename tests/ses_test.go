@@ -132,14 +132,14 @@ func (f *fakeSNS) sign(t *testing.T, m map[string]string, version string, key *r
 	m["SigningCertURL"] = f.srv.URL + certPath
 }
 
-// smtpSent stores e-mails to recipients and completes them as the SMTP sender does,
-// with its Message-ID (signed with key, when given) as the provider id; returns the ids.
+// smtpSent stores e-mails to recipients, each with a copy to copy@example.net, and
+// completes them as the SMTP sender does, with its Message-ID (signed with key, when given) as the provider id; returns the ids.
 func smtpSent(t *testing.T, pool *pgxpool.Pool, key []byte, recipients ...string) []int64 {
 	t.Helper()
 	var ids []int64
 	var msgIDs []string
 	for _, r := range recipients {
-		id := scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t"}')`, r)
+		id := scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t","cc":["copy@example.net"]}')`, r)
 		ids, msgIDs = append(ids, id), append(msgIDs, email.MessageID(id, key, "example.com"))
 	}
 	mustExec(t, pool, `SELECT count(*) FROM herald.claim_batch('w', 100, channels => ARRAY['email'])`)
@@ -160,8 +160,10 @@ func sesMessage(kind string, id int64, to, extra string) string {
 
 // Amazon SES's notifications through Amazon SNS: a subscription is confirmed; a
 // bounce, a complaint and a delivery reach their messages (matched by the Message-ID
-// herald set) and a hard bounce and a complaint suppress the recipient; events about a
-// copy's recipient and opens are ignored; a replay changes nothing twice. Attacks, each
+// herald set) and a hard bounce and a complaint suppress the recipient; a copy's
+// bounce suppresses the copy and leaves the message's outcome alone; a bounce of an
+// address the message never went to suppresses nothing; opens are ignored; a replay
+// changes nothing twice. Attacks, each
 // 401 with nothing stored: a validly signed message of another account's topic, a
 // tampered message, a certificate on a host that is not SNS's (never fetched), over
 // http, or not from SNS's CA; a subscription to confirm on another host is not visited.
@@ -280,13 +282,16 @@ func TestSESNotifications(t *testing.T) {
 		"processingTimeMillis":546,"recipients":["cy@example.com"],"smtpResponse":"250 ok: Message 64111812 accepted","reportingMTA":"a8-70.smtp-out.amazonses.com"}`))
 	copyBounce := message("Notification", sesMessage("Bounce", ids[3], "dee@example.com", `"bounce":{"bounceType":"Permanent",
 		"bouncedRecipients":[{"emailAddress":"copy@example.net","status":"5.1.1"}],"timestamp":"2026-11-26T10:00:05.000Z"}`))
+	strangerBounce := message("Notification", sesMessage("Bounce", ids[3], "dee@example.com", `"bounce":{"bounceType":"Permanent",
+		"bouncedRecipients":[{"emailAddress":"stranger@example.org","status":"5.1.1"}],"timestamp":"2026-11-26T10:00:05.000Z"}`))
 	open := message("Notification", sesMessage("Open", ids[2], "cy@example.com", `"open":{"timestamp":"2026-11-26T10:00:06.000Z"}`))
-	for name, m := range map[string]map[string]string{"complaint": complaint, "delivery": delivery, "a copy's bounce": copyBounce, "open": open} {
+	for name, m := range map[string]map[string]string{"complaint": complaint, "delivery": delivery, "a copy's bounce": copyBounce,
+		"a stranger's bounce": strangerBounce, "open": open} {
 		sns.sign(t, m, "2", sns.key, "/SimpleNotificationService-good.pem")
 		code, res := post(m)
-		want := eventsResult{Recorded: 1}
-		if name == "a copy's bounce" || name == "open" {
-			want = eventsResult{Ignored: 1}
+		want := map[string]eventsResult{"a stranger's bounce": {Unknown: 1}, "open": {Ignored: 1}}[name]
+		if want == (eventsResult{}) {
+			want = eventsResult{Recorded: 1}
 		}
 		if code != 200 || res != want {
 			t.Errorf("%s: %d %+v, want %+v", name, code, res, want)
@@ -296,7 +301,7 @@ func TestSESNotifications(t *testing.T) {
 	if want := []string{"sent bounced hard 5.1.1", "sent complained - -", "sent delivered - -", "sent - - -"}; strings.Join(got, " / ") != strings.Join(want, " / ") {
 		t.Fatalf("outcomes %q, want %q", got, want)
 	}
-	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient) FROM herald.suppressions`); sup != "ana@example.com:bounced:ses bo@example.com:complained:ses" {
+	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient) FROM herald.suppressions`); sup != "ana@example.com:bounced:ses bo@example.com:complained:ses copy@example.net:bounced:ses" {
 		t.Fatalf("suppressions: %q", sup)
 	}
 	if n := strings.Count(strings.Join(sns.asked(), " "), "-good.pem"); n != 1 {

@@ -27,8 +27,8 @@ const maxDSN = 10 << 20
 // standard input, as a mail server's pipe hands it over, recorded with
 // herald.record_delivery_events (source dsn) as the role of DATABASE_URL (a member of
 // herald_events), when it returns a Message-ID signed with HERALD_MESSAGE_ID_SECRETS.
-// Exit codes: 0 recorded, or nothing to record (not a report, not about the recipient
-// of a message herald signed); 65 not a readable mail or report; 75 the secrets are
+// Exit codes: 0 recorded, or nothing to record (not a report, not about a message
+// herald signed); 65 not a readable mail or report; 75 the secrets are
 // not set, or the database is unavailable or refused the call (the mail server keeps
 // the bounce and tries again).
 func runDSN(ctx context.Context, args []string, stdout, stderr io.Writer) int {

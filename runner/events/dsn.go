@@ -35,11 +35,11 @@ var ErrNotDSN = errors.New("not a delivery status notification (multipart/report
 // SQL suppresses the address on the same codes (herald._suppression_reason). The
 // message is herald's by the returned Message-ID, whose tag must verify with one of
 // keys (email.MessageID): anyone can mail a bounce, and a forged one naming a message
-// id would otherwise suppress its recipient. An event counts only for the To
-// recipient (a copy's bounce must not suppress the To): a report without the returned
-// headers, without a verified tag, or about other recipients is ignored. The event id
-// is the report's own Message-ID (its hash when it has none), the recipient and the
-// action, so a report delivered twice is recorded once.
+// id would otherwise suppress its recipient: a report without the returned headers or
+// without a verified tag is ignored. Each event names its recipient (the
+// Original-Recipient herald gave, else the Final-Recipient), so SQL tells the To's
+// from a copy's. The event id is the report's own Message-ID (its hash when it has
+// none), the recipient and the action, so a report delivered twice is recorded once.
 func ReadDSN(r io.Reader, keys [][]byte) (json.RawMessage, int, error) {
 	msg, err := mail.ReadMessage(bufio.NewReader(r))
 	if err != nil {
@@ -88,10 +88,8 @@ func ReadDSN(r io.Reader, keys [][]byte) (json.RawMessage, int, error) {
 		}
 	}
 	id, signed, _ := email.ParseMessageID(orig.Get("Message-Id"), keys)
-	to, _ := mail.ParseAddress(orig.Get("To"))
-	recipients := len(blocks) - 1
-	if !signed || to == nil {
-		return nil, recipients, nil // not herald's (or forged), or not attributable to its To
+	if !signed {
+		return nil, len(blocks) - 1, nil // not herald's, or forged
 	}
 	reportID := strings.TrimSpace(msg.Header.Get("Message-Id"))
 	if reportID == "" {
@@ -101,12 +99,10 @@ func ReadDSN(r io.Reader, keys [][]byte) (json.RawMessage, int, error) {
 	var out []event
 	ignored := 0
 	for _, b := range blocks[1:] {
-		rcpt := address(b.Get("Final-Recipient"))
-		if rcpt == "" || !strings.EqualFold(rcpt, to.Address) {
-			if o := address(b.Get("Original-Recipient")); o == "" || !strings.EqualFold(o, to.Address) {
-				ignored++
-				continue
-			}
+		rcpt := firstOf(address(b.Get("Original-Recipient")), address(b.Get("Final-Recipient")))
+		if rcpt == "" {
+			ignored++
+			continue
 		}
 		diag := strings.TrimSpace(b.Get("Diagnostic-Code"))
 		code := strings.TrimSpace(strings.SplitN(b.Get("Status"), " ", 2)[0])
@@ -118,9 +114,9 @@ func ReadDSN(r io.Reader, keys [][]byte) (json.RawMessage, int, error) {
 			}
 		}
 		action := strings.ToLower(strings.TrimSpace(b.Get("Action")))
-		ev := event{EventID: reportID + " " + strings.ToLower(to.Address) + " " + action, MessageID: &id,
+		ev := event{EventID: reportID + " " + strings.ToLower(rcpt) + " " + action, MessageID: &id,
 			ProviderMessageID: "<" + strings.Trim(strings.TrimSpace(orig.Get("Message-Id")), "<>") + ">",
-			Code:              code, Reason: diag}
+			Recipient:         rcpt, Code: code, Reason: diag}
 		switch action {
 		case "failed":
 			ev.Event = "undelivered"
@@ -180,7 +176,10 @@ func address(field string) string {
 	if !ok || !strings.EqualFold(strings.TrimSpace(typ), "rfc822") {
 		return ""
 	}
-	return strings.Trim(strings.TrimSpace(addr), "<>")
+	if a := strings.Trim(strings.TrimSpace(addr), "<>"); len(a) <= 320 {
+		return a
+	}
+	return "" // longer than any address herald sends to
 }
 
 // decoded is a part's body with its Content-Transfer-Encoding undone (quoted-printable

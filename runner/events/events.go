@@ -179,6 +179,7 @@ type event struct {
 	EventID           string  `json:"event_id"`
 	MessageID         *int64  `json:"message_id,omitempty"`
 	ProviderMessageID string  `json:"provider_message_id,omitempty"`
+	Recipient         string  `json:"recipient,omitempty"`
 	Event             string  `json:"event"`
 	Type              string  `json:"type,omitempty"`
 	Code              string  `json:"code,omitempty"`
@@ -282,7 +283,9 @@ func answer(w http.ResponseWriter, status int, v any) {
 }
 
 // sendgrid verifies the Signed Event Webhook (ECDSA P-256 over SHA-256 of the
-// timestamp header followed by the raw body) and maps its batch of events.
+// timestamp header followed by the raw body) and maps its batch of events. SendGrid
+// reports each recipient, the copies too, with the message's herald_id: the event's
+// email goes along, so SQL tells the message's own events from a copy's.
 func (h *handler) sendgrid(r *http.Request, body []byte) (json.RawMessage, int, error) {
 	sig, err := base64.StdEncoding.DecodeString(r.Header.Get("X-Twilio-Email-Event-Webhook-Signature"))
 	ts := r.Header.Get("X-Twilio-Email-Event-Webhook-Timestamp")
@@ -336,7 +339,7 @@ func (h *handler) sendgrid(r *http.Request, body []byte) (json.RawMessage, int, 
 		if str("sg_event_id") == "" {
 			return nil, 0, fmt.Errorf("events[%d].sg_event_id: missing", i)
 		}
-		ev := event{EventID: str("sg_event_id"), ProviderMessageID: str("sg_message_id"), Event: kind, Type: typ,
+		ev := event{EventID: str("sg_event_id"), ProviderMessageID: str("sg_message_id"), Recipient: str("email"), Event: kind, Type: typ,
 			Code: str("status"), Reason: firstOf(str("reason"), str("response"))}
 		if id, err := strconv.ParseInt(str("herald_id"), 10, 64); err == nil {
 			ev.MessageID = &id

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/mail"
 	"net/url"
 	"regexp"
 	"slices"
@@ -122,8 +121,7 @@ func (h *handler) snsCert(ctx context.Context, raw string) (*x509.Certificate, e
 // ses verifies an Amazon SNS message from one of Config.SESTopics (RSA over SHA-1 or
 // SHA-256 of the signed fields, with the certificate SNS names, on SNS's own hosts),
 // confirms a subscription by visiting its SubscribeURL, and maps a notification of
-// Amazon SES (identity notifications or event publishing) to one event of the
-// message's To recipient.
+// Amazon SES (identity notifications or event publishing) to an event per recipient.
 func (h *handler) ses(r *http.Request, body []byte) (json.RawMessage, int, error) {
 	var m snsMessage
 	if err := json.Unmarshal(body, &m); err != nil {
@@ -203,8 +201,7 @@ type sesNotification struct {
 	Mail             struct {
 		MessageID     string `json:"messageId"`
 		CommonHeaders struct {
-			To        []string `json:"to"`
-			MessageID string   `json:"messageId"`
+			MessageID string `json:"messageId"`
 		} `json:"commonHeaders"`
 	} `json:"mail"`
 	Bounce *struct {
@@ -233,92 +230,73 @@ type sesNotification struct {
 	} `json:"reject"`
 }
 
-// sesEvent maps one SES notification to herald's event for the message's To
-// recipient (herald sends each message to one, with cc and bcc as copies): matched
-// by the Message-ID herald set, which SES reports in mail.commonHeaders (identity
-// notifications include it when "Include original headers" is on). A bounce, a
-// delivery or a delay that names other recipients only is a copy's and is ignored.
+// sesEvent maps one SES notification to herald's events, one per recipient it names
+// (the To's and the copies'; SQL tells them apart): matched by the Message-ID herald
+// set, which SES reports in mail.commonHeaders (identity notifications include it
+// when "Include original headers" is on). A complaint naming no recipient and a
+// reject are the message's. Event ids are SNS's MessageId and the recipient.
 func sesEvent(m snsMessage) (json.RawMessage, int, error) {
 	var n sesNotification
 	if err := json.Unmarshal([]byte(m.Message), &n); err != nil {
 		return nil, 0, fmt.Errorf("Message: not an Amazon SES notification: %v", err)
 	}
-	to := ""
-	if len(n.Mail.CommonHeaders.To) > 0 {
-		if a, err := mail.ParseAddress(n.Mail.CommonHeaders.To[0]); err == nil {
-			to = a.Address
-		}
-	}
-	// mine finds the To recipient among those an event names (the first when the
-	// headers are missing).
-	mine := func(addrs []string) (int, bool) {
-		for i, a := range addrs {
-			if to == "" || strings.EqualFold(a, to) {
-				return i, true
-			}
-		}
-		return 0, false
-	}
-	emails := func(rs []sesRecipient) []string {
-		out := make([]string, len(rs))
-		for i, r := range rs {
-			out[i] = r.EmailAddress
-		}
-		return out
-	}
-	ev := event{EventID: m.MessageID, ProviderMessageID: n.Mail.MessageID}
+	base := event{EventID: m.MessageID, ProviderMessageID: n.Mail.MessageID}
 	if id, _, ok := email.ParseMessageID(n.Mail.CommonHeaders.MessageID, nil); ok { // SNS signed it: no tag needed
-		ev.MessageID = &id
-		ev.ProviderMessageID = "<" + strings.Trim(strings.TrimSpace(n.Mail.CommonHeaders.MessageID), "<>") + ">"
+		base.MessageID = &id
+		base.ProviderMessageID = "<" + strings.Trim(strings.TrimSpace(n.Mail.CommonHeaders.MessageID), "<>") + ">"
 	}
-	at := ""
+	var evs []event
+	// each adds base with the kind's fields for every recipient rs names (none: the
+	// message's).
+	each := func(at string, rs []sesRecipient, fill func(ev *event, r sesRecipient)) {
+		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+			s := t.UTC().Format(time.RFC3339Nano)
+			base.At = &s
+		}
+		if len(rs) == 0 {
+			rs = []sesRecipient{{}}
+		}
+		for _, r := range rs {
+			ev := base
+			if r.EmailAddress != "" {
+				ev.Recipient = r.EmailAddress
+				ev.EventID = m.MessageID + " " + strings.ToLower(r.EmailAddress)
+			}
+			fill(&ev, r)
+			evs = append(evs, ev)
+		}
+	}
 	switch kind := firstOf(n.NotificationType, n.EventType); {
 	case kind == "Delivery" && n.Delivery != nil:
-		if _, ok := mine(n.Delivery.Recipients); !ok {
-			return nil, 1, nil
+		rs := make([]sesRecipient, len(n.Delivery.Recipients))
+		for i, a := range n.Delivery.Recipients {
+			rs[i].EmailAddress = a
 		}
-		ev.Event, ev.Reason, at = "delivered", n.Delivery.SMTPResponse, n.Delivery.Timestamp
+		each(n.Delivery.Timestamp, rs, func(ev *event, _ sesRecipient) {
+			ev.Event, ev.Reason = "delivered", n.Delivery.SMTPResponse
+		})
 	case kind == "Bounce" && n.Bounce != nil:
-		i, ok := mine(emails(n.Bounce.BouncedRecipients))
-		if !ok {
-			return nil, 1, nil
-		}
-		ev.Event, ev.Type, at = "bounced", "soft", n.Bounce.Timestamp
-		if n.Bounce.BounceType == "Permanent" {
-			ev.Type = "hard"
-		}
-		if i < len(n.Bounce.BouncedRecipients) {
-			r := n.Bounce.BouncedRecipients[i]
-			ev.Code, ev.Reason = r.Status, firstOf(r.DiagnosticCode, n.Bounce.BounceSubType)
-		}
-	case kind == "Complaint" && n.Complaint != nil:
-		if rs := n.Complaint.ComplainedRecipients; len(rs) > 0 {
-			if _, ok := mine(emails(rs)); !ok {
-				return nil, 1, nil
+		each(n.Bounce.Timestamp, n.Bounce.BouncedRecipients, func(ev *event, r sesRecipient) {
+			ev.Event, ev.Type, ev.Code, ev.Reason = "bounced", "soft", r.Status, firstOf(r.DiagnosticCode, n.Bounce.BounceSubType)
+			if n.Bounce.BounceType == "Permanent" {
+				ev.Type = "hard"
 			}
-		}
-		ev.Event, ev.Reason, at = "complained", n.Complaint.ComplaintFeedbackType, n.Complaint.Timestamp
+		})
+	case kind == "Complaint" && n.Complaint != nil:
+		each(n.Complaint.Timestamp, n.Complaint.ComplainedRecipients, func(ev *event, _ sesRecipient) {
+			ev.Event, ev.Reason = "complained", n.Complaint.ComplaintFeedbackType
+		})
 	case kind == "DeliveryDelay" && n.DeliveryDelay != nil:
-		i, ok := mine(emails(n.DeliveryDelay.DelayedRecipients))
-		if !ok {
-			return nil, 1, nil
-		}
-		ev.Event, at = "deferred", n.DeliveryDelay.Timestamp
-		if i < len(n.DeliveryDelay.DelayedRecipients) {
-			r := n.DeliveryDelay.DelayedRecipients[i]
-			ev.Code, ev.Reason = r.Status, strings.TrimSpace(n.DeliveryDelay.DelayType+" "+r.DiagnosticCode)
-		}
+		each(n.DeliveryDelay.Timestamp, n.DeliveryDelay.DelayedRecipients, func(ev *event, r sesRecipient) {
+			ev.Event, ev.Code, ev.Reason = "deferred", r.Status, strings.TrimSpace(n.DeliveryDelay.DelayType+" "+r.DiagnosticCode)
+		})
 	case kind == "Reject" && n.Reject != nil:
-		ev.Event, ev.Reason = "undelivered", n.Reject.Reason
+		each("", nil, func(ev *event, _ sesRecipient) { ev.Event, ev.Reason = "undelivered", n.Reject.Reason })
 	default: // Send, Open, Click, Rendering Failure, Subscription: no outcome
 		return nil, 1, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
-		s := t.UTC().Format(time.RFC3339Nano)
-		ev.At = &s
 	}
 	if m.MessageID == "" {
 		return nil, 0, errors.New("MessageId: missing")
 	}
-	return encode([]event{ev}, 0, nil)
+	return encode(evs, 0, nil)
 }

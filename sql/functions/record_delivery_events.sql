@@ -1,18 +1,17 @@
 -- herald.record_delivery_events(source, events, now) — record what providers report
--- after 'sent'. events: a JSON array of 1 to 10,000 objects {event_id (the provider's,
--- unique per source), message_id (herald's id, which the providers echo back),
--- provider_message_id, event (delivered, deferred, bounced, complained, unsubscribed,
--- undelivered), type (bounced: hard or soft), code, reason, at (default now)}.
--- Each event is stored once (herald.delivery_events; a replay changes nothing twice)
--- and matched by message_id, when the message exists and its stored provider id, if
--- any, agrees (equal, or the prefix before a '.': SendGrid's sg_message_id). A
--- matched event sets the message's outcome unless a graver one is there (deferred <
--- delivered < undelivered, bounced < complained, unsubscribed; the later of equals),
--- is appended to the log under its own name, and adds the recipient to
--- herald.suppressions when herald._suppression_reason says so. Returns the counts.
+-- after 'sent'. events: a JSON array of 1 to 10,000 objects {event_id (unique per
+-- source), message_id (herald's, echoed back), provider_message_id, recipient, event
+-- (delivered, deferred, bounced, complained, unsubscribed, undelivered), type (bounced:
+-- hard or soft), code, reason, at (default now)}. Each is stored once (a replay changes
+-- nothing twice) and matched by message_id when the stored provider id, if any, agrees
+-- (equal, or the prefix before a '.') and recipient is absent, the message's, or one
+-- of its e-mail copies (cc, bcc). The message's own event sets its outcome unless a
+-- graver one is there (deferred < delivered < undelivered, bounced < complained,
+-- unsubscribed; the later of equals) and is logged under its name; own or a copy's,
+-- it adds that address to herald.suppressions when herald._suppression_reason says so.
 -- Errors: 22V12 source; 22V18 events (COLUMN 'events' or 'events[i].<field>').
--- Index: messages_pkey, delivery_events_once, suppressions_pkey. SECURITY DEFINER for
--- herald_events. Locks: the messages and entries it changes.
+-- Index: messages_pkey, channels_pkey, delivery_events_once, suppressions_pkey.
+-- SECURITY DEFINER for herald_events. Locks: the messages and entries it changes.
 CREATE OR REPLACE FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamptz DEFAULT now())
 RETURNS TABLE (recorded integer, duplicates integer, unknown integer)
 LANGUAGE plpgsql
@@ -23,7 +22,7 @@ AS $$
 #variable_conflict use_variable
 DECLARE
   clock_ok boolean := herald._check_clock(now => record_delivery_events.now); -- first: a forged clock changes nothing
-  fields constant text[] := '{event_id,message_id,provider_message_id,event,type,code,reason,at}';
+  fields constant text[] := '{event_id,message_id,provider_message_id,recipient,event,type,code,reason,at}';
   kinds constant text[] := '{delivered,deferred,bounced,complained,unsubscribed,undelivered}';
   n integer;
   i integer;
@@ -64,14 +63,16 @@ BEGIN
     IF e ? 'message_id' AND (jsonb_typeof(e -> 'message_id') <> 'number' OR (e ->> 'message_id') !~ '^[0-9]{1,18}$') THEN
       PERFORM herald._reject(code => '22V18', field => p || '.message_id', message => 'must be a herald message id');
     END IF;
-    FOREACH k IN ARRAY ARRAY['provider_message_id', 'code', 'reason'] LOOP
+    FOREACH k IN ARRAY ARRAY['provider_message_id', 'recipient', 'code', 'reason'] LOOP
       IF e ? k AND jsonb_typeof(e -> k) NOT IN ('string', 'null') THEN
         PERFORM herald._reject(code => '22V18', field => p || '.' || k, message => 'must be a string');
       END IF;
     END LOOP;
-    IF length(e ->> 'code') > 64 OR length(e ->> 'provider_message_id') > 255 THEN
-      PERFORM herald._reject(code => '22V18', field => p || '.' || CASE WHEN length(e ->> 'code') > 64 THEN 'code' ELSE 'provider_message_id' END,
-        message => 'is too long (code: 64, provider_message_id: 255 characters)');
+    IF length(e ->> 'code') > 64 OR length(e ->> 'provider_message_id') > 255 OR length(e ->> 'recipient') NOT BETWEEN 1 AND 320 THEN
+      PERFORM herald._reject(code => '22V18',
+        field => p || '.' || CASE WHEN length(e ->> 'code') > 64 THEN 'code'
+                                  WHEN length(e ->> 'provider_message_id') > 255 THEN 'provider_message_id' ELSE 'recipient' END,
+        message => 'is too long (code: 64, provider_message_id: 255, recipient: 1 to 320 characters)');
     END IF;
     IF e ? 'type' AND ((e -> 'type') NOT IN ('"hard"', '"soft"') OR e ->> 'event' <> 'bounced') THEN
       PERFORM herald._reject(code => '22V18', field => p || '.type', message => 'must be hard or soft, for a bounced event');
@@ -90,29 +91,45 @@ BEGIN
   -- in the log and the suppressions.
   WITH input AS (
     SELECT x ->> 'event_id' AS event_id, (x ->> 'message_id')::bigint AS message_id,
-           x ->> 'provider_message_id' AS provider_message_id, x ->> 'event' AS event,
+           x ->> 'provider_message_id' AS provider_message_id, x ->> 'recipient' AS recipient, x ->> 'event' AS event,
            CASE WHEN x ->> 'event' = 'bounced' THEN coalesce(x ->> 'type', 'hard') END AS type,
            x ->> 'code' AS code, left(x ->> 'reason', 500) AS reason,
            coalesce((x ->> 'at')::timestamptz, record_delivery_events.now) AS at
     FROM jsonb_array_elements(events) AS x
   ), stored AS (
-    INSERT INTO herald.delivery_events AS d (source, event_id, message_id, event, type, code, reason, at, received_at)
-    SELECT source, i.event_id, m.id, i.event, i.type, i.code, i.reason, i.at, record_delivery_events.now
+    INSERT INTO herald.delivery_events AS d (source, event_id, message_id, recipient, event, type, code, reason, at, received_at)
+    SELECT source, i.event_id, m.id, i.recipient, i.event, i.type, i.code, i.reason, i.at, record_delivery_events.now
     FROM input i
-    LEFT JOIN herald.messages m
+    LEFT JOIN herald.messages m -- the message, when the event is about it or one of its copies
       ON m.id = i.message_id
      AND (i.provider_message_id IS NULL OR m.provider_message_id IS NULL OR i.provider_message_id = m.provider_message_id
           OR starts_with(i.provider_message_id, m.provider_message_id || '.'))
+     AND (i.recipient IS NULL
+          OR EXISTS (SELECT FROM herald.channels c
+                     WHERE c.name = m.channel
+                       AND (herald._suppression_key(kind => c.kind, recipient => i.recipient)
+                            = herald._suppression_key(kind => c.kind, recipient => m.recipient)
+                            OR (c.kind = 'email'
+                                AND herald._suppression_key(kind => 'email', recipient => i.recipient)
+                                    IN (SELECT herald._suppression_key(kind => 'email', recipient => a.copy)
+                                        FROM unnest('{cc,bcc}'::text[]) AS l (list),
+                                             jsonb_array_elements_text(CASE WHEN jsonb_typeof(m.payload -> l.list) = 'array'
+                                                                            THEN m.payload -> l.list END) AS a (copy))))))
     ON CONFLICT ON CONSTRAINT delivery_events_once DO NOTHING
-    RETURNING d.id, d.message_id, d.event, d.type, d.code, d.at
-  ), matched AS (
-    SELECT s.id, s.message_id, s.event, s.type, s.code, s.at, m.channel, m.recipient, m.ordering_key
+    RETURNING d.id, d.message_id, d.recipient, d.event, d.type, d.code, d.at
+  ), matched AS ( -- copy: the event is about a cc or bcc address, not the message's recipient
+    SELECT s.id, s.message_id, s.event, s.type, s.code, s.at, m.channel, m.recipient, m.ordering_key, c.kind,
+           herald._suppression_key(kind => c.kind, recipient => coalesce(s.recipient, m.recipient)) AS suppression_key,
+           s.recipient IS NOT NULL AND herald._suppression_key(kind => c.kind, recipient => s.recipient)
+                                       <> herald._suppression_key(kind => c.kind, recipient => m.recipient) AS copy
     FROM stored s
     JOIN herald.messages m ON m.id = s.message_id
-  ), best AS ( -- the message's outcome: the gravest new event, unless a graver one is there
+    JOIN herald.channels c ON c.name = m.channel
+  ), best AS ( -- the message's outcome: the gravest new event of its own, unless a graver one is there
     SELECT DISTINCT ON (s.message_id) s.message_id, s.event, s.type, s.code, s.at,
            herald._outcome_rank(outcome => s.event, outcome_type => s.type) AS rank
     FROM matched s
+    WHERE NOT s.copy
     ORDER BY s.message_id, 6 DESC, s.at DESC
   ), outcome AS (
     UPDATE herald.messages m
@@ -130,19 +147,17 @@ BEGIN
            array_agg(jsonb_strip_nulls(jsonb_build_object('type', s.type, 'code', s.code, 'at', s.at, 'source', source))
                      ORDER BY s.message_id, s.id)
     FROM matched s
+    WHERE NOT s.copy
     GROUP BY s.event
     RETURNING 1
-  ), suppressed AS ( -- outcomes that rule the recipient out stop future sends
+  ), suppressed AS ( -- outcomes that rule the address out (the recipient's or a copy's) stop future sends
     INSERT INTO herald.suppressions AS x (kind, recipient, reason, source, created_at)
-    SELECT DISTINCT ON (c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient))
-           c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient),
-           r.reason, source, record_delivery_events.now
+    SELECT DISTINCT ON (s.kind, s.suppression_key) s.kind, s.suppression_key, r.reason, source, record_delivery_events.now
     FROM matched s
-    JOIN herald.channels c ON c.name = s.channel
-    CROSS JOIN LATERAL (SELECT herald._suppression_reason(kind => c.kind, event => s.event, type => s.type,
+    CROSS JOIN LATERAL (SELECT herald._suppression_reason(kind => s.kind, event => s.event, type => s.type,
                                                           code => s.code) AS reason) AS r
     WHERE r.reason IS NOT NULL
-    ORDER BY c.kind, herald._suppression_key(kind => c.kind, recipient => s.recipient), s.id
+    ORDER BY s.kind, s.suppression_key, s.id
     ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
   )
   SELECT count(*)::integer, count(*) FILTER (WHERE s.message_id IS NULL)::integer,

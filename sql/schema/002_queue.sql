@@ -280,6 +280,7 @@ CREATE TABLE herald.delivery_events (
   source      text COLLATE "C" NOT NULL,
   event_id    text COLLATE "C" NOT NULL,
   message_id  bigint,
+  recipient   text,
   event       text NOT NULL,
   type        text,
   code        text,
@@ -289,6 +290,7 @@ CREATE TABLE herald.delivery_events (
   CONSTRAINT delivery_events_once UNIQUE (source, event_id)
 );
 COMMENT ON TABLE herald.delivery_events IS 'Delivery events from providers, each stored once (source, event_id); message_id NULL when unmatched.';
+COMMENT ON COLUMN herald.delivery_events.recipient IS 'The address the provider reported the event for; NULL: not reported (the message''s recipient). A cc or bcc address: a copy''s event, which sets no outcome.';
 COMMENT ON COLUMN herald.delivery_events.reason IS 'The provider''s text (first 500 characters); for workers and admins, never shown to producers.';
 
 GRANT SELECT ON herald.channels TO herald_worker; -- runners read pauses to probe and report them
