@@ -76,11 +76,12 @@ func (r *Runner) pause(ctx context.Context, ch string, err error) {
 }
 
 // probe looks at the runner's channels: the paused gauge for each, and for a channel
-// a runner paused, its sender's check (sender.Checker); when that passes — or the
-// sender has no check, so the next message is the probe — the channel is resumed.
-// An operator's pause is left alone.
+// a runner paused, from its paused_until on (a spent quota), its sender's check
+// (sender.Checker); when that passes — or the sender has no check, so the next
+// message is the probe — the channel is resumed. An operator's pause is left alone.
 func (r *Runner) probe(ctx context.Context) {
-	rows, err := r.pool.Query(ctx, `SELECT name, paused, coalesce(paused_by, '') FROM herald.channels WHERE name = ANY ($1)`, r.channels)
+	rows, err := r.pool.Query(ctx, `SELECT name, paused, coalesce(paused_by, ''), coalesce(paused_until > now(), false)
+		FROM herald.channels WHERE name = ANY ($1)`, r.channels)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("reading channel pauses failed", "err", err)
@@ -88,13 +89,13 @@ func (r *Runner) probe(ctx context.Context) {
 		return
 	}
 	type state struct {
-		name, by string
-		paused   bool
+		name, by        string
+		paused, waiting bool
 	}
 	var states []state
 	for rows.Next() {
 		var s state
-		if rows.Scan(&s.name, &s.paused, &s.by) == nil {
+		if rows.Scan(&s.name, &s.paused, &s.by, &s.waiting) == nil {
 			states = append(states, s)
 		}
 	}
@@ -105,7 +106,7 @@ func (r *Runner) probe(ctx context.Context) {
 			v = 1
 		}
 		r.m.paused.WithLabelValues(s.name).Set(v)
-		if !s.paused || s.by != "runner" {
+		if !s.paused || s.by != "runner" || s.waiting {
 			continue
 		}
 		if err := check(ctx, r.cfg.Senders[s.name], r.cfg.CheckTimeout); err != nil {

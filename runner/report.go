@@ -103,10 +103,14 @@ func (r *Runner) flush(batch []outcome) {
 		classes = append(classes, string(f.Class))
 		codes = append(codes, f.Code)
 		retryAt = append(retryAt, at)
-		if f.Class == sender.ClassConfiguration {
+		switch f.Class {
+		case sender.ClassConfiguration:
 			r.log.Error("channel paused: the provider says this runner's configuration is wrong; the message goes back unharmed",
 				"id", o.msg.ID, "channel", o.msg.Channel, "err", f.Error())
-		} else {
+		case sender.ClassQuota:
+			r.log.Error("channel paused for its quota_wait: the provider says the account's sending quota is spent; the message goes back unharmed",
+				"id", o.msg.ID, "channel", o.msg.Channel, "err", f.Error())
+		default:
 			r.log.Info("delivery failed", "id", o.msg.ID, "channel", o.msg.Channel, "attempt", o.msg.Attempt,
 				"class", string(f.Class), "err", f.Error())
 		}

@@ -23,6 +23,7 @@ var nullMeans = map[string]bool{
 	"claim_batch.lease": true, "claim_batch.channels": true,
 	"complete.provider_message_id": true, "complete.provider_message_ids": true,
 	"fail.retry_at": true, "fail.error_code": true, "fail.error_codes": true,
+	"pause_channel.until": true,
 }
 
 // nullSamples gives a valid value for each argument, by name (then function.name).
@@ -43,7 +44,7 @@ var nullSamples = map[string]string{
 	"group":             "'g'", "partitions": "1", "start": "'latest'", "partition": "0", "upto": "0", "offset": "0",
 	"max": "10", "before_offset": "0", "older_than": "'1 day'",
 	"expires_at": "(now() + interval '1 hour')", "expires_ats": "ARRAY[now() + interval '1 hour']",
-	"reason": "'r'", "by": "'operator'",
+	"reason": "'r'", "by": "'operator'", "pause_channel.until": "NULL", // an operator's pause has no end
 	"events": `'[{"event_id":"e1","event":"delivered","message_id":1}]'`, "source": "'generic'",
 	"kind": "'email'", "suppress.reason": "'manual'", "message_id": "1", "opted_out": "true",
 	"suppress.expires_at": "(now() + interval '1 day')",

@@ -20,6 +20,7 @@ import (
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/sendertest"
 	"github.com/herald/herald/runner/sender/sendgrid"
+	smtpsender "github.com/herald/herald/runner/sender/smtp"
 	"github.com/herald/herald/tests/testdb"
 )
 
@@ -102,6 +103,132 @@ func TestPauseAndResumeRules(t *testing.T) {
 	producer := loginPool(t, pool, "pause_rules_producer", "herald_producer")
 	_, err = producer.Exec(ctx, `SELECT herald.pause_channel('email', 'x', by => 'runner')`)
 	wantPgError(t, err, "42501", "")
+}
+
+// A spent quota (class quota) is the channel's: herald.fail gives the attempt back,
+// queues the message at retry_at or after the channel's quota_wait, and pauses the
+// channel by runner until then, for every runner. No runner ends it earlier (a
+// worker's probe is refused, and so is a worker's forged clock); an operator may.
+// A configuration failure in the same call wins (no end); bad arguments are named.
+func TestQuotaPausesTheChannelForItsWait(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET quota_wait = '2 hours' WHERE name = 'email'`)
+	a := enqueueEmail(t, pool, "a@example.com")
+	enqueueEmail(t, pool, "b@example.com")
+	cs := claim(t, pool, 1, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], ARRAY['454 Throttling failure: Daily message quota exceeded.'],
+		ARRAY['quota'], error_codes => ARRAY['454'], now => $3)`, []int64{a}, []int64{cs[0].Token}, t0)
+	var status, class string
+	var attempts int32
+	var runAt, until time.Time
+	if err := pool.QueryRow(ctx, `SELECT m.status, m.attempts, m.last_error_class, m.run_at, c.paused_until
+		FROM herald.messages m JOIN herald.channels c ON c.name = m.channel WHERE m.id = $1`, a).
+		Scan(&status, &attempts, &class, &runAt, &until); err != nil {
+		t.Fatal(err)
+	}
+	if status != "queued" || attempts != 0 || class != "quota" || !runAt.Equal(t0.Add(2*time.Hour)) || !until.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("after a quota failure: %s, %d attempts, %s, run_at %v; channel paused until %v", status, attempts, class, runAt, until)
+	}
+	if got := claim(t, pool, 10, t0.Add(time.Hour)); len(got) != 0 {
+		t.Fatalf("a channel out of quota handed out %d messages", len(got))
+	}
+	worker := loginPool(t, pool, "quota_worker", "herald_worker")
+	if scalar[bool](t, worker, `SELECT herald.resume_channel('email', by => 'runner')`) { // the real clock is before t0
+		t.Fatal("a probe ended a quota pause before its end")
+	}
+	_, err := worker.Exec(ctx, `SELECT herald.resume_channel('email', by => 'runner', now => $1)`, t0.Add(3*time.Hour))
+	wantPgError(t, err, "42501", "now")
+	if scalar[bool](t, pool, `SELECT herald.resume_channel('email', by => 'runner', now => $1)`, t0.Add(time.Hour)) {
+		t.Fatal("a runner's resume an hour early ended the pause")
+	}
+	if !scalar[bool](t, pool, `SELECT herald.resume_channel('email', by => 'runner', now => $1)`, t0.Add(2*time.Hour)) {
+		t.Fatal("a runner's resume at the pause's end did not end it")
+	}
+	if got := claim(t, pool, 10, t0.Add(2*time.Hour)); len(got) != 2 {
+		t.Fatalf("after the wait: %d claimed, want both", len(got))
+	}
+
+	// retry_at, when the provider says when, is the pause's end; an operator may end
+	// it sooner; a configuration failure in the same call pauses without an end.
+	ids := scalar[[]int64](t, pool, `SELECT array_agg(id ORDER BY id) FROM herald.messages`)
+	tokens := scalar[[]int64](t, pool, `SELECT array_agg(lease_token ORDER BY id) FROM herald.messages`)
+	later := t0.Add(2*time.Hour + 30*time.Minute)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], ARRAY['quota', 'quota'], ARRAY['quota', 'quota'],
+		retry_at => ARRAY[$3::timestamptz, NULL], now => $4)`, ids, tokens, later, t0.Add(2*time.Hour))
+	if got := scalar[time.Time](t, pool, `SELECT paused_until FROM herald.channels WHERE name = 'email'`); !got.Equal(t0.Add(4 * time.Hour)) {
+		t.Fatalf("paused until %v, want the later of retry_at and the wait (%v)", got, t0.Add(4*time.Hour))
+	}
+	if !scalar[bool](t, pool, `SELECT herald.resume_channel('email')`) {
+		t.Fatal("an operator could not end a quota pause")
+	}
+	cs = claim(t, pool, 10, t0.Add(5*time.Hour))
+	mustExec(t, pool, `SELECT herald.fail($1::bigint[], $2::bigint[], ARRAY['quota', 'HTTP 401'], ARRAY['quota', 'configuration'], now => $3)`,
+		[]int64{cs[0].ID, cs[1].ID}, []int64{cs[0].Token, cs[1].Token}, t0.Add(5*time.Hour))
+	if s := scalar[string](t, pool, `SELECT paused_by || ' ' || coalesce(paused_until::text, 'no end') FROM herald.channels WHERE name = 'email'`); s != "runner no end" {
+		t.Fatalf("quota and configuration in one call: paused %s, want by runner with no end", s)
+	}
+
+	for _, c := range []struct{ sql, field string }{
+		{`SELECT herald.pause_channel('sms', 'x', by => 'runner', until => now() - interval '1 second')`, "until"},
+		{`SELECT herald.pause_channel('sms', 'x', until => now() + interval '1 hour')`, "until"},
+		{`UPDATE herald.channels SET quota_wait = '2 days' WHERE name = 'sms'`, ""},
+	} {
+		_, err := pool.Exec(ctx, c.sql)
+		if c.field == "" {
+			wantPgError(t, err, "23514", "")
+		} else {
+			wantPgError(t, err, "22V12", c.field)
+		}
+	}
+}
+
+// One refusal for a spent quota stops the channel, not each message in turn: an SMTP
+// relay answering SES's daily-quota reply is asked for the claims made before the
+// first refusal was reported, the rest of the backlog is never tried, none loses an attempt; after the channel's quota_wait the
+// probe resumes it and everything goes out, no message before the pause's end.
+func TestSpentQuotaStopsTheChannel(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `UPDATE herald.channels SET quota_wait = '2 seconds' WHERE name = 'email'`)
+	const n, batch = 200, 5
+	enqueueMany(t, pool, n, "email")
+	srv := sendertest.StartSMTP(t, true)
+	for i := 1; i <= n; i++ {
+		srv.Reply(fmt.Sprintf("u%d", i), 454, "", "Throttling failure: Daily message quota exceeded.")
+	}
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": s}, BatchSize: batch, Concurrency: batch,
+		ProbeInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond})
+	var until time.Time
+	eventually(t, 20*time.Second, "the quota to pause the channel", func() bool {
+		return pool.QueryRow(t.Context(), `SELECT paused_until FROM herald.channels
+			WHERE name = 'email' AND paused_by = 'runner' AND paused_until IS NOT NULL
+			  AND NOT EXISTS (SELECT FROM herald.messages WHERE status = 'processing')`).Scan(&until) == nil
+	})
+	tried := len(srv.Rcpts())
+	if tried == 0 || tried > n/4 {
+		t.Fatalf("the relay was asked for %d of %d recipients before the channel stopped, want 1..%d (the claims made before the first report)", tried, n, n/4)
+	}
+	if k := countWhere(t, pool, `status = 'queued' AND attempts = 0`); k != n {
+		t.Fatalf("%d of %d messages queued with their attempt unused", k, n)
+	}
+	if k := countWhere(t, pool, `last_error_class = 'quota'`); k != int64(tried) {
+		t.Fatalf("%d messages carry the quota failure, %d were tried", k, tried)
+	}
+	for i := 1; i <= n; i++ {
+		srv.Accept(fmt.Sprintf("u%d", i))
+	}
+	eventually(t, 30*time.Second, "all sent after the wait", func() bool { return countWhere(t, pool, `status = 'sent'`) == n })
+	if first := scalar[time.Time](t, pool, `SELECT min(finished_at) FROM herald.messages`); first.Before(until) {
+		t.Fatalf("a message went out at %v, before the pause's end %v", first, until)
+	}
+	if got := len(srv.Rcpts()); got != tried+n {
+		t.Fatalf("%d recipients asked in all, want %d (the refused ones once more)", got, tried+n)
+	}
 }
 
 // revocableProvider is a SendGrid stand-in whose key can be revoked and restored:

@@ -2576,6 +2576,7 @@ DECLARE
   v_ordered bigint[];
   v_channels text[];
   v_reasons text[];
+  v_untils timestamptz[];
   died boolean;
   ready boolean;
   bad text;
@@ -2584,11 +2585,11 @@ BEGIN
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
           cardinality(error_classes), cardinality(retry_at), cardinality(error_codes)], 4);
   SELECT c INTO bad FROM unnest(error_classes) AS c
-  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'configuration', 'permanent') LIMIT 1;
+  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'quota', 'configuration', 'permanent') LIMIT 1;
   IF FOUND THEN
     PERFORM herald._reject('22V12', 'error_classes',
       format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
-      hint => 'use transient, rate_limited, configuration or permanent');
+      hint => 'use transient, rate_limited, quota, configuration or permanent');
   END IF;
   IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
     PERFORM herald._reject('22V12', 'error_codes', 'a code is over 64 characters');
@@ -2616,7 +2617,7 @@ BEGIN
                WHEN n.next_run_at >= x.expires_at THEN 'expired'
                ELSE 'queued'
              END AS next_status,
-             CASE WHEN u.error_class IN ('rate_limited', 'configuration') THEN greatest(x.attempts - 1, 0)
+             CASE WHEN u.error_class IN ('rate_limited', 'quota', 'configuration') THEN greatest(x.attempts - 1, 0)
                   ELSE x.attempts END AS attempts,
              n.next_run_at
       FROM unnest(ids, lease_tokens, errors, error_classes, retry_at, error_codes)
@@ -2625,12 +2626,13 @@ BEGIN
       JOIN herald.channels c ON c.name = x.channel
       CROSS JOIN LATERAL (SELECT greatest(fail.now, coalesce(u.retry_at, CASE
                WHEN u.error_class = 'configuration' THEN fail.now
+               WHEN u.error_class = 'quota' THEN fail.now + c.quota_wait
                ELSE fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max) END)) AS next_run_at) AS n
     ) AS d
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
-              m.last_error, m.last_error_code, m.attempts
+              m.last_error, m.last_error_code, m.attempts, d.next_run_at
   ), refused AS ( -- a refusal that rules the address out (herald._suppression_reason) stops future sends
     -- (two of one address in a call: the second is a conflict, skipped)
     INSERT INTO herald.suppressions (kind, recipient, reason, source, created_at)
@@ -2650,21 +2652,25 @@ BEGIN
     WHERE f.status IN ('dead', 'expired')
     GROUP BY f.status
   )
-  SELECT t.n, t.died, t.ready, t.ordered, p.channels, p.reasons
-  INTO changed, died, ready, v_ordered, v_channels, v_reasons
+  SELECT t.n, t.died, t.ready, t.ordered, p.channels, p.reasons, p.untils
+  INTO changed, died, ready, v_ordered, v_channels, v_reasons, v_untils
   FROM (SELECT count(*) AS n, bool_or(f.status IN ('dead', 'expired')) AS died,
                bool_or(f.status = 'queued' AND f.run_at <= fail.now) AS ready,
                array_agg(f.id) FILTER (WHERE f.ordering_key IS NOT NULL AND f.status <> 'queued') AS ordered
         FROM failed f) AS t,
-       (SELECT array_agg(x.channel ORDER BY x.channel) AS channels, array_agg(x.last_error ORDER BY x.channel) AS reasons
-        FROM (SELECT DISTINCT ON (g.channel) g.channel, g.last_error
-              FROM failed g WHERE g.last_error_class = 'configuration' ORDER BY g.channel, g.id) AS x) AS p;
+       (SELECT array_agg(x.channel ORDER BY x.channel) AS channels, array_agg(x.last_error ORDER BY x.channel) AS reasons,
+               array_agg(x.until ORDER BY x.channel) AS untils
+        FROM (SELECT DISTINCT ON (g.channel) g.channel, g.last_error, -- a configuration failure's pause has no end
+                     CASE WHEN g.last_error_class = 'quota'
+                          THEN max(g.next_run_at) OVER (PARTITION BY g.channel) END AS until
+              FROM failed g WHERE g.last_error_class = 'configuration' OR (g.last_error_class = 'quota' AND g.next_run_at > fail.now)
+              ORDER BY g.channel, g.last_error_class, g.id) AS x) AS p; -- 'configuration' sorts first
   IF v_ordered IS NOT NULL THEN
     PERFORM herald._release_after(ids => v_ordered);
   END IF;
-  IF v_channels IS NOT NULL THEN -- the runner's setup is wrong: its channels stop for every runner
-    PERFORM herald.pause_channel(channel => u.channel, reason => u.reason, by => 'runner', now => fail.now)
-    FROM unnest(v_channels, v_reasons) AS u (channel, reason);
+  IF v_channels IS NOT NULL THEN -- the runner's setup is wrong, or the account's quota spent: its channels stop for every runner
+    PERFORM herald.pause_channel(channel => u.channel, reason => u.reason, by => 'runner', until => u.until, now => fail.now)
+    FROM unnest(v_channels, v_reasons, v_untils) AS u (channel, reason, until);
   END IF;
   IF died THEN
     PERFORM herald._notify(ARRAY['herald_log']);
@@ -2984,10 +2990,10 @@ COMMENT ON FUNCTION herald.log_truncate(before_offset bigint) IS 'Delete log eve
 
 
 --
--- Name: pause_channel(text, text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: pause_channel(text, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.pause_channel(channel text, reason text, by text DEFAULT 'operator'::text, now timestamp with time zone DEFAULT now()) RETURNS boolean
+CREATE FUNCTION herald.pause_channel(channel text, reason text, by text DEFAULT 'operator'::text, until timestamp with time zone DEFAULT NULL::timestamp with time zone, now timestamp with time zone DEFAULT now()) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2999,12 +3005,16 @@ BEGIN
   PERFORM herald._check_not_null(ARRAY['channel', 'reason', 'by'],
     ARRAY[pause_channel.channel IS NOT NULL, pause_channel.reason IS NOT NULL, pause_channel.by IS NOT NULL]);
   PERFORM herald._check_pauser(by => pause_channel.by);
+  IF pause_channel.until <= pause_channel.now OR (pause_channel.until IS NOT NULL AND pause_channel.by = 'operator') THEN
+    PERFORM herald._reject(code => '22V12', field => 'until',
+      message => 'must be after now, for a runner''s pause (an operator''s lasts until an operator resumes)');
+  END IF;
   IF NOT EXISTS (SELECT FROM herald.channels c WHERE c.name = pause_channel.channel) THEN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', pause_channel.channel));
   END IF;
   UPDATE herald.channels c
   SET paused = true, paused_reason = left(pause_channel.reason, 500), paused_at = pause_channel.now,
-      paused_by = pause_channel.by
+      paused_by = pause_channel.by, paused_until = pause_channel.until
   WHERE c.name = pause_channel.channel
     AND (NOT c.paused OR (c.paused_by IS DISTINCT FROM 'operator' AND pause_channel.by = 'operator'))
   RETURNING true INTO changed;
@@ -3014,10 +3024,10 @@ $$;
 
 
 --
--- Name: FUNCTION pause_channel(channel text, reason text, by text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.pause_channel(channel text, reason text, by text, now timestamp with time zone) IS 'Stop handing out a channel''s messages, with a reason; by operator (resumed by an operator) or runner (a probe may resume).';
+COMMENT ON FUNCTION herald.pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone) IS 'Stop handing out a channel''s messages, with a reason; by operator (resumed by an operator) or runner (a probe may resume, not before until).';
 
 
 --
@@ -3436,15 +3446,16 @@ COMMENT ON FUNCTION herald.refresh_statistics() IS 'ANALYZE herald''s tables whi
 
 
 --
--- Name: resume_channel(text, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: resume_channel(text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.resume_channel(channel text, by text DEFAULT 'operator'::text) RETURNS boolean
+CREATE FUNCTION herald.resume_channel(channel text, by text DEFAULT 'operator'::text, now timestamp with time zone DEFAULT now()) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
+  clock_ok boolean := herald._check_clock(now => resume_channel.now); -- first: a forged clock changes nothing
   changed boolean;
 BEGIN
   PERFORM herald._check_not_null(ARRAY['channel', 'by'],
@@ -3454,9 +3465,10 @@ BEGIN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', resume_channel.channel));
   END IF;
   UPDATE herald.channels c
-  SET paused = false, paused_reason = NULL, paused_at = NULL, paused_by = NULL
+  SET paused = false, paused_reason = NULL, paused_at = NULL, paused_by = NULL, paused_until = NULL
   WHERE c.name = resume_channel.channel AND c.paused
-    AND (resume_channel.by = 'operator' OR c.paused_by IS DISTINCT FROM 'operator')
+    AND (resume_channel.by = 'operator'
+         OR (c.paused_by IS DISTINCT FROM 'operator' AND NOT coalesce(c.paused_until > resume_channel.now, false)))
   RETURNING true INTO changed;
   IF changed THEN
     PERFORM herald._notify(ARRAY['herald_queue']);
@@ -3467,10 +3479,10 @@ $$;
 
 
 --
--- Name: FUNCTION resume_channel(channel text, by text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION resume_channel(channel text, by text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.resume_channel(channel text, by text) IS 'Hand out a paused channel''s messages again: any pause (operator) or only a runner''s (a probe).';
+COMMENT ON FUNCTION herald.resume_channel(channel text, by text, now timestamp with time zone) IS 'Hand out a paused channel''s messages again: any pause (operator) or only a runner''s, from its paused_until on (a probe).';
 
 
 --
@@ -3628,6 +3640,8 @@ CREATE TABLE herald.channels (
     paused_reason text,
     paused_at timestamp with time zone,
     paused_by text,
+    paused_until timestamp with time zone,
+    quota_wait interval DEFAULT '01:00:00'::interval NOT NULL,
     producers text[],
     recipient_prefixes text[],
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
@@ -3638,7 +3652,9 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
     CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
+    CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
     CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
+    CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
     CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
     CONSTRAINT channels_recipient_prefixes_form CHECK (((recipient_prefixes IS NULL) OR (((cardinality(recipient_prefixes) >= 1) AND (cardinality(recipient_prefixes) <= 1000)) AND (array_position(recipient_prefixes, NULL::text) IS NULL) AND
 CASE kind
@@ -3704,7 +3720,21 @@ COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set
 -- Name: COLUMN channels.paused_by; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
+COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration or quota failure; a runner''s probe may resume).';
+
+
+--
+-- Name: COLUMN channels.paused_until; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent quota: no runner resumes the channel before then; NULL: as soon as a probe passes.';
+
+
+--
+-- Name: COLUMN channels.quota_wait; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quota_wait IS 'How long the channel pauses when its provider says the account''s sending quota is spent (herald.fail class quota without retry_at).';
 
 
 --
@@ -3929,7 +3959,7 @@ CREATE TABLE herald.messages (
     last_error_code text,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
-    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'configuration'::text, 'permanent'::text]))),
+    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'quota'::text, 'configuration'::text, 'permanent'::text]))),
     CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])) = (finished_at IS NOT NULL))),
     CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT messages_outcome_known CHECK ((outcome = ANY (ARRAY['delivered'::text, 'deferred'::text, 'bounced'::text, 'complained'::text, 'unsubscribed'::text, 'undelivered'::text]))),
@@ -5202,12 +5232,12 @@ GRANT ALL ON FUNCTION herald.log_truncate(before_offset bigint) TO herald_admin;
 
 
 --
--- Name: FUNCTION pause_channel(channel text, reason text, by text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, now timestamp with time zone) TO herald_worker;
-GRANT ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone) TO herald_admin;
 
 
 --
@@ -5263,12 +5293,12 @@ GRANT ALL ON FUNCTION herald.refresh_statistics() TO herald_admin;
 
 
 --
--- Name: FUNCTION resume_channel(channel text, by text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION resume_channel(channel text, by text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.resume_channel(channel text, by text) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text) TO herald_worker;
-GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.resume_channel(channel text, by text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text, now timestamp with time zone) TO herald_admin;
 
 
 --

@@ -166,7 +166,7 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 		cfg := smtpsender.Config{Host: str("HOST"), TLS: str("TLS"), Username: str("USERNAME"),
 			Password: ev.secret(prefix + "PASSWORD"), Auth: str("AUTH"), Port: ev.int(prefix+"PORT", 0),
 			Timeout: duration("TIMEOUT", 10*time.Second), Pool: ev.int(prefix+"POOL", 16),
-			ThrottleWait: duration("THROTTLE_WAIT", time.Minute), QuotaWait: duration("QUOTA_WAIT", time.Hour), Defaults: defaults}
+			ThrottleWait: duration("THROTTLE_WAIT", time.Minute), Defaults: defaults}
 		if ca := str("CA_FILE"); ca != "" {
 			pem, err := os.ReadFile(ca)
 			if err != nil {

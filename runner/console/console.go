@@ -141,10 +141,11 @@ type Dead struct {
 	DiedAt                          time.Time
 }
 
-// Paused is a paused channel, why and since when.
+// Paused is a paused channel, why, since when and, for a spent quota, until when
+// (Until nil: until it is resumed).
 type Paused struct {
 	Channel, Reason string
-	Since           *time.Time
+	Since, Until    *time.Time
 }
 
 // Producer is one row of herald.producer_backlog with the producer's priority floor
@@ -195,9 +196,9 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		minutes[i].Bars = (minutes[i].Sent + minutes[i].Dead) * 100 / top
 	}
 	data["Minutes"], data["Top"] = minutes, top
-	if data["Paused"], err = collect(ctx, c.pool, `SELECT name, coalesce(paused_reason, ''), paused_at
+	if data["Paused"], err = collect(ctx, c.pool, `SELECT name, coalesce(paused_reason, ''), paused_at, paused_until
 		FROM herald.channels WHERE paused ORDER BY 1`, func(row pgx.CollectableRow) (p Paused, err error) {
-		err = row.Scan(&p.Channel, &p.Reason, &p.Since)
+		err = row.Scan(&p.Channel, &p.Reason, &p.Since, &p.Until)
 		return
 	}); err != nil {
 		c.fail(w, err)

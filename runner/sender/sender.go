@@ -13,6 +13,9 @@
 //
 //	ClassTransient      try again after the channel's backoff (or at RetryAt)
 //	ClassRateLimited    the provider refused for now: try again at RetryAt
+//	ClassQuota          the account's sending quota is spent (a daily limit, credits):
+//	                    the message goes back unharmed and SQL pauses the channel for
+//	                    its quota_wait (or until RetryAt), for every runner
 //	ClassConfiguration  the runner's setup is wrong (credentials, sender identity,
 //	                    TLS trust, the provider's host name): the message goes back
 //	                    unharmed and SQL pauses the channel until a probe (Checker)
@@ -38,6 +41,7 @@ type Class string
 const (
 	ClassTransient     Class = "transient"
 	ClassRateLimited   Class = "rate_limited"
+	ClassQuota         Class = "quota"
 	ClassConfiguration Class = "configuration"
 	ClassPermanent     Class = "permanent"
 )
@@ -107,6 +111,10 @@ func Transient(err error) error { return &Failure{Class: ClassTransient, Err: er
 
 // Permanent wraps err as a permanent failure.
 func Permanent(err error) error { return &Failure{Class: ClassPermanent, Err: err} }
+
+// Quota wraps err as a spent sending quota: the whole channel waits (SQL's
+// herald.channels.quota_wait), not only this message.
+func Quota(err error) error { return &Failure{Class: ClassQuota, Err: err} }
 
 // Configuration wraps err as a configuration failure with the given code.
 func Configuration(err error, code string) error {

@@ -4,13 +4,14 @@
 --   permanent: dead; a code that rules the address out (SMTP '550 5.1.1',
 --   herald._suppression_reason) also suppresses the recipient (source 'send').
 --   transient: queued at retry_at (else now + herald._backoff), dead at max attempts.
---   rate_limited / configuration: queued at retry_at (else now + backoff / now), the
---   attempt given back; configuration also pauses the channel (by runner, the error).
+--   rate_limited / configuration / quota: queued at retry_at (else now + backoff /
+--   now / now + the channel's quota_wait), the attempt given back; configuration also
+--   pauses the channel (by runner, the error), quota until that time.
 -- Due at or after expires_at: expired. Dead and expired: a log event. error_codes:
 -- what producers see (SMTP reply and enhanced code, HTTP status, provider code);
 -- errors: the text (2,000 characters) for workers and admins, the last 20 kept.
 -- Index: the primary key. Locks: the changed rows; ROW EXCLUSIVE on log_statements
--- and suppressions; the channel of a configuration failure. Errors: 22V12 NULL or
+-- and suppressions; the channel of a configuration or quota failure. Errors: 22V12 NULL or
 -- mismatched arrays, an unknown class, a code over 64. SECURITY DEFINER for workers.
 CREATE OR REPLACE FUNCTION herald.fail(
   ids bigint[],
@@ -32,6 +33,7 @@ DECLARE
   v_ordered bigint[];
   v_channels text[];
   v_reasons text[];
+  v_untils timestamptz[];
   died boolean;
   ready boolean;
   bad text;
@@ -40,11 +42,11 @@ BEGIN
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
           cardinality(error_classes), cardinality(retry_at), cardinality(error_codes)], 4);
   SELECT c INTO bad FROM unnest(error_classes) AS c
-  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'configuration', 'permanent') LIMIT 1;
+  WHERE c IS NULL OR c NOT IN ('transient', 'rate_limited', 'quota', 'configuration', 'permanent') LIMIT 1;
   IF FOUND THEN
     PERFORM herald._reject('22V12', 'error_classes',
       format('%s is not a failure class', coalesce(quote_literal(bad), 'NULL')),
-      hint => 'use transient, rate_limited, configuration or permanent');
+      hint => 'use transient, rate_limited, quota, configuration or permanent');
   END IF;
   IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
     PERFORM herald._reject('22V12', 'error_codes', 'a code is over 64 characters');
@@ -72,7 +74,7 @@ BEGIN
                WHEN n.next_run_at >= x.expires_at THEN 'expired'
                ELSE 'queued'
              END AS next_status,
-             CASE WHEN u.error_class IN ('rate_limited', 'configuration') THEN greatest(x.attempts - 1, 0)
+             CASE WHEN u.error_class IN ('rate_limited', 'quota', 'configuration') THEN greatest(x.attempts - 1, 0)
                   ELSE x.attempts END AS attempts,
              n.next_run_at
       FROM unnest(ids, lease_tokens, errors, error_classes, retry_at, error_codes)
@@ -81,12 +83,13 @@ BEGIN
       JOIN herald.channels c ON c.name = x.channel
       CROSS JOIN LATERAL (SELECT greatest(fail.now, coalesce(u.retry_at, CASE
                WHEN u.error_class = 'configuration' THEN fail.now
+               WHEN u.error_class = 'quota' THEN fail.now + c.quota_wait
                ELSE fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max) END)) AS next_run_at) AS n
     ) AS d
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
-              m.last_error, m.last_error_code, m.attempts
+              m.last_error, m.last_error_code, m.attempts, d.next_run_at
   ), refused AS ( -- a refusal that rules the address out (herald._suppression_reason) stops future sends
     -- (two of one address in a call: the second is a conflict, skipped)
     INSERT INTO herald.suppressions (kind, recipient, reason, source, created_at)
@@ -106,21 +109,25 @@ BEGIN
     WHERE f.status IN ('dead', 'expired')
     GROUP BY f.status
   )
-  SELECT t.n, t.died, t.ready, t.ordered, p.channels, p.reasons
-  INTO changed, died, ready, v_ordered, v_channels, v_reasons
+  SELECT t.n, t.died, t.ready, t.ordered, p.channels, p.reasons, p.untils
+  INTO changed, died, ready, v_ordered, v_channels, v_reasons, v_untils
   FROM (SELECT count(*) AS n, bool_or(f.status IN ('dead', 'expired')) AS died,
                bool_or(f.status = 'queued' AND f.run_at <= fail.now) AS ready,
                array_agg(f.id) FILTER (WHERE f.ordering_key IS NOT NULL AND f.status <> 'queued') AS ordered
         FROM failed f) AS t,
-       (SELECT array_agg(x.channel ORDER BY x.channel) AS channels, array_agg(x.last_error ORDER BY x.channel) AS reasons
-        FROM (SELECT DISTINCT ON (g.channel) g.channel, g.last_error
-              FROM failed g WHERE g.last_error_class = 'configuration' ORDER BY g.channel, g.id) AS x) AS p;
+       (SELECT array_agg(x.channel ORDER BY x.channel) AS channels, array_agg(x.last_error ORDER BY x.channel) AS reasons,
+               array_agg(x.until ORDER BY x.channel) AS untils
+        FROM (SELECT DISTINCT ON (g.channel) g.channel, g.last_error, -- a configuration failure's pause has no end
+                     CASE WHEN g.last_error_class = 'quota'
+                          THEN max(g.next_run_at) OVER (PARTITION BY g.channel) END AS until
+              FROM failed g WHERE g.last_error_class = 'configuration' OR (g.last_error_class = 'quota' AND g.next_run_at > fail.now)
+              ORDER BY g.channel, g.last_error_class, g.id) AS x) AS p; -- 'configuration' sorts first
   IF v_ordered IS NOT NULL THEN
     PERFORM herald._release_after(ids => v_ordered);
   END IF;
-  IF v_channels IS NOT NULL THEN -- the runner's setup is wrong: its channels stop for every runner
-    PERFORM herald.pause_channel(channel => u.channel, reason => u.reason, by => 'runner', now => fail.now)
-    FROM unnest(v_channels, v_reasons) AS u (channel, reason);
+  IF v_channels IS NOT NULL THEN -- the runner's setup is wrong, or the account's quota spent: its channels stop for every runner
+    PERFORM herald.pause_channel(channel => u.channel, reason => u.reason, by => 'runner', until => u.until, now => fail.now)
+    FROM unnest(v_channels, v_reasons, v_untils) AS u (channel, reason, until);
   END IF;
   IF died THEN
     PERFORM herald._notify(ARRAY['herald_log']);

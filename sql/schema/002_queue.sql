@@ -36,6 +36,8 @@ CREATE TABLE herald.channels (
   paused_reason      text,
   paused_at          timestamptz,
   paused_by          text,
+  paused_until       timestamptz,
+  quota_wait         interval NOT NULL DEFAULT '1 hour',
   producers          text[],
   recipient_prefixes text[],
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
@@ -48,6 +50,8 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_rate_positive CHECK (rate > 0 AND rate <= 1000000),
   CONSTRAINT channels_burst_positive CHECK (burst BETWEEN 1 AND 1000000),
   CONSTRAINT channels_paused_by_known CHECK (paused_by IN ('operator', 'runner')),
+  CONSTRAINT channels_paused_until_runner CHECK (paused_until IS NULL OR paused AND paused_by = 'runner'),
+  CONSTRAINT channels_quota_wait_range CHECK (quota_wait BETWEEN '1 second' AND '1 day'),
   CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
                                               AND array_position(producers, NULL) IS NULL),
   -- sms: E.164 prefixes (+1, +4420); webhook: URL prefixes up to a path's '/'
@@ -71,7 +75,9 @@ COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, f
 COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
 COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue on the channel (role names, intake:<name>); NULL: every producer. What a webhook receiver of the channel trusts.';
 COMMENT ON COLUMN herald.channels.recipient_prefixes IS 'Where the channel may send: an sms recipient must start with one of these E.164 prefixes, a webhook URL with one of these URL prefixes (each up to a ''/'' after the host); NULL: anywhere. Checked at enqueue.';
-COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration failure; a runner''s probe may resume).';
+COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration or quota failure; a runner''s probe may resume).';
+COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent quota: no runner resumes the channel before then; NULL: as soon as a probe passes.';
+COMMENT ON COLUMN herald.channels.quota_wait IS 'How long the channel pauses when its provider says the account''s sending quota is spent (herald.fail class quota without retry_at).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
 
@@ -145,7 +151,7 @@ CREATE TABLE herald.messages (
   errors              jsonb NOT NULL DEFAULT '[]',
   CONSTRAINT messages_status_known CHECK (status IN ('queued', 'held', 'processing', 'sent', 'dead', 'cancelled', 'expired', 'suppressed')),
   CONSTRAINT messages_outcome_known CHECK (outcome IN ('delivered', 'deferred', 'bounced', 'complained', 'unsubscribed', 'undelivered')),
-  CONSTRAINT messages_error_class_known CHECK (last_error_class IN ('transient', 'rate_limited', 'configuration', 'permanent')),
+  CONSTRAINT messages_error_class_known CHECK (last_error_class IN ('transient', 'rate_limited', 'quota', 'configuration', 'permanent')),
   CONSTRAINT messages_lease_when_processing CHECK ((status = 'processing') = (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL)),
   CONSTRAINT messages_finished_when_terminal CHECK ((status IN ('sent', 'dead', 'cancelled', 'expired', 'suppressed')) = (finished_at IS NOT NULL)),
   CONSTRAINT messages_attempts_range CHECK (attempts >= 0 AND max_attempts BETWEEN 1 AND 100)

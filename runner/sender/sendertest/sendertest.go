@@ -91,6 +91,13 @@ func (s *SMTPServer) Reply(localPart string, code int, enhanced, text string) {
 	s.replies[localPart] = smtpError(code, enhanced, text)
 }
 
+// Accept makes the server accept RCPT TO for the local part again (undoes Reply).
+func (s *SMTPServer) Accept(localPart string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.replies, localPart)
+}
+
 // RefuseSender makes the server refuse the sender address with the given reply, at
 // MAIL FROM (a relay that checks who may send) or, atData, after the message's data
 // (as Microsoft 365 and Amazon SES do). Addresses compare in any letter case.
@@ -441,6 +448,9 @@ func FakeSendGrid(t testing.TB, senders ...string) *httptest.Server {
 		case "revoked":
 			w.WriteHeader(401)
 			io.WriteString(w, `{"errors":[{"field":null,"message":"The provided authorization grant is invalid, expired, or revoked","help":null}]}`)
+		case "nocredits": // the account's credits are spent (SendGrid answers 401, as to a bad key)
+			w.WriteHeader(401)
+			io.WriteString(w, `{"errors":[{"field":null,"message":"Maximum credits exceeded","help":null}]}`)
 		case "huge":
 			w.WriteHeader(413)
 			io.WriteString(w, `{"errors":[{"message":"The JSON payload you have included in your request is too large.","field":null}]}`)

@@ -4,6 +4,7 @@
 // X-Message-Id header. Failures are classified by sender.FromHTTP: 429 rate_limited
 // (Retry-After / X-RateLimit-Reset), 5xx transient, 401/403 configuration (a revoked
 // key, a key without the scope), other 4xx (such as an invalid recipient) permanent;
+// a 401 "Maximum credits exceeded" is a spent quota (the channel waits its quota_wait);
 // a 403 for an unverified from is the channel's configuration when the from is its
 // default, and permanent when it is the payload's own (email.SenderRefused);
 // an untrusted certificate or unknown host is configuration (sender.FromNetwork).
@@ -177,8 +178,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
 		err := sender.FromHTTP(resp.StatusCode, resp.Header, errorText(b), time.Now())
-		if resp.StatusCode == http.StatusForbidden && refusesSender(b) {
+		switch {
+		case resp.StatusCode == http.StatusForbidden && refusesSender(b):
 			err = e.SenderRefused(err, false)
+		case resp.StatusCode == http.StatusUnauthorized && strings.Contains(strings.ToLower(errorText(b)), "maximum credits exceeded"):
+			err = sender.WithCode(sender.Quota(fmt.Errorf("HTTP 401: %s", errorText(b))), "401")
 		}
 		return sender.Result{}, err
 	}

@@ -55,11 +55,13 @@ func TestSendGridSender(t *testing.T) {
 		t.Fatalf("permanent error lacks SendGrid's field: %v", f)
 	}
 	// A revoked key (401) and a key without the scope (403) are the runner's problem,
-	// not the message's: they wait without using an attempt. 413 is permanent.
+	// not the message's: they wait without using an attempt; so do spent credits
+	// (also a 401), as the channel's quota. 413 is permanent.
 	for _, c := range []struct {
 		local, code string
 		class       sender.Class
-	}{{"revoked", "401", sender.ClassConfiguration}, {"forbidden", "403", sender.ClassConfiguration}, {"huge", "413", sender.ClassPermanent}} {
+	}{{"revoked", "401", sender.ClassConfiguration}, {"forbidden", "403", sender.ClassConfiguration}, {"nocredits", "401", sender.ClassQuota},
+		{"huge", "413", sender.ClassPermanent}} {
 		_, err = limited.Send(ctx, sendertest.EmailMessage(11, c.local+"@example.net"))
 		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code {
 			t.Fatalf("%s: code %q", c.local, f.Code)

@@ -13,7 +13,7 @@
 //	5.4.5 (Gmail's daily sending limit),
 //	SubmissionQuotaExceeded (Microsoft 365),
 //	"Daily message quota exceeded" (SES),
-//	"Maximum credits exceeded" (SendGrid)    rate_limited, retry in Config.QuotaWait
+//	"Maximum credits exceeded" (SendGrid)    quota: the channel pauses for its quota_wait
 //	421, 450, 451, 452, 454 with enhanced
 //	code 4.7.x or 4.2.1, or saying rate,
 //	throttl…, too many (not "too many
@@ -77,10 +77,7 @@ type Config struct {
 	// ThrottleWait is when to retry after a throttling or authentication reply
 	// (default 1 minute).
 	ThrottleWait time.Duration
-	// QuotaWait is when to retry after a sending-quota reply (default 1 hour: a
-	// daily quota is not back in a minute).
-	QuotaWait time.Duration
-	Defaults  email.Defaults
+	Defaults     email.Defaults
 }
 
 // Sender sends e-mail over SMTP. It is safe for concurrent use.
@@ -105,9 +102,6 @@ func New(cfg Config) (*Sender, error) {
 	}
 	if cfg.ThrottleWait == 0 {
 		cfg.ThrottleWait = time.Minute
-	}
-	if cfg.QuotaWait == 0 {
-		cfg.QuotaWait = time.Hour
 	}
 	opts := []mail.Option{mail.WithTimeout(cfg.Timeout)}
 	tlsConf := &tls.Config{ServerName: cfg.Host, MinVersion: tls.VersionTLS12}
@@ -399,7 +393,7 @@ func (s *Sender) classify(err error) error {
 	case enhanced == "5.4.5" || strings.Contains(text, "submissionquotaexceeded") ||
 		strings.Contains(text, "sending limit exceeded") || strings.Contains(text, "daily user sending quota") ||
 		strings.Contains(text, "daily message quota exceeded") || strings.Contains(text, "maximum credits exceeded"):
-		err = sender.RateLimited(err, now.Add(s.cfg.QuotaWait))
+		err = sender.Quota(err)
 	case (code == 421 || code == 450 || code == 451 || code == 452 || code == 454) && enhanced != "4.5.3" &&
 		!strings.Contains(text, "too many recipients") &&
 		(strings.HasPrefix(enhanced, "4.7.") || enhanced == "4.2.1" || strings.Contains(text, "rate") ||

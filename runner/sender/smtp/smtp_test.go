@@ -145,26 +145,27 @@ func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
 }
 
 // Providers' exact replies land in the class docs/operations.md gives them: quotas
-// wait hours, throttling a minute, neither uses an attempt; "too many recipients" is
+// are the channel's (quota: SQL pauses it for its quota_wait), throttling waits a
+// minute, neither uses an attempt; "too many recipients" is
 // not throttling; unknown mailboxes and full mailboxes are permanent; the reply code
 // is the failure's code.
 func TestSMTPRepliesAsProvidersSendThem(t *testing.T) {
 	t.Parallel()
 	srv, s := startSender(t)
-	const minute, hour = time.Minute, time.Hour
+	const minute = time.Minute
 	for i, c := range []struct {
 		code           int
 		enhanced, text string
 		class          sender.Class
 		wait           time.Duration // for rate_limited: at least this far ahead
 	}{
-		{454, "", "Throttling failure: Maximum sending rate exceeded.", sender.ClassRateLimited, minute},                                                                                     // Amazon SES
-		{454, "", "Throttling failure: Daily message quota exceeded.", sender.ClassRateLimited, hour},                                                                                        // Amazon SES
-		{451, "", "Authentication failed: Maximum credits exceeded", sender.ClassRateLimited, hour},                                                                                          // SendGrid's relay
-		{550, "5.4.5", "Daily user sending limit exceeded.", sender.ClassRateLimited, hour},                                                                                                  // Gmail
-		{554, "5.2.0", "STOREDRV.Submission.Exception:SubmissionQuotaExceededException; Failed to process message due to a permanent exception with message", sender.ClassRateLimited, hour}, // Microsoft 365
-		{421, "4.7.0", "Try again later, closing connection.", sender.ClassRateLimited, minute},                                                                                              // Gmail
-		{451, "4.7.1", "Greylisted, please try again later", sender.ClassRateLimited, minute},                                                                                                // greylisting
+		{454, "", "Throttling failure: Maximum sending rate exceeded.", sender.ClassRateLimited, minute},                                                                            // Amazon SES
+		{454, "", "Throttling failure: Daily message quota exceeded.", sender.ClassQuota, 0},                                                                                        // Amazon SES
+		{451, "", "Authentication failed: Maximum credits exceeded", sender.ClassQuota, 0},                                                                                          // SendGrid's relay
+		{550, "5.4.5", "Daily user sending limit exceeded.", sender.ClassQuota, 0},                                                                                                  // Gmail
+		{554, "5.2.0", "STOREDRV.Submission.Exception:SubmissionQuotaExceededException; Failed to process message due to a permanent exception with message", sender.ClassQuota, 0}, // Microsoft 365
+		{421, "4.7.0", "Try again later, closing connection.", sender.ClassRateLimited, minute},                                                                                     // Gmail
+		{451, "4.7.1", "Greylisted, please try again later", sender.ClassRateLimited, minute},                                                                                       // greylisting
 		{450, "4.2.1", "The user you are trying to contact is receiving mail too quickly.", sender.ClassRateLimited, minute},
 		{452, "4.5.3", "Too many recipients", sender.ClassTransient, 0},
 		{452, "4.2.2", "The email account that you tried to reach is over quota.", sender.ClassTransient, 0},
@@ -341,7 +342,7 @@ func TestSMTPRefusedSender(t *testing.T) {
 		{"ceo@example.com", "550 5.7.1", sender.ClassPermanent},
 		{"Boss <boss@example.com>", "550 5.7.60", sender.ClassPermanent},
 		{"ses@example.com", "554", sender.ClassPermanent},
-		{"quota@example.com", "550 5.4.5", sender.ClassRateLimited},
+		{"quota@example.com", "550 5.4.5", sender.ClassQuota},
 	} {
 		_, err := s.Send(ctx, withFrom(int64(200+i), "ana@example.net", c.from))
 		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code {
