@@ -23,7 +23,8 @@ import (
 // links); the mail client's POST suppresses the recipient, whose next message is not
 // sent; a forged or altered link is 404 and records nothing; a link of a purged
 // message is 410, not a false "unsubscribed"; a payload's own List-Unsubscribe is
-// kept.
+// kept; a message with copies gets no link (a copy's recipient who clicked it would
+// unsubscribe the To, and not themselves).
 func TestOneClickUnsubscribe(t *testing.T) {
 	ctx, pool := setup(t)
 	key := []byte(strings.Repeat("k", 32))
@@ -118,6 +119,14 @@ func TestOneClickUnsubscribe(t *testing.T) {
 	mustExec(t, pool, `DELETE FROM herald.messages WHERE id = $1`, gone)
 	if code := post(goneLink); code != 410 || strings.Contains(suppressed(), "bo@") {
 		t.Fatalf("purged message: %d, suppressions %q", code, suppressed())
+	}
+
+	// A message with copies: one link would name the To for every recipient.
+	for _, copies := range []string{`"cc":["dee@example.com"]`, `"bcc":["dee@example.com"]`} {
+		_, data = send("cy@example.com", `{"subject":"News","text":"Hello",`+copies+`}`)
+		if strings.Contains(data, "List-Unsubscribe") {
+			t.Fatalf("a message with %s carries one-click headers:\n%s", copies, data)
+		}
 	}
 
 	// The producer's own List-Unsubscribe (its preference centre) is kept, alone.

@@ -8,7 +8,7 @@
 // content (base64), content_type, disposition, content_id}), and the SendGrid-only
 // template_id, dynamic_template_data, categories and custom_args. from and reply_to
 // fall back to the channel's defaults; a channel with an unsubscribe URL adds
-// one-click List-Unsubscribe headers (RFC 8058). The Message-ID is derived
+// one-click List-Unsubscribe headers (RFC 8058) to a message without copies. The Message-ID is derived
 // from the herald message id, so a resend after a crash carries the same id and is
 // recognisable downstream.
 package email
@@ -47,7 +47,9 @@ type Defaults struct {
 	// UnsubscribeURL, when set, is the public URL of herald's unsubscribe endpoint
 	// (HERALD_<CHANNEL>_UNSUBSCRIBE_URL): each e-mail gets one-click List-Unsubscribe
 	// headers (RFC 8058) with its own link, signed with UnsubscribeKey, unless its
-	// payload sets List-Unsubscribe itself.
+	// payload sets List-Unsubscribe itself or it has copies (cc, bcc): the link
+	// names the message, so a copy's recipient who clicked it would unsubscribe the
+	// To and stay subscribed.
 	UnsubscribeURL string
 	UnsubscribeKey []byte
 }
@@ -181,7 +183,7 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 			return Email{}, sender.Permanent(fmt.Errorf("payload: header %q cannot be set", k))
 		}
 	}
-	if d.UnsubscribeURL != "" && !hasHeader(e.Headers, "List-Unsubscribe") {
+	if d.UnsubscribeURL != "" && !hasHeader(e.Headers, "List-Unsubscribe") && len(e.Cc)+len(e.Bcc) == 0 {
 		h := make(map[string]string, len(e.Headers)+2)
 		for k, v := range e.Headers {
 			h[k] = v
