@@ -10,6 +10,10 @@
 //	530, 534, 535, 538 (authentication)     configuration: the runner's credentials are
 //	                                        wrong, not the message (the channel is
 //	                                        paused; no attempt is used)
+//	a 5yz refusal of the account or its IP  configuration (accountRefused: SES's paused
+//	                                        or suspended sending, Microsoft 365's
+//	                                        tenant and IP blocks, a relay refusing
+//	                                        this client)
 //	5.4.5 (Gmail's daily sending limit),
 //	SubmissionQuotaExceeded (Microsoft 365),
 //	"Daily message quota exceeded" (SES),
@@ -377,6 +381,27 @@ func refusesSender(err error, from string) (refused, atMailFrom bool) {
 		strings.Contains(text, "email address is not verified") && from != "" && strings.Contains(text, strings.ToLower(from)), false
 }
 
+// accountRefused reports whether a 5yz reply refuses the sending account or its IP,
+// whatever the message: SES's paused or suspended sending, Microsoft 365's tenant and
+// IP blocks (5.7.501 spam abuse, 5.7.511 banned sender, 5.7.705 tenant over its
+// threshold, 5.7.708 IP not accepted, 5.7.750 unregistered domains), a relay that
+// takes no mail from this client (SendGrid "Unauthenticated senders not allowed",
+// Google's "Mail relay denied" and "Invalid credentials for relay"). Every message
+// would get the same answer: the channel pauses instead of dead-lettering its backlog.
+func accountRefused(enhanced, text string) bool {
+	switch enhanced {
+	case "5.7.501", "5.7.511", "5.7.705", "5.7.708", "5.7.750":
+		return true
+	}
+	for _, s := range []string{"sending paused for this", "sending suspended for this account",
+		"unauthenticated senders not allowed", "mail relay denied", "invalid credentials for relay"} {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // authReply reports whether code is an authentication reply (530, 534, 535, 538).
 func authReply(code int) bool { return code == 530 || code == 534 || code == 535 || code == 538 }
 
@@ -399,6 +424,8 @@ func (s *Sender) classify(err error) error {
 		(strings.HasPrefix(enhanced, "4.7.") || enhanced == "4.2.1" || strings.Contains(text, "rate") ||
 			strings.Contains(text, "throttl") || strings.Contains(text, "too many") || strings.Contains(text, "too quickly")):
 		err = sender.RateLimited(err, now.Add(s.cfg.ThrottleWait))
+	case code >= 500 && accountRefused(enhanced, text):
+		err = sender.Configuration(err, "")
 	case code >= 500:
 		err = sender.Permanent(err)
 	case code == 0:

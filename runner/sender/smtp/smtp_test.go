@@ -167,6 +167,12 @@ func TestSMTPRepliesAsProvidersSendThem(t *testing.T) {
 		{421, "4.7.0", "Try again later, closing connection.", sender.ClassRateLimited, minute},                                                                                     // Gmail
 		{451, "4.7.1", "Greylisted, please try again later", sender.ClassRateLimited, minute},                                                                                       // greylisting
 		{450, "4.2.1", "The user you are trying to contact is receiving mail too quickly.", sender.ClassRateLimited, minute},
+		{554, "", "Sending suspended for this account. For more information, please check the inbox of the email address associated with your AWS account.", sender.ClassConfiguration, 0}, // Amazon SES
+		{554, "", "Sending paused for this configuration set.", sender.ClassConfiguration, 0},                                                                                              // Amazon SES
+		{550, "5.7.705", "Access denied, tenant has exceeded threshold", sender.ClassConfiguration, 0},                                                                                     // Microsoft 365
+		{550, "5.7.708", "Access denied, traffic not accepted from this IP.", sender.ClassConfiguration, 0},                                                                                // Microsoft 365
+		{550, "", "Unauthenticated senders not allowed", sender.ClassConfiguration, 0},                                                                                                     // SendGrid's relay
+		{550, "5.7.0", "Mail relay denied [203.0.113.7]. Invalid credentials for relay for one of the domains in: example.com", sender.ClassConfiguration, 0},                              // Google's SMTP relay
 		{452, "4.5.3", "Too many recipients", sender.ClassTransient, 0},
 		{452, "4.2.2", "The email account that you tried to reach is over quota.", sender.ClassTransient, 0},
 		{450, "4.2.0", "mailbox unavailable", sender.ClassTransient, 0},
