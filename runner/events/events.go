@@ -268,7 +268,7 @@ func (h *handler) endpoint(source string, parse parser) http.Handler {
 }
 
 // Record stores events (as herald.record_delivery_events takes them) of source and
-// returns its counts: the one call the endpoints and `herald dsn` make.
+// returns its counts: the one call the endpoints and `herald mail-report` make.
 func Record(ctx context.Context, q Querier, source string, evs json.RawMessage) (Result, error) {
 	var res Result
 	err := q.QueryRow(ctx, `SELECT recorded, duplicates, unknown FROM herald.record_delivery_events($1, $2::jsonb)`,

@@ -38,11 +38,11 @@ type Defaults struct {
 	MessageIDDomain string
 	// MessageIDKey, when set (the first of HERALD_MESSAGE_ID_SECRETS), signs the
 	// Message-ID (MessageID): a bounce that quotes it is then known to be about a mail
-	// herald sent, which `herald dsn` requires.
+	// herald sent, which `herald mail-report` requires.
 	MessageIDKey []byte
 	// ReturnPath is the envelope sender (SMTP MAIL FROM), the address bounces go back
 	// to, when it is not From (HERALD_<CHANNEL>_RETURN_PATH): a mailbox that pipes
-	// them to `herald dsn`. A bare address.
+	// them to `herald mail-report`. A bare address.
 	ReturnPath string
 	// UnsubscribeURL, when set, is the public URL of herald's unsubscribe endpoint
 	// (HERALD_<CHANNEL>_UNSUBSCRIBE_URL): each e-mail gets one-click List-Unsubscribe

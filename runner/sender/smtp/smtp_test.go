@@ -417,7 +417,7 @@ func TestSMTPReturnPath(t *testing.T) {
 	if len(got) != 1 || got[0].From != "bounces@bounce.example.com" || !strings.Contains(got[0].Data, "From: \"Billing\" <billing@example.com>") {
 		t.Fatalf("envelope %q, message %.300q", got[0].From, got[0].Data)
 	}
-	// The Message-ID a bounce will quote is signed (herald dsn checks it).
+	// The Message-ID a bounce will quote is signed (herald mail-report checks it).
 	if !strings.Contains(got[0].Data, "Message-ID: "+email.MessageID(1, cfg.Defaults.MessageIDKey, "example.com")) {
 		t.Fatalf("the Message-ID is not the signed one: %.500q", got[0].Data)
 	}

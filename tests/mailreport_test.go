@@ -128,7 +128,116 @@ Thanks.
 `, msgID, to), "\n", "\r\n")
 }
 
-// herald dsn, as a mail server's pipe runs it: a bounce on stdin is recorded for the
+// mailReport runs `herald mail-report` (bin) with input on stdin and env added, as a
+// mail server's pipe does; returns its exit code and output.
+func mailReport(t *testing.T, bin, input string, env ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, "mail-report")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(input)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), string(out)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+// arfReport is a feedback loop's complaint (RFC 5965), as Yahoo's and Microsoft's
+// send them: the feedback-report part (Feedback-Type feedbackType; Original-Rcpt-To
+// rcpt unless empty) and the returned message's headers, with herald message id's
+// Message-ID and its To (to, as the provider left it: often redacted).
+func arfReport(msgID, feedbackType, rcpt, to string) string {
+	rcptField := ""
+	if rcpt != "" {
+		rcptField = "Original-Rcpt-To: " + rcpt + "\n"
+	}
+	return strings.ReplaceAll(fmt.Sprintf(`From: staff@fbl.mail.example
+Date: Thu, 26 Nov 2026 11:00:00 +0000
+Subject: FW: Your receipt
+To: fbl@example.com
+Message-ID: <fbl-%[2]s-%[5]s@fbl.mail.example>
+MIME-Version: 1.0
+Content-Type: multipart/report; report-type=feedback-report;
+	boundary="----=_Part_fbl"
+
+------=_Part_fbl
+Content-Type: text/plain; charset="US-ASCII"
+
+This is an email abuse report for an email message received from IP 203.0.113.7.
+
+------=_Part_fbl
+Content-Type: message/feedback-report
+
+Feedback-Type: %[2]s
+User-Agent: ExampleFBL/1.0
+Version: 1
+Original-Mail-From: <bounces@example.com>
+%[3]sArrival-Date: Thu, 26 Nov 2026 10:00:01 +0000
+Reported-Domain: example.com
+Source-IP: 203.0.113.7
+
+------=_Part_fbl
+Content-Type: text/rfc822-headers
+
+From: Herald <noreply@example.com>
+To: %[4]s
+Subject: Your receipt
+Message-ID: %[1]s
+
+------=_Part_fbl--
+`, msgID, feedbackType, rcptField, to, strings.Trim(msgID, "<>")), "\n", "\r\n")
+}
+
+// Complaints from feedback loops (RFC 5965 reports piped to herald mail-report): an
+// abuse report on a message herald signed records 'complained' for its recipient (the
+// Original-Rcpt-To when given, else the message's, since loops redact it) and
+// suppresses the address, once however often it is delivered; a copy's complaint
+// suppresses the copy only. A not-spam or auth-failure report records nothing; so
+// does one on a Message-ID without herald's tag (anyone can mail a report).
+func TestComplaintsFromAFeedbackLoop(t *testing.T) {
+	_, pool := setup(t)
+	bin := buildHerald(t)
+	key := []byte("the Message-ID key, 32 bytes long")
+	env := []string{"DATABASE_URL=" + pool.Config().ConnString(), "HERALD_MESSAGE_ID_SECRETS=whsec_" + base64.StdEncoding.EncodeToString(key)}
+	ids := smtpSent(t, pool, key, "ana@example.net", "bo@example.net", "cy@example.net")
+	msgID := func(i int) string { return email.MessageID(ids[i], key, "example.com") }
+	for name, input := range map[string]string{
+		"not spam":        arfReport(msgID(0), "not-spam", "", "ana@example.net"),
+		"an auth failure": arfReport(msgID(0), "auth-failure", "", "ana@example.net"),
+		"a forged report": arfReport(email.MessageID(ids[0], nil, "example.com"), "abuse", "", "ana@example.net"),
+	} {
+		if code, out := mailReport(t, bin, input, env...); code != 0 || !strings.Contains(out, "no event") {
+			t.Errorf("%s: exit %d %s", name, code, out)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`); n != 0 {
+		t.Fatalf("%d events stored from reports that are no complaint of ours", n)
+	}
+	redacted := arfReport(msgID(0), "abuse", "xxxxxxxx@example.net", "redacted@example.net")
+	for i := 0; i < 2; i++ { // a mail server may deliver the same report twice
+		if code, out := mailReport(t, bin, redacted, env...); code != 0 || !strings.Contains(out, fmt.Sprintf("arf: recorded %d, duplicates %d", 1-i, i)) {
+			t.Fatalf("a redacted complaint, delivery %d: exit %d %s", i+1, code, out)
+		}
+	}
+	if code, out := mailReport(t, bin, arfReport(msgID(1), "abuse", "<bo@example.net>", "bo@example.net"), env...); code != 0 || !strings.Contains(out, "recorded 1") {
+		t.Fatalf("a complaint naming its recipient: exit %d %s", code, out)
+	}
+	if code, out := mailReport(t, bin, arfReport(msgID(2), "abuse", "copy@example.net", "cy@example.net"), env...); code != 0 || !strings.Contains(out, "recorded 1") {
+		t.Fatalf("a copy's complaint: exit %d %s", code, out)
+	}
+	got := []string{outcome(t, pool, ids[0]), outcome(t, pool, ids[1]), outcome(t, pool, ids[2])}
+	if want := []string{"sent complained - -", "sent complained - -", "sent - - -"}; strings.Join(got, " / ") != strings.Join(want, " / ") {
+		t.Fatalf("outcomes %q, want %q", got, want)
+	}
+	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ' ORDER BY recipient) FROM herald.suppressions`); sup != "ana@example.net:complained:arf bo@example.net:complained:arf copy@example.net:complained:arf" {
+		t.Fatalf("suppressions: %q", sup)
+	}
+}
+
+// herald mail-report, as a mail server's pipe runs it: a bounce on stdin is recorded for the
 // To recipient of the herald message whose signed Message-ID it returns (Postfix's
 // and Exchange's shapes): a failure is undelivered with the receiving server's reply
 // and status as its code, and an unknown mailbox (550 5.1.1) suppresses the address
@@ -149,17 +258,7 @@ func TestDSNFromAMailServer(t *testing.T) {
 	msgID := func(i int) string { return email.MessageID(ids[i], key, "example.com") }
 	dsn := func(input, dbURL string, env ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(bin, "dsn")
-		cmd.Env = append(append(os.Environ(), "DATABASE_URL="+dbURL, "HERALD_MESSAGE_ID_SECRETS="+secret), env...)
-		cmd.Stdin = strings.NewReader(input)
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode(), string(out)
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
+		return mailReport(t, bin, input, append([]string{"DATABASE_URL=" + dbURL, "HERALD_MESSAGE_ID_SECRETS=" + secret}, env...)...)
 	}
 	hard := postfixDSN(msgID(0), "Ana Lima <ana@example.net>", "ana@example.net", "failed", "5.1.1",
 		"550 5.1.1 <ana@example.net>: Recipient address rejected: User unknown in virtual mailbox table")
