@@ -58,4 +58,3 @@ var (
 	smtpReply      = regexp.MustCompile(`^[245][0-9][0-9]([ -]|$)`)
 	enhancedStatus = regexp.MustCompile(`^[245]\.[0-9]{1,3}\.[0-9]{1,3}$`)
 )
-
