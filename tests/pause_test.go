@@ -231,6 +231,56 @@ func TestSpentQuotaStopsTheChannel(t *testing.T) {
 	}
 }
 
+// A fault the probe does not see (a provider that refuses only at the send) would
+// pause and resume the channel at every probe: a runner's pause within backoff_max
+// of a runner's resume is a relapse, and no runner may end it before backoff_base *
+// 2^relapses (at most backoff_max) has passed. A pause long after the last resume,
+// and an operator's resume, start again from none.
+func TestRelapsedPausesWaitLonger(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET backoff_base = '10 seconds', backoff_max = '1 minute' WHERE name = 'email'`)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	pause := func(now time.Time) string {
+		t.Helper()
+		mustExec(t, pool, `SELECT herald.pause_channel('email', 'HTTP 403: the From is not verified', by => 'runner', now => $1)`, now)
+		return scalar[string](t, pool, `SELECT pause_relapses || ' ' || coalesce(to_char(paused_until - $1::timestamptz, 'MI:SS'), 'probe')
+			FROM herald.channels WHERE name = 'email'`, now)
+	}
+	resume := func(now time.Time) bool {
+		t.Helper()
+		return scalar[bool](t, pool, `SELECT herald.resume_channel('email', by => 'runner', now => $1)`, now)
+	}
+	if got := pause(t0); got != "0 probe" {
+		t.Fatalf("a first pause: %s, want no relapse and a probe at once", got)
+	}
+	if !resume(at(time.Minute)) {
+		t.Fatal("the probe could not resume a first pause")
+	}
+	resumed := at(time.Minute)
+	for i, want := range []string{"1 00:20", "2 00:40", "3 01:00", "4 01:00"} {
+		paused := resumed.Add(30 * time.Second) // the next send finds the fault again
+		if got := pause(paused); got != want {
+			t.Fatalf("relapse %d: %s, want %s (relapses, wait)", i+1, got, want)
+		}
+		if resume(paused.Add(10 * time.Second)) {
+			t.Fatalf("relapse %d: a probe ended the pause before its wait", i+1)
+		}
+		resumed = paused.Add(time.Minute)
+		if !resume(resumed) {
+			t.Fatalf("relapse %d: the probe could not resume after the wait", i+1)
+		}
+	}
+	if got := pause(at(3 * time.Hour)); got != "0 probe" {
+		t.Fatalf("a pause two hours after the last resume: %s, want none", got)
+	}
+	mustExec(t, pool, `SELECT herald.resume_channel('email', by => 'runner', now => $1)`, at(3*time.Hour+time.Minute))
+	pause(at(3*time.Hour + 2*time.Minute))
+	mustExec(t, pool, `SELECT herald.resume_channel('email')`)
+	if got := scalar[string](t, pool, `SELECT pause_relapses || ' ' || coalesce(resumed_at::text, 'none') FROM herald.channels WHERE name = 'email'`); got != "0 none" {
+		t.Fatalf("after an operator's resume: %s", got)
+	}
+}
+
 // revocableProvider is a SendGrid stand-in whose key can be revoked and restored:
 // /v3/scopes and /v3/mail/send answer 401 while it is revoked. Its one verified
 // sender identity is noreply@example.com: mail from any other gets SendGrid's 403.
@@ -296,6 +346,9 @@ func TestRevokedKeyPausesTheChannelNotTheMail(t *testing.T) {
 	pool := testdb.Pool(t, url)
 	prov, sg := sendGridStandIn(t, "noreply@example.com", true)
 	enqueueMany(t, pool, 20, "email")
+	// The second revocation comes soon after the probe's resume: a relapse, whose wait
+	// starts at backoff_base.
+	mustExec(t, pool, `UPDATE herald.channels SET backoff_base = '100 milliseconds' WHERE name = 'email'`)
 	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": sg}, ProbeInterval: 100 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond})
 	eventually(t, 20*time.Second, "the start check to pause the channel", func() bool {

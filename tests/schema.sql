@@ -3014,7 +3014,14 @@ BEGIN
   END IF;
   UPDATE herald.channels c
   SET paused = true, paused_reason = left(pause_channel.reason, 500), paused_at = pause_channel.now,
-      paused_by = pause_channel.by, paused_until = pause_channel.until
+      paused_by = pause_channel.by,
+      pause_relapses = r.relapses,
+      paused_until = coalesce(pause_channel.until, CASE WHEN r.relapses > 0
+        THEN pause_channel.now + least(c.backoff_max, c.backoff_base * power(2, least(r.relapses, 30))) END)
+  FROM (SELECT CASE WHEN pause_channel.by = 'runner' AND pause_channel.until IS NULL
+                         AND x.resumed_at > pause_channel.now - x.backoff_max THEN x.pause_relapses + 1
+                    ELSE 0 END AS relapses
+        FROM herald.channels x WHERE x.name = pause_channel.channel) AS r
   WHERE c.name = pause_channel.channel
     AND (NOT c.paused OR (c.paused_by IS DISTINCT FROM 'operator' AND pause_channel.by = 'operator'))
   RETURNING true INTO changed;
@@ -3465,7 +3472,9 @@ BEGIN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', resume_channel.channel));
   END IF;
   UPDATE herald.channels c
-  SET paused = false, paused_reason = NULL, paused_at = NULL, paused_by = NULL, paused_until = NULL
+  SET paused = false, paused_reason = NULL, paused_at = NULL, paused_by = NULL, paused_until = NULL,
+      resumed_at = CASE WHEN resume_channel.by = 'runner' THEN resume_channel.now END,
+      pause_relapses = CASE WHEN resume_channel.by = 'runner' THEN c.pause_relapses ELSE 0 END
   WHERE c.name = resume_channel.channel AND c.paused
     AND (resume_channel.by = 'operator'
          OR (c.paused_by IS DISTINCT FROM 'operator' AND NOT coalesce(c.paused_until > resume_channel.now, false)))
@@ -3641,6 +3650,8 @@ CREATE TABLE herald.channels (
     paused_at timestamp with time zone,
     paused_by text,
     paused_until timestamp with time zone,
+    resumed_at timestamp with time zone,
+    pause_relapses integer DEFAULT 0 NOT NULL,
     quota_wait interval DEFAULT '01:00:00'::interval NOT NULL,
     producers text[],
     recipient_prefixes text[],
@@ -3727,7 +3738,21 @@ COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; 
 -- Name: COLUMN channels.paused_until; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent quota: no runner resumes the channel before then; NULL: as soon as a probe passes.';
+COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent quota or a relapse: no runner resumes the channel before then; NULL: as soon as a probe passes.';
+
+
+--
+-- Name: COLUMN channels.resumed_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.resumed_at IS 'When a runner''s probe last resumed the channel; a runner''s pause within backoff_max of it is a relapse.';
+
+
+--
+-- Name: COLUMN channels.pause_relapses; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.pause_relapses IS 'Runner pauses in a row that came within backoff_max of a probe''s resume (a fault the probe does not see): each waits twice as long (backoff_base * 2^n, at most backoff_max).';
 
 
 --

@@ -3,9 +3,11 @@
 -- call paused it, false when it was paused already (an operator's pause is kept over
 -- a runner's; an operator's call takes over a runner's pause and its reason).
 --   by 'operator'  only an operator's herald.resume_channel ends it (herald_admin)
---   by 'runner'    a runner found the configuration wrong (credentials, TLS, sender
---                  identity) or the account's quota spent (until: not before then);
---                  a runner's probe that succeeds may end it (herald_worker)
+--   by 'runner'    the configuration is wrong (credentials, TLS, sender identity) or
+--                  the quota spent (until); a probe that passes may end it, not before
+--                  until, nor, for a relapse (within backoff_max of a runner's resume:
+--                  a fault the probe does not see), before least(backoff_max,
+--                  backoff_base * 2^relapses) has passed (herald_worker)
 -- reason: for operators (first 500 characters; herald.channels, the console, /metrics).
 -- Errors: 22V12 channel, reason or by NULL, by not one of the two, until not after
 -- now or given by 'operator'; 22V01 channel unknown; 42501 by 'operator' from a role
@@ -39,7 +41,14 @@ BEGIN
   END IF;
   UPDATE herald.channels c
   SET paused = true, paused_reason = left(pause_channel.reason, 500), paused_at = pause_channel.now,
-      paused_by = pause_channel.by, paused_until = pause_channel.until
+      paused_by = pause_channel.by,
+      pause_relapses = r.relapses,
+      paused_until = coalesce(pause_channel.until, CASE WHEN r.relapses > 0
+        THEN pause_channel.now + least(c.backoff_max, c.backoff_base * power(2, least(r.relapses, 30))) END)
+  FROM (SELECT CASE WHEN pause_channel.by = 'runner' AND pause_channel.until IS NULL
+                         AND x.resumed_at > pause_channel.now - x.backoff_max THEN x.pause_relapses + 1
+                    ELSE 0 END AS relapses
+        FROM herald.channels x WHERE x.name = pause_channel.channel) AS r
   WHERE c.name = pause_channel.channel
     AND (NOT c.paused OR (c.paused_by IS DISTINCT FROM 'operator' AND pause_channel.by = 'operator'))
   RETURNING true INTO changed;

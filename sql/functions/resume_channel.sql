@@ -2,8 +2,8 @@
 -- again; returns true when this call resumed it.
 --   by 'operator'  ends any pause (herald_admin)
 --   by 'runner'    ends only a runner's pause (a probe of the provider succeeded),
---                  from its paused_until on (a spent quota); an operator's pause
---                  stays (herald_worker)
+--                  from its paused_until on (a spent quota, a relapse); an
+--                  operator's pause stays (herald_worker); notes resumed_at
 -- Wakes the runners (NOTIFY herald_queue) when it resumed the channel.
 -- Errors: 22V12 channel or by NULL, by not one of the two; 22V01 channel unknown;
 -- 42501 by 'operator' from a role below herald_admin, now from one below it.
@@ -27,7 +27,9 @@ BEGIN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', resume_channel.channel));
   END IF;
   UPDATE herald.channels c
-  SET paused = false, paused_reason = NULL, paused_at = NULL, paused_by = NULL, paused_until = NULL
+  SET paused = false, paused_reason = NULL, paused_at = NULL, paused_by = NULL, paused_until = NULL,
+      resumed_at = CASE WHEN resume_channel.by = 'runner' THEN resume_channel.now END,
+      pause_relapses = CASE WHEN resume_channel.by = 'runner' THEN c.pause_relapses ELSE 0 END
   WHERE c.name = resume_channel.channel AND c.paused
     AND (resume_channel.by = 'operator'
          OR (c.paused_by IS DISTINCT FROM 'operator' AND NOT coalesce(c.paused_until > resume_channel.now, false)))

@@ -37,6 +37,8 @@ CREATE TABLE herald.channels (
   paused_at          timestamptz,
   paused_by          text,
   paused_until       timestamptz,
+  resumed_at         timestamptz,
+  pause_relapses     integer NOT NULL DEFAULT 0,
   quota_wait         interval NOT NULL DEFAULT '1 hour',
   producers          text[],
   recipient_prefixes text[],
@@ -76,7 +78,9 @@ COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set
 COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue on the channel (role names, intake:<name>); NULL: every producer. What a webhook receiver of the channel trusts.';
 COMMENT ON COLUMN herald.channels.recipient_prefixes IS 'Where the channel may send: an sms recipient must start with one of these E.164 prefixes, a webhook URL with one of these URL prefixes (each up to a ''/'' after the host); NULL: anywhere. Checked at enqueue.';
 COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration or quota failure; a runner''s probe may resume).';
-COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent quota: no runner resumes the channel before then; NULL: as soon as a probe passes.';
+COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent quota or a relapse: no runner resumes the channel before then; NULL: as soon as a probe passes.';
+COMMENT ON COLUMN herald.channels.resumed_at IS 'When a runner''s probe last resumed the channel; a runner''s pause within backoff_max of it is a relapse.';
+COMMENT ON COLUMN herald.channels.pause_relapses IS 'Runner pauses in a row that came within backoff_max of a probe''s resume (a fault the probe does not see): each waits twice as long (backoff_base * 2^n, at most backoff_max).';
 COMMENT ON COLUMN herald.channels.quota_wait IS 'How long the channel pauses when its provider says the account''s sending quota is spent (herald.fail class quota without retry_at).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
