@@ -69,7 +69,7 @@ type Config struct {
 	// (the herald_channel_paused gauge) and a channel a runner paused is probed
 	// (default 1m).
 	ProbeInterval time.Duration
-	// QuotaInterval is how often herald.count_pending counts the unfinished messages
+	// QuotaInterval is how often herald.count_producers counts the unfinished messages
 	// of the producers with a max_pending (default 10s; one runner at a time counts).
 	QuotaInterval time.Duration
 	// Logger receives structured logs (default: slog.Default()).

@@ -24,6 +24,7 @@ type instruments struct {
 	inflight      prometheus.Gauge
 	concurrency   prometheus.Gauge
 	atMaxPending  prometheus.Gauge
+	suspended     prometheus.Gauge
 	queueDepth    *prometheus.GaugeVec
 	paused        *prometheus.GaugeVec
 	sendSeconds   *prometheus.HistogramVec
@@ -67,7 +68,9 @@ func newInstruments() *instruments {
 		inflight:      gauge("herald_inflight_messages", "Messages claimed and not yet reported."),
 		concurrency:   gauge("herald_concurrency_limit", "Sends this runner lets run at once now (adaptive unless fixed)."),
 		atMaxPending: gauge("herald_producers_at_max_pending",
-			"Producers whose enqueues are refused: at their max_pending when this runner last counted (herald.count_pending)."),
+			"Producers whose enqueues are refused: at their max_pending when this runner last counted (herald.count_producers)."),
+		suspended: gauge("herald_producers_suspended",
+			"Producers suspended for their bounce or complaint rate when this runner last counted (herald.count_producers)."),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
 			Help: "Messages queued, held and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_channel_paused",

@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // reaperLockKey is the advisory lock (pg_try_advisory_xact_lock) that lets one runner
@@ -12,7 +15,7 @@ const reaperLockKey int64 = 0x6865_7261_6c64_01 // "herald" 1
 // maintain runs the periodic work: reap_stale (one runner at a time), log_sequence
 // (so the ordered log moves on when no consumer reads) and refresh_statistics (so
 // that no connection keeps a plan made while the tables were small) every poll
-// interval, the queue-depth sample, the probe of paused channels and count_pending.
+// interval, the queue-depth sample, the probe of paused channels and count_producers.
 func (r *Runner) maintain(ctx context.Context) {
 	reap := time.NewTicker(r.cfg.ReapInterval)
 	defer reap.Stop()
@@ -42,7 +45,7 @@ func (r *Runner) maintain(ctx context.Context) {
 		case <-probe.C:
 			r.probe(ctx)
 		case <-quota.C:
-			r.countPending(ctx)
+			r.countProducers(ctx)
 		}
 	}
 }
@@ -104,23 +107,30 @@ func (r *Runner) refreshStatistics(ctx context.Context) {
 	}
 }
 
-// countPending calls herald.count_pending, which counts the backlog of the producers
-// with a max_pending (one runner at a time; the others get NULL), and reports those
-// at their limit in a log line and herald_producers_at_max_pending.
-func (r *Runner) countPending(ctx context.Context) {
-	var over *int32
-	if err := r.pool.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&over); err != nil {
+// countProducers calls herald.count_producers, which counts the backlogs and recent
+// bounces and complaints of the bounded producers and suspends those over their
+// rates (one runner at a time; the others get no row), and reports those at their
+// max_pending and those suspended in log lines and gauges.
+func (r *Runner) countProducers(ctx context.Context) {
+	var over, suspended int32
+	err := r.pool.QueryRow(ctx, `SELECT at_max_pending, suspended FROM herald.count_producers()`).Scan(&over, &suspended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return // another runner is counting
+	}
+	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Warn("count_pending failed", "err", err)
+			r.log.Warn("count_producers failed", "err", err)
 		}
 		return
 	}
-	if over == nil {
-		return // another runner is counting
+	r.m.atMaxPending.Set(float64(over))
+	r.m.suspended.Set(float64(suspended))
+	if over > 0 {
+		r.log.Warn("producers at their max_pending: their enqueues are refused", "producers", over)
 	}
-	r.m.atMaxPending.Set(float64(*over))
-	if *over > 0 {
-		r.log.Warn("producers at their max_pending: their enqueues are refused", "producers", *over)
+	if suspended > 0 {
+		r.log.Warn("producers suspended for their bounce or complaint rate: their enqueues are refused and their messages wait (herald.producers.suspended_reason)",
+			"producers", suspended)
 	}
 }
 

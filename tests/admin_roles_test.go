@@ -83,7 +83,7 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.cancel(1)`,
 			`SELECT * FROM herald.queue_stats`,
 			`SELECT * FROM herald.queue_depth`,
-			`SELECT herald._validate(ROW('email', 'a@example.com', '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec, ROW('p', 0, NULL, NULL, NULL, NULL)::herald.producers, now(), '')`,
+			`SELECT herald._validate(ROW('email', 'a@example.com', '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec, jsonb_populate_record(NULL::herald.producers, '{"producer":"p"}'), now(), '')`,
 			`SELECT herald._enqueue(ARRAY[ROW('email', 'a@example.com', '{"subject":"s","text":"t"}', NULL, NULL, NULL, NULL, NULL, NULL, NULL)]::herald.message_spec[], now(), true)`,
 			`SELECT herald.create_consumer_group('g')`,
 			`SELECT * FROM herald.log_read('g', 0)`,

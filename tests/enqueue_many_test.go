@@ -391,7 +391,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 				args[name] = value
 			}
 		}
-		policy := fmt.Sprintf("ROW('p', %s, %s::text[], NULL, NULL, NULL)::herald.producers", args["min_priority"], args["senders"])
+		policy := fmt.Sprintf("jsonb_populate_record(NULL::herald.producers, jsonb_build_object('producer', 'p', 'min_priority', %s, 'senders', %s::text[]))", args["min_priority"], args["senders"])
 		list := fmt.Sprintf("%s, %s, %s, c.producers, c.recipient_prefixes, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], policy,
 			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
 		var valid bool

@@ -239,8 +239,105 @@ func TestSenderIsGrantedNotTaken(t *testing.T) {
 	}
 }
 
+// One producer's bad list must not get the account suspended for everyone: with a
+// max_bounce_rate or max_complaint_rate (an admin's herald.producers row), once
+// herald.count_producers finds more of its messages of the last rate_window bounced
+// for good, or drew a complaint, than the rate allows (with at least rate_min_sent
+// sent), the producer is suspended for rate_window: its enqueues are refused (53400,
+// with the counts), its queued messages wait out the suspension while other
+// producers' go out, and a later count does not extend it. Too few sends suspend
+// nobody; the producer can neither count nor lift its own suspension.
+func TestProducerSuspendedForItsBounceRate(t *testing.T) {
+	ctx, pool := setup(t)
+	bulk := loginPool(t, pool, "herald_test_rate_bulk", "herald_producer")
+	small := loginPool(t, pool, "herald_test_rate_small", "herald_producer")
+	news := loginPool(t, pool, "herald_test_rate_news", "herald_producer")
+	worker := loginPool(t, pool, "herald_test_rate_worker", "herald_worker")
+	_, err := pool.Exec(ctx, `INSERT INTO herald.producers (producer, max_bounce_rate) VALUES ('herald_test_rate_bulk', 1.5)`)
+	wantPgError(t, err, "23514", "")
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_bounce_rate, max_complaint_rate, rate_min_sent) VALUES
+		('herald_test_rate_bulk', 0.1, NULL, 20), ('herald_test_rate_small', 0.1, NULL, 20), ('herald_test_rate_news', NULL, 0.01, 20)`)
+	send := func(producer *pgxpool.Pool, prefix string, n int) []int64 {
+		t.Helper()
+		return scalar[[]int64](t, producer, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+			'recipient', $1 || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, $2) g))`, prefix, n)
+	}
+	// deliver claims every queued e-mail and completes it, but fails those in bounced
+	// with 550 5.1.1.
+	deliver := func(bounced []int64) {
+		t.Helper()
+		mustExec(t, pool, `WITH c AS (SELECT m.id, m.lease_token FROM herald.claim_batch('w', 1000, channels => ARRAY['email']) AS m)
+			SELECT herald.complete(array_agg(id), array_agg(lease_token)) FROM c WHERE NOT id = ANY (coalesce($1::bigint[], '{}'))`, bounced)
+		if len(bounced) > 0 {
+			mustExec(t, pool, `SELECT herald.fail(array_agg(id), array_agg(lease_token), array_agg('550 5.1.1 unknown user'::text),
+				array_agg('permanent'::text), NULL, array_agg('550 5.1.1'::text)) FROM herald.messages WHERE id = ANY ($1)`, bounced)
+		}
+	}
+	b := send(bulk, "b", 30)
+	deliver(b[:5]) // 5 of 30 bounce: 17 %
+	s := send(small, "s", 3)
+	deliver(s[:2]) // 2 of 3: too few to judge
+	n := send(news, "n", 20)
+	deliver(nil)
+	b = send(bulk, "c", 10) // queued when the suspension comes
+	mustExec(t, pool, `SELECT herald.record_delivery_events('generic', jsonb_build_array(jsonb_build_object('event_id', 'c1',
+		'message_id', $1::bigint, 'event', 'complained')))`, n[0]) // 1 of 20: 5 %
+	if _, err := bulk.Exec(ctx, `SELECT herald.count_producers()`); err == nil {
+		t.Fatal("a producer could count")
+	}
+	if got := scalar[int32](t, worker, `SELECT suspended FROM herald.count_producers()`); got != 2 {
+		t.Fatalf("%d producers suspended, want 2 (bulk and news)", got)
+	}
+	rows := scalar[string](t, pool, `SELECT string_agg(producer || ' ' || sent_recent || '/' || bounced_recent || '/' || complained_recent
+		|| ' ' || coalesce(round(extract(epoch FROM suspended_until - rated_at))::text, '-') || ' ' || coalesce(suspended_reason, '-'), '; ' ORDER BY producer)
+		FROM herald.producers`)
+	if want := "herald_test_rate_bulk 30/5/0 3600 5 of 30 messages in the last 01:00:00 bounced, over max_bounce_rate 0.1; " +
+		"herald_test_rate_news 20/0/1 3600 1 of 20 messages in the last 01:00:00 drew a complaint, over max_complaint_rate 0.01; " +
+		"herald_test_rate_small 3/2/0 - -"; rows != want {
+		t.Fatalf("producers:\n%s\nwant\n%s", rows, want)
+	}
+	until := scalar[time.Time](t, pool, `SELECT suspended_until FROM herald.producers WHERE producer = 'herald_test_rate_bulk'`)
+	if k := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE id = ANY ($1) AND status = 'queued' AND run_at = $2`, b, until); k != 10 {
+		t.Fatalf("%d of bulk's 10 queued messages wait out the suspension", k)
+	}
+	before := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`)
+	for _, attack := range []string{
+		`SELECT herald.enqueue('email', 'x@example.com', '{"subject":"s","text":"t"}')`,
+		`SELECT herald.enqueue_batch('[{"channel":"email","recipient":"x@example.com","payload":{"subject":"s","text":"t"}}]')`,
+	} {
+		_, err := bulk.Exec(ctx, attack)
+		wantPgError(t, err, "53400", "producer")
+	}
+	if got := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); got != before {
+		t.Fatalf("a suspended producer's enqueues stored %d messages", got-before)
+	}
+	if _, err := bulk.Exec(ctx, `UPDATE herald.producers SET suspended_until = NULL WHERE producer = 'herald_test_rate_bulk'`); err == nil {
+		t.Fatal("a producer lifted its own suspension")
+	}
+	// Others still send: small's and a new producer's messages are claimed, bulk's are not.
+	other := send(small, "t", 1)
+	got := scalar[[]int64](t, pool, `SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM herald.claim_batch('w', 100, channels => ARRAY['email'])`)
+	if len(got) != 1 || got[0] != other[0] {
+		t.Fatalf("claimed %v during bulk's suspension, want only %v", got, other)
+	}
+	// A later count (rates are recounted each 60th of the window), still over, does not
+	// extend the suspension.
+	mustExec(t, pool, `SELECT herald.count_producers(now() + interval '2 minutes')`)
+	if at := scalar[time.Time](t, pool, `SELECT rated_at FROM herald.producers WHERE producer = 'herald_test_rate_bulk'`); !at.After(until.Add(-time.Hour)) {
+		t.Fatalf("the later count did not count the rates again (rated at %v)", at)
+	}
+	if again := scalar[time.Time](t, pool, `SELECT suspended_until FROM herald.producers WHERE producer = 'herald_test_rate_bulk'`); !again.Equal(until) {
+		t.Fatalf("a later count moved the end from %v to %v", until, again)
+	}
+	// Once it has passed (an admin may also end it), the producer is let in again.
+	mustExec(t, pool, `UPDATE herald.producers SET suspended_until = now() - interval '1 second' WHERE producer = 'herald_test_rate_bulk'`)
+	if _, err := bulk.Exec(ctx, `SELECT herald.enqueue('email', 'x@example.com', '{"subject":"s","text":"t"}')`); err != nil {
+		t.Fatalf("after the suspension: %v", err)
+	}
+}
+
 // A producer cannot fill the queue without end: with a max_pending (an admin's
-// herald.producers row), once herald.count_pending has counted its unfinished
+// herald.producers row), once herald.count_producers has counted its unfinished
 // messages at or over it, its enqueues are refused on every path (53400 naming the
 // producer, nothing stored) until a later count finds fewer; a repeat of an
 // idempotency key is still answered with its id; other producers are untouched. Only
@@ -253,17 +350,17 @@ func TestProducerQuota(t *testing.T) {
 	_, err := pool.Exec(ctx, `INSERT INTO herald.producers (producer, max_pending) VALUES ('herald_test_flood_mallory', 0)`)
 	wantPgError(t, err, "23514", "")
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_pending) VALUES ('herald_test_flood_mallory', 100)`)
-	if n := scalar[int32](t, worker, `SELECT herald.count_pending()`); n != 0 {
-		t.Fatalf("count_pending with an empty queue: %d over", n)
+	if n := scalar[int32](t, worker, `SELECT at_max_pending FROM herald.count_producers()`); n != 0 {
+		t.Fatalf("count_producers with an empty queue: %d over", n)
 	}
 	keyed := scalar[int64](t, mallory, `SELECT herald.enqueue('email', 'k@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'k')`)
 	mustExec(t, mallory, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
 		'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 149) g))`)
-	if _, err := mallory.Exec(ctx, `SELECT herald.count_pending()`); err == nil {
+	if _, err := mallory.Exec(ctx, `SELECT herald.count_producers()`); err == nil {
 		t.Fatal("a producer could count")
 	}
-	if n := scalar[int32](t, worker, `SELECT herald.count_pending()`); n != 1 {
-		t.Fatalf("count_pending: %d producers over, want 1", n)
+	if n := scalar[int32](t, worker, `SELECT at_max_pending FROM herald.count_producers()`); n != 1 {
+		t.Fatalf("count_producers: %d producers over, want 1", n)
 	}
 	if p := scalar[int64](t, pool, `SELECT pending FROM herald.producers WHERE producer = 'herald_test_flood_mallory'`); p != 150 {
 		t.Fatalf("pending %d, want 150", p)
@@ -293,19 +390,18 @@ func TestProducerQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first *int32
-	if err := tx.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&first); err != nil || first == nil {
-		t.Fatalf("first count: %v %v", first, err)
+	var first int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM herald.count_producers()`).Scan(&first); err != nil || first != 1 {
+		t.Fatalf("first count: %d rows %v", first, err)
 	}
-	var second *int32
-	if err := pool.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&second); err != nil || second != nil {
-		t.Fatalf("a count while another runs: %v %v, want NULL", second, err)
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.count_producers()`); n != 0 {
+		t.Fatalf("a count while another runs: %d rows, want none", n)
 	}
 	tx.Rollback(ctx)
 	// The backlog goes out; the next count lets the producer in again.
 	mustExec(t, pool, `WITH c AS (SELECT id, lease_token FROM herald.claim_batch('w', 60, channels => ARRAY['email']))
 		SELECT herald.complete(array_agg(id), array_agg(lease_token)) FROM c`)
-	if n := scalar[int32](t, worker, `SELECT herald.count_pending()`); n != 0 {
+	if n := scalar[int32](t, worker, `SELECT at_max_pending FROM herald.count_producers()`); n != 0 {
 		t.Fatalf("count after the drain: %d over", n)
 	}
 	if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}')`); err != nil {

@@ -394,8 +394,8 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._recipient_pattern(g::text)`,
 		`herald._recipient_list_kind(g::text, g)`,
 		`herald._nonempty_string(jsonb_build_object('k', g), g::text)`,
-		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, ROW(g::text, -g, ARRAY[g::text], NULL, NULL, NULL)::herald.producers, ARRAY[g::text], ARRAY[g::text], NULL, NULL, NULL, NULL, NULL, now())`,
-		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, ROW(g::text, -g, ARRAY[g::text], NULL, NULL, NULL)::herald.producers, ARRAY[g::text], ARRAY[g::text], NULL, NULL, NULL, NULL, NULL, now(), g::text)`,
+		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, jsonb_populate_record(NULL::herald.producers, jsonb_build_object('producer', g::text, 'min_priority', -g, 'senders', ARRAY[g::text])), ARRAY[g::text], ARRAY[g::text], NULL, NULL, NULL, NULL, NULL, now())`,
+		`herald._valid('email', 100, g::text, to_jsonb(g), NULL, g, jsonb_populate_record(NULL::herald.producers, jsonb_build_object('producer', g::text, 'min_priority', -g, 'senders', ARRAY[g::text])), ARRAY[g::text], ARRAY[g::text], NULL, NULL, NULL, NULL, NULL, now(), g::text)`,
 		`herald._notify_due(g::text)`,
 		`herald._notify_clock_due(g)`,
 		`EXISTS (SELECT FROM herald._suppression('email', g::text, now()))`,
@@ -528,10 +528,10 @@ func TestHeldCheckProbesPerKey(t *testing.T) {
 	}
 }
 
-// herald.count_pending reads herald.messages once for all limited producers, not once
+// herald.count_producers reads herald.messages once for all limited producers, not once
 // each; with the index tuning.md gives for large tables it reads that index instead
 // (its SQL unchanged).
-func TestCountPendingPlans(t *testing.T) {
+func TestCountProducersPlans(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, expires_at)
 		SELECT 'p' || (g % 50), 'email', 'a@example.com', '{}', now(), CASE WHEN g % 10 = 0 THEN 'queued' ELSE 'sent' END, 5,
@@ -543,8 +543,8 @@ func TestCountPendingPlans(t *testing.T) {
 		t.Helper()
 		conn, notices := explainConn(t, pool)
 		var over int32
-		if err := conn.QueryRow(ctx, `SELECT herald.count_pending()`).Scan(&over); err != nil || over != 0 {
-			t.Fatalf("count_pending: %d %v", over, err)
+		if err := conn.QueryRow(ctx, `SELECT at_max_pending FROM herald.count_producers()`).Scan(&over); err != nil || over != 0 {
+			t.Fatalf("count_producers: %d %v", over, err)
 		}
 		if p := scalar[int64](t, pool, `SELECT sum(pending) FROM herald.producers`); p != 400 {
 			t.Fatalf("counted %d pending, want 400 (40 for each of 10 producers)", p)
@@ -552,12 +552,12 @@ func TestCountPendingPlans(t *testing.T) {
 		return planOf(t, *notices, "Update on producers")
 	}
 	if plan := count(); strings.Count(plan, "on messages") != 1 {
-		t.Fatalf("count_pending should read herald.messages once:\n%s", plan)
+		t.Fatalf("count_producers should read herald.messages once:\n%s", plan)
 	}
 	mustExec(t, pool, `CREATE INDEX CONCURRENTLY messages_pending_producer_idx ON herald.messages (producer)
 		WHERE finished_at IS NULL`)
 	mustExec(t, pool, `ANALYZE herald.messages`)
 	if plan := count(); !strings.Contains(plan, "messages_pending_producer_idx") {
-		t.Fatalf("count_pending should read messages_pending_producer_idx once it exists:\n%s", plan)
+		t.Fatalf("count_producers should read messages_pending_producer_idx once it exists:\n%s", plan)
 	}
 }

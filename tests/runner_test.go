@@ -820,7 +820,7 @@ func TestConcurrencyAdaptsToTheProvider(t *testing.T) {
 }
 
 // The runner counts the backlog of producers with a max_pending every QuotaInterval
-// (herald.count_pending), so a producer over it is refused without an admin's call,
+// (herald.count_producers), so a producer over it is refused without an admin's call,
 // and says so in herald_producers_at_max_pending (docs/deploy/alerts.yml).
 func TestRunnerCountsProducersBacklogs(t *testing.T) {
 	t.Parallel()
@@ -837,4 +837,34 @@ func TestRunnerCountsProducersBacklogs(t *testing.T) {
 	})
 	_, err := pool.Exec(t.Context(), `SELECT herald.enqueue('email', 'x@example.com', '{"subject":"s","text":"t"}')`)
 	wantPgError(t, err, "53400", "producer")
+}
+
+// The runner's count suspends a producer whose mail bounces over its max_bounce_rate
+// (herald.count_producers) without an admin's call, says so in
+// herald_producers_suspended (docs/deploy/alerts.yml), and its enqueues are refused.
+func TestRunnerSuspendsABouncingProducer(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, max_bounce_rate, rate_min_sent) VALUES (current_user, 0.2, 10)`)
+	mustExec(t, pool, `UPDATE herald.producers SET rate_window = '1 minute' WHERE producer = current_user`) // recounted each second
+	rec := newRecorder()
+	rec.behave = func(_ context.Context, m sender.Message) error {
+		if strings.HasPrefix(m.Recipient, "u1") { // u1, u10..u19: 11 of 20 do not exist
+			return sender.WithCode(sender.Permanent(errors.New("550 5.1.1 unknown user")), "550 5.1.1")
+		}
+		return nil
+	}
+	enqueueMany(t, pool, 20, "email")
+	r, _ := startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec}, QuotaInterval: 20 * time.Millisecond})
+	eventually(t, 10*time.Second, "the runner to suspend the producer and report it", func() bool {
+		f := scrape(t, r.Handler())["herald_producers_suspended"]
+		return f != nil && f.Metric[0].GetGauge().GetValue() == 1
+	})
+	_, err := pool.Exec(t.Context(), `SELECT herald.enqueue('email', 'x@example.com', '{"subject":"s","text":"t"}')`)
+	wantPgError(t, err, "53400", "producer")
+	reason := scalar[string](t, pool, `SELECT suspended_reason FROM herald.producers WHERE producer = current_user`)
+	if !strings.Contains(reason, "11 of 20 messages") {
+		t.Fatalf("suspended_reason %q", reason)
+	}
 }

@@ -364,12 +364,13 @@ DECLARE
   v_logged_hashes integer[];
   v_barred bigint[];
   v_policy herald.producers; -- the producer's row, or what a producer without one gets
-  v_full boolean; -- at its max_pending when last counted (NULL: no bound)
+  v_full boolean; -- at its max_pending when last counted, or suspended (NULL: no bound)
   v_suppressing boolean;
   i integer;
 BEGIN
   v_policy.producer := herald._producer();
-  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending
+  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders,
+         p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
   INTO v_suppressing, v_policy.min_priority, v_policy.senders, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
@@ -398,10 +399,15 @@ BEGIN
   END IF;
 
   IF v_full AND cardinality(v_skip) < n THEN -- repeats store nothing: they are answered
-    PERFORM herald._reject(code => '53400', field => 'producer',
-      message => format('producer %L had %s unfinished messages at %s, at its max_pending of %s', p.producer, p.pending,
-                        p.counted_at, p.max_pending),
-      hint => 'retry once the backlog has been sent (herald.count_pending counts again); an admin raises herald.producers.max_pending')
+    PERFORM CASE WHEN p.suspended_until > _enqueue.now
+      THEN herald._reject(code => '53400', field => 'producer',
+        message => format('producer %L is suspended until %s: %s', p.producer, p.suspended_until, p.suspended_reason),
+        hint => 'fix the list it sends to; an admin may end it early (herald.producers.suspended_until)')
+      ELSE herald._reject(code => '53400', field => 'producer',
+        message => format('producer %L had %s unfinished messages at %s, at its max_pending of %s', p.producer, p.pending,
+                          p.counted_at, p.max_pending),
+        hint => 'retry once the backlog has been sent (herald.count_producers counts again); an admin raises herald.producers.max_pending')
+      END
     FROM herald.producers p WHERE p.producer = v_policy.producer;
   END IF;
 
@@ -1539,8 +1545,21 @@ CREATE TABLE herald.producers (
     max_pending integer,
     pending bigint,
     counted_at timestamp with time zone,
+    max_bounce_rate real,
+    max_complaint_rate real,
+    rate_window interval DEFAULT '01:00:00'::interval NOT NULL,
+    rate_min_sent integer DEFAULT 100 NOT NULL,
+    sent_recent integer,
+    bounced_recent integer,
+    complained_recent integer,
+    rated_at timestamp with time zone,
+    suspended_until timestamp with time zone,
+    suspended_reason text,
     CONSTRAINT producers_max_pending_range CHECK (((max_pending >= 1) AND (max_pending <= 1000000000))),
     CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
+    CONSTRAINT producers_rate_min_sent_range CHECK (((rate_min_sent >= 1) AND (rate_min_sent <= 1000000000))),
+    CONSTRAINT producers_rate_window_range CHECK (((rate_window >= '00:01:00'::interval) AND (rate_window <= '7 days'::interval))),
+    CONSTRAINT producers_rates_range CHECK (((max_bounce_rate > (0)::double precision) AND (max_bounce_rate <= (1)::double precision) AND (max_complaint_rate > (0)::double precision) AND (max_complaint_rate <= (1)::double precision))),
     CONSTRAINT producers_senders_listed CHECK ((((cardinality(senders) >= 1) AND (cardinality(senders) <= 100)) AND (array_position(senders, NULL::text) IS NULL)))
 )
 WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
@@ -1578,21 +1597,91 @@ COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the produce
 -- Name: COLUMN producers.max_pending; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_pending finds fewer. NULL: no limit.';
+COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_producers finds fewer. NULL: no limit.';
 
 
 --
 -- Name: COLUMN producers.pending; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_pending last counted them (only with max_pending).';
+COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_producers last counted them (only with max_pending).';
 
 
 --
 -- Name: COLUMN producers.counted_at; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_pending last counted pending.';
+COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_producers last counted pending.';
+
+
+--
+-- Name: COLUMN producers.max_bounce_rate; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.max_bounce_rate IS 'Most of its messages sent or dead in the last rate_window that may bounce for good (0..1, e.g. 0.05); over it (with rate_min_sent sent) the producer is suspended. NULL: no bound.';
+
+
+--
+-- Name: COLUMN producers.max_complaint_rate; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.max_complaint_rate IS 'Most of its messages sent in the last rate_window that may draw a complaint (0..1, e.g. 0.003); over it the producer is suspended. NULL: no bound.';
+
+
+--
+-- Name: COLUMN producers.rate_window; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.rate_window IS 'The span the bounce and complaint rates are counted over, and how long a suspension lasts.';
+
+
+--
+-- Name: COLUMN producers.rate_min_sent; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.rate_min_sent IS 'Fewest messages in the window before the rates count (a bounce of 1 in 2 says little).';
+
+
+--
+-- Name: COLUMN producers.sent_recent; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.sent_recent IS 'Messages sent or dead in the last rate_window when herald.count_producers last counted (only with a rate bound).';
+
+
+--
+-- Name: COLUMN producers.bounced_recent; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.bounced_recent IS 'Of sent_recent, those that bounced for good (a hard bounce, or a refusal that rules the address out).';
+
+
+--
+-- Name: COLUMN producers.complained_recent; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.complained_recent IS 'Of sent_recent, those whose recipient complained.';
+
+
+--
+-- Name: COLUMN producers.rated_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.rated_at IS 'When herald.count_producers last counted the rates (at most each 60th of rate_window).';
+
+
+--
+-- Name: COLUMN producers.suspended_until; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.suspended_until IS 'Set by herald.count_producers when a rate went over its bound: until then enqueue refuses the producer (53400) and its queued messages wait. An admin may clear it.';
+
+
+--
+-- Name: COLUMN producers.suspended_reason; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.suspended_reason IS 'Why the producer was suspended: the counts and the bound.';
 
 
 --
@@ -2288,43 +2377,107 @@ COMMENT ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_mess
 
 
 --
--- Name: count_pending(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: count_producers(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.count_pending(now timestamp with time zone DEFAULT now()) RETURNS integer
+CREATE FUNCTION herald.count_producers(now timestamp with time zone DEFAULT now()) RETURNS TABLE(at_max_pending integer, suspended integer)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-  clock_ok boolean := herald._check_clock(now => count_pending.now); -- first: a forged clock changes nothing
-  v_producers text[] := ARRAY(SELECT p.producer FROM herald.producers p WHERE p.max_pending IS NOT NULL);
-  v_over integer;
+  clock_ok boolean := herald._check_clock(now => count_producers.now); -- first: a forged clock changes nothing
+  v_bounded text[] := ARRAY(SELECT p.producer FROM herald.producers p WHERE p.max_pending IS NOT NULL);
+  v_rated text[] := ARRAY(SELECT p.producer FROM herald.producers p -- rates move slowly: recounted each 60th of the window
+                          WHERE (p.max_bounce_rate IS NOT NULL OR p.max_complaint_rate IS NOT NULL)
+                            AND NOT coalesce(p.rated_at > count_producers.now - p.rate_window / 60, false));
+  v_suspending text[];
 BEGIN
-  IF cardinality(v_producers) = 0 THEN
-    RETURN 0;
+  IF cardinality(v_bounded) + cardinality(v_rated) = 0 THEN
+    at_max_pending := 0;
+    suspended := 0;
+    RETURN NEXT;
+    RETURN;
   END IF;
   IF NOT pg_try_advisory_xact_lock(29384939513078786) THEN
-    RETURN NULL;
+    RETURN;
   END IF;
-  UPDATE herald.producers p
-  SET pending = coalesce(c.n, 0), counted_at = count_pending.now
-  FROM unnest(v_producers) AS q (producer)
-  LEFT JOIN (SELECT m.producer, count(*) AS n
-             FROM herald.messages m
-             WHERE m.finished_at IS NULL AND m.producer = ANY (v_producers)
-             GROUP BY m.producer) AS c ON c.producer = q.producer
-  WHERE p.producer = q.producer;
-  SELECT count(*) INTO v_over FROM herald.producers p WHERE p.pending >= p.max_pending;
-  RETURN v_over;
+  IF cardinality(v_bounded) > 0 THEN
+    UPDATE herald.producers p
+    SET pending = coalesce(c.n, 0), counted_at = count_producers.now
+    FROM unnest(v_bounded) AS q (producer)
+    LEFT JOIN (SELECT m.producer, count(*) AS n
+               FROM herald.messages m
+               WHERE m.finished_at IS NULL AND m.producer = ANY (v_bounded)
+               GROUP BY m.producer) AS c ON c.producer = q.producer
+    WHERE p.producer = q.producer;
+  END IF;
+  IF cardinality(v_rated) > 0 THEN
+    WITH counted AS (
+      SELECT q.producer, coalesce(c.sent, 0) AS sent, coalesce(c.bounced, 0) AS bounced,
+             coalesce(c.complained, 0) AS complained
+      FROM unnest(v_rated) AS q (producer)
+      LEFT JOIN (SELECT m.producer, count(*) AS sent,
+                        count(*) FILTER (WHERE CASE -- most sent messages have no outcome: no call
+                          WHEN m.status = 'sent' THEN m.outcome IS NOT NULL
+                               AND herald._suppression_reason(kind => k.kind, event => m.outcome, type => m.outcome_type,
+                                                              code => m.outcome_code) = 'bounced'
+                          ELSE m.last_error_class = 'permanent'
+                               AND herald._suppression_reason(kind => k.kind, event => 'undelivered', type => NULL,
+                                                              code => m.last_error_code) = 'bounced'
+                          END) AS bounced,
+                        count(*) FILTER (WHERE m.outcome = 'complained') AS complained
+                 FROM herald.messages m
+                 JOIN herald.producers r ON r.producer = m.producer
+                 JOIN herald.channels k ON k.name = m.channel
+                 WHERE m.producer = ANY (v_rated) AND m.status IN ('sent', 'dead')
+                   AND m.finished_at >= count_producers.now - r.rate_window
+                 GROUP BY m.producer) AS c ON c.producer = q.producer
+    ), rated AS (
+      SELECT c.*, p.suspended_until, p.rate_window,
+             c.sent >= p.rate_min_sent AND (c.bounced > p.max_bounce_rate * c.sent
+                                            OR c.complained > p.max_complaint_rate * c.sent) AS over,
+             CASE WHEN c.bounced > p.max_bounce_rate * c.sent
+                  THEN format('%s of %s messages in the last %s bounced, over max_bounce_rate %s',
+                              c.bounced, c.sent, p.rate_window, p.max_bounce_rate)
+                  ELSE format('%s of %s messages in the last %s drew a complaint, over max_complaint_rate %s',
+                              c.complained, c.sent, p.rate_window, p.max_complaint_rate)
+             END AS reason
+      FROM counted c
+      JOIN herald.producers p ON p.producer = c.producer
+    ), updated AS (
+      UPDATE herald.producers p
+      SET sent_recent = r.sent, bounced_recent = r.bounced, complained_recent = r.complained,
+          rated_at = count_producers.now,
+          suspended_until = CASE WHEN r.over AND NOT coalesce(r.suspended_until > count_producers.now, false)
+                                 THEN count_producers.now + r.rate_window ELSE p.suspended_until END,
+          suspended_reason = CASE WHEN r.over AND NOT coalesce(r.suspended_until > count_producers.now, false)
+                                  THEN r.reason ELSE p.suspended_reason END
+      FROM rated r
+      WHERE p.producer = r.producer
+      RETURNING p.producer, r.over AND NOT coalesce(r.suspended_until > count_producers.now, false) AS newly
+    )
+    SELECT array_agg(u.producer) FILTER (WHERE u.newly) INTO v_suspending FROM updated u;
+    IF v_suspending IS NOT NULL THEN -- their due messages wait out the suspension
+      UPDATE herald.messages m
+      SET run_at = p.suspended_until
+      FROM herald.producers p
+      WHERE p.producer = ANY (v_suspending) AND m.producer = p.producer
+        AND m.status = 'queued' AND m.run_at < p.suspended_until;
+    END IF;
+  END IF;
+  SELECT count(*) FILTER (WHERE p.pending >= p.max_pending), count(*) FILTER (WHERE p.suspended_until > count_producers.now)
+  INTO at_max_pending, suspended
+  FROM herald.producers p;
+  RETURN NEXT;
 END
 $$;
 
 
 --
--- Name: FUNCTION count_pending(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION count_producers(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.count_pending(now timestamp with time zone) IS 'Count each limited producer''s unfinished messages for its max_pending (runners call it periodically).';
+COMMENT ON FUNCTION herald.count_producers(now timestamp with time zone) IS 'Count the bounded producers'' backlogs and recent bounces and complaints; suspend one over its rates (runners call it periodically).';
 
 
 --
@@ -5131,12 +5284,12 @@ GRANT ALL ON FUNCTION herald.complete(id bigint, lease_token bigint, provider_me
 
 
 --
--- Name: FUNCTION count_pending(now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION count_producers(now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.count_pending(now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.count_pending(now timestamp with time zone) TO herald_worker;
-GRANT ALL ON FUNCTION herald.count_pending(now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.count_producers(now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.count_producers(now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.count_producers(now timestamp with time zone) TO herald_admin;
 
 
 --

@@ -1,11 +1,11 @@
 -- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
--- store messages and their 'accepted' log event, all or nothing; ids in input order.
--- Each belongs to herald._producer(), on a channel open to it (channels.producers); its
--- herald.producers row gives the most urgent priority (none: 0; above 0 the default),
--- the e-mail from it may set, and max_pending (53400 'producer' while herald.count_pending
--- last found it there, unless all are repeats). `now` other than now() is herald_admin's.
--- A repeated idempotency key (per producer, herald._repeats) is answered with the first
--- message's id, not stored. expires_at: the least of the spec's and due time + ttl.
+-- store messages and their 'accepted' log event, all or nothing; ids in input order
+-- (`now` other than now() is herald_admin's). Each belongs to herald._producer(), on a
+-- channel open to it (channels.producers); its herald.producers row gives the most
+-- urgent priority (none: 0; above 0 the default), the e-mail from it may set, and
+-- 53400 'producer' when count_producers found it at max_pending, or it is suspended
+-- (unless all are repeats). A repeated idempotency key (per producer, herald._repeats)
+-- is answered with the first id, not stored. expires_at: least(spec's, due + ttl).
 -- A suppressed recipient (herald._suppression, probed while herald.suppressions has
 -- rows) is stored 'suppressed', finished, with a 'suppressed' log event; one behind a
 -- pending message of its producer's ordering key 'held' (herald._held). Rows are stored
@@ -39,12 +39,13 @@ DECLARE
   v_logged_hashes integer[];
   v_barred bigint[];
   v_policy herald.producers; -- the producer's row, or what a producer without one gets
-  v_full boolean; -- at its max_pending when last counted (NULL: no bound)
+  v_full boolean; -- at its max_pending when last counted, or suspended (NULL: no bound)
   v_suppressing boolean;
   i integer;
 BEGIN
   v_policy.producer := herald._producer();
-  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending
+  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders,
+         p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
   INTO v_suppressing, v_policy.min_priority, v_policy.senders, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
@@ -73,10 +74,15 @@ BEGIN
   END IF;
 
   IF v_full AND cardinality(v_skip) < n THEN -- repeats store nothing: they are answered
-    PERFORM herald._reject(code => '53400', field => 'producer',
-      message => format('producer %L had %s unfinished messages at %s, at its max_pending of %s', p.producer, p.pending,
-                        p.counted_at, p.max_pending),
-      hint => 'retry once the backlog has been sent (herald.count_pending counts again); an admin raises herald.producers.max_pending')
+    PERFORM CASE WHEN p.suspended_until > _enqueue.now
+      THEN herald._reject(code => '53400', field => 'producer',
+        message => format('producer %L is suspended until %s: %s', p.producer, p.suspended_until, p.suspended_reason),
+        hint => 'fix the list it sends to; an admin may end it early (herald.producers.suspended_until)')
+      ELSE herald._reject(code => '53400', field => 'producer',
+        message => format('producer %L had %s unfinished messages at %s, at its max_pending of %s', p.producer, p.pending,
+                          p.counted_at, p.max_pending),
+        hint => 'retry once the backlog has been sent (herald.count_producers counts again); an admin raises herald.producers.max_pending')
+      END
     FROM herald.producers p WHERE p.producer = v_policy.producer;
   END IF;
 

@@ -93,7 +93,7 @@ ANALYZE herald.channels;
 -- in its code). senders: the e-mail From addresses it may set in a payload, each an
 -- address or a domain (any address there); no row or NULL: none, the runner's
 -- configured From is used. max_pending: the most unfinished messages the producer may
--- have (NULL: no limit), checked against `pending` as herald.count_pending last
+-- have (NULL: no limit), checked against `pending` as herald.count_producers last
 -- counted it. Every enqueue reads its producer's row by primary key; analysed after
 -- every change, like herald.channels.
 CREATE TABLE herald.producers (
@@ -103,7 +103,21 @@ CREATE TABLE herald.producers (
   max_pending  integer,
   pending      bigint,
   counted_at   timestamptz,
+  max_bounce_rate    real,
+  max_complaint_rate real,
+  rate_window        interval NOT NULL DEFAULT '1 hour',
+  rate_min_sent      integer NOT NULL DEFAULT 100,
+  sent_recent        integer,
+  bounced_recent     integer,
+  complained_recent  integer,
+  rated_at           timestamptz,
+  suspended_until    timestamptz,
+  suspended_reason   text,
   CONSTRAINT producers_min_priority_range CHECK (min_priority BETWEEN -100 AND 100),
+  CONSTRAINT producers_rates_range CHECK (max_bounce_rate > 0 AND max_bounce_rate <= 1
+                                          AND max_complaint_rate > 0 AND max_complaint_rate <= 1),
+  CONSTRAINT producers_rate_window_range CHECK (rate_window BETWEEN '1 minute' AND '7 days'),
+  CONSTRAINT producers_rate_min_sent_range CHECK (rate_min_sent BETWEEN 1 AND 1000000000),
   CONSTRAINT producers_senders_listed CHECK (cardinality(senders) BETWEEN 1 AND 100
                                              AND array_position(senders, NULL) IS NULL),
   CONSTRAINT producers_max_pending_range CHECK (max_pending BETWEEN 1 AND 1000000000)
@@ -111,9 +125,19 @@ CREATE TABLE herald.producers (
 COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
 COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
 COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
-COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_pending finds fewer. NULL: no limit.';
-COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_pending last counted them (only with max_pending).';
-COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_pending last counted pending.';
+COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_producers finds fewer. NULL: no limit.';
+COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_producers last counted them (only with max_pending).';
+COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_producers last counted pending.';
+COMMENT ON COLUMN herald.producers.max_bounce_rate IS 'Most of its messages sent or dead in the last rate_window that may bounce for good (0..1, e.g. 0.05); over it (with rate_min_sent sent) the producer is suspended. NULL: no bound.';
+COMMENT ON COLUMN herald.producers.max_complaint_rate IS 'Most of its messages sent in the last rate_window that may draw a complaint (0..1, e.g. 0.003); over it the producer is suspended. NULL: no bound.';
+COMMENT ON COLUMN herald.producers.rate_window IS 'The span the bounce and complaint rates are counted over, and how long a suspension lasts.';
+COMMENT ON COLUMN herald.producers.rate_min_sent IS 'Fewest messages in the window before the rates count (a bounce of 1 in 2 says little).';
+COMMENT ON COLUMN herald.producers.sent_recent IS 'Messages sent or dead in the last rate_window when herald.count_producers last counted (only with a rate bound).';
+COMMENT ON COLUMN herald.producers.bounced_recent IS 'Of sent_recent, those that bounced for good (a hard bounce, or a refusal that rules the address out).';
+COMMENT ON COLUMN herald.producers.complained_recent IS 'Of sent_recent, those whose recipient complained.';
+COMMENT ON COLUMN herald.producers.rated_at IS 'When herald.count_producers last counted the rates (at most each 60th of rate_window).';
+COMMENT ON COLUMN herald.producers.suspended_until IS 'Set by herald.count_producers when a rate went over its bound: until then enqueue refuses the producer (53400) and its queued messages wait. An admin may clear it.';
+COMMENT ON COLUMN herald.producers.suspended_reason IS 'Why the producer was suspended: the counts and the bound.';
 COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
 
 -- One value per claim_batch call: a message's lease_token changes at every claim, so
