@@ -84,6 +84,9 @@ func (r *Runner) flush(batch []outcome) {
 			doneIDs = append(doneIDs, o.msg.ID)
 			doneTokens = append(doneTokens, o.msg.LeaseToken)
 			providerIDs = append(providerIDs, o.res.ProviderMessageID)
+			if o.res.Warning != "" {
+				r.log.Warn("sent, with a part undelivered", "id", o.msg.ID, "channel", o.msg.Channel, "warning", o.res.Warning)
+			}
 			continue
 		}
 		f := sender.Classify(o.err)

@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/sender/sendertest"
 	smtpsender "github.com/herald/herald/runner/sender/smtp"
 	"github.com/herald/herald/runner/sender/webhook"
+	"github.com/herald/herald/tests/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -237,6 +239,38 @@ func TestSenderIsGrantedNotTaken(t *testing.T) {
 	if len(got) != 1 || got[0].From != "newsletter@acme.test" || !strings.Contains(got[0].Data, "From: \"News\" <newsletter@acme.test>") {
 		t.Fatalf("the SMTP server got %+v", got)
 	}
+}
+
+// A producer cannot get someone suppressed by copying an address that does not exist:
+// a relay's 550 5.1.1 for the cc leaves the cc out, the To receives the message (sent),
+// and the To is not on the suppression list, so another producer's mail to it goes out.
+func TestACopyThatDoesNotExistSuppressesNobody(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mallory := loginPool(t, pool, "herald_test_copy_mallory", "herald_producer")
+	srv := sendertest.StartSMTP(t, true)
+	srv.Reply("nobody", 550, "5.1.1", "The email account that you tried to reach does not exist.")
+	s, err := smtpsender.New(sendertest.SMTPConfig(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attack := scalar[int64](t, mallory, `SELECT herald.enqueue('email', 'victim@example.net', '{"subject":"s","text":"t","cc":["nobody@example.net"]}')`)
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": s}, PollInterval: 50 * time.Millisecond})
+	eventually(t, 20*time.Second, "the attack's message to be reported", func() bool {
+		return scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, attack) != "queued" &&
+			scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, attack) != "processing"
+	})
+	if st := scalar[string](t, pool, `SELECT status || ' ' || coalesce(last_error_code, '-') FROM herald.messages WHERE id = $1`, attack); st != "sent -" {
+		t.Fatalf("the To's message with a bad cc: %s, want sent", st)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.suppressions`); n != 0 {
+		t.Fatalf("%d suppressions after a refused cc", n)
+	}
+	next := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'victim@example.net', '{"subject":"Your password reset","text":"t"}')`)
+	eventually(t, 20*time.Second, "the next message to the To to go out", func() bool {
+		return scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, next) == "sent"
+	})
 }
 
 // One producer's bad list must not get the account suspended for everyone: with a

@@ -66,6 +66,9 @@ type Result struct {
 	// ProviderMessageID is the provider's own id for the delivery (stored by
 	// herald.complete as the receipt); empty when the provider has none.
 	ProviderMessageID string
+	// Warning, when set, says what of the message was not delivered although it
+	// counts as sent (an SMTP relay refused a copy for good); the runner logs it.
+	Warning string
 }
 
 // Sender delivers messages of one channel. Send is called from many goroutines at

@@ -47,6 +47,7 @@ import (
 	netmail "net/mail"
 	"net/textproto"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,9 +176,35 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, sender.Transient(ctx.Err())
 	}
 	defer func() { <-s.slots }()
+	err = s.transmit(ctx, msg)
+	var res sender.Result
+	if dropped := refusedCopies(err, e, m.Recipient); len(dropped) > 0 {
+		// The relay refused only copies, for good: the To and the other copies get the
+		// message without them (a bad cc must not fail, nor suppress, the To).
+		e.Cc, e.Bcc = without(e.Cc, dropped), without(e.Bcc, dropped)
+		res.Warning = fmt.Sprintf("copies refused for good and left out: %s (%v)", strings.Join(dropped, ", "), err)
+		if msg, err = s.message(e); err == nil {
+			err = s.transmit(ctx, msg)
+		}
+	}
+	if err != nil {
+		f := s.classify(err)
+		if refused, atMailFrom := refusesSender(err, e.FromAddress); refused && sender.Classify(f).Class == sender.ClassPermanent {
+			f = e.SenderRefused(f, atMailFrom)
+		}
+		return sender.Result{}, f
+	}
+	res.ProviderMessageID = e.MessageID
+	return res, nil
+}
+
+// transmit sends msg on a pooled connection (once more on a fresh one when a reused
+// one had gone stale) and returns the connection to the pool, or closes it when the
+// session is in doubt.
+func (s *Sender) transmit(ctx context.Context, msg *mail.Msg) error {
 	conn, reused, err := s.conn(ctx)
 	if err != nil {
-		return sender.Result{}, s.classify(err)
+		return err
 	}
 	err = s.client.SendWithSMTPClient(conn, msg)
 	var se *mail.SendError
@@ -185,7 +212,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		// The idle connection had gone stale (the server closed it): once more, fresh.
 		_ = s.client.CloseWithSMTPClient(conn)
 		if conn, err = s.dial(ctx); err != nil {
-			return sender.Result{}, s.classify(err)
+			return err
 		}
 		err = s.client.SendWithSMTPClient(conn, msg)
 	}
@@ -195,14 +222,49 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		} else {
 			_ = s.client.CloseWithSMTPClient(conn)
 		}
-		f := s.classify(err)
-		if refused, atMailFrom := refusesSender(err, e.FromAddress); refused && sender.Classify(f).Class == sender.ClassPermanent {
-			f = e.SenderRefused(f, atMailFrom)
-		}
-		return sender.Result{}, f
+		return err
 	}
 	s.release(conn)
-	return sender.Result{ProviderMessageID: e.MessageID}, nil
+	return nil
+}
+
+// affectedRcpts is the recipient list go-mail's SendError names for refused RCPT TOs.
+var affectedRcpts = regexp.MustCompile(`affected recipient\(s\): (.*?)(?:, affected message ID: |$)`)
+
+// refusedCopies returns the cc and bcc addresses err says the server refused for good
+// at RCPT TO, when it refused those only: not the To (to), and not for now (4yz).
+// Empty otherwise.
+func refusedCopies(err error, e email.Email, to string) []string {
+	var se *mail.SendError
+	if err == nil || !errors.As(err, &se) || se.Reason != mail.ErrSMTPRcptTo || se.IsTemp() || se.ErrorCode() < 500 ||
+		len(e.Cc)+len(e.Bcc) == 0 {
+		return nil
+	}
+	m := affectedRcpts.FindStringSubmatch(se.Error())
+	if m == nil {
+		return nil
+	}
+	copies := append(append([]string(nil), e.Cc...), e.Bcc...)
+	var out []string
+	for _, r := range strings.Split(m[1], ", ") {
+		r = strings.Trim(strings.TrimSpace(r), "<>")
+		if strings.EqualFold(r, to) || !slices.ContainsFunc(copies, func(c string) bool { return strings.EqualFold(c, r) }) {
+			return nil // the To refused, or an address the error names that is no copy
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// without is list less the addresses in drop (any letter case).
+func without(list, drop []string) []string {
+	var out []string
+	for _, a := range list {
+		if !slices.ContainsFunc(drop, func(d string) bool { return strings.EqualFold(a, d) }) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func (s *Sender) message(e email.Email) (*mail.Msg, error) {

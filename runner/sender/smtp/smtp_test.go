@@ -332,6 +332,37 @@ func withFrom(id int64, to, from string) sender.Message {
 // message only, so that it cannot pause the channel for every producer; the channel's
 // default From refused is the runner's configuration, and the check names that From in
 // MAIL FROM so that a probe does not resume the channel. A quota reply to MAIL FROM
+// A relay that refuses a copy for good (550 5.1.1 for a cc) must not fail the To's
+// message, nor hand SQL a code that suppresses the To: the message goes again to the
+// To and the other copies, sent, with a warning naming the copy. A copy refused for
+// now, or the To refused, fails the message as before.
+func TestSMTPRefusedCopyIsLeftOut(t *testing.T) {
+	t.Parallel()
+	srv, s := startSender(t)
+	srv.Reply("nobody", 550, "5.1.1", "The email account that you tried to reach does not exist.")
+	srv.Reply("later", 450, "4.2.0", "mailbox unavailable")
+	withCopies := func(id int64, to, cc, bcc string) sender.Message {
+		m := sendertest.EmailMessage(id, to)
+		m.Payload = json.RawMessage(fmt.Sprintf(`{"subject":"s","text":"t","cc":[%q,"kim@example.net"],"bcc":[%q]}`, cc, bcc))
+		return m
+	}
+	res, err := s.Send(context.Background(), withCopies(1, "ana@example.net", "nobody@example.net", "lu@example.net"))
+	if err != nil || !strings.Contains(res.Warning, "nobody@example.net") {
+		t.Fatalf("a refused cc: %+v %v", res, err)
+	}
+	got := srv.Messages()
+	if len(got) != 1 || strings.Join(got[0].To, " ") != "ana@example.net kim@example.net lu@example.net" ||
+		strings.Contains(strings.ToLower(got[0].Data), "nobody") {
+		t.Fatalf("delivered %+v", got)
+	}
+	_, err = s.Send(context.Background(), withCopies(2, "ana@example.net", "later@example.net", "lu@example.net"))
+	sendertest.WantClass(t, err, sender.ClassTransient)
+	_, err = s.Send(context.Background(), withCopies(3, "nobody@example.net", "kim@example.net", "lu@example.net"))
+	if f := sendertest.WantClass(t, err, sender.ClassPermanent); f.Code != "550 5.1.1" {
+		t.Fatalf("the To refused: code %q", f.Code)
+	}
+}
+
 // stays a quota, and SES's sandbox refusal of a recipient stays the recipient's.
 func TestSMTPRefusedSender(t *testing.T) {
 	t.Parallel()
