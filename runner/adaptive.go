@@ -104,12 +104,15 @@ func (c *concurrency) observe(took time.Duration, err error, now time.Time) int 
 
 // pushback reports whether a send's failure says the provider wants fewer sends: a
 // rate_limited answer from the provider (not one the runner gave itself: released,
-// lease_lapsed, expired) or a timeout.
+// lease_lapsed, expired) or a timeout; never a webhook receiver's (Failure.Receiver).
 func pushback(err error) bool {
 	if err == nil {
 		return false
 	}
 	var f *sender.Failure
+	if errors.As(err, &f) && f.Receiver {
+		return false // one receiver's trouble is not the provider's
+	}
 	if errors.As(err, &f) && f.Class == sender.ClassRateLimited {
 		return f.Code != "released" && f.Code != "lease_lapsed" && f.Code != "expired"
 	}

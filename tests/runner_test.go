@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	dto "github.com/prometheus/client_model/go"
@@ -25,6 +26,8 @@ import (
 
 	"github.com/herald/herald/runner"
 	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/egress"
+	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/herald/herald/tests/testdb"
 )
 
@@ -866,5 +869,57 @@ func TestRunnerSuspendsABouncingProducer(t *testing.T) {
 	reason := scalar[string](t, pool, `SELECT suspended_reason FROM herald.producers WHERE producer = current_user`)
 	if !strings.Contains(reason, "11 of 20 messages") {
 		t.Fatalf("suspended_reason %q", reason)
+	}
+}
+
+// One customer's dead webhook receiver must not slow everyone's delivery: a receiver
+// that never answers (each request times out) is not the provider pushing back, so the
+// runner's sends in flight do not shrink for it, and after a few failures in a row its
+// host's circuit opens: its other messages wait (rate_limited, attempt given back)
+// instead of each holding a send for the whole timeout. The healthy receiver gets all
+// its messages meanwhile.
+func TestADeadReceiverDoesNotSlowTheOthers(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	var deadAsked, healthyAsked atomic.Int64
+	gone := make(chan struct{})
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deadAsked.Add(1)
+		select { // never answers: the sender's timeout ends it
+		case <-r.Context().Done():
+		case <-gone:
+		}
+	}))
+	t.Cleanup(dead.Close)
+	t.Cleanup(func() { close(gone) })
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		healthyAsked.Add(1)
+		time.Sleep(5 * time.Millisecond)
+	}))
+	t.Cleanup(healthy.Close)
+	mustExec(t, pool, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'hooks',
+		'recipient', CASE WHEN g % 5 = 0 THEN $1 ELSE $2 END || '/h' || g, 'payload', '{}'::jsonb) ORDER BY g)
+		FROM generate_series(1, 400) g))`, strings.Replace(dead.URL, "127.0.0.1", "localhost", 1),
+		strings.Replace(healthy.URL, "127.0.0.1", "localhost", 1))
+	s, err := webhook.New(webhook.Config{Secrets: []string{"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32))},
+		Egress: egress.Policy{Allow: []string{"127.0.0.1/32"}}, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"hooks": s}, PollInterval: 20 * time.Millisecond,
+		ConcurrencyStart: 16})
+	eventually(t, 60*time.Second, "the healthy receiver's 320 messages", func() bool {
+		return scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE status = 'sent'`) == 320
+	})
+	if limit := metricValue(t, scrape(t, r.Handler()), "herald_concurrency_limit"); limit < 16 {
+		t.Fatalf("sends in flight fell to %v for one dead receiver (start 16)", limit)
+	}
+	if n := deadAsked.Load(); n >= 80 {
+		t.Fatalf("the dead receiver was asked %d times for its 80 messages: its circuit never opened", n)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE status NOT IN ('queued', 'processing', 'sent')`); n != 0 {
+		t.Fatalf("%d of the dead receiver's messages left the queue (dead or expired)", n)
 	}
 }

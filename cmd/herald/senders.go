@@ -199,7 +199,8 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 		}
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
 			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots,
-			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false)})
+			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), CircuitFailures: ev.int(prefix+"CIRCUIT_FAILURES", 5),
+			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second)})
 	}
 }
 

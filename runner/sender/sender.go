@@ -95,7 +95,11 @@ type Failure struct {
 	// provider's error code, or one of herald's words (egress_refused, redirect);
 	// empty when there is none. At most 64 characters.
 	Code string
-	Err  error
+	// Receiver marks a failure of the recipient's own endpoint (a webhook receiver),
+	// not of the provider every message goes through: the runner does not take it as
+	// the provider pushing back (its sends in flight, a channel's rate).
+	Receiver bool
+	Err      error
 }
 
 // Error says the class and the cause.

@@ -56,7 +56,7 @@ func (s *Sender) adapt(err error) {
 		if cur < s.max {
 			s.limiter.SetLimit(min(s.max, cur*1.02))
 		}
-	case errors.As(err, &f) && f.Class == sender.ClassRateLimited:
+	case errors.As(err, &f) && f.Class == sender.ClassRateLimited && !f.Receiver:
 		s.limiter.SetLimit(max(s.floor, cur/2))
 	}
 }

@@ -74,6 +74,14 @@ type Config struct {
 	// PerEndpoint signs each request with the recipient URL's own secret
 	// (EndpointSecret of each of Secrets) instead of the channel's.
 	PerEndpoint bool
+	// CircuitFailures is how many failures in a row (no connection, a timeout, 5xx,
+	// 429) open a receiver host's circuit: its messages then wait (rate_limited, the
+	// attempt given back) instead of each holding a send until its timeout (default
+	// 5; below 0: never).
+	CircuitFailures int
+	// CircuitCooldown is how long an open circuit waits before one trial request
+	// (default 30s); each failed trial doubles it, up to 32 times.
+	CircuitCooldown time.Duration
 }
 
 // Sender posts messages to their recipient URL. It is safe for concurrent use.
@@ -81,6 +89,7 @@ type Sender struct {
 	keys        [][]byte
 	perEndpoint bool
 	client      *http.Client
+	circuit     *circuit
 }
 
 // New checks cfg and returns a Sender. Its errors never contain a secret.
@@ -107,7 +116,14 @@ func New(cfg Config) (*Sender, error) {
 	transport.Proxy = nil // a proxy would connect on our behalf, past the egress check
 	transport.DialContext = cfg.Egress.DialContext(cfg.Timeout)
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Sender{keys: keys, perEndpoint: cfg.PerEndpoint, client: client}, nil
+	if cfg.CircuitFailures == 0 {
+		cfg.CircuitFailures = 5
+	}
+	if cfg.CircuitCooldown <= 0 {
+		cfg.CircuitCooldown = 30 * time.Second
+	}
+	return &Sender{keys: keys, perEndpoint: cfg.PerEndpoint, client: client,
+		circuit: newCircuit(cfg.CircuitFailures, cfg.CircuitCooldown)}, nil
 }
 
 // EndpointSecret is the secret of one receiver URL on a channel that signs per
@@ -179,15 +195,50 @@ func Verify(secrets []string, h http.Header, body []byte, tolerance time.Duratio
 	return errors.New("webhook: no signature matches")
 }
 
-// Send posts the message to its recipient URL.
+// Send posts the message to its recipient URL, unless the host's circuit is open.
+// Every failure is the receiver's (sender.Failure.Receiver): one customer's endpoint
+// does not slow the runner's sends to the others.
 func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
 	u, err := url.Parse(m.Recipient)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return sender.Result{}, sender.Permanent(fmt.Errorf("recipient is not an http(s) URL"))
+		err = sender.Permanent(fmt.Errorf("recipient is not an http(s) URL"))
 	case u.User != nil:
-		return sender.Result{}, sender.WithCode(sender.Permanent(errors.New("recipient URL carries user info; refused")), "egress_refused")
+		err = sender.WithCode(sender.Permanent(errors.New("recipient URL carries user info; refused")), "egress_refused")
 	}
+	var res sender.Result
+	if err == nil {
+		host := strings.ToLower(u.Host)
+		if until, n, open := s.circuit.hold(host, time.Now()); open {
+			err = sender.WithCode(sender.RateLimited(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", host, n), until),
+				"circuit_open")
+		} else {
+			res, err = s.post(ctx, m, u)
+			if ctx.Err() == nil { // a send cut short by the runner's shutdown says nothing of the host
+				s.circuit.record(host, hostDown(err), time.Now())
+			}
+		}
+	}
+	if err != nil {
+		f := sender.Classify(err)
+		f.Receiver = true
+		return sender.Result{}, f
+	}
+	return res, nil
+}
+
+// hostDown reports whether a send's failure counts towards opening the host's circuit:
+// no connection or a timeout, 5xx, 408 or 429; not what concerns the message itself.
+func hostDown(err error) bool {
+	if err == nil {
+		return false
+	}
+	f := sender.Classify(err)
+	return f.Class == sender.ClassRateLimited || f.Class == sender.ClassTransient && f.Code != "401" && f.Code != "403"
+}
+
+// post signs and posts the message to u.
+func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL) (sender.Result, error) {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return sender.Result{}, sender.Permanent(err)
