@@ -314,6 +314,8 @@ func TestProducerSuspendedForItsBounceRate(t *testing.T) {
 	n := send(news, "n", 20)
 	deliver(nil)
 	b = send(bulk, "c", 10) // queued when the suspension comes
+	keyed := scalar[[]int64](t, bulk, `SELECT herald.enqueue_batch('[{"channel":"email","recipient":"k@example.com","payload":{"subject":"s","text":"t"},"ordering_key":"k"},
+		{"channel":"email","recipient":"k@example.com","payload":{"subject":"s","text":"t"},"ordering_key":"k"}]')`) // queued, then held
 	mustExec(t, pool, `SELECT herald.record_delivery_events('generic', jsonb_build_array(jsonb_build_object('event_id', 'c1',
 		'message_id', $1::bigint, 'event', 'complained')))`, n[0]) // 1 of 20: 5 %
 	if _, err := bulk.Exec(ctx, `SELECT herald.count_producers()`); err == nil {
@@ -333,6 +335,9 @@ func TestProducerSuspendedForItsBounceRate(t *testing.T) {
 	until := scalar[time.Time](t, pool, `SELECT suspended_until FROM herald.producers WHERE producer = 'herald_test_rate_bulk'`)
 	if k := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE id = ANY ($1) AND status = 'queued' AND run_at = $2`, b, until); k != 10 {
 		t.Fatalf("%d of bulk's 10 queued messages wait out the suspension", k)
+	}
+	if st := scalar[string](t, pool, `SELECT string_agg(status || ' ' || (run_at = $2), ', ' ORDER BY id) FROM herald.messages WHERE id = ANY ($1)`, keyed, until); st != "queued true, held true" {
+		t.Fatalf("bulk's keyed messages: %s (a held one must wait too, once released)", st)
 	}
 	before := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`)
 	for _, attack := range []string{

@@ -2462,7 +2462,7 @@ BEGIN
       SET run_at = p.suspended_until
       FROM herald.producers p
       WHERE p.producer = ANY (v_suspending) AND m.producer = p.producer
-        AND m.status = 'queued' AND m.run_at < p.suspended_until;
+        AND m.status IN ('queued', 'held') AND m.run_at < p.suspended_until; -- a held one keeps it when released
     END IF;
   END IF;
   SELECT count(*) FILTER (WHERE p.pending >= p.max_pending), count(*) FILTER (WHERE p.suspended_until > count_producers.now)

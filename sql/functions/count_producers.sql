@@ -4,7 +4,7 @@
 -- rate_window and how many of them bounced for good (herald._suppression_reason) or
 -- drew a complaint (at most each 60th of the window: rated_at). One over a rate, with
 -- at least rate_min_sent sent, is suspended for rate_window (suspended_until,
--- suspended_reason): enqueue refuses it and its queued messages due before then wait. Returns the producers at their
+-- suspended_reason): enqueue refuses it; its queued and held messages due before wait. Returns the producers at their
 -- max_pending and those suspended; no row when another call holds the counting lock
 -- (advisory 29384939513078786). Runners call it every HERALD_QUOTA_INTERVAL; pg_cron
 -- may instead. Index: messages_pending_producer_idx when created (docs/tuning.md),
@@ -95,7 +95,7 @@ BEGIN
       SET run_at = p.suspended_until
       FROM herald.producers p
       WHERE p.producer = ANY (v_suspending) AND m.producer = p.producer
-        AND m.status = 'queued' AND m.run_at < p.suspended_until;
+        AND m.status IN ('queued', 'held') AND m.run_at < p.suspended_until; -- a held one keeps it when released
     END IF;
   END IF;
   SELECT count(*) FILTER (WHERE p.pending >= p.max_pending), count(*) FILTER (WHERE p.suspended_until > count_producers.now)
