@@ -4,9 +4,9 @@
 -- rate_window and how many of them bounced for good (herald._suppression_reason) or
 -- drew a complaint (at most each 60th of the window: rated_at). One over a rate, with
 -- at least rate_min_sent sent, is suspended for rate_window (suspended_until,
--- suspended_reason): enqueue refuses it; its queued and held messages due before wait. Returns the producers at their
--- max_pending and those suspended; no row when another call holds the counting lock
--- (advisory 29384939513078786). Runners call it every HERALD_QUOTA_INTERVAL; pg_cron
+-- suspended_reason): enqueue refuses it; its queued and held messages due before wait.
+-- Returns the producers at their max_pending and those suspended; no row when another
+-- call holds the counting lock (advisory 29384939513078786). Runners call it every HERALD_QUOTA_INTERVAL; pg_cron
 -- may instead. Index: messages_pending_producer_idx when created (docs/tuning.md),
 -- else scans of herald.messages. Locks: the producers' rows, the moved messages, the
 -- advisory lock. Errors: 42501 now (herald._check_clock). SECURITY DEFINER.
