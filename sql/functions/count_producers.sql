@@ -8,8 +8,9 @@
 -- Returns the producers at their max_pending and those suspended; no row when another
 -- call holds the counting lock (advisory 29384939513078786). Runners call it every
 -- HERALD_QUOTA_INTERVAL; pg_cron may instead. Index: messages_pending_producer_idx
--- when created (docs/tuning.md), else scans of herald.messages. Locks: the producers' rows, the moved messages, the
--- advisory lock. Errors: 42501 now (herald._check_clock). SECURITY DEFINER.
+-- when created (docs/tuning.md), else scans of herald.messages. Locks: the producers'
+-- rows, the moved messages, the advisory lock. Errors: 42501 now (herald._check_clock).
+-- SECURITY DEFINER.
 CREATE OR REPLACE FUNCTION herald.count_producers(now timestamptz DEFAULT now())
 RETURNS TABLE (at_max_pending integer, suspended integer)
 LANGUAGE plpgsql
