@@ -101,12 +101,13 @@ func ReadReport(r io.Reader, keys [][]byte) (string, json.RawMessage, int, error
 		reportID = hex.EncodeToString(sum[:16])
 	}
 	base := event{MessageID: &id, ProviderMessageID: "<" + strings.Trim(strings.TrimSpace(orig.Get("Message-Id")), "<>") + ">"}
+	var evs []event
+	var ignored int
 	if source == "arf" {
-		evs, ignored := arfEvents(blocks[0], reportID, base)
-		b, n, err := encode(evs, ignored, nil)
-		return source, b, n, err
+		evs, ignored = arfEvents(blocks[0], reportID, base)
+	} else {
+		evs, ignored = dsnEvents(blocks[1:], reportID, base)
 	}
-	evs, ignored := dsnEvents(blocks[1:], reportID, base)
 	b, n, err := encode(evs, ignored, nil)
 	return source, b, n, err
 }
