@@ -192,6 +192,46 @@ func TestIntakeBatch(t *testing.T) {
 	}
 }
 
+// The request's W3C trace context (traceparent, tracestate) is kept in each message's
+// metadata, for the webhook sender to hand on, unless the message names its own; a
+// malformed or injected header is not kept, and a bad metadata is still named.
+func TestIntakeKeepsTheTraceContext(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{})
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	trace := map[string]string{"traceparent": tp, "tracestate": "rojo=00f067aa0ba902b7"}
+	var ok struct {
+		ID  int64   `json:"id"`
+		IDs []int64 `json:"ids"`
+	}
+	metadata := func(id int64) string {
+		return scalar[string](t, pool, `SELECT coalesce(metadata::text, '-') FROM herald.messages WHERE id = $1`, id)
+	}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, trace, &ok); code != 202 ||
+		metadata(ok.ID) != `{"tracestate": "rojo=00f067aa0ba902b7", "traceparent": "`+tp+`"}` {
+		t.Fatalf("single: %d %s", code, metadata(ok.ID))
+	}
+	own := `{"channel":"email","recipient":"ana@example.com","payload":{"subject":"Hi","text":"Hello"},
+		"metadata":{"tenant":"t","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}`
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", own, trace, &ok); code != 202 ||
+		metadata(ok.ID) != `{"tenant": "t", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}` {
+		t.Fatalf("a message's own traceparent: %d %s", code, metadata(ok.ID))
+	}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, map[string]string{"traceparent": "00-xyz"}, &ok); code != 202 ||
+		metadata(ok.ID) != "-" {
+		t.Fatalf("a malformed traceparent: %d %s", code, metadata(ok.ID))
+	}
+	batch := `[` + goodEmail + `,{"channel":"sms","recipient":"+14155550100","payload":{"text":"x"},"metadata":{"tenant":"t"}}]`
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", batch, trace, &ok); code != 202 || len(ok.IDs) != 2 ||
+		metadata(ok.IDs[1]) != `{"tenant": "t", "tracestate": "rojo=00f067aa0ba902b7", "traceparent": "`+tp+`"}` {
+		t.Fatalf("batch: %d %+v %s", code, ok, metadata(ok.IDs[1]))
+	}
+	var e apiError
+	notObject := `{"channel":"email","recipient":"ana@example.com","payload":{"subject":"Hi","text":"Hello"},"metadata":[1]}`
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", notObject, trace, &e); code != 400 || e.Error.Field != "metadata" {
+		t.Fatalf("metadata that is no object: %d %+v", code, e.Error)
+	}
+}
+
 // A token holder cannot jump the queue, send as someone else or use a closed channel:
 // a priority below 0 or an e-mail from that its producer's herald.producers row
 // (intake:<name>) does not grant, or a channel whose producers leave it out, is 403

@@ -173,6 +173,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, c caller) {
 	m, err := DecodeMessage(b)
 	if err == nil {
 		err = idempotencyHeader(&m, r.Header.Get("Idempotency-Key"))
+		m.Metadata = tracedMetadata(m.Metadata, r.Header)
 	}
 	if err == nil && !h.allow(w, c, 1) {
 		return
@@ -215,7 +216,7 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
 	if !h.allow(w, c, n) {
 		return
 	}
-	ids, err := storeBatch(r.Context(), c.q, b)
+	ids, err := storeBatch(r.Context(), c.q, tracedBatch(b, r.Header))
 	if err != nil {
 		h.fail(w, err)
 		return

@@ -13,7 +13,9 @@
 // its own, and two at once while one is rotated out. A channel that signs per
 // endpoint gives each receiver URL its own secret, derived from the channel's
 // (EndpointSecret), so that receivers sharing a channel cannot sign for each other.
-// Verify checks a request.
+// Verify checks a request. A W3C trace context in the message's metadata
+// (traceparent, tracestate) goes along as those headers, so the receiver's tracing
+// continues the producer's trace.
 //
 // # Where it connects, and failure classes
 //
@@ -46,6 +48,7 @@ import (
 
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
+	"github.com/herald/herald/runner/tracecontext"
 )
 
 // Header names of the wire format (Standard Webhooks).
@@ -237,6 +240,27 @@ func hostDown(err error) bool {
 	return f.Class == sender.ClassRateLimited || f.Class == sender.ClassTransient && f.Code != "401" && f.Code != "403"
 }
 
+// traceContext is the W3C trace context a message's metadata carries (traceparent,
+// tracestate: the producer's, or the HTTP intake request's), as headers for the
+// receiver; what is not valid is not passed on.
+func traceContext(metadata json.RawMessage) map[string]string {
+	if !bytes.Contains(metadata, []byte(tracecontext.Parent)) {
+		return nil
+	}
+	var md struct {
+		Parent string `json:"traceparent"`
+		State  string `json:"tracestate"`
+	}
+	if json.Unmarshal(metadata, &md) != nil || !tracecontext.ValidParent(md.Parent) {
+		return nil
+	}
+	out := map[string]string{tracecontext.Parent: md.Parent}
+	if tracecontext.ValidState(md.State) {
+		out[tracecontext.State] = md.State
+	}
+	return out
+}
+
 // post signs and posts the message to u.
 func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL) (sender.Result, error) {
 	body, err := json.Marshal(m)
@@ -259,6 +283,9 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL) (sender
 	req.Header.Set(HeaderID, id)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, strings.Join(sigs, " "))
+	for k, v := range traceContext(m.Metadata) {
+		req.Header.Set(k, v)
+	}
 	resp, err := s.client.Do(req)
 	if errors.Is(err, egress.ErrRefused) {
 		return sender.Result{}, sender.WithCode(sender.Permanent(err), "egress_refused")

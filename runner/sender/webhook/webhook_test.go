@@ -343,3 +343,45 @@ func TestWebhookTrustsTheConfiguredCA(t *testing.T) {
 		t.Fatal("a certificate of an unknown CA was accepted")
 	}
 }
+
+// The W3C trace context in a message's metadata reaches the receiver as the
+// traceparent and tracestate headers, so its tracing continues the producer's trace.
+// A malformed one, or one smuggling a header in a line break, is not passed on, and
+// the message is still delivered.
+func TestWebhookPassesTheTraceContext(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	got := map[string]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.URL.Path] = r.Header.Get("traceparent") + "|" + r.Header.Get("tracestate") + "|" + r.Header.Get("X-Evil")
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, md := range map[string]string{
+		"/traced":    `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"rojo=00f067aa0ba902b7","order":7}`,
+		"/injected":  `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nX-Evil: 1"}`,
+		"/bad-state": `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=b\r\nX-Evil: 1"}`,
+		"/none":      `{"order":7}`,
+	} {
+		m := sender.Message{ID: 1, Recipient: srv.URL + path, Payload: json.RawMessage(`{}`), Metadata: json.RawMessage(md)}
+		if _, err := s.Send(context.Background(), m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	want := map[string]string{
+		"/traced":    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01|rojo=00f067aa0ba902b7|",
+		"/injected":  "||",
+		"/bad-state": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01||",
+		"/none":      "||",
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("headers the receiver got:\n%v\nwant\n%v", got, want)
+	}
+}
