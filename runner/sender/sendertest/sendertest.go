@@ -563,6 +563,9 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 		case "+15005550015": // the sender's own From, answered as if it were not the account's
 			w.WriteHeader(400)
 			io.WriteString(w, `{"code": 21601, "message": "Phone number +15005550006 is not a valid SMS-capable inbound phone number", "more_info": "https://www.twilio.com/docs/errors/21601", "status": 400}`)
+		case "+15005550017": // the From belongs to another (sub)account than the credentials'
+			w.WriteHeader(400)
+			io.WriteString(w, `{"code": 21660, "message": "Mismatch between the 'From' number +15005550006 and the account", "more_info": "https://www.twilio.com/docs/errors/21660", "status": 400}`)
 		case "+15005550016":
 			w.WriteHeader(404)
 			io.WriteString(w, `{"code": 21701, "message": "The Messaging Service does not exist", "more_info": "https://www.twilio.com/docs/errors/21701", "status": 404}`)

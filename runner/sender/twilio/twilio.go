@@ -8,8 +8,8 @@
 // classified by sender.FromHTTP: 429 rate_limited (Retry-After), 5xx transient,
 // 401/403 configuration, other 4xx — such as error 21211, an invalid To number —
 // permanent; error 21611 (the From number's queue is full) rate_limited; errors that
-// say the runner's own From or Messaging Service is wrong (21212, 21601, 21603, 21661,
-// 21701, 21705) configuration; an untrusted certificate or unknown host
+// say the runner's own From or Messaging Service is wrong (21212, 21601, 21603, 21660,
+// 21661, 21701, 21705) configuration; an untrusted certificate or unknown host
 // configuration (sender.FromNetwork).
 package twilio
 
@@ -150,7 +150,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		switch r.Code {
 		case 21611: // the From number's queue is full: wait, as for a 429
 			err = sender.RateLimited(err, time.Now().Add(time.Minute))
-		case 21212, 21601, 21603, 21661, 21701, 21705:
+		case 21212, 21601, 21603, 21660, 21661, 21701, 21705:
 			// The runner's sender identity is wrong (a From that is not the account's
 			// SMS number, no From, a Messaging Service that does not exist): the
 			// channel's setup, like a revoked key, not the message.

@@ -54,7 +54,8 @@ func TestTwilioSender(t *testing.T) {
 	}
 	// Twilio's documented errors: a full From queue (21611) and bad credentials
 	// (20003) wait without using an attempt, as does a sender identity the account
-	// cannot use (21601 From not its number, 21701 no such Messaging Service: the
+	// cannot use (21601 From not its number, 21660 the From another account's, 21701 no
+	// such Messaging Service: the
 	// channel pauses instead of every SMS dying); an unsubscribed recipient (21610)
 	// and a number that is not mobile (21614) are permanent. The code is Twilio's.
 	for _, c := range []struct {
@@ -62,7 +63,8 @@ func TestTwilioSender(t *testing.T) {
 		class    sender.Class
 	}{{"+15005550011", "21611", sender.ClassRateLimited}, {"+15005550012", "20003", sender.ClassConfiguration},
 		{"+15005550013", "21610", sender.ClassPermanent}, {"+15005550014", "21614", sender.ClassPermanent},
-		{"+15005550015", "21601", sender.ClassConfiguration}, {"+15005550016", "21701", sender.ClassConfiguration}} {
+		{"+15005550015", "21601", sender.ClassConfiguration}, {"+15005550016", "21701", sender.ClassConfiguration},
+		{"+15005550017", "21660", sender.ClassConfiguration}} {
 		_, err := s.Send(ctx, sendertest.SMSMessage(5, c.to))
 		if f := sendertest.WantClass(t, err, c.class); f.Code != c.code || (c.class == sender.ClassRateLimited && !f.RetryAt.After(time.Now())) {
 			t.Fatalf("Twilio %s: code %q, retry at %v", c.code, f.Code, f.RetryAt)
