@@ -9,6 +9,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// CountDeliveryEvents adds what a delivery-event endpoint recorded (events.Config's
+// Counted: counts by event name) to herald_delivery_events_received_total.
+func (r *Runner) CountDeliveryEvents(source string, counts map[string]int) {
+	for event, n := range counts {
+		r.m.events.WithLabelValues(source, event).Add(float64(n))
+	}
+}
+
 // Handler serves /metrics (Prometheus exposition, github.com/prometheus/client_golang)
 // and /healthz (200 when the database answers and the listener is connected — its
 // "listener" also says when LISTEN is deaf, polling — else 503, with a JSON body

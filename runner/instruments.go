@@ -12,6 +12,7 @@ type instruments struct {
 	claimed       *prometheus.CounterVec
 	sent          *prometheus.CounterVec
 	failed        *prometheus.CounterVec
+	events        *prometheus.CounterVec
 	duplicates    prometheus.Counter
 	released      prometheus.Counter
 	leaseExtended prometheus.Counter
@@ -52,10 +53,12 @@ func newInstruments() *instruments {
 		return g
 	}
 	m := &instruments{
-		reg:           reg,
-		claimed:       counterVec("herald_claimed_total", "Messages claimed by this runner.", "channel"),
-		sent:          counterVec("herald_sent_total", "Messages delivered and completed.", "channel"),
-		failed:        counterVec("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
+		reg:     reg,
+		claimed: counterVec("herald_claimed_total", "Messages claimed by this runner.", "channel"),
+		sent:    counterVec("herald_sent_total", "Messages delivered and completed.", "channel"),
+		failed:  counterVec("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
+		events: counterVec("herald_delivery_events_received_total",
+			"Providers' delivery events this process's endpoints recorded (replays and unmatched ones too), by source and event.", "source", "event"),
 		duplicates:    counter("herald_duplicates_total", "Reports that matched no row: the lease was lost, so the message may be delivered twice."),
 		released:      counter("herald_released_total", "Messages given back unsent at shutdown."),
 		leaseExtended: counter("herald_lease_extended_total", "Leases extended for slow sends."),

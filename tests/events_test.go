@@ -272,7 +272,10 @@ func TestGenericDeliveryEvents(t *testing.T) {
 	_, pool := setup(t)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a generic event secret, 32 bytes"))
 	mux := http.NewServeMux()
-	events.Register(mux, pool, events.Config{GenericSecrets: []string{secret}})
+	var counted []string // what herald run adds to herald_delivery_events_received_total
+	events.Register(mux, pool, events.Config{GenericSecrets: []string{secret}, Counted: func(source string, counts map[string]int) {
+		counted = append(counted, source+fmt.Sprint(counts))
+	}})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	ids := sentMessages(t, pool, "email", "mta-", "ana@example.com")
@@ -300,6 +303,9 @@ func TestGenericDeliveryEvents(t *testing.T) {
 	}
 	if got := outcome(t, pool, ids[0]); got != "sent bounced hard 5.1.1" {
 		t.Fatalf("outcome: %s", got)
+	}
+	if fmt.Sprint(counted) != "[genericmap[bounced:1]]" {
+		t.Fatalf("counted %v, want the one recorded bounce (refused requests count nothing)", counted)
 	}
 	if !scalar[bool](t, pool, `SELECT herald.is_suppressed('email', 'ANA@example.com')`) {
 		t.Fatal("a hard bounce did not suppress the recipient")

@@ -99,6 +99,9 @@ type Config struct {
 	// MaxBodyBytes bounds a request body (default 5 MiB).
 	MaxBodyBytes int64
 	Logger       *slog.Logger
+	// Counted, when set, is told each request's recorded events by event name
+	// (herald run counts them in herald_delivery_events_received_total).
+	Counted func(source string, counts map[string]int)
 }
 
 // Any reports whether any endpoint is configured.
@@ -263,6 +266,16 @@ func (h *handler) endpoint(source string, parse parser) http.Handler {
 		}
 		h.cfg.Logger.Info("delivery events", "source", source, "recorded", res.Recorded, "duplicates", res.Duplicates,
 			"unknown", res.Unknown, "ignored", res.Ignored)
+		if h.cfg.Counted != nil && evs != nil {
+			var kinds []struct{ Event string }
+			if json.Unmarshal(evs, &kinds) == nil {
+				counts := map[string]int{}
+				for _, k := range kinds {
+					counts[k.Event]++
+				}
+				h.cfg.Counted(source, counts)
+			}
+		}
 		answer(w, http.StatusOK, res)
 	})
 }
