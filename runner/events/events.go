@@ -98,7 +98,8 @@ type Config struct {
 	Tolerance time.Duration
 	// MaxBodyBytes bounds a request body (default 5 MiB).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// Logger receives a line per request (nil: slog's default).
+	Logger *slog.Logger
 	// Counted, when set, is told each request's recorded events by event name
 	// (herald run counts them in herald_delivery_events_received_total).
 	Counted func(source string, counts map[string]int)
