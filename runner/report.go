@@ -120,6 +120,7 @@ func (r *Runner) flush(batch []outcome) {
 	}
 	if len(doneIDs) > 0 {
 		r.retry(len(batch), func() error { return r.complete(doneIDs, doneTokens, providerIDs) })
+		r.recordCopyRefusals(batch)
 	}
 	if len(failIDs) > 0 {
 		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, codes, retryAt) })
@@ -167,6 +168,25 @@ func (r *Runner) retry(messages int, report func() error) {
 func (r *Runner) complete(ids, tokens []int64, providerIDs []string) error {
 	return r.report1("complete", ids, `SELECT herald.complete($1::bigint[], $2::bigint[], $3::text[])`,
 		ids, tokens, nullable(providerIDs))
+}
+
+// recordCopyRefusals records the copies providers refused for good in the batch's
+// deliveries (herald.record_copy_refusal: an address that does not exist is
+// suppressed). Best effort: a failure is logged, the message stays sent.
+func (r *Runner) recordCopyRefusals(batch []outcome) {
+	for _, o := range batch {
+		if o.err != nil {
+			continue
+		}
+		for _, c := range o.res.RefusedCopies {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := r.pool.Exec(ctx, `SELECT herald.record_copy_refusal($1, $2, $3)`, o.msg.ID, c.Address, c.Code)
+			cancel()
+			if err != nil {
+				r.log.Warn("recording a refused copy failed", "id", o.msg.ID, "copy", c.Address, "err", err)
+			}
+		}
+	}
 }
 
 // nullable gives complete its provider_message_ids and fail its error_codes: an

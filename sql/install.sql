@@ -80,6 +80,7 @@
 {{ template "functions/is_suppressed.sql" . }}
 {{ template "functions/record_delivery_events.sql" . }}
 {{ template "functions/unsubscribe.sql" . }}
+{{ template "functions/record_copy_refusal.sql" . }}
 {{ template "functions/record_opt_out.sql" . }}
 {{ template "functions/queue_stats.sql" . }}
 {{ template "functions/queue_depth.sql" . }}

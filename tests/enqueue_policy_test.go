@@ -243,7 +243,10 @@ func TestSenderIsGrantedNotTaken(t *testing.T) {
 
 // A producer cannot get someone suppressed by copying an address that does not exist:
 // a relay's 550 5.1.1 for the cc leaves the cc out, the To receives the message (sent),
-// and the To is not on the suppression list, so another producer's mail to it goes out.
+// and the To is not on the suppression list, so another producer's mail to it goes out;
+// the cc that does not exist is (herald.record_copy_refusal), so the next message
+// copying it is sent without asking the relay for it again. A worker cannot use the
+// call to suppress a message's own recipient, or an address it was never sent to.
 func TestACopyThatDoesNotExistSuppressesNobody(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
@@ -264,13 +267,29 @@ func TestACopyThatDoesNotExistSuppressesNobody(t *testing.T) {
 	if st := scalar[string](t, pool, `SELECT status || ' ' || coalesce(last_error_code, '-') FROM herald.messages WHERE id = $1`, attack); st != "sent -" {
 		t.Fatalf("the To's message with a bad cc: %s, want sent", st)
 	}
-	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.suppressions`); n != 0 {
-		t.Fatalf("%d suppressions after a refused cc", n)
+	eventually(t, 20*time.Second, "the refused copy to be recorded", func() bool {
+		return scalar[int64](t, pool, `SELECT count(*) FROM herald.suppressions`) > 0
+	})
+	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ') FROM herald.suppressions`); sup != "nobody@example.net:bounced:send" {
+		t.Fatalf("suppressions after a refused cc: %s (the cc, not the To)", sup)
 	}
-	next := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'victim@example.net', '{"subject":"Your password reset","text":"t"}')`)
+	asked := len(srv.Rcpts())
+	next := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'victim@example.net', '{"subject":"Your password reset","text":"t","cc":["nobody@example.net"]}')`)
 	eventually(t, 20*time.Second, "the next message to the To to go out", func() bool {
 		return scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, next) == "sent"
 	})
+	if got := srv.Rcpts()[asked:]; strings.Join(got, " ") != "victim@example.net" {
+		t.Fatalf("the next message asked the relay for %v, want the To only", got)
+	}
+	worker := loginPool(t, pool, "herald_test_copy_worker", "herald_worker")
+	for _, who := range []string{"victim@example.net", "Victim@Example.net", "stranger@example.net"} {
+		if scalar[bool](t, worker, `SELECT herald.record_copy_refusal($1, $2, '550 5.1.1')`, attack, who) {
+			t.Fatalf("record_copy_refusal took %s, which is no copy of the message", who)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.suppressions`); n != 1 {
+		t.Fatalf("%d suppressions after refusals of no copy", n)
+	}
 }
 
 // One producer's bad list must not get the account suspended for everyone: with a

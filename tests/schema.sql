@@ -3318,6 +3318,46 @@ COMMENT ON FUNCTION herald.reap_stale(now timestamp with time zone) IS 'Take bac
 
 
 --
+-- Name: record_copy_refusal(bigint, text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.record_copy_refusal(message_id bigint, recipient text, code text, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  clock_ok boolean := herald._check_clock(now => record_copy_refusal.now); -- first: a forged clock changes nothing
+  r record;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['message_id', 'recipient', 'code'],
+    ARRAY[record_copy_refusal.message_id IS NOT NULL, record_copy_refusal.recipient IS NOT NULL, record_copy_refusal.code IS NOT NULL]);
+  IF length(record_copy_refusal.code) > 64 THEN
+    PERFORM herald._reject(code => '22V12', field => 'code', message => 'is over 64 characters');
+  END IF;
+  IF NOT EXISTS (SELECT FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+                 WHERE m.id = record_copy_refusal.message_id
+                   AND herald._suppression_key(kind => c.kind, recipient => m.recipient)
+                       <> herald._suppression_key(kind => c.kind, recipient => record_copy_refusal.recipient)) THEN
+    RETURN false; -- no such message, or its own recipient
+  END IF;
+  SELECT * INTO r FROM herald.record_delivery_events(source => 'send', now => record_copy_refusal.now,
+    events => jsonb_build_array(jsonb_build_object(
+      'event_id', 'copy ' || record_copy_refusal.message_id || ' ' || lower(record_copy_refusal.recipient),
+      'message_id', record_copy_refusal.message_id, 'recipient', record_copy_refusal.recipient,
+      'event', 'undelivered', 'code', record_copy_refusal.code)));
+  RETURN r.unknown = 0;
+END
+$$;
+
+
+--
+-- Name: FUNCTION record_copy_refusal(message_id bigint, recipient text, code text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.record_copy_refusal(message_id bigint, recipient text, code text, now timestamp with time zone) IS 'Record a provider''s refusal of one copy (cc, bcc) of a sent message: the copy is suppressed when the code rules it out.';
+
+
+--
 -- Name: record_delivery_events(text, jsonb, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -5433,6 +5473,15 @@ GRANT ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time 
 REVOKE ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) TO herald_worker;
 GRANT ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION record_copy_refusal(message_id bigint, recipient text, code text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.record_copy_refusal(message_id bigint, recipient text, code text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.record_copy_refusal(message_id bigint, recipient text, code text, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.record_copy_refusal(message_id bigint, recipient text, code text, now timestamp with time zone) TO herald_admin;
 
 
 --

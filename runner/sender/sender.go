@@ -69,6 +69,15 @@ type Result struct {
 	// Warning, when set, says what of the message was not delivered although it
 	// counts as sent (an SMTP relay refused a copy for good); the runner logs it.
 	Warning string
+	// RefusedCopies are the copies (cc, bcc) the provider refused for good while the
+	// message went to the others; the runner records each
+	// (herald.record_copy_refusal), which suppresses an address that does not exist.
+	RefusedCopies []Refusal
+}
+
+// Refusal is one address a provider refused for good, with its code ("550 5.1.1").
+type Refusal struct {
+	Address, Code string
 }
 
 // Sender delivers messages of one channel. Send is called from many goroutines at

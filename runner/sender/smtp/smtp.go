@@ -183,6 +183,10 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		// message without them (a bad cc must not fail, nor suppress, the To).
 		e.Cc, e.Bcc = without(e.Cc, dropped), without(e.Bcc, dropped)
 		res.Warning = fmt.Sprintf("copies refused for good and left out: %s (%v)", strings.Join(dropped, ", "), err)
+		code := sender.Classify(s.classify(err)).Code // the reply of the last refused; go-mail keeps no other
+		for _, a := range dropped {
+			res.RefusedCopies = append(res.RefusedCopies, sender.Refusal{Address: a, Code: code})
+		}
 		if msg, err = s.message(e); err == nil {
 			err = s.transmit(ctx, msg)
 		}

@@ -347,7 +347,8 @@ func TestSMTPRefusedCopyIsLeftOut(t *testing.T) {
 		return m
 	}
 	res, err := s.Send(context.Background(), withCopies(1, "ana@example.net", "nobody@example.net", "lu@example.net"))
-	if err != nil || !strings.Contains(res.Warning, "nobody@example.net") {
+	if err != nil || !strings.Contains(res.Warning, "nobody@example.net") ||
+		fmt.Sprint(res.RefusedCopies) != "[{nobody@example.net 550 5.1.1}]" {
 		t.Fatalf("a refused cc: %+v %v", res, err)
 	}
 	got := srv.Messages()
