@@ -45,8 +45,7 @@ var nullSamples = map[string]string{
 	"max": "10", "before_offset": "0", "older_than": "'1 day'",
 	"expires_at": "(now() + interval '1 hour')", "expires_ats": "ARRAY[now() + interval '1 hour']",
 	"reason": "'r'", "by": "'operator'", "pause_channel.until": "NULL", // an operator's pause has no end
-	"record_copy_refusal.code": "'550 5.1.1'",
-	"events":                   `'[{"event_id":"e1","event":"delivered","message_id":1}]'`, "source": "'generic'",
+	"events": `'[{"event_id":"e1","event":"delivered","message_id":1}]'`, "source": "'generic'", "record_copy_refusal.code": "'550 5.1.1'",
 	"kind": "'email'", "suppress.reason": "'manual'", "message_id": "1", "opted_out": "true",
 	"suppress.expires_at": "(now() + interval '1 day')",
 }
