@@ -90,6 +90,7 @@
 {{ template "functions/log_sequence.sql" . }}
 {{ template "functions/refresh_statistics.sql" . }}
 {{ template "functions/count_producers.sql" . }}
+{{ template "functions/end_suspension.sql" . }}
 {{ template "functions/create_consumer_group.sql" . }}
 {{ template "functions/log_read.sql" . }}
 {{ template "functions/log_ack.sql" . }}

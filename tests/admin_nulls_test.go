@@ -46,7 +46,8 @@ var nullSamples = map[string]string{
 	"expires_at": "(now() + interval '1 hour')", "expires_ats": "ARRAY[now() + interval '1 hour']",
 	"reason": "'r'", "by": "'operator'", "pause_channel.until": "NULL", // an operator's pause has no end
 	"events": `'[{"event_id":"e1","event":"delivered","message_id":1}]'`, "source": "'generic'", "record_copy_refusal.code": "'550 5.1.1'",
-	"kind": "'email'", "suppress.reason": "'manual'", "message_id": "1", "opted_out": "true",
+	"end_suspension.producer": "'p'", "kind": "'email'",
+	"suppress.reason": "'manual'", "message_id": "1", "opted_out": "true",
 	"suppress.expires_at": "(now() + interval '1 day')",
 }
 

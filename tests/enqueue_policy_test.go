@@ -387,10 +387,22 @@ func TestProducerSuspendedForItsBounceRate(t *testing.T) {
 	if again := scalar[time.Time](t, pool, `SELECT suspended_until FROM herald.producers WHERE producer = 'herald_test_rate_bulk'`); !again.Equal(until) {
 		t.Fatalf("a later count moved the end from %v to %v", until, again)
 	}
-	// Once it has passed (an admin may also end it), the producer is let in again.
-	mustExec(t, pool, `UPDATE herald.producers SET suspended_until = now() - interval '1 second' WHERE producer = 'herald_test_rate_bulk'`)
+	// An admin may end it early (herald.end_suspension): the producer is let in again
+	// and its held-back messages are due at once. The producer may not.
+	if _, err := bulk.Exec(ctx, `SELECT herald.end_suspension('herald_test_rate_bulk')`); err == nil {
+		t.Fatal("a producer ended its own suspension")
+	}
+	if !scalar[bool](t, pool, `SELECT herald.end_suspension('herald_test_rate_bulk')`) {
+		t.Fatal("end_suspension found no suspension")
+	}
+	if scalar[bool](t, pool, `SELECT herald.end_suspension('herald_test_rate_bulk')`) {
+		t.Fatal("end_suspension of a producer no longer suspended said true")
+	}
 	if _, err := bulk.Exec(ctx, `SELECT herald.enqueue('email', 'x@example.com', '{"subject":"s","text":"t"}')`); err != nil {
 		t.Fatalf("after the suspension: %v", err)
+	}
+	if due := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE id = ANY ($1) AND run_at <= now()`, append(b, keyed...)); due != 12 {
+		t.Fatalf("%d of bulk's 12 held-back messages due after the end, want 12", due)
 	}
 }
 

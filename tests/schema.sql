@@ -2540,6 +2540,43 @@ COMMENT ON FUNCTION herald.create_consumer_group("group" text, partitions intege
 
 
 --
+-- Name: end_suspension(text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.end_suspension(producer text, now timestamp with time zone DEFAULT now()) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  clock_ok boolean := herald._check_clock(now => end_suspension.now); -- NULL refused
+  v_until timestamptz;
+BEGIN
+  PERFORM herald._check_not_null(ARRAY['producer'], ARRAY[end_suspension.producer IS NOT NULL]);
+  UPDATE herald.producers p
+  SET suspended_until = NULL, suspended_reason = NULL, rated_at = NULL
+  FROM (SELECT x.suspended_until FROM herald.producers x WHERE x.producer = end_suspension.producer FOR UPDATE) AS old
+  WHERE p.producer = end_suspension.producer AND old.suspended_until > end_suspension.now
+  RETURNING old.suspended_until INTO v_until;
+  IF v_until IS NULL THEN
+    RETURN false;
+  END IF;
+  UPDATE herald.messages m
+  SET run_at = end_suspension.now
+  WHERE m.producer = end_suspension.producer AND m.finished_at IS NULL
+    AND m.status IN ('queued', 'held') AND m.run_at = v_until;
+  PERFORM herald._notify(ARRAY['herald_queue']);
+  RETURN true;
+END
+$$;
+
+
+--
+-- Name: FUNCTION end_suspension(producer text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.end_suspension(producer text, now timestamp with time zone) IS 'End a producer''s suspension for its bounce or complaint rate early: its enqueues are taken and its held-back messages are due now.';
+
+
+--
 -- Name: enqueue(text, text, jsonb, timestamp with time zone, integer, text, text, integer, jsonb, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -5339,6 +5376,14 @@ GRANT ALL ON FUNCTION herald.count_producers(now timestamp with time zone) TO he
 REVOKE ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) TO herald_consumer;
 GRANT ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION end_suspension(producer text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.end_suspension(producer text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.end_suspension(producer text, now timestamp with time zone) TO herald_admin;
 
 
 --
