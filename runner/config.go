@@ -72,6 +72,15 @@ type Config struct {
 	// QuotaInterval is how often herald.count_producers counts the unfinished messages
 	// of the producers with a max_pending (default 10s; one runner at a time counts).
 	QuotaInterval time.Duration
+	// OutageFailures is how many transient failures in a row of a channel's provider
+	// (5xx, timeouts, no connection; not a webhook receiver's) mean the provider is
+	// down: from then on its failures give the attempt back (rate_limited, code
+	// provider_down) and the channel pauses for OutageWait, so an outage does not
+	// dead-letter the backlog (default 10; below 0: never).
+	OutageFailures int
+	// OutageWait is how long a channel whose provider is down pauses before the probe
+	// tries it (default 1m).
+	OutageWait time.Duration
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -95,6 +104,10 @@ const (
 	DefaultProbeInterval    = time.Minute
 	// DefaultQuotaInterval is Config.QuotaInterval's default.
 	DefaultQuotaInterval = 10 * time.Second
+	// DefaultOutageFailures and DefaultOutageWait are Config.OutageFailures' and
+	// Config.OutageWait's defaults.
+	DefaultOutageFailures = 10
+	DefaultOutageWait     = time.Minute
 )
 
 func (c *Config) setDefaults() error {
@@ -130,6 +143,10 @@ func (c *Config) setDefaults() error {
 	set(&c.CheckTimeout, DefaultCheckTimeout)
 	set(&c.ProbeInterval, DefaultProbeInterval)
 	set(&c.QuotaInterval, DefaultQuotaInterval)
+	set(&c.OutageWait, DefaultOutageWait)
+	if c.OutageFailures == 0 {
+		c.OutageFailures = DefaultOutageFailures
+	}
 	if c.StartCheck == "" {
 		c.StartCheck = StartCheckPause
 	}

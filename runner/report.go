@@ -79,6 +79,15 @@ func (r *Runner) flush(batch []outcome) {
 	var failIDs, failTokens []int64
 	var errs, classes, codes []string
 	var retryAt []*time.Time
+	var down []outcome // the failures that found a channel's provider down
+	for i := range batch {
+		if isDown, began := r.outage.observe(batch[i].msg.Channel, batch[i].err, r.cfg.OutageFailures); isDown {
+			if began {
+				down = append(down, batch[i])
+			}
+			batch[i].err = downFailure(batch[i].err, r.cfg.OutageFailures, time.Now().Add(r.cfg.OutageWait))
+		}
+	}
 	for _, o := range batch {
 		if o.err == nil {
 			doneIDs = append(doneIDs, o.msg.ID)
@@ -124,6 +133,9 @@ func (r *Runner) flush(batch []outcome) {
 	}
 	if len(failIDs) > 0 {
 		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, codes, retryAt) })
+	}
+	for _, o := range down {
+		r.pauseForOutage(o.msg.Channel, o.err)
 	}
 	sent := map[string]int{}
 	for _, o := range batch {

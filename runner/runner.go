@@ -58,6 +58,7 @@ type Runner struct {
 	pastGrace  atomic.Bool
 	listenerUp atomic.Bool
 	deaf       atomic.Bool // LISTEN connected, but its check notification never came
+	outage     outage      // per channel, its provider's transient failures in a row
 }
 
 // flight is a claimed message until its result is reported.
@@ -88,6 +89,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 		wake:     make(chan struct{}, 1),
 		freed:    make(chan struct{}, 1),
 		flights:  map[int64]*flight{},
+		outage:   outage{streak: map[string]int{}},
 		work:     make(chan sender.Message, cfg.Concurrency),
 		conc:     newConcurrency(cfg),
 		outKick:  make(chan struct{}, 1),

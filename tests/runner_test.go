@@ -923,3 +923,41 @@ func TestADeadReceiverDoesNotSlowTheOthers(t *testing.T) {
 		t.Fatalf("%d of the dead receiver's messages left the queue (dead or expired)", n)
 	}
 }
+
+// A provider that is down (it answers every send 503) must not dead-letter the
+// backlog: after OutageFailures such failures in a row the channel pauses in SQL for
+// OutageWait (every runner stops claiming it) and the failures from then on give the
+// attempt back (rate_limited, provider_down); the probe tries the channel after the
+// wait, and once the provider answers again everything goes out, none dead, none
+// having spent more than one attempt.
+func TestAProviderOutageSpendsNoAttempts(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `UPDATE herald.channels SET max_attempts = 2, backoff_base = '10 milliseconds', backoff_max = '20 milliseconds' WHERE name = 'email'`)
+	const n = 60
+	enqueueMany(t, pool, n, "email")
+	var down atomic.Bool
+	down.Store(true)
+	rec := newRecorder()
+	rec.behave = func(_ context.Context, m sender.Message) error {
+		if down.Load() {
+			return sender.FromHTTP(503, nil, "Service Unavailable", time.Now())
+		}
+		return nil
+	}
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec}, BatchSize: 5, OutageFailures: 5,
+		OutageWait: 300 * time.Millisecond, ProbeInterval: 50 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	eventually(t, 20*time.Second, "the channel to pause for the outage", func() bool {
+		return scalar[bool](t, pool, `SELECT coalesce(paused_until IS NOT NULL AND paused_reason LIKE '%failed every send%', false)
+			FROM herald.channels WHERE name = 'email'`)
+	})
+	eventually(t, 20*time.Second, "failures to give their attempt back", func() bool {
+		return countWhere(t, pool, `last_error_code = 'provider_down'`) > 0
+	})
+	down.Store(false)
+	eventually(t, 30*time.Second, "all sent once the provider answers", func() bool { return countWhere(t, pool, `status = 'sent'`) == n })
+	if k := countWhere(t, pool, `status <> 'sent' OR attempts > 2`); k != 0 {
+		t.Fatalf("%d messages dead or over their attempts after an outage", k)
+	}
+}

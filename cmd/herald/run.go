@@ -37,7 +37,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	startCheck := fs.String("start-check", ev.str("HERALD_START_CHECK", runner.StartCheckPause), "a provider whose check finds the configuration wrong at start: pause its channel, refuse to start, or off (env HERALD_START_CHECK)")
 	checkTimeout := fs.Duration("check-timeout", ev.duration("HERALD_CHECK_TIMEOUT", runner.DefaultCheckTimeout), "time one provider check may take (env HERALD_CHECK_TIMEOUT)")
 	probe := fs.Duration("probe-interval", ev.duration("HERALD_PROBE_INTERVAL", runner.DefaultProbeInterval), "how often a channel the runner paused is probed, and pauses are read for /metrics (env HERALD_PROBE_INTERVAL)")
-	quota := fs.Duration("quota-interval", ev.duration("HERALD_QUOTA_INTERVAL", runner.DefaultQuotaInterval), "how often the backlog of producers with a max_pending is counted (herald.count_producers; env HERALD_QUOTA_INTERVAL)")
+	quota := fs.Duration("quota-interval", ev.duration("HERALD_QUOTA_INTERVAL", runner.DefaultQuotaInterval), "how often the bounded producers are counted (herald.count_producers; env HERALD_QUOTA_INTERVAL)")
+	outageN := fs.Int("outage-failures", ev.int("HERALD_OUTAGE_FAILURES", runner.DefaultOutageFailures), "a provider's failures in a row (no answer, 5xx) after which its channel pauses instead of spending attempts; -1: never (env HERALD_OUTAGE_FAILURES)")
+	outageWait := fs.Duration("outage-wait", ev.duration("HERALD_OUTAGE_WAIT", runner.DefaultOutageWait), "how long such a channel pauses before the probe tries it (env HERALD_OUTAGE_WAIT)")
 	in := addIntakeFlags(fs, ev)
 	in.quotaRetry = quota // the intake's Retry-After is this runner's count interval
 	fs.Usage = func() {
@@ -112,6 +114,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ConcurrencyStart: min(*concStart, *conc), FixedConcurrency: *concFixed == "true",
 		PollInterval: *poll, DeafPollInterval: *deafPoll, ListenURL: listenURL, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
 		StartCheck: *startCheck, CheckTimeout: *checkTimeout, ProbeInterval: *probe, QuotaInterval: *quota,
+		OutageFailures: *outageN, OutageWait: *outageWait,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)

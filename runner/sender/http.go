@@ -37,7 +37,7 @@ func FromHTTP(status int, h http.Header, detail string, now time.Time) error {
 		}
 		f.Class, f.RetryAt = ClassRateLimited, retry
 	case status >= 500 || status == http.StatusRequestTimeout:
-		f.Class, f.RetryAt = ClassTransient, retry
+		f.Class, f.RetryAt, f.Unavailable = ClassTransient, retry, true
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		f.Class = ClassConfiguration
 	}

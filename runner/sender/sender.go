@@ -108,7 +108,11 @@ type Failure struct {
 	// not of the provider every message goes through: the runner does not take it as
 	// the provider pushing back (its sends in flight, a channel's rate).
 	Receiver bool
-	Err      error
+	// Unavailable marks a transient failure in which the provider did not answer the
+	// send: no connection, a timeout, an HTTP 5xx, SMTP 421. Many in a row mean it is
+	// down (the runner pauses the channel rather than spend the messages' attempts).
+	Unavailable bool
+	Err         error
 }
 
 // Error says the class and the cause.
@@ -152,7 +156,7 @@ func FromNetwork(err error) error {
 	case errors.As(err, &dns) && dns.IsNotFound:
 		return Configuration(err, "dns")
 	}
-	return Transient(err)
+	return &Failure{Class: ClassTransient, Unavailable: true, Err: err}
 }
 
 // RateLimited wraps err as a rate-limited failure to retry at retryAt.

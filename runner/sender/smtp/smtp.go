@@ -496,8 +496,8 @@ func (s *Sender) classify(err error) error {
 		err = sender.Permanent(err)
 	case code == 0:
 		err = sender.FromNetwork(err)
-	default:
-		err = sender.Transient(err)
+	default: // 421: the server is not available (closing the connection)
+		err = &sender.Failure{Class: sender.ClassTransient, Unavailable: code == 421, Err: err}
 	}
 	if code > 0 { // "550 5.1.1": herald.fail reads the enhanced code (a bad mailbox is suppressed)
 		c := strconv.Itoa(code)
