@@ -113,10 +113,18 @@ func TestConsoleInABrowser(t *testing.T) {
 	step("redrive", chromedp.Do(ctx, chromedp.Click(redriveID), chromedp.WaitVisible(chromedp.ID("done"))))
 	done, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
 	step("read the result", err)
+	// A copy's bounce, which the log does not carry, shows on the message's page.
+	mustExec(t, pool, `INSERT INTO herald.delivery_events (source, event_id, message_id, recipient, event, type, code, reason, at, received_at)
+		VALUES ('sendgrid', 'e-copy', $1, 'kim@example.com', 'bounced', 'hard', '5.1.1', '550 5.1.1 unknown user', now(), now())`, id)
 	step("open the message", chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%smessages/%d", base, id)),
 		chromedp.WaitVisible(chromedp.ID("status"))))
 	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("status")))
 	step("read the status", err)
+	reports, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("reports")))
+	step("read the providers' reports", err)
+	if !regexp.MustCompile(`sendgrid\s+bounced hard\s+kim@example\.com\s+5\.1\.1\s+550 5\.1\.1 unknown user`).MatchString(reports) {
+		t.Fatalf("the providers' reports: %q", reports)
+	}
 	if !strings.Contains(deadRow, "550") || !strings.Contains(deadRow, "permanent") || !strings.Contains(deadRow, "no such user") {
 		t.Fatalf("the dead letter row: %q", deadRow)
 	}

@@ -255,6 +255,14 @@ type Event struct {
 	Detail string
 }
 
+// Report is one of a message's delivery events as the provider reported it
+// (herald.delivery_events): Recipient is the address it named (a copy's, or the
+// message's own), empty when it named none.
+type Report struct {
+	Source, Event, Recipient, Type, Code, Reason string
+	At                                           time.Time
+}
+
 func (c *console) message(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
@@ -293,7 +301,17 @@ func (c *console) message(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, err)
 		return
 	}
-	c.render(w, "message", map[string]any{"Prefix": Prefix, "M": m, "Events": events})
+	reports, err := collect(ctx, c.pool, `SELECT source, event, coalesce(recipient, ''), coalesce(type, ''), coalesce(code, ''),
+		coalesce(reason, ''), at FROM herald.delivery_events WHERE message_id = $1 ORDER BY at, id`,
+		func(row pgx.CollectableRow) (e Report, err error) {
+			err = row.Scan(&e.Source, &e.Event, &e.Recipient, &e.Type, &e.Code, &e.Reason, &e.At)
+			return
+		}, id)
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	c.render(w, "message", map[string]any{"Prefix": Prefix, "M": m, "Events": events, "Reports": reports})
 }
 
 // act runs a herald admin function for the form's id and returns to the overview.
