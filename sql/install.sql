@@ -91,6 +91,7 @@
 {{ template "functions/refresh_statistics.sql" . }}
 {{ template "functions/count_producers.sql" . }}
 {{ template "functions/end_suspension.sql" . }}
+{{ template "functions/producer_wait.sql" . }}
 {{ template "functions/create_consumer_group.sql" . }}
 {{ template "functions/log_read.sql" . }}
 {{ template "functions/log_ack.sql" . }}

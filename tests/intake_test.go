@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -311,6 +312,30 @@ func TestIntakeQuota(t *testing.T) {
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != before {
 		t.Fatalf("a refused request stored %d messages", n-before)
+	}
+
+	// Suspended for its bounce rate: Retry-After is the end of the suspension (single
+	// and batch), and the error says why.
+	mustExec(t, pool, `UPDATE herald.producers SET pending = 0, suspended_until = now() + interval '1 hour',
+		suspended_reason = '30 of 200 messages in the last 01:00:00 bounced, over max_bounce_rate 0.05' WHERE producer = 'intake:shop'`)
+	for _, c := range []struct{ path, body string }{{"/v1/messages", goodEmail}, {"/v1/messages/batch", "[" + goodEmail + "]"}} {
+		e = apiError{}
+		resp, err := http.DefaultClient.Do(func() *http.Request {
+			r, _ := http.NewRequest("POST", srv.URL+c.path, strings.NewReader(c.body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Authorization", "Bearer s3cret")
+			return r
+		}())
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != 429 || e.Error.Code != "quota_exceeded" || !strings.Contains(e.Error.Message, "30 of 200 messages") ||
+			wait < 3500 || wait > 3600 {
+			t.Fatalf("%s while suspended: %d %+v Retry-After %q", c.path, resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
+		}
 	}
 }
 

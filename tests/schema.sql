@@ -3228,6 +3228,27 @@ COMMENT ON FUNCTION herald.pause_channel(channel text, reason text, by text, unt
 
 
 --
+-- Name: producer_wait(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.producer_wait() RETURNS integer
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  SELECT ceil(extract(epoch FROM p.suspended_until - now()))::integer
+  FROM herald.producers p
+  WHERE p.producer = herald._producer() AND p.suspended_until > now()
+$$;
+
+
+--
+-- Name: FUNCTION producer_wait(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.producer_wait() IS 'Seconds until the calling producer''s suspension for its bounce or complaint rate ends; NULL when not suspended.';
+
+
+--
 -- Name: purge(interval, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -5501,6 +5522,15 @@ GRANT ALL ON FUNCTION herald.log_truncate(before_offset bigint) TO herald_admin;
 REVOKE ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone) TO herald_worker;
 GRANT ALL ON FUNCTION herald.pause_channel(channel text, reason text, by text, until timestamp with time zone, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION producer_wait(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.producer_wait() FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.producer_wait() TO herald_producer;
+GRANT ALL ON FUNCTION herald.producer_wait() TO herald_admin;
 
 
 --

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -20,6 +21,9 @@ type InputError struct {
 	Message   string `json:"message"`
 	Forbidden bool   `json:"-"`
 	OverQuota bool   `json:"-"`
+	// RetryAfter, for an OverQuota refusal of a suspended producer, is how long until
+	// its suspension ends (herald.producer_wait); zero: the count interval.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // Error returns the message, which starts with the field.

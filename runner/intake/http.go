@@ -7,6 +7,7 @@
 package intake
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -183,7 +184,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, c caller) {
 		id, err = Enqueue(r.Context(), c.q, m)
 	}
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, withWait(r.Context(), c.q, err))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "status_url": fmt.Sprintf("/v1/messages/%d", id)})
@@ -218,7 +219,7 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	ids, err := storeBatch(r.Context(), c.q, tracedBatch(b, r.Header))
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, withWait(r.Context(), c.q, err))
 		return
 	}
 	urls := make([]string, len(ids))
@@ -246,8 +247,23 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, c caller) {
 	writeJSON(w, http.StatusOK, s)
 }
 
+// withWait gives a producer's over-quota refusal its RetryAfter when the producer is
+// suspended (herald.producer_wait, on q: for the same producer); other errors, and a
+// max_pending refusal, pass as they are.
+func withWait(ctx context.Context, q Querier, err error) error {
+	var ie *InputError
+	if !errors.As(err, &ie) || !ie.OverQuota {
+		return err
+	}
+	var seconds *int32
+	if q.QueryRow(ctx, `SELECT herald.producer_wait()`).Scan(&seconds) == nil && seconds != nil && *seconds > 0 {
+		ie.RetryAfter = time.Duration(*seconds) * time.Second
+	}
+	return err
+}
+
 // fail answers an error: 400 for bad input, 403 for input the producer is not
-// granted, 429 while it is at its max_pending, 503 when the database is unavailable, 500 (logged, with no detail) for
+// granted, 429 while it is at its max_pending or suspended, 503 when the database is unavailable, 500 (logged, with no detail) for
 // anything else.
 func (h *handler) fail(w http.ResponseWriter, err error) {
 	var ie *InputError
@@ -255,7 +271,11 @@ func (h *handler) fail(w http.ResponseWriter, err error) {
 	case errors.As(err, &ie) && ie.Forbidden:
 		writeError(w, http.StatusForbidden, ie)
 	case errors.As(err, &ie) && ie.OverQuota:
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.cfg.QuotaRetry.Seconds()))))
+		wait := h.cfg.QuotaRetry
+		if ie.RetryAfter > 0 {
+			wait = ie.RetryAfter
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		writeError(w, http.StatusTooManyRequests, ie)
 	case errors.As(err, &ie):
 		writeError(w, http.StatusBadRequest, ie)
