@@ -455,6 +455,10 @@ func TestUnknownPayloadFieldsAreRefused(t *testing.T) {
 		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","cc":[]}')`, "payload.cc"},
 		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","attachments":[{"filename":"a.pdf"}]}')`, "payload.attachments[0].content"},
 		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","attachments":[{"filename":"a.pdf","content":"%%%"}]}')`, "payload.attachments[0].content"},
+		// Executables from the company's domain (malware with its reputation), however named.
+		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","attachments":[{"filename":"a.pdf","content":"aGk="},{"filename":"Invoice.PDF.exe","content":"aGk="}]}')`, "payload.attachments[1].filename"},
+		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","attachments":[{"filename":"invoice.js. . ","content":"aGk="}]}')`, "payload.attachments[0].filename"},
+		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","attachments":[{"filename":"setup.MSI","content":"aGk=","content_type":"application/pdf"}]}')`, "payload.attachments[0].filename"},
 		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","headers":{"Subject":"x"}}')`, "payload.headers.Subject"},
 		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","headers":{"X-A":"1\r\nBcc: x@evil.example"}}')`, "payload.headers.X-A"},
 		{`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s\nBcc: x@evil.example","text":"t"}')`, "payload.subject"},
@@ -476,6 +480,7 @@ func TestUnknownPayloadFieldsAreRefused(t *testing.T) {
 	grantSenders(t, pool, "", "a@example.com")
 	mustExec(t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","html":"<p>h</p>","from":"A <a@example.com>","reply_to":"r@example.com","headers":{"X-A":"1"}}')`)
 	mustExec(t, pool, `SELECT herald.enqueue('hooks', 'https://hooks.example.com/x', '{"anything":{"goes":true}}')`)
+	mustExec(t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t","attachments":[{"filename":"report.exe.pdf","content":"aGk="},{"filename":"notes.json","content":"aGk="}]}')`)
 	mustExec(t, pool, `SELECT herald.enqueue_batch('[{"channel":"email","recipient":"a@example.com",
 		"payload":{"subject":"s","text":"t","cc":["b@example.com"],"bcc":["c@example.com","d@example.com"]}}]')`)
 }

@@ -1125,6 +1125,14 @@ BEGIN
          OR e ->> 'filename' ~ '[[:cntrl:]"\\/]' THEN
         RETURN ARRAY[p || '.filename', 'must be a name of 1 to 255 characters without control characters, quotes or slashes'];
       END IF;
+      -- Executables from the company's own domain: malware with its reputation. The
+      -- types Gmail refuses (support.google.com/mail/answer/6590); Windows drops
+      -- trailing dots and spaces, so "invoice.exe." is an .exe.
+      IF rtrim(lower(e ->> 'filename'), '. ') ~ ('\.(ade|adp|apk|appx|appxbundle|bat|cab|chm|cmd|com|cpl|diagcab|diagcfg|'
+          || 'diagpkg|dll|dmg|ex_|exe|hta|img|ins|iso|isp|jar|jnlp|js|jse|lib|lnk|mde|msc|msi|msix|msixbundle|msp|mst|nsh|'
+          || 'pif|ps1|scr|sct|shb|sys|vb|vbe|vbs|vhd|vxd|wsc|wsf|wsh|xll)$') THEN
+        RETURN ARRAY[p || '.filename', 'is an executable type mail providers refuse (.exe, .js, .scr, …): link to the file instead'];
+      END IF;
       IF jsonb_typeof(e -> 'content') IS DISTINCT FROM 'string' OR e ->> 'content' = ''
          OR NOT herald._base64(text => e ->> 'content') THEN
         RETURN ARRAY[p || '.content', 'must be non-empty base64 (RFC 4648)'];

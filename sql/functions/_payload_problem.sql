@@ -4,8 +4,8 @@
 --   addresses; headers at most 50 names (printable ASCII, no colon; not one herald
 --   sets, a sender's identity, a provider's control header or a mail server's trace
 --   or authentication header: docs/sql.md "Payload fields") to one-line strings of at
---   most 998; attachments 1..10 objects {filename, content (base64), content_type,
---   disposition attachment|inline, content_id}; template_id a SendGrid dynamic template
+--   most 998; attachments 1..10 objects {filename (no executable type Gmail blocks:
+--   .exe, .js, .scr…), content (base64), content_type, disposition, content_id}; template_id a SendGrid dynamic template
 --   id (d-<32 hex>), dynamic_template_data an object (with template_id); categories
 --   1..10 strings of 1..255; custom_args an object of strings under 10,000 bytes, not
 --   herald_id; subject, text, html, body strings, subject without line breaks.
@@ -106,6 +106,14 @@ BEGIN
       IF jsonb_typeof(e -> 'filename') IS DISTINCT FROM 'string' OR length(e ->> 'filename') NOT BETWEEN 1 AND 255
          OR e ->> 'filename' ~ '[[:cntrl:]"\\/]' THEN
         RETURN ARRAY[p || '.filename', 'must be a name of 1 to 255 characters without control characters, quotes or slashes'];
+      END IF;
+      -- Executables from the company's own domain: malware with its reputation. The
+      -- types Gmail refuses (support.google.com/mail/answer/6590); Windows drops
+      -- trailing dots and spaces, so "invoice.exe." is an .exe.
+      IF rtrim(lower(e ->> 'filename'), '. ') ~ ('\.(ade|adp|apk|appx|appxbundle|bat|cab|chm|cmd|com|cpl|diagcab|diagcfg|'
+          || 'diagpkg|dll|dmg|ex_|exe|hta|img|ins|iso|isp|jar|jnlp|js|jse|lib|lnk|mde|msc|msi|msix|msixbundle|msp|mst|nsh|'
+          || 'pif|ps1|scr|sct|shb|sys|vb|vbe|vbs|vhd|vxd|wsc|wsf|wsh|xll)$') THEN
+        RETURN ARRAY[p || '.filename', 'is an executable type mail providers refuse (.exe, .js, .scr, …): link to the file instead'];
       END IF;
       IF jsonb_typeof(e -> 'content') IS DISTINCT FROM 'string' OR e ->> 'content' = ''
          OR NOT herald._base64(text => e ->> 'content') THEN
