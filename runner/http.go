@@ -6,15 +6,47 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // CountDeliveryEvents adds what a delivery-event endpoint recorded (events.Config's
 // Counted: counts by event name) to herald_delivery_events_received_total.
 func (r *Runner) CountDeliveryEvents(source string, counts map[string]int) {
+	addCounts(r.m.events, source, counts)
+}
+
+// addCounts adds counts by event name under source to c.
+func addCounts(c *prometheus.CounterVec, source string, counts map[string]int) {
 	for event, n := range counts {
-		r.m.events.WithLabelValues(source, event).Add(float64(n))
+		c.WithLabelValues(source, event).Add(float64(n))
 	}
+}
+
+// ServeMetrics is the /metrics of a process that serves HTTP endpoints without
+// delivering (herald serve): the Go runtime and process collectors and what its
+// delivery-event endpoints recorded (herald_delivery_events_received_total).
+type ServeMetrics struct {
+	reg    *prometheus.Registry
+	events *prometheus.CounterVec
+}
+
+// NewServeMetrics returns a ServeMetrics with its own registry.
+func NewServeMetrics() *ServeMetrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &ServeMetrics{reg: reg, events: deliveryEvents(reg)}
+}
+
+// CountDeliveryEvents is Runner.CountDeliveryEvents for herald serve.
+func (m *ServeMetrics) CountDeliveryEvents(source string, counts map[string]int) {
+	addCounts(m.events, source, counts)
+}
+
+// Handler serves the Prometheus exposition.
+func (m *ServeMetrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 // Handler serves /metrics (Prometheus exposition, github.com/prometheus/client_golang)

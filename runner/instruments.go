@@ -34,6 +34,16 @@ type instruments struct {
 
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
+// deliveryEvents registers herald_delivery_events_received_total in reg: what the
+// delivery-event endpoints of this process recorded, in herald run and herald serve.
+func deliveryEvents(reg *prometheus.Registry) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_delivery_events_received_total",
+		Help: "Providers' delivery events this process's endpoints recorded (replays and unmatched ones too), by source and event."},
+		[]string{"source", "event"})
+	reg.MustRegister(c)
+	return c
+}
+
 func newInstruments() *instruments {
 	reg := prometheus.NewRegistry()
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
@@ -53,12 +63,11 @@ func newInstruments() *instruments {
 		return g
 	}
 	m := &instruments{
-		reg:     reg,
-		claimed: counterVec("herald_claimed_total", "Messages claimed by this runner.", "channel"),
-		sent:    counterVec("herald_sent_total", "Messages delivered and completed.", "channel"),
-		failed:  counterVec("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
-		events: counterVec("herald_delivery_events_received_total",
-			"Providers' delivery events this process's endpoints recorded (replays and unmatched ones too), by source and event.", "source", "event"),
+		reg:           reg,
+		claimed:       counterVec("herald_claimed_total", "Messages claimed by this runner.", "channel"),
+		sent:          counterVec("herald_sent_total", "Messages delivered and completed.", "channel"),
+		failed:        counterVec("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
+		events:        deliveryEvents(reg),
 		duplicates:    counter("herald_duplicates_total", "Reports that matched no row: the lease was lost, so the message may be delivered twice."),
 		released:      counter("herald_released_total", "Messages given back unsent at shutdown."),
 		leaseExtended: counter("herald_lease_extended_total", "Leases extended for slow sends."),

@@ -2,13 +2,17 @@ package tests
 
 import (
 	"bytes"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/herald/herald/tests/testdb"
 )
 
@@ -36,19 +40,39 @@ func waitHTTP(t *testing.T, addr string) {
 }
 
 // `herald serve` is the intake alone: it accepts a message (202), answers /healthz,
-// and exits 0 on SIGTERM. `herald run` with HERALD_INTAKE=off serves no intake.
+// counts the delivery events its endpoints record in /metrics, and exits 0 on SIGTERM. `herald run` with HERALD_INTAKE=off serves no intake.
 func TestServeAndIntakeOff(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
 
 	addr := freeAddr(t)
-	cmd, logs := runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS=svc:tok-SECRET-serve")
+	eventsSecret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a generic event secret, 32 bytes"))
+	cmd, logs := runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS=svc:tok-SECRET-serve",
+		"HERALD_EVENTS_SECRETS="+eventsSecret)
 	waitHTTP(t, addr)
 	var ok struct{ ID int64 }
 	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail,
 		map[string]string{"Authorization": "Bearer tok-SECRET-serve"}, &ok); code != 202 || ok.ID == 0 {
 		t.Fatalf("herald serve: %d %+v", code, ok)
+	}
+	key, _ := webhook.DecodeSecret(eventsSecret)
+	body := fmt.Sprintf(`[{"event_id":"e1","message_id":%d,"event":"delivered"}]`, ok.ID)
+	ts := time.Now().Unix()
+	if code := do(t, "POST", "http://"+addr+"/v1/events/generic", "application/json", body, map[string]string{
+		webhook.HeaderID: "evt_1", webhook.HeaderTimestamp: strconv.FormatInt(ts, 10),
+		webhook.HeaderSignature: webhook.Sign(key, "evt_1", ts, []byte(body))}, nil); code != 200 {
+		t.Fatalf("herald serve, a delivery event: %d", code)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposed, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(exposed, []byte(`herald_delivery_events_received_total{event="delivered",source="generic"} 1`)) ||
+		!bytes.Contains(exposed, []byte("process_resident_memory_bytes")) || bytes.Contains(exposed, []byte("SECRET")) {
+		t.Fatalf("herald serve /metrics:\n%s", exposed)
 	}
 	var health map[string]string
 	if code := do(t, "GET", "http://"+addr+"/healthz", "", "", nil, &health); code != 200 || health["database"] != "ok" {
@@ -69,7 +93,7 @@ func TestServeAndIntakeOff(t *testing.T) {
 	cmd, logs = runnerProcessArgs(t, url, []string{"run"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_SENDER_EMAIL=noop",
 		"HERALD_SMTP_PASSWORD=smtp-SECRET-run", "HERALD_INTAKE_TOKENS=svc:tok-SECRET-run")
 	waitHTTP(t, addr)
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err = http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

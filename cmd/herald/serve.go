@@ -213,6 +213,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer pool.Close()
 	mux := http.NewServeMux()
+	metrics := runner.NewServeMetrics()
+	evCfg.Counted = metrics.CountDeliveryEvents
+	mux.Handle("GET /metrics", metrics.Handler())
 	if err := registerServices(ctx, mux, pool, settings, in, consoleToken, evCfg, logger); err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
