@@ -162,8 +162,8 @@ func sesMessage(kind string, id int64, to, extra string) string {
 // bounce, a complaint and a delivery reach their messages (matched by the Message-ID
 // herald set) and a hard bounce and a complaint suppress the recipient; a copy's
 // bounce suppresses the copy and leaves the message's outcome alone; a bounce of an
-// address the message never went to suppresses nothing; opens are ignored; a replay
-// changes nothing twice. Attacks, each
+// address the message never went to suppresses nothing; opens and a not-spam report
+// are ignored; a replay changes nothing twice. Attacks, each
 // 401 with nothing stored: a validly signed message of another account's topic, a
 // tampered message, a certificate on a host that is not SNS's (never fetched), over
 // http, or not from SNS's CA; a subscription to confirm on another host is not visited.
@@ -285,11 +285,13 @@ func TestSESNotifications(t *testing.T) {
 	strangerBounce := message("Notification", sesMessage("Bounce", ids[3], "dee@example.com", `"bounce":{"bounceType":"Permanent",
 		"bouncedRecipients":[{"emailAddress":"stranger@example.org","status":"5.1.1"}],"timestamp":"2026-11-26T10:00:05.000Z"}`))
 	open := message("Notification", sesMessage("Open", ids[2], "cy@example.com", `"open":{"timestamp":"2026-11-26T10:00:06.000Z"}`))
+	notSpam := message("Notification", sesMessage("Complaint", ids[2], "cy@example.com", `"complaint":{"complainedRecipients":
+		[{"emailAddress":"cy@example.com"}],"complaintFeedbackType":"not-spam","timestamp":"2026-11-26T10:00:07.000Z","feedbackId":"f3"}`))
 	for name, m := range map[string]map[string]string{"complaint": complaint, "delivery": delivery, "a copy's bounce": copyBounce,
-		"a stranger's bounce": strangerBounce, "open": open} {
+		"a stranger's bounce": strangerBounce, "open": open, "a not-spam report": notSpam} {
 		sns.sign(t, m, "2", sns.key, "/SimpleNotificationService-good.pem")
 		code, res := post(m)
-		want := map[string]eventsResult{"a stranger's bounce": {Unknown: 1}, "open": {Ignored: 1}}[name]
+		want := map[string]eventsResult{"a stranger's bounce": {Unknown: 1}, "open": {Ignored: 1}, "a not-spam report": {Ignored: 1}}[name]
 		if want == (eventsResult{}) {
 			want = eventsResult{Recorded: 1}
 		}

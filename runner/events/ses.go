@@ -282,6 +282,8 @@ func sesEvent(m snsMessage) (json.RawMessage, int, error) {
 				ev.Type = "hard"
 			}
 		})
+	case kind == "Complaint" && n.Complaint != nil && strings.EqualFold(n.Complaint.ComplaintFeedbackType, "not-spam"):
+		return nil, 1, nil // the mailbox provider says the mail was not spam: no complaint
 	case kind == "Complaint" && n.Complaint != nil:
 		each(n.Complaint.Timestamp, n.Complaint.ComplainedRecipients, func(ev *event, _ sesRecipient) {
 			ev.Event, ev.Reason = "complained", n.Complaint.ComplaintFeedbackType
