@@ -50,8 +50,12 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: herald COMMAND [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The database is DATABASE_URL, or the PG* environment variables when it is unset.")
