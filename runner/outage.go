@@ -54,8 +54,7 @@ func (r *Runner) pauseForOutage(channel string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	reason := fmt.Sprintf("the provider failed every send, %d in a row: %v", r.cfg.OutageFailures, err)
-	if _, qerr := r.pool.Exec(ctx, `SELECT herald.pause_channel($1, $2, by => 'runner', until => now() + $3::interval)`,
-		channel, reason, r.cfg.OutageWait); qerr != nil {
+	if qerr := r.pause(ctx, channel, reason, r.cfg.OutageWait); qerr != nil {
 		r.log.Error("pausing the channel of a failing provider failed", "channel", channel, "err", qerr)
 		return
 	}

@@ -59,20 +59,26 @@ func (r *Runner) startCheck(ctx context.Context) error {
 		if r.cfg.StartCheck == StartCheckRefuse {
 			return fmt.Errorf("%w: channel %s: %v", ErrConfiguration, ch, err)
 		}
-		r.pause(ctx, ch, err)
+		if perr := r.pause(ctx, ch, err.Error(), 0); perr != nil {
+			r.log.Error("pausing the channel failed", "channel", ch, "err", perr)
+			continue
+		}
+		r.log.Error("channel paused: the provider says this runner's configuration is wrong; fix it, then a probe or herald.resume_channel resumes it",
+			"channel", ch, "err", err)
 	}
 	return nil
 }
 
-// pause pauses channel ch in SQL as the runner, with err as the reason.
-func (r *Runner) pause(ctx context.Context, ch string, err error) {
-	var paused bool
-	if qerr := r.pool.QueryRow(ctx, `SELECT herald.pause_channel($1, $2, by => 'runner')`, ch, err.Error()).Scan(&paused); qerr != nil {
-		r.log.Error("pausing the channel failed", "channel", ch, "err", qerr)
-		return
+// pause pauses channel ch in SQL as the runner (herald.pause_channel by runner) with
+// reason: for wait when it is not zero (on the database's clock), else until a probe
+// passes.
+func (r *Runner) pause(ctx context.Context, ch, reason string, wait time.Duration) error {
+	var until any // NULL: no end
+	if wait > 0 {
+		until = wait
 	}
-	r.log.Error("channel paused: the provider says this runner's configuration is wrong; fix it, then a probe or herald.resume_channel resumes it",
-		"channel", ch, "err", err)
+	_, err := r.pool.Exec(ctx, `SELECT herald.pause_channel($1, $2, by => 'runner', until => now() + $3::interval)`, ch, reason, until)
+	return err
 }
 
 // probe looks at the runner's channels: the paused gauge for each, and for a channel
