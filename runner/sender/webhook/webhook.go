@@ -231,13 +231,14 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 }
 
 // hostDown reports whether a send's failure counts towards opening the host's circuit:
-// no connection or a timeout, 5xx, 408 or 429; not what concerns the message itself.
+// the receiver did not answer (sender.Failure.Unavailable: no connection, a timeout,
+// 5xx, 408) or asked to be left alone (429); not what concerns the message itself.
 func hostDown(err error) bool {
 	if err == nil {
 		return false
 	}
 	f := sender.Classify(err)
-	return f.Class == sender.ClassRateLimited || f.Class == sender.ClassTransient && f.Code != "401" && f.Code != "403"
+	return f.Unavailable || f.Class == sender.ClassRateLimited
 }
 
 // traceContext is the W3C trace context a message's metadata carries (traceparent,
@@ -291,7 +292,9 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL) (sender
 		return sender.Result{}, sender.WithCode(sender.Permanent(err), "egress_refused")
 	}
 	if err != nil {
-		return sender.Result{}, sender.Transient(err)
+		// Transient, not sender.FromNetwork: a receiver's certificate or name is its own
+		// affair, never the channel's configuration.
+		return sender.Result{}, &sender.Failure{Class: sender.ClassTransient, Unavailable: true, Err: err}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
