@@ -27,6 +27,7 @@
 {{ template "functions/_key_hash.sql" . }}
 {{ template "functions/_suppression_key.sql" . }}
 {{ template "functions/_suppression.sql" . }}
+{{ template "functions/_copies.sql" . }}
 {{ template "functions/_unsuppressed_copies.sql" . }}
 {{ template "functions/_suppression_reason.sql" . }}
 {{ template "functions/_outcome_rank.sql" . }}

@@ -318,6 +318,27 @@ COMMENT ON FUNCTION herald._consumer_partition("group" text, partition integer, 
 
 
 --
+-- Name: _copies(jsonb); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._copies(payload jsonb) RETURNS TABLE(list text, ordinal bigint, address text)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT l.list, a.ordinal, a.address
+  FROM unnest('{cc,bcc}'::text[]) AS l (list),
+       jsonb_array_elements_text(CASE WHEN jsonb_typeof(_copies.payload -> l.list) = 'array'
+                                      THEN _copies.payload -> l.list END) WITH ORDINALITY AS a (address, ordinal)
+$$;
+
+
+--
+-- Name: FUNCTION _copies(payload jsonb); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._copies(payload jsonb) IS 'Private: the cc and bcc addresses of an e-mail payload, by list and ordinal.';
+
+
+--
 -- Name: _email_address(text, boolean); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1916,13 +1937,12 @@ CREATE FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp with ti
     LANGUAGE sql STABLE
     AS $$
   SELECT (payload - '{cc,bcc}'::text[])
-         || coalesce(jsonb_object_agg(x.k, x.kept) FILTER (WHERE jsonb_array_length(x.kept) > 0), '{}')
-  FROM (SELECT k, (SELECT coalesce(jsonb_agg(to_jsonb(a.addr) ORDER BY a.i), '[]')
-                   FROM jsonb_array_elements_text(payload -> k) WITH ORDINALITY AS a (addr, i)
-                   WHERE NOT EXISTS (SELECT FROM herald._suppression(kind => 'email', recipient => a.addr,
-                                                                     now => _unsuppressed_copies.now))) AS kept
-        FROM unnest('{cc,bcc}'::text[]) AS k
-        WHERE jsonb_typeof(payload -> k) = 'array') AS x
+         || coalesce((SELECT jsonb_object_agg(k.list, k.kept) -- a list left empty has no row
+                      FROM (SELECT c.list, jsonb_agg(to_jsonb(c.address) ORDER BY c.ordinal) AS kept
+                            FROM herald._copies(payload => payload) AS c
+                            WHERE NOT EXISTS (SELECT FROM herald._suppression(kind => 'email', recipient => c.address,
+                                                                              now => _unsuppressed_copies.now))
+                            GROUP BY c.list) AS k), '{}')
 $$;
 
 
@@ -3523,10 +3543,8 @@ BEGIN
                             = herald._suppression_key(kind => c.kind, recipient => m.recipient)
                             OR (c.kind = 'email'
                                 AND herald._suppression_key(kind => 'email', recipient => i.recipient)
-                                    IN (SELECT herald._suppression_key(kind => 'email', recipient => a.copy)
-                                        FROM unnest('{cc,bcc}'::text[]) AS l (list),
-                                             jsonb_array_elements_text(CASE WHEN jsonb_typeof(m.payload -> l.list) = 'array'
-                                                                            THEN m.payload -> l.list END) AS a (copy))))))
+                                    IN (SELECT herald._suppression_key(kind => 'email', recipient => c.address)
+                                        FROM herald._copies(payload => m.payload) AS c)))))
     ON CONFLICT ON CONSTRAINT delivery_events_once DO NOTHING
     RETURNING d.id, d.message_id, d.recipient, d.event, d.type, d.code, d.at
   ), matched AS ( -- copy: the event is about a cc or bcc address, not the message's recipient
@@ -5047,6 +5065,13 @@ REVOKE ALL ON FUNCTION herald._check_source(source text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._consumer_partition("group" text, partition integer, skip_locked boolean, OUT partitions integer, OUT committed_offset bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _copies(payload jsonb); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._copies(payload jsonb) FROM PUBLIC;
 
 
 --

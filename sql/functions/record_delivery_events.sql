@@ -111,10 +111,8 @@ BEGIN
                             = herald._suppression_key(kind => c.kind, recipient => m.recipient)
                             OR (c.kind = 'email'
                                 AND herald._suppression_key(kind => 'email', recipient => i.recipient)
-                                    IN (SELECT herald._suppression_key(kind => 'email', recipient => a.copy)
-                                        FROM unnest('{cc,bcc}'::text[]) AS l (list),
-                                             jsonb_array_elements_text(CASE WHEN jsonb_typeof(m.payload -> l.list) = 'array'
-                                                                            THEN m.payload -> l.list END) AS a (copy))))))
+                                    IN (SELECT herald._suppression_key(kind => 'email', recipient => c.address)
+                                        FROM herald._copies(payload => m.payload) AS c)))))
     ON CONFLICT ON CONSTRAINT delivery_events_once DO NOTHING
     RETURNING d.id, d.message_id, d.recipient, d.event, d.type, d.code, d.at
   ), matched AS ( -- copy: the event is about a cc or bcc address, not the message's recipient
