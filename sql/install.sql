@@ -41,6 +41,7 @@
 {{ template "functions/_named_producer.sql" . }}
 {{ template "functions/_check_pauser.sql" . }}
 {{ template "functions/_producer.sql" . }}
+{{ template "functions/_owner.sql" . }}
 {{ template "functions/_refuse_clock.sql" . }}
 {{ template "functions/_check_clock.sql" . }}
 {{ template "functions/_json_text.sql" . }}

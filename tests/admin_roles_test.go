@@ -41,6 +41,8 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.enqueue('email', 'p@example.com', '{"subject":"s","text":"t"}')`,
 			`SELECT herald.enqueue_batch('[{"channel":"sms","recipient":"+14155550100","payload":{"text":"t"}}]')`,
 			`SELECT * FROM herald.status(1)`,
+			`SELECT herald.cancel(1)`,
+			`SELECT herald.cancel(idempotency_key => 'k')`,
 		},
 		"herald_worker": {
 			`SELECT * FROM herald.claim_batch('w', 10)`,
@@ -80,7 +82,6 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT * FROM herald.claim_batch('w', 10)`,
 			`SELECT herald.complete(ARRAY[1]::bigint[], ARRAY[1]::bigint[])`,
 			`SELECT herald.refresh_statistics()`,
-			`SELECT herald.cancel(1)`,
 			`SELECT * FROM herald.queue_stats`,
 			`SELECT * FROM herald.queue_depth`,
 			`SELECT herald._validate(ROW('email', 'a@example.com', '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec, jsonb_populate_record(NULL::herald.producers, '{"producer":"p"}'), now(), '')`,

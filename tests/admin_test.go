@@ -13,19 +13,22 @@ import (
 func TestCancelRedrivePurge(t *testing.T) {
 	ctx, pool := setup(t)
 	queued := enqueueEmail(t, pool, "q@example.com")
-	if !scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, queued, t0) {
-		t.Fatal("cancel of queued returned false")
+	cancel := func(id int64) *string {
+		return scalar[*string](t, pool, `SELECT herald.cancel($1, now => $2)`, id, t0)
 	}
-	if scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, queued, t0) {
-		t.Fatal("second cancel returned true")
+	if s := cancel(queued); s == nil || *s != "cancelled" {
+		t.Fatalf("cancel of queued: %v", s)
 	}
-	if scalar[bool](t, pool, `SELECT herald.cancel(424242)`) {
-		t.Fatal("cancel of an unknown id returned true")
+	if s := cancel(queued); s == nil || *s != "cancelled" {
+		t.Fatalf("second cancel: %v, want cancelled again", s)
+	}
+	if s := cancel(424242); s != nil {
+		t.Fatalf("cancel of an unknown id: %v, want NULL", *s)
 	}
 	busy := enqueueEmail(t, pool, "p@example.com")
 	c := claim(t, pool, 1, t0)
-	if scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, busy, t0) {
-		t.Fatal("cancel of a processing message returned true")
+	if s := cancel(busy); s == nil || *s != "processing" {
+		t.Fatalf("cancel of a processing message: %v, want processing", s)
 	}
 	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'no', 'permanent', now => $3)`, busy, c[0].Token, t0)
 

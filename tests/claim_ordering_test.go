@@ -148,7 +148,7 @@ func TestOrderingKeyReleasesOnEveryExit(t *testing.T) {
 			mustExec(t, pool, `SELECT herald.reap_stale($1)`, t0.Add(time.Hour))
 		}},
 		{"cancelled", false, func(t *testing.T, pool *pgxpool.Pool, id, token int64) {
-			mustExec(t, pool, `SELECT herald.cancel($1, $2)`, id, t0)
+			mustExec(t, pool, `SELECT herald.cancel($1, now => $2)`, id, t0)
 		}},
 		{"expired", false, func(t *testing.T, pool *pgxpool.Pool, id, token int64) {
 			mustExec(t, pool, `UPDATE herald.messages SET expires_at = $2 WHERE id = $1`, id, t0.Add(-time.Second))

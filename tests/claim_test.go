@@ -172,8 +172,8 @@ func TestClaimOrderingKeyAfterCancel(t *testing.T) {
 	if n := len(claim(t, pool, 10, t0)); n != 0 {
 		t.Fatal("second message claimed while the first is scheduled")
 	}
-	if !scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, first, t0) {
-		t.Fatal("cancel of a queued message returned false")
+	if scalar[string](t, pool, `SELECT herald.cancel($1, now => $2)`, first, t0) != "cancelled" {
+		t.Fatal("a queued message was not cancelled")
 	}
 	if got := ids(claim(t, pool, 10, t0)); !slices.Equal(got, []int64{second}) {
 		t.Fatalf("after cancel: %v", got)

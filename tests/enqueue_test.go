@@ -299,7 +299,7 @@ func TestEnqueueBatchPathsAgree(t *testing.T) {
 		stored[i] = row(a[i])
 	}
 	// The same ordering key again would be held behind the first: end those first.
-	mustExec(t, pool, `SELECT herald.cancel(id, $2) FROM unnest($1::bigint[]) AS id`, a, t0)
+	mustExec(t, pool, `SELECT herald.cancel(id, now => $2) FROM unnest($1::bigint[]) AS id`, a, t0)
 	if err := pool.QueryRow(ctx, `SELECT herald._enqueue(herald._message_specs($1), $2, false)`, batch, t0).Scan(&b); err != nil {
 		t.Fatal(err)
 	}

@@ -236,7 +236,7 @@ func TestLogConsumerGroupsExactlyOnce(t *testing.T) {
 	cl := claim(t, pool, 3, t0)
 	mustExec(t, pool, `SELECT herald.complete($1::bigint, $2::bigint, 'prov-1', $3)`, cl[0].ID, cl[0].Token, t0)
 	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'no such user', 'permanent', now => $3)`, cl[1].ID, cl[1].Token, t0)
-	if !scalar[bool](t, pool, `SELECT herald.cancel($1, $2)`, ids[5], t0) {
+	if scalar[string](t, pool, `SELECT herald.cancel($1, now => $2)`, ids[5], t0) != "cancelled" {
 		t.Fatal("cancel failed")
 	}
 	sequenceAll(t, pool)

@@ -1029,6 +1029,26 @@ COMMENT ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) IS 'Pr
 
 
 --
+-- Name: _owner(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._owner() RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN coalesce(current_setting('herald.producer', true), '') = ''
+                   AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN NULL
+              ELSE herald._producer() END
+$$;
+
+
+--
+-- Name: FUNCTION _owner(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._owner() IS 'Private: the producer whose messages the caller may read and cancel; NULL for an admin naming none (all).';
+
+
+--
 -- Name: _payload_fields(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2126,49 +2146,62 @@ COMMENT ON FUNCTION herald._validate(spec herald.message_spec, policy herald.pro
 
 
 --
--- Name: cancel(bigint, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: cancel(bigint, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.cancel(id bigint, now timestamp with time zone DEFAULT now()) RETURNS boolean
+CREATE FUNCTION herald.cancel(id bigint DEFAULT NULL::bigint, idempotency_key text DEFAULT NULL::text, now timestamp with time zone DEFAULT now()) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
   clock_ok boolean := herald._check_clock(now => cancel.now); -- first: a forged clock changes nothing
-  done boolean;
-  ordered boolean;
+  v_owner text := herald._owner();
+  v_id bigint := cancel.id;
+  v_status text;
+  v_ordered boolean;
 BEGIN
-  IF cancel.id IS NULL THEN
-    PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
+  IF (cancel.id IS NULL) = (cancel.idempotency_key IS NULL) THEN
+    PERFORM herald._reject(code => '22V12', field => CASE WHEN cancel.id IS NULL THEN 'id' ELSE 'idempotency_key' END,
+                           message => 'give either id or idempotency_key');
+  END IF;
+  IF cancel.idempotency_key IS NOT NULL THEN
+    IF length(cancel.idempotency_key) NOT BETWEEN 1 AND 255 THEN
+      PERFORM herald._reject(code => '22V09', field => 'idempotency_key', message => 'must be 1 to 255 characters');
+    END IF;
+    v_owner := herald._producer();
+    v_id := (SELECT m.id FROM herald.messages m
+             WHERE m.producer = v_owner AND m.idempotency_key = cancel.idempotency_key);
   END IF;
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now
-    WHERE m.id = cancel.id AND m.status IN ('queued', 'held')
+    WHERE m.id = v_id AND m.status IN ('queued', 'held') AND (v_owner IS NULL OR m.producer = v_owner)
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     SELECT 'cancelled', cancel.now, ARRAY[c.id], ARRAY[c.channel], ARRAY[herald._key_hash(c.ordering_key, c.recipient)]
     FROM cancelled c
   )
-  SELECT count(*) > 0, bool_or(c.ordering_key IS NOT NULL) INTO done, ordered FROM cancelled c;
-  IF ordered THEN
-    PERFORM herald._release_after(ids => ARRAY[cancel.id]);
+  SELECT 'cancelled', c.ordering_key IS NOT NULL INTO v_status, v_ordered FROM cancelled c;
+  IF v_status IS NULL THEN
+    -- Not cancelled now: what it is instead, as the caller may see it.
+    RETURN (SELECT m.status FROM herald.messages m WHERE m.id = v_id AND (v_owner IS NULL OR m.producer = v_owner));
   END IF;
-  IF done THEN
-    PERFORM herald._notify(ARRAY['herald_log']);
+  IF v_ordered THEN
+    PERFORM herald._release_after(ids => ARRAY[v_id]);
   END IF;
-  RETURN done;
+  PERFORM herald._notify(ARRAY['herald_log']);
+  RETURN v_status;
 END
 $$;
 
 
 --
--- Name: FUNCTION cancel(id bigint, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION cancel(id bigint, idempotency_key text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) IS 'Cancel a message that is still queued or held; false when unknown or in another state.';
+COMMENT ON FUNCTION herald.cancel(id bigint, idempotency_key text, now timestamp with time zone) IS 'Withdraw one of the caller''s messages that is queued or held (by id or idempotency key); returns its status after.';
 
 
 --
@@ -3780,9 +3813,7 @@ CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-  v_producer text := herald._producer();
-  v_all boolean := coalesce(current_setting('herald.producer', true), '') = ''
-                   AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER');
+  v_owner text := herald._owner();
 BEGIN
   IF status.id IS NULL THEN
     PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
@@ -3792,7 +3823,7 @@ BEGIN
          m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id,
          m.outcome, m.outcome_type, m.outcome_code, m.outcome_at
   FROM herald.messages m
-  WHERE m.id = status.id AND (v_all OR m.producer = v_producer);
+  WHERE m.id = status.id AND (v_owner IS NULL OR m.producer = v_owner);
 END
 $$;
 
@@ -5219,6 +5250,13 @@ REVOKE ALL ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) FRO
 
 
 --
+-- Name: FUNCTION _owner(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._owner() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _payload_fields(kind text); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -5380,11 +5418,12 @@ REVOKE ALL ON FUNCTION herald._validate(spec herald.message_spec, policy herald.
 
 
 --
--- Name: FUNCTION cancel(id bigint, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION cancel(id bigint, idempotency_key text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.cancel(id bigint, now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.cancel(id bigint, idempotency_key text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.cancel(id bigint, idempotency_key text, now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.cancel(id bigint, idempotency_key text, now timestamp with time zone) TO herald_admin;
 
 
 --

@@ -189,6 +189,60 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
+// runCancel is `herald cancel`: herald.cancel by id or by idempotency key.
+func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("herald cancel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	key := fs.String("idempotency-key", "", "the key the message was enqueued with (instead of ID)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: herald cancel ID\n       herald cancel --idempotency-key KEY")
+		fmt.Fprintln(stderr, "\nWithdraws one of your messages that is queued or held. Exit codes: 0 cancelled (printed),\n"+
+			"1 unknown, or being sent or finished (the line says which), 2 bad input, 3 database unreachable.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	var id int64
+	switch {
+	case fs.NArg() == 1 && *key == "":
+		n, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "herald cancel: %q is not a message id\n", fs.Arg(0))
+			return exitUsage
+		}
+		id = n
+	case fs.NArg() == 0 && *key != "":
+	default:
+		fs.Usage()
+		return exitUsage
+	}
+	pool, code := openPool(ctx, stderr, "herald cancel")
+	if pool == nil {
+		return code
+	}
+	defer pool.Close()
+	var err error
+	what := fmt.Sprintf("message %d", id)
+	if id != 0 {
+		err = intake.Cancel(ctx, pool, id)
+	} else {
+		err, what = intake.CancelByKey(ctx, pool, *key), fmt.Sprintf("the message of key %q", *key)
+	}
+	if nc := (*intake.NotCancellable)(nil); errors.As(err, &nc) {
+		fmt.Fprintf(stderr, "herald cancel: %s is %s\n", what, nc.Status)
+		return exitFailure
+	}
+	if code := cliError(stderr, "herald cancel", err); code != exitOK {
+		return code
+	}
+	fmt.Fprintln(stdout, "cancelled")
+	return exitOK
+}
+
 // runStats is `herald stats`: herald.queue_stats as a table.
 func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) != 0 {

@@ -39,6 +39,7 @@ func commands() []command {
 		{"serve", "the HTTP intake alone", runServe},
 		{"enqueue", "store a notification (flags, or JSON on stdin); prints its id", runEnqueue},
 		{"status", "what happened to one message", runStatus},
+		{"cancel", "withdraw a message not yet being sent (by id or idempotency key)", runCancel},
 		{"mail-report", "record one bounce or complaint (a delivery status or feedback report) read from stdin", runMailReport},
 		{"stats", "messages per channel and status", runStats},
 		{"webhook-secret", "the signing secret of one receiver URL, for a channel that signs per endpoint", runWebhookSecret},

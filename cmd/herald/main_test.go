@@ -13,6 +13,7 @@ import (
 	"github.com/herald/herald/runner/sender/webhook"
 	heraldsql "github.com/herald/herald/sql"
 	"github.com/herald/herald/tests/testdb"
+	"github.com/jackc/pgx/v5"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -55,7 +56,7 @@ func TestMigrateCommand(t *testing.T) {
 	}
 }
 
-// herald enqueue / status / stats: an id printed and the row stored; bad input a
+// herald enqueue / status / stats / cancel: an id printed and the row stored; bad input a
 // non-zero exit with a one-line reason; an unreachable database exit 3.
 func TestEnqueueStatusStatsCommands(t *testing.T) {
 	url := testdb.New(t)
@@ -118,10 +119,44 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 		t.Fatalf("stats table:\n%s", out)
 	}
 
+	// herald cancel: by key, again by id (still cancelled), a message being sent (exit
+	// 1, saying so), an unknown one, bad input.
+	if code, out, errOut = run(t, "cancel", "--idempotency-key", "cli-1"); code != exitOK || out != "cancelled\n" {
+		t.Fatalf("cancel by key: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ = run(t, "cancel", id); code != exitOK || out != "cancelled\n" {
+		t.Fatalf("cancel again: %d %q", code, out)
+	}
+	if code, out, _ = run(t, "status", id); code != exitOK || !strings.Contains(out, "cancelled") {
+		t.Fatalf("status after cancel: %d %q", code, out)
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var busy int64
+	if err := conn.QueryRow(context.Background(), `SELECT id FROM herald.claim_batch('w', 1)`).Scan(&busy); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut = run(t, "cancel", fmt.Sprint(busy)); code != exitFailure || out != "" ||
+		errOut != fmt.Sprintf("herald cancel: message %d is processing\n", busy) {
+		t.Fatalf("cancel of a message being sent: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut = run(t, "cancel", "999999"); code != exitFailure || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("cancel of an unknown id: %d %q", code, errOut)
+	}
+	for _, bad := range [][]string{{"cancel"}, {"cancel", "nope"}, {"cancel", "--idempotency-key", "k", "1"},
+		{"cancel", "--idempotency-key", strings.Repeat("k", 256)}} {
+		if code, out, _ = run(t, bad...); code != exitUsage || out != "" {
+			t.Fatalf("%v: exit %d %q, want 2", bad[:min(len(bad), 3)], code, out)
+		}
+	}
+
 	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
 	for _, args := range [][]string{
 		{"enqueue", "--channel", "email", "--recipient", "a@example.com", "--payload", `{"subject":"s","text":"t"}`},
-		{"status", "1"}, {"stats"},
+		{"status", "1"}, {"stats"}, {"cancel", "1"},
 	} {
 		if code, _, errOut = run(t, args...); code != exitDatabase || strings.Count(errOut, "\n") != 1 {
 			t.Fatalf("%v with the database down: exit %d %q", args, code, errOut)

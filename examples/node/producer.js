@@ -1,5 +1,6 @@
-// A herald producer in Node with node-postgres (pg): enqueue, batch, status, and a
-// validation error handled by its code and field.
+// A herald producer in Node with node-postgres (pg): enqueue, batch, status, a
+// scheduled reminder withdrawn by its key, and a validation error handled by its code
+// and field.
 //
 //   npm ci --prefix examples/node && DATABASE_URL=postgres://… node examples/node/producer.js
 //
@@ -31,6 +32,13 @@ async function main() {
     // What happened to it (a producer sees only its own messages).
     const s = (await client.query('SELECT status, attempts FROM herald.status($1)', [first])).rows[0];
     console.log(`message ${first}: ${s.status}, ${s.attempts} attempts; batch ${ids}`);
+
+    // A reminder for tomorrow, withdrawn by its key when the appointment is called off.
+    await client.query("SELECT herald.enqueue('sms', '+14155550100', $1, run_at => now() + interval '1 day', "
+      + "idempotency_key => 'reminder-7')", [{ text: 'See you at 10' }]);
+    const cancelled = (await client.query("SELECT herald.cancel(idempotency_key => 'reminder-7') AS s")).rows[0].s;
+    assert.strictEqual(cancelled, 'cancelled');
+    console.log(`reminder-7: ${cancelled}`);
 
     // Bad input: an error with the code and the field, and nothing stored.
     const cases = [

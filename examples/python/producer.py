@@ -1,5 +1,5 @@
-"""A herald producer in Python with psycopg 3: enqueue, batch, status, and a
-validation error handled by its code and field.
+"""A herald producer in Python with psycopg 3: enqueue, batch, status, a scheduled
+reminder withdrawn by its key, and a validation error handled by its code and field.
 
     DATABASE_URL=postgres://… python3 examples/python/producer.py
 
@@ -37,6 +37,13 @@ def main() -> int:
         status, attempts = conn.execute(
             "SELECT status, attempts FROM herald.status(%s)", (first,)).fetchone()
         print(f"message {first}: {status}, {attempts} attempts; batch {ids}")
+
+        # A reminder for tomorrow, withdrawn by its key when the appointment is called off.
+        conn.execute("SELECT herald.enqueue('sms', '+14155550100', %s, run_at => now() + interval '1 day',"
+                     " idempotency_key => 'reminder-7')", (Jsonb({"text": "See you at 10"}),))
+        (cancelled,) = conn.execute("SELECT herald.cancel(idempotency_key => 'reminder-7')").fetchone()
+        assert cancelled == "cancelled", cancelled
+        print(f"reminder-7: {cancelled}")
 
         # Bad input: a DataError naming the field, and nothing stored.
         for sql, args, code, field in [

@@ -20,6 +20,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -314,26 +315,27 @@ func (c *console) message(w http.ResponseWriter, r *http.Request) {
 	c.render(w, "message", map[string]any{"Prefix": Prefix, "M": m, "Events": events, "Reports": reports})
 }
 
-// act runs a herald admin function for the form's id and returns to the overview.
+// act runs a herald admin function for the form's id and returns to the overview,
+// which shows the function's one-line result (sql gives it as text).
 func (c *console) act(w http.ResponseWriter, r *http.Request, what, sql string) {
 	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
 	if err != nil {
 		http.Error(w, "id: must be an integer", http.StatusBadRequest)
 		return
 	}
-	var n int64
-	if err := c.pool.QueryRow(r.Context(), sql, id).Scan(&n); err != nil {
+	var result string
+	if err := c.pool.QueryRow(r.Context(), sql, id).Scan(&result); err != nil {
 		c.fail(w, err)
 		return
 	}
-	c.cfg.Logger.Info("console: "+what, "id", id, "changed", n)
-	http.Redirect(w, r, fmt.Sprintf("%s?done=%s+%d:+%d+changed", Prefix, what, id, n), http.StatusSeeOther)
+	c.cfg.Logger.Info("console: "+what, "id", id, "result", result)
+	http.Redirect(w, r, Prefix+"?"+url.Values{"done": {fmt.Sprintf("%s %d: %s", what, id, result)}}.Encode(), http.StatusSeeOther)
 }
 
 func (c *console) redrive(w http.ResponseWriter, r *http.Request) {
-	c.act(w, r, "redrive", `SELECT herald.redrive(ARRAY[$1::bigint])`)
+	c.act(w, r, "redrive", `SELECT herald.redrive(ARRAY[$1::bigint]) || ' requeued'`)
 }
 
 func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
-	c.act(w, r, "cancel", `SELECT herald.cancel($1::bigint)::int`)
+	c.act(w, r, "cancel", `SELECT coalesce(herald.cancel($1::bigint), 'no such message')`)
 }

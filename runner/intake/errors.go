@@ -15,10 +15,12 @@ import (
 // producer is not allowed (HTTP 403) rather than malformed (400); OverQuota a call
 // refused while the producer is at its max_pending (429: retry later).
 type InputError struct {
-	Code      string `json:"code"`
-	Field     string `json:"field,omitempty"`
-	Index     *int   `json:"index,omitempty"`
-	Message   string `json:"message"`
+	Code    string `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Index   *int   `json:"index,omitempty"`
+	Message string `json:"message"`
+	// Status, for a cancel refused (not_cancellable), is the message's state.
+	Status    string `json:"status,omitempty"`
 	Forbidden bool   `json:"-"`
 	OverQuota bool   `json:"-"`
 	// RetryAfter, for an OverQuota refusal of a suspended producer, is how long until

@@ -1,6 +1,7 @@
 // Package intake accepts notifications from services that cannot hold a Postgres
 // connection: an HTTP API (POST /v1/messages, POST /v1/messages/batch,
-// GET /v1/messages/{id}) and the functions the command line shares with it. It
+// GET /v1/messages/{id}, DELETE /v1/messages/{id}, DELETE
+// /v1/messages?idempotency_key=) and the functions the command line shares with it. It
 // validates no value itself: a message goes through herald.enqueue (a batch through
 // herald.enqueue_batch), and the SQLSTATE and field that SQL raises become a 400
 // with a code and a field. Only the JSON shape of a request is checked here.
@@ -84,6 +85,8 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
 	mux.HandleFunc("POST /v1/messages", h.auth(h.post))
 	mux.HandleFunc("POST /v1/messages/batch", h.auth(h.postBatch))
 	mux.HandleFunc("GET /v1/messages/{id}", h.auth(h.get))
+	mux.HandleFunc("DELETE /v1/messages/{id}", h.auth(h.cancel))
+	mux.HandleFunc("DELETE /v1/messages", h.auth(h.cancelByKey))
 }
 
 // Handler returns a mux with only the intake's routes.
@@ -245,6 +248,50 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s)
+}
+
+// cancel withdraws a message by id: 200 cancelled, 409 being sent or finished, 404
+// unknown or another producer's.
+func (h *handler) cancel(w http.ResponseWriter, r *http.Request, c caller) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_id", Field: "id", Message: "id: must be a positive integer"})
+		return
+	}
+	if h.allow(w, c, 1) {
+		h.cancelled(w, Cancel(r.Context(), c.q, id), map[string]any{"id": id}, "id", fmt.Sprintf("message %d", id))
+	}
+}
+
+// cancelByKey withdraws the message enqueued with ?idempotency_key=, answering as cancel.
+func (h *handler) cancelByKey(w http.ResponseWriter, r *http.Request, c caller) {
+	keys, ok := r.URL.Query()["idempotency_key"]
+	if !ok || len(keys) != 1 {
+		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key",
+			Message: "idempotency_key: give the message's key once, as ?idempotency_key="})
+		return
+	}
+	if h.allow(w, c, 1) {
+		h.cancelled(w, CancelByKey(r.Context(), c.q, keys[0]), map[string]any{"idempotency_key": keys[0]},
+			"idempotency_key", "the message of that key")
+	}
+}
+
+// cancelled answers a cancel's err: 200 with found and the status when nil.
+func (h *handler) cancelled(w http.ResponseWriter, err error, found map[string]any, field, what string) {
+	var nc *NotCancellable
+	switch {
+	case err == nil:
+		found["status"] = "cancelled"
+		writeJSON(w, http.StatusOK, found)
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: field, Message: "no such message"})
+	case errors.As(err, &nc):
+		writeError(w, http.StatusConflict, &InputError{Code: "not_cancellable", Field: field,
+			Message: fmt.Sprintf("%s is %s", what, nc.Status), Status: nc.Status})
+	default:
+		h.fail(w, err)
+	}
 }
 
 // withWait gives a producer's over-quota refusal its RetryAfter when the producer is

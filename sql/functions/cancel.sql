@@ -1,11 +1,21 @@
--- herald.cancel(id, now) — cancel a message still 'queued' or 'held'; returns true when
--- it was cancelled, false when it is unknown or in any other state (a message being
--- sent, or already finished, cannot be cancelled).
--- A cancelled message gets a 'cancelled' log event in the same statement.
--- Index: the primary key. Locks: the row; ROW EXCLUSIVE on herald.log_statements.
--- Admin only (herald_admin).
-CREATE OR REPLACE FUNCTION herald.cancel(id bigint, now timestamptz DEFAULT now())
-RETURNS boolean
+-- herald.cancel(id, idempotency_key, now) — withdraw a message that is not being sent:
+-- one 'queued' or 'held' (scheduled, waiting its turn, or waiting to retry) becomes
+-- 'cancelled', with a 'cancelled' log event, and is never sent. Give exactly one of
+-- `id` or the `idempotency_key` it was enqueued with. Returns the message's status
+-- after the call: 'cancelled' (now or before), or the state that cannot be cancelled
+-- ('processing': a send is under way; 'sent', 'dead', 'expired', 'suppressed'); NULL
+-- when there is no such message of the caller's. A producer acts on its own messages
+-- only (herald._owner; a key is always its own); herald_admin on any by id. Racing a
+-- claim, one of them wins: cancelled and never claimed, or claimed and 'processing'.
+-- Errors: 22V12 id/idempotency_key (neither or both given); 22V09 idempotency_key
+-- (empty, over 255 characters). Index: the primary key, messages_idempotency_key_idx.
+-- Locks: the row (waits for a claim holding it); ROW EXCLUSIVE on log_statements.
+CREATE OR REPLACE FUNCTION herald.cancel(
+  id bigint DEFAULT NULL,
+  idempotency_key text DEFAULT NULL,
+  now timestamptz DEFAULT now()
+)
+RETURNS text
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -14,34 +24,47 @@ AS $$
 #variable_conflict use_column
 DECLARE
   clock_ok boolean := herald._check_clock(now => cancel.now); -- first: a forged clock changes nothing
-  done boolean;
-  ordered boolean;
+  v_owner text := herald._owner();
+  v_id bigint := cancel.id;
+  v_status text;
+  v_ordered boolean;
 BEGIN
-  IF cancel.id IS NULL THEN
-    PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
+  IF (cancel.id IS NULL) = (cancel.idempotency_key IS NULL) THEN
+    PERFORM herald._reject(code => '22V12', field => CASE WHEN cancel.id IS NULL THEN 'id' ELSE 'idempotency_key' END,
+                           message => 'give either id or idempotency_key');
+  END IF;
+  IF cancel.idempotency_key IS NOT NULL THEN
+    IF length(cancel.idempotency_key) NOT BETWEEN 1 AND 255 THEN
+      PERFORM herald._reject(code => '22V09', field => 'idempotency_key', message => 'must be 1 to 255 characters');
+    END IF;
+    v_owner := herald._producer();
+    v_id := (SELECT m.id FROM herald.messages m
+             WHERE m.producer = v_owner AND m.idempotency_key = cancel.idempotency_key);
   END IF;
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now
-    WHERE m.id = cancel.id AND m.status IN ('queued', 'held')
+    WHERE m.id = v_id AND m.status IN ('queued', 'held') AND (v_owner IS NULL OR m.producer = v_owner)
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
     SELECT 'cancelled', cancel.now, ARRAY[c.id], ARRAY[c.channel], ARRAY[herald._key_hash(c.ordering_key, c.recipient)]
     FROM cancelled c
   )
-  SELECT count(*) > 0, bool_or(c.ordering_key IS NOT NULL) INTO done, ordered FROM cancelled c;
-  IF ordered THEN
-    PERFORM herald._release_after(ids => ARRAY[cancel.id]);
+  SELECT 'cancelled', c.ordering_key IS NOT NULL INTO v_status, v_ordered FROM cancelled c;
+  IF v_status IS NULL THEN
+    -- Not cancelled now: what it is instead, as the caller may see it.
+    RETURN (SELECT m.status FROM herald.messages m WHERE m.id = v_id AND (v_owner IS NULL OR m.producer = v_owner));
   END IF;
-  IF done THEN
-    PERFORM herald._notify(ARRAY['herald_log']);
+  IF v_ordered THEN
+    PERFORM herald._release_after(ids => ARRAY[v_id]);
   END IF;
-  RETURN done;
+  PERFORM herald._notify(ARRAY['herald_log']);
+  RETURN v_status;
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald.cancel(bigint, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION herald.cancel(bigint, timestamptz) TO herald_admin;
-COMMENT ON FUNCTION herald.cancel(bigint, timestamptz) IS
-  'Cancel a message that is still queued or held; false when unknown or in another state.';
+REVOKE ALL ON FUNCTION herald.cancel(bigint, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.cancel(bigint, text, timestamptz) TO herald_producer, herald_admin;
+COMMENT ON FUNCTION herald.cancel(bigint, text, timestamptz) IS
+  'Withdraw one of the caller''s messages that is queued or held (by id or idempotency key); returns its status after.';

@@ -1,6 +1,6 @@
 -- herald.status(id) — what happened to one message: one row, or none when the id is
 -- unknown, purged, or not the caller's. A producer sees only its own messages
--- (herald._producer: its role, or the intake's named producer); herald_admin sees all
+-- (herald._owner: its role, or the intake's named producer); herald_admin sees all
 -- unless it names a producer. Of a failure it shows the class and the short code
 -- (SMTP reply, HTTP status, provider code), never the provider's or receiver's text
 -- (that stays in messages.errors for workers and admins). No payload, recipient or
@@ -32,9 +32,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  v_producer text := herald._producer();
-  v_all boolean := coalesce(current_setting('herald.producer', true), '') = ''
-                   AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER');
+  v_owner text := herald._owner();
 BEGIN
   IF status.id IS NULL THEN
     PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
@@ -44,7 +42,7 @@ BEGIN
          m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id,
          m.outcome, m.outcome_type, m.outcome_code, m.outcome_at
   FROM herald.messages m
-  WHERE m.id = status.id AND (v_all OR m.producer = v_producer);
+  WHERE m.id = status.id AND (v_owner IS NULL OR m.producer = v_owner);
 END
 $$;
 

@@ -1,0 +1,62 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrNotCancellable is returned by Cancel and CancelByKey for a message that is being
+// sent or has finished otherwise than cancelled; NotCancellable.Status says which.
+var ErrNotCancellable = errors.New("message cannot be cancelled")
+
+// NotCancellable is the error of a cancel that found the message in a state that
+// cannot be cancelled.
+type NotCancellable struct {
+	// Status is the message's state: processing, sent, dead, expired or suppressed.
+	Status string
+}
+
+// Error says the state.
+func (e *NotCancellable) Error() string { return fmt.Sprintf("the message is %s", e.Status) }
+
+// Is makes errors.Is(err, ErrNotCancellable) true.
+func (e *NotCancellable) Is(target error) bool { return target == ErrNotCancellable }
+
+// Cancel withdraws the caller's message id with herald.cancel on q (a pool, a
+// connection, the caller's transaction, or AsProducer's Querier): nil when it is
+// cancelled (now or before), a *NotCancellable when a send is under way or it has
+// finished, ErrNotFound when the caller has no such message.
+func Cancel(ctx context.Context, q Querier, id int64) error {
+	return cancelled(ctx, q, `SELECT herald.cancel(id => $1)`, id)
+}
+
+// CancelByKey is Cancel of the caller's message enqueued with idempotency key key. A
+// key of the wrong length is an *InputError (invalid_idempotency_key).
+func CancelByKey(ctx context.Context, q Querier, key string) error {
+	return cancelled(ctx, q, `SELECT herald.cancel(idempotency_key => $1)`, key)
+}
+
+func cancelled(ctx context.Context, q Querier, sql string, arg any) error {
+	var status *string
+	if err := q.QueryRow(ctx, sql, arg).Scan(&status); err != nil {
+		if ie, ok := AsInputError(err); ok {
+			return ie
+		}
+		var pg *pgconn.PgError
+		if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") { // text PostgreSQL cannot hold (NUL)
+			return &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key", Message: "idempotency_key: " + pg.Message}
+		}
+		return err
+	}
+	switch {
+	case status == nil:
+		return ErrNotFound
+	case *status != "cancelled":
+		return &NotCancellable{Status: *status}
+	}
+	return nil
+}
