@@ -26,6 +26,7 @@
 {{ template "functions/_append_error.sql" . }}
 {{ template "functions/_key_hash.sql" . }}
 {{ template "functions/_suppression_key.sql" . }}
+{{ template "functions/_mailbox_key.sql" . }}
 {{ template "functions/_suppression.sql" . }}
 {{ template "functions/_copies.sql" . }}
 {{ template "functions/_unsuppressed_copies.sql" . }}
@@ -42,6 +43,7 @@
 {{ template "functions/_check_pauser.sql" . }}
 {{ template "functions/_producer.sql" . }}
 {{ template "functions/_owner.sql" . }}
+{{ template "functions/_own_message.sql" . }}
 {{ template "functions/_refuse_clock.sql" . }}
 {{ template "functions/_check_clock.sql" . }}
 {{ template "functions/_json_text.sql" . }}
@@ -52,6 +54,7 @@
 {{ template "functions/_validate.sql" . }}
 {{ template "functions/_repeats.sql" . }}
 {{ template "functions/_held.sql" . }}
+{{ template "functions/_spend_recipients.sql" . }}
 {{ template "functions/_enqueue.sql" . }}
 {{ template "functions/_notify_clock_due.sql" . }}
 {{ template "functions/_notify_due.sql" . }}
@@ -80,6 +83,7 @@
 {{ template "functions/suppress.sql" . }}
 {{ template "functions/unsuppress.sql" . }}
 {{ template "functions/is_suppressed.sql" . }}
+{{ template "functions/recipient_wait.sql" . }}
 {{ template "functions/record_delivery_events.sql" . }}
 {{ template "functions/unsubscribe.sql" . }}
 {{ template "functions/record_copy_refusal.sql" . }}

@@ -1,5 +1,6 @@
-// A producer withdrawing its own messages: herald.cancel by id or idempotency key,
-// over SQL and HTTP, and what it must not reach.
+// A producer withdrawing its own messages, and reading them by key: herald.cancel and
+// herald.status by id or idempotency key, over SQL and HTTP, and what they must not
+// reach.
 package tests
 
 import (
@@ -50,6 +51,12 @@ func TestProducersCancelOnlyTheirOwnMessages(t *testing.T) {
 	}
 	if s := cancelAs(mallory, `SELECT herald.cancel(idempotency_key => $1)`, "reminder-42"); s != nil {
 		t.Fatalf("another producer's cancel by key answered %q", *s)
+	}
+	if n := scalar[int64](t, mallory, `SELECT count(*) FROM herald.status(idempotency_key => 'reminder-42')`); n != 0 {
+		t.Fatal("another producer read a message's status by its key")
+	}
+	if got := scalar[int64](t, alice, `SELECT message_id FROM herald.status(idempotency_key => 'reminder-42')`); got != reminder {
+		t.Fatalf("the owner's status by key names message %d, want %d", got, reminder)
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE status = 'queued'`); n != 3 {
 		t.Fatalf("after the attacks %d of alice's 3 messages are queued", n)
@@ -225,6 +232,14 @@ func TestIntakeCancel(t *testing.T) {
 	}
 	if code := do(t, "DELETE", byKeyURL, "", "", shipping, &e); code != 404 {
 		t.Fatalf("another token's cancel by key: %d %+v", code, e.Error)
+	}
+	getByKey := srv.URL + "/v1/messages?idempotency_key=" + url.QueryEscape("invoice/7 reminder")
+	if code := do(t, "GET", getByKey, "", "", shipping, &e); code != 404 || e.Error.Field != "idempotency_key" {
+		t.Fatalf("another token's status by key: %d %+v", code, e.Error)
+	}
+	var st intake.Status
+	if code := do(t, "GET", getByKey, "", "", billing, &st); code != 200 || st.ID != keyed || st.Status != "queued" {
+		t.Fatalf("status by key: %d %+v", code, st)
 	}
 	if code := do(t, "DELETE", byKeyURL, "", "", nil, &e); code != 401 {
 		t.Fatalf("cancel without a token: %d", code)

@@ -387,12 +387,13 @@ DECLARE
   v_policy herald.producers; -- the producer's row, or what a producer without one gets
   v_full boolean; -- at its max_pending when last counted, or suspended (NULL: no bound)
   v_suppressing boolean;
+  v_limiting boolean; -- a channel has a recipient_limit
   i integer;
 BEGIN
   v_policy.producer := herald._producer();
-  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders,
-         p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
-  INTO v_suppressing, v_policy.min_priority, v_policy.senders, v_full
+  SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0),
+         coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
+  INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
@@ -472,6 +473,9 @@ BEGIN
     END LOOP;
     RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
       USING ERRCODE = 'XX000';
+  END IF;
+  IF v_limiting AND v_stored > 0 THEN
+    PERFORM herald._spend_recipients(specs => v_specs, barred => v_barred, single => single, now => _enqueue.now);
   END IF;
 
   IF cardinality(v_skip) > 0 THEN
@@ -817,6 +821,26 @@ COMMENT ON FUNCTION herald._mailbox(value text) IS 'Private: the address of an e
 
 
 --
+-- Name: _mailbox_key(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._mailbox_key(kind text, recipient text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN kind <> 'email' THEN recipient
+              WHEN strpos(recipient, '+') = 0 THEN lower(recipient)
+              ELSE regexp_replace(lower(recipient), '\+[^@]*@', '@') END
+$$;
+
+
+--
+-- Name: FUNCTION _mailbox_key(kind text, recipient text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._mailbox_key(kind text, recipient text) IS 'Private: the form of a recipient in herald.recipient_buckets (e-mail in lower case, without a +tag).';
+
+
+--
 -- Name: _message_specs(jsonb); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1026,6 +1050,41 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) IS 'Private: how grave a delivery outcome is (inlined).';
+
+
+--
+-- Name: _own_message(bigint, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._own_message(id bigint, idempotency_key text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+  v_owner text;
+BEGIN
+  IF (_own_message.id IS NULL) = (_own_message.idempotency_key IS NULL) THEN
+    PERFORM herald._reject(code => '22V12', field => CASE WHEN _own_message.id IS NULL THEN 'id' ELSE 'idempotency_key' END,
+                           message => 'give either id or idempotency_key');
+  END IF;
+  IF _own_message.id IS NOT NULL THEN
+    v_owner := herald._owner();
+    RETURN (SELECT m.id FROM herald.messages m
+            WHERE m.id = _own_message.id AND (v_owner IS NULL OR m.producer = v_owner));
+  END IF;
+  IF length(_own_message.idempotency_key) NOT BETWEEN 1 AND 255 THEN
+    PERFORM herald._reject(code => '22V09', field => 'idempotency_key', message => 'must be 1 to 255 characters');
+  END IF;
+  RETURN (SELECT m.id FROM herald.messages m
+          WHERE m.producer = herald._producer() AND m.idempotency_key = _own_message.idempotency_key);
+END
+$$;
+
+
+--
+-- Name: FUNCTION _own_message(id bigint, idempotency_key text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._own_message(id bigint, idempotency_key text) IS 'Private: the caller''s message by id or idempotency key (NULL: none of its own).';
 
 
 --
@@ -1824,6 +1883,65 @@ COMMENT ON FUNCTION herald._settle_rechecks() IS 'Private: release the next mess
 
 
 --
+-- Name: _spend_recipients(herald.message_spec[], bigint[], boolean, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._spend_recipients(specs herald.message_spec[], barred bigint[], single boolean, now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_channels text[];
+  v_recipients text[];
+  v_over record;
+BEGIN
+  WITH asked AS (
+    SELECT c.name AS channel, herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS recipient,
+           count(*)::integer AS n, c.recipient_limit AS lim, c.recipient_window AS span
+    FROM unnest(specs) WITH ORDINALITY AS s
+    JOIN herald.channels c ON c.name = s.channel
+    WHERE c.recipient_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
+    GROUP BY 1, 2, 4, 5
+  ), spent AS (
+    -- excluded.clear_at - now is what these messages add: n steps of span / lim.
+    INSERT INTO herald.recipient_buckets AS b (channel, recipient, clear_at)
+    SELECT a.channel, a.recipient, _spend_recipients.now + a.span / a.lim * a.n
+    FROM asked a
+    ORDER BY a.channel, a.recipient
+    ON CONFLICT (channel, recipient) DO UPDATE
+    SET clear_at = greatest(b.clear_at, _spend_recipients.now) + (excluded.clear_at - _spend_recipients.now)
+    RETURNING b.channel, b.recipient, b.clear_at
+  )
+  SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
+  FROM spent k
+  JOIN herald.channels c ON c.name = k.channel
+  WHERE k.clear_at > _spend_recipients.now + c.recipient_window / c.recipient_limit * c.recipient_limit; -- lim steps
+  IF v_channels IS NOT NULL THEN -- the first message to one of them
+    SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.recipient_limit AS lim, c.recipient_window AS span
+    INTO v_over
+    FROM unnest(specs) WITH ORDINALITY AS s
+    JOIN herald.channels c ON c.name = s.channel
+    JOIN unnest(v_channels, v_recipients) AS o (channel, recipient)
+      ON o.channel = c.name AND o.recipient = herald._mailbox_key(kind => c.kind, recipient => s.recipient)
+    ORDER BY s.ordinality
+    LIMIT 1;
+    PERFORM herald._reject(code => '53400',
+      field => CASE WHEN single THEN 'recipient' ELSE format('messages[%s].recipient', v_over.first - 1) END,
+      message => format('%s may be sent at most %s messages per %s on channel %L (its recipient_limit)',
+                        v_over.recipient, v_over.lim, v_over.span, v_over.channel),
+      hint => 'retry after herald.recipient_wait(channel, recipient) seconds; an admin raises herald.channels.recipient_limit');
+  END IF;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _spend_recipients(specs herald.message_spec[], barred bigint[], single boolean, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._spend_recipients(specs herald.message_spec[], barred bigint[], single boolean, now timestamp with time zone) IS 'Private: count stored messages against their recipients'' budgets (channels.recipient_limit); 53400 recipient past it.';
+
+
+--
 -- Name: suppressions; Type: TABLE; Schema: herald; Owner: -
 --
 
@@ -2156,27 +2274,14 @@ CREATE FUNCTION herald.cancel(id bigint DEFAULT NULL::bigint, idempotency_key te
 #variable_conflict use_column
 DECLARE
   clock_ok boolean := herald._check_clock(now => cancel.now); -- first: a forged clock changes nothing
-  v_owner text := herald._owner();
-  v_id bigint := cancel.id;
+  v_id bigint := herald._own_message(id => cancel.id, idempotency_key => cancel.idempotency_key);
   v_status text;
   v_ordered boolean;
 BEGIN
-  IF (cancel.id IS NULL) = (cancel.idempotency_key IS NULL) THEN
-    PERFORM herald._reject(code => '22V12', field => CASE WHEN cancel.id IS NULL THEN 'id' ELSE 'idempotency_key' END,
-                           message => 'give either id or idempotency_key');
-  END IF;
-  IF cancel.idempotency_key IS NOT NULL THEN
-    IF length(cancel.idempotency_key) NOT BETWEEN 1 AND 255 THEN
-      PERFORM herald._reject(code => '22V09', field => 'idempotency_key', message => 'must be 1 to 255 characters');
-    END IF;
-    v_owner := herald._producer();
-    v_id := (SELECT m.id FROM herald.messages m
-             WHERE m.producer = v_owner AND m.idempotency_key = cancel.idempotency_key);
-  END IF;
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now
-    WHERE m.id = v_id AND m.status IN ('queued', 'held') AND (v_owner IS NULL OR m.producer = v_owner)
+    WHERE m.id = v_id AND m.status IN ('queued', 'held')
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
@@ -2185,8 +2290,7 @@ BEGIN
   )
   SELECT 'cancelled', c.ordering_key IS NOT NULL INTO v_status, v_ordered FROM cancelled c;
   IF v_status IS NULL THEN
-    -- Not cancelled now: what it is instead, as the caller may see it.
-    RETURN (SELECT m.status FROM herald.messages m WHERE m.id = v_id AND (v_owner IS NULL OR m.producer = v_owner));
+    RETURN (SELECT m.status FROM herald.messages m WHERE m.id = v_id); -- not cancelled now: what it is instead
   END IF;
   IF v_ordered THEN
     PERFORM herald._release_after(ids => ARRAY[v_id]);
@@ -3328,6 +3432,8 @@ BEGIN
   WHERE m.finished_at < purge.now - purge.older_than;
   GET DIAGNOSTICS deleted = ROW_COUNT;
   DELETE FROM herald.delivery_events d WHERE d.received_at < purge.now - purge.older_than;
+  -- Recipients whose budget is whole again: as if absent.
+  DELETE FROM herald.recipient_buckets b WHERE b.clear_at <= purge.now;
   RETURN deleted;
 END
 $$;
@@ -3434,6 +3540,48 @@ $$;
 --
 
 COMMENT ON FUNCTION herald.reap_stale(now timestamp with time zone) IS 'Take back messages whose lease expired (queued again, dead or expired) and end queued messages past their expires_at.';
+
+
+--
+-- Name: recipient_wait(text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.recipient_wait(channel text, recipient text, now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_variable
+DECLARE
+  clock_ok boolean := herald._check_clock(now => recipient_wait.now); -- first: a forged clock changes nothing
+  v_channel herald.channels;
+  v_seconds numeric;
+BEGIN
+  PERFORM herald._check_not_null(fields => ARRAY['channel', 'recipient'],
+                                 present => ARRAY[channel IS NOT NULL, recipient IS NOT NULL]);
+  SELECT * INTO v_channel FROM herald.channels c WHERE c.name = recipient_wait.channel;
+  IF NOT FOUND THEN
+    PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', channel));
+  END IF;
+  -- One more message moves clear_at on by a step; it may not pass now + the window.
+  SELECT extract(epoch FROM greatest(b.clear_at, recipient_wait.now) + v_channel.recipient_window / v_channel.recipient_limit
+                             - recipient_wait.now - v_channel.recipient_window / v_channel.recipient_limit * v_channel.recipient_limit)
+  INTO v_seconds
+  FROM herald.recipient_buckets b
+  WHERE b.channel = v_channel.name
+    AND b.recipient = herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient);
+  IF v_channel.recipient_limit IS NULL OR v_seconds IS NULL OR v_seconds <= 0 THEN
+    RETURN NULL;
+  END IF;
+  RETURN ceil(v_seconds)::integer;
+END
+$$;
+
+
+--
+-- Name: FUNCTION recipient_wait(channel text, recipient text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.recipient_wait(channel text, recipient text, now timestamp with time zone) IS 'Seconds until a recipient at its channel''s recipient_limit may be sent one more message; NULL: now.';
 
 
 --
@@ -3805,34 +3953,31 @@ COMMENT ON FUNCTION herald.resume_channel(channel text, by text, now timestamp w
 
 
 --
--- Name: status(bigint); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: status(bigint, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.status(id bigint) RETURNS TABLE(channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, expires_at timestamp with time zone, last_error_class text, last_error_code text, provider_message_id text, outcome text, outcome_type text, outcome_code text, outcome_at timestamp with time zone)
+CREATE FUNCTION herald.status(id bigint DEFAULT NULL::bigint, idempotency_key text DEFAULT NULL::text) RETURNS TABLE(message_id bigint, channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, expires_at timestamp with time zone, last_error_class text, last_error_code text, provider_message_id text, outcome text, outcome_type text, outcome_code text, outcome_at timestamp with time zone)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-  v_owner text := herald._owner();
+  v_id bigint := herald._own_message(id => status.id, idempotency_key => status.idempotency_key);
 BEGIN
-  IF status.id IS NULL THEN
-    PERFORM herald._reject(code => '22V12', field => 'id', message => 'must not be NULL');
-  END IF;
   RETURN QUERY
-  SELECT m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
+  SELECT m.id, m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
          m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id,
          m.outcome, m.outcome_type, m.outcome_code, m.outcome_at
   FROM herald.messages m
-  WHERE m.id = status.id AND (v_owner IS NULL OR m.producer = v_owner);
+  WHERE m.id = v_id;
 END
 $$;
 
 
 --
--- Name: FUNCTION status(id bigint); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION status(id bigint, idempotency_key text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.status(id bigint) IS 'What happened to one of the caller''s messages: state, attempts, times, deadline, failure class and code, receipt, delivery outcome.';
+COMMENT ON FUNCTION herald.status(id bigint, idempotency_key text) IS 'What happened to one of the caller''s messages (by id or idempotency key): state, attempts, times, deadline, failure class and code, receipt, delivery outcome.';
 
 
 --
@@ -3963,6 +4108,8 @@ CREATE TABLE herald.channels (
     quota_wait interval DEFAULT '01:00:00'::interval NOT NULL,
     producers text[],
     recipient_prefixes text[],
+    recipient_limit integer,
+    recipient_window interval DEFAULT '01:00:00'::interval NOT NULL,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
@@ -3975,12 +4122,14 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
     CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
     CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
+    CONSTRAINT channels_recipient_limit_range CHECK (((recipient_limit >= 1) AND (recipient_limit <= 1000000))),
     CONSTRAINT channels_recipient_prefixes_form CHECK (((recipient_prefixes IS NULL) OR (((cardinality(recipient_prefixes) >= 1) AND (cardinality(recipient_prefixes) <= 1000)) AND (array_position(recipient_prefixes, NULL::text) IS NULL) AND
 CASE kind
     WHEN 'sms'::text THEN (array_to_string(recipient_prefixes, ' '::text) ~ '^\+[1-9][0-9]{0,14}( \+[1-9][0-9]{0,14})*$'::text)
     WHEN 'webhook'::text THEN (array_to_string(recipient_prefixes, ' '::text) ~ '^https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*( https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*)*$'::text)
     ELSE false
 END))),
+    CONSTRAINT channels_recipient_window_range CHECK (((recipient_window >= '00:00:01'::interval) AND (recipient_window <= '7 days'::interval))),
     CONSTRAINT channels_ttl_range CHECK (((ttl >= '00:00:01'::interval) AND (ttl <= '1 year'::interval)))
 )
 WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
@@ -4082,6 +4231,20 @@ COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue o
 --
 
 COMMENT ON COLUMN herald.channels.recipient_prefixes IS 'Where the channel may send: an sms recipient must start with one of these E.164 prefixes, a webhook URL with one of these URL prefixes (each up to a ''/'' after the host); NULL: anywhere. Checked at enqueue.';
+
+
+--
+-- Name: COLUMN channels.recipient_limit; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipient may be sent on the channel per recipient_window, from all producers together (herald.recipient_buckets): at once, then one per recipient_window / recipient_limit; past it enqueue refuses (53400 recipient). NULL: no limit.';
+
+
+--
+-- Name: COLUMN channels.recipient_window; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
 
 
 --
@@ -4750,6 +4913,25 @@ COMMENT ON TABLE herald.rate_buckets IS 'Per-channel token buckets behind herald
 
 
 --
+-- Name: recipient_buckets; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.recipient_buckets (
+    channel text NOT NULL,
+    recipient text NOT NULL,
+    clear_at timestamp with time zone NOT NULL
+)
+WITH (fillfactor='70');
+
+
+--
+-- Name: TABLE recipient_buckets; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.recipient_buckets IS 'Per-recipient budgets behind herald.channels.recipient_limit: when each recipient may again be sent a full limit.';
+
+
+--
 -- Name: throughput; Type: VIEW; Schema: herald; Owner: -
 --
 
@@ -4886,6 +5068,14 @@ ALTER TABLE ONLY herald.rate_buckets
 
 
 --
+-- Name: recipient_buckets recipient_buckets_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.recipient_buckets
+    ADD CONSTRAINT recipient_buckets_pkey PRIMARY KEY (channel, recipient);
+
+
+--
 -- Name: suppressions suppressions_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
 --
 
@@ -5007,6 +5197,14 @@ ALTER TABLE ONLY herald.consumer_offsets
 
 ALTER TABLE ONLY herald.rate_buckets
     ADD CONSTRAINT rate_buckets_channel_fkey FOREIGN KEY (channel) REFERENCES herald.channels(name) ON UPDATE CASCADE ON DELETE CASCADE;
+
+
+--
+-- Name: recipient_buckets recipient_buckets_channel_fkey; Type: FK CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.recipient_buckets
+    ADD CONSTRAINT recipient_buckets_channel_fkey FOREIGN KEY (channel) REFERENCES herald.channels(name) ON UPDATE CASCADE ON DELETE CASCADE;
 
 
 --
@@ -5194,6 +5392,13 @@ REVOKE ALL ON FUNCTION herald._mailbox(value text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _mailbox_key(kind text, recipient text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._mailbox_key(kind text, recipient text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _message_specs(messages jsonb); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -5247,6 +5452,13 @@ REVOKE ALL ON FUNCTION herald._notify_due(channel text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _own_message(id bigint, idempotency_key text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._own_message(id bigint, idempotency_key text) FROM PUBLIC;
 
 
 --
@@ -5359,6 +5571,13 @@ REVOKE ALL ON FUNCTION herald._sender_allowed(sender text, senders text[]) FROM 
 --
 
 REVOKE ALL ON FUNCTION herald._settle_rechecks() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _spend_recipients(specs herald.message_spec[], barred bigint[], single boolean, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._spend_recipients(specs herald.message_spec[], barred bigint[], single boolean, now timestamp with time zone) FROM PUBLIC;
 
 
 --
@@ -5623,6 +5842,15 @@ GRANT ALL ON FUNCTION herald.reap_stale(now timestamp with time zone) TO herald_
 
 
 --
+-- Name: FUNCTION recipient_wait(channel text, recipient text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.recipient_wait(channel text, recipient text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.recipient_wait(channel text, recipient text, now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.recipient_wait(channel text, recipient text, now timestamp with time zone) TO herald_admin;
+
+
+--
 -- Name: FUNCTION record_copy_refusal(message_id bigint, recipient text, code text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -5676,12 +5904,12 @@ GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text, now timestamp
 
 
 --
--- Name: FUNCTION status(id bigint); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION status(id bigint, idempotency_key text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.status(id bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_producer;
-GRANT ALL ON FUNCTION herald.status(id bigint) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.status(id bigint, idempotency_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.status(id bigint, idempotency_key text) TO herald_producer;
+GRANT ALL ON FUNCTION herald.status(id bigint, idempotency_key text) TO herald_admin;
 
 
 --
@@ -5883,6 +6111,13 @@ GRANT SELECT ON TABLE herald.queue_stats TO herald_admin;
 --
 
 GRANT ALL ON TABLE herald.rate_buckets TO herald_admin;
+
+
+--
+-- Name: TABLE recipient_buckets; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.recipient_buckets TO herald_admin;
 
 
 --

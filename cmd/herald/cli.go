@@ -150,21 +150,30 @@ func pooledStatements(err error) bool {
 
 // runStatus is `herald status ID`.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: herald status ID\n\nWhat happened to one message. Exit codes: 0 found, 1 unknown id, 2 bad id, 3 database unreachable.")
-		return exitUsage
+	fs := flag.NewFlagSet("herald status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	key := fs.String("idempotency-key", "", "the key the message was enqueued with (instead of ID)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: herald status ID\n       herald status --idempotency-key KEY")
+		fmt.Fprintln(stderr, "\nWhat happened to one message. Exit codes: 0 found, 1 unknown, 2 bad input, 3 database unreachable.")
+		fs.PrintDefaults()
 	}
-	id, err := strconv.ParseInt(args[0], 10, 64)
-	if err != nil || id < 1 {
-		fmt.Fprintf(stderr, "herald status: %q is not a message id\n", args[0])
-		return exitUsage
+	id, code, ok := messageArg(fs, args, key, stderr)
+	if !ok {
+		return code
 	}
 	pool, code := openPool(ctx, stderr, "herald status")
 	if pool == nil {
 		return code
 	}
 	defer pool.Close()
-	s, err := intake.GetStatus(ctx, pool, id)
+	var s *intake.Status
+	var err error
+	if id != 0 {
+		s, err = intake.GetStatus(ctx, pool, id)
+	} else {
+		s, err = intake.GetStatusByKey(ctx, pool, *key)
+	}
 	if code := cliError(stderr, "herald status", err); code != exitOK {
 		return code
 	}
@@ -200,25 +209,9 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"1 unknown, or being sent or finished (the line says which), 2 bad input, 3 database unreachable.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	var id int64
-	switch {
-	case fs.NArg() == 1 && *key == "":
-		n, err := strconv.ParseInt(fs.Arg(0), 10, 64)
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "herald cancel: %q is not a message id\n", fs.Arg(0))
-			return exitUsage
-		}
-		id = n
-	case fs.NArg() == 0 && *key != "":
-	default:
-		fs.Usage()
-		return exitUsage
+	id, code, ok := messageArg(fs, args, key, stderr)
+	if !ok {
+		return code
 	}
 	pool, code := openPool(ctx, stderr, "herald cancel")
 	if pool == nil {
@@ -241,6 +234,31 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintln(stdout, "cancelled")
 	return exitOK
+}
+
+// messageArg parses the flags of a command that names one message, by an ID argument
+// or by the --idempotency-key flag fs defines as key (exactly one of them): the id,
+// or 0 with *key set. When not ok, code is the exit code (usage printed).
+func messageArg(fs *flag.FlagSet, args []string, key *string, stderr io.Writer) (id int64, code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, exitOK, false
+		}
+		return 0, exitUsage, false
+	}
+	switch {
+	case fs.NArg() == 1 && *key == "":
+		n, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "%s: %q is not a message id\n", fs.Name(), fs.Arg(0))
+			return 0, exitUsage, false
+		}
+		return n, exitOK, true
+	case fs.NArg() == 0 && *key != "":
+		return 0, exitOK, true
+	}
+	fs.Usage()
+	return 0, exitUsage, false
 }
 
 // runStats is `herald stats`: herald.queue_stats as a table.

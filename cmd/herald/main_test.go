@@ -127,8 +127,12 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 	if code, out, _ = run(t, "cancel", id); code != exitOK || out != "cancelled\n" {
 		t.Fatalf("cancel again: %d %q", code, out)
 	}
-	if code, out, _ = run(t, "status", id); code != exitOK || !strings.Contains(out, "cancelled") {
-		t.Fatalf("status after cancel: %d %q", code, out)
+	if code, out, _ = run(t, "status", "--idempotency-key", "cli-1"); code != exitOK || !strings.Contains(out, "cancelled") ||
+		!strings.Contains(out, "id                   "+id+"\n") {
+		t.Fatalf("status by key after cancel: %d %q", code, out)
+	}
+	if code, _, _ = run(t, "status", "--idempotency-key", "no-such-key"); code != exitFailure {
+		t.Fatalf("status of an unknown key: exit %d", code)
 	}
 	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {

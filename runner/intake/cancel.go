@@ -40,17 +40,23 @@ func CancelByKey(ctx context.Context, q Querier, key string) error {
 	return cancelled(ctx, q, `SELECT herald.cancel(idempotency_key => $1)`, key)
 }
 
+// keyError is err of a call by id or idempotency key: herald's validation errors as
+// *InputError, and a key PostgreSQL cannot hold (a NUL) as invalid_idempotency_key.
+func keyError(err error) error {
+	if ie, ok := AsInputError(err); ok {
+		return ie
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") {
+		return &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key", Message: "idempotency_key: " + pg.Message}
+	}
+	return err
+}
+
 func cancelled(ctx context.Context, q Querier, sql string, arg any) error {
 	var status *string
 	if err := q.QueryRow(ctx, sql, arg).Scan(&status); err != nil {
-		if ie, ok := AsInputError(err); ok {
-			return ie
-		}
-		var pg *pgconn.PgError
-		if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") { // text PostgreSQL cannot hold (NUL)
-			return &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key", Message: "idempotency_key: " + pg.Message}
-		}
-		return err
+		return keyError(err)
 	}
 	switch {
 	case status == nil:

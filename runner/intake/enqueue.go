@@ -196,23 +196,34 @@ type Status struct {
 	OutcomeAt   *time.Time `json:"outcome_at"`
 }
 
-// ErrNotFound is returned by GetStatus for an unknown (or purged) id.
+// ErrNotFound is returned by GetStatus, GetStatusByKey, Cancel and CancelByKey for an
+// unknown (or purged) message, or another producer's.
 var ErrNotFound = errors.New("no such message")
 
 // GetStatus reads herald.status(id) on q: ErrNotFound unless the message exists and
 // belongs to the caller's producer (or the caller is herald_admin).
 func GetStatus(ctx context.Context, q Querier, id int64) (*Status, error) {
-	s := Status{ID: id}
-	err := q.QueryRow(ctx, `SELECT channel, status, attempts, max_attempts, run_at, created_at, finished_at,
+	return getStatus(ctx, q, `FROM herald.status(id => $1)`, id)
+}
+
+// GetStatusByKey reads the status of the caller's message enqueued with idempotency
+// key key: ErrNotFound when it has none, an *InputError for a key of the wrong length.
+func GetStatusByKey(ctx context.Context, q Querier, key string) (*Status, error) {
+	return getStatus(ctx, q, `FROM herald.status(idempotency_key => $1)`, key)
+}
+
+func getStatus(ctx context.Context, q Querier, from string, arg any) (*Status, error) {
+	var s Status
+	err := q.QueryRow(ctx, `SELECT message_id, channel, status, attempts, max_attempts, run_at, created_at, finished_at,
 		expires_at, last_error_class, last_error_code, provider_message_id, outcome, outcome_type, outcome_code, outcome_at
-		FROM herald.status($1)`, id).
-		Scan(&s.Channel, &s.Status, &s.Attempts, &s.MaxAttempts, &s.RunAt, &s.CreatedAt, &s.FinishedAt,
+		`+from, arg).
+		Scan(&s.ID, &s.Channel, &s.Status, &s.Attempts, &s.MaxAttempts, &s.RunAt, &s.CreatedAt, &s.FinishedAt,
 			&s.ExpiresAt, &s.LastErrorClass, &s.LastErrorCode, &s.ProviderMessageID, &s.Outcome, &s.OutcomeType, &s.OutcomeCode, &s.OutcomeAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, keyError(err)
 	}
 	return &s, nil
 }

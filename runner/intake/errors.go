@@ -13,7 +13,8 @@ import (
 // InputError is bad input, as herald's SQL reported it: a stable code, the field,
 // and for a batch the index of the first bad message. Forbidden marks input the
 // producer is not allowed (HTTP 403) rather than malformed (400); OverQuota a call
-// refused while the producer is at its max_pending (429: retry later).
+// refused while the producer is at its max_pending or suspended, or a recipient at
+// its channel's recipient_limit (429: retry later).
 type InputError struct {
 	Code    string `json:"code"`
 	Field   string `json:"field,omitempty"`
@@ -23,8 +24,9 @@ type InputError struct {
 	Status    string `json:"status,omitempty"`
 	Forbidden bool   `json:"-"`
 	OverQuota bool   `json:"-"`
-	// RetryAfter, for an OverQuota refusal of a suspended producer, is how long until
-	// its suspension ends (herald.producer_wait); zero: the count interval.
+	// RetryAfter, for an OverQuota refusal of a suspended producer or a recipient at
+	// its limit, is how long until it is let in again (herald.producer_wait,
+	// herald.recipient_wait); zero: the count interval.
 	RetryAfter time.Duration `json:"-"`
 }
 
@@ -65,7 +67,8 @@ var batchField = regexp.MustCompile(`^messages\[(\d+)\](?:\.(.+))?$`)
 
 // AsInputError returns the InputError behind err when err is one of herald's
 // validation errors (a 22Vxx SQLSTATE), a value the producer is not granted (42501 on
-// a field of notGranted) or its max_pending reached (53400 on producer), and false
+// a field of notGranted), its max_pending reached or suspended (53400 on producer), a
+// recipient at its limit (53400 on recipient), and false
 // for anything else.
 func AsInputError(err error) (*InputError, bool) {
 	var pg *pgconn.PgError
@@ -84,8 +87,10 @@ func AsInputError(err error) (*InputError, bool) {
 	switch {
 	case pg.Code == "42501":
 		ie.Code, ie.Forbidden = notGranted[ie.Field], true
-	case pg.Code == "53400" && pg.ColumnName == "producer": // herald.producers.max_pending
+	case pg.Code == "53400" && ie.Field == "producer": // herald.producers: max_pending, suspended
 		ie.Code, ie.OverQuota = "quota_exceeded", true
+	case pg.Code == "53400" && ie.Field == "recipient": // herald.channels.recipient_limit
+		ie.Code, ie.OverQuota = "recipient_limit_exceeded", true
 	default:
 		ie.Code = codes[pg.Code]
 	}

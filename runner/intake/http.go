@@ -1,7 +1,7 @@
 // Package intake accepts notifications from services that cannot hold a Postgres
 // connection: an HTTP API (POST /v1/messages, POST /v1/messages/batch,
-// GET /v1/messages/{id}, DELETE /v1/messages/{id}, DELETE
-// /v1/messages?idempotency_key=) and the functions the command line shares with it. It
+// GET and DELETE /v1/messages/{id} and /v1/messages?idempotency_key=) and the
+// functions the command line shares with it. It
 // validates no value itself: a message goes through herald.enqueue (a batch through
 // herald.enqueue_batch), and the SQLSTATE and field that SQL raises become a 400
 // with a code and a field. Only the JSON shape of a request is checked here.
@@ -85,6 +85,7 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
 	mux.HandleFunc("POST /v1/messages", h.auth(h.post))
 	mux.HandleFunc("POST /v1/messages/batch", h.auth(h.postBatch))
 	mux.HandleFunc("GET /v1/messages/{id}", h.auth(h.get))
+	mux.HandleFunc("GET /v1/messages", h.auth(h.getByKey))
 	mux.HandleFunc("DELETE /v1/messages/{id}", h.auth(h.cancel))
 	mux.HandleFunc("DELETE /v1/messages", h.auth(h.cancelByKey))
 }
@@ -187,7 +188,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request, c caller) {
 		id, err = Enqueue(r.Context(), c.q, m)
 	}
 	if err != nil {
-		h.fail(w, withWait(r.Context(), c.q, err))
+		h.fail(w, withWait(r.Context(), c.q, err, func(*int) (string, string) { return m.Channel, m.Recipient }))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "status_url": fmt.Sprintf("/v1/messages/%d", id)})
@@ -222,7 +223,13 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	ids, err := storeBatch(r.Context(), c.q, tracedBatch(b, r.Header))
 	if err != nil {
-		h.fail(w, withWait(r.Context(), c.q, err))
+		h.fail(w, withWait(r.Context(), c.q, err, func(i *int) (string, string) {
+			var msgs []struct{ Channel, Recipient string }
+			if json.Unmarshal(b, &msgs) != nil || i == nil || *i >= len(msgs) {
+				return "", ""
+			}
+			return msgs[*i].Channel, msgs[*i].Recipient
+		}))
 		return
 	}
 	urls := make([]string, len(ids))
@@ -239,15 +246,27 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	s, err := GetStatus(r.Context(), c.q, id)
-	if errors.Is(err, ErrNotFound) {
-		writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: "id", Message: fmt.Sprintf("no message %d", id)})
-		return
+	h.status(w, s, err, "id")
+}
+
+// getByKey answers the status of the message enqueued with ?idempotency_key=.
+func (h *handler) getByKey(w http.ResponseWriter, r *http.Request, c caller) {
+	if key, ok := keyParam(w, r); ok {
+		s, err := GetStatusByKey(r.Context(), c.q, key)
+		h.status(w, s, err, "idempotency_key")
 	}
-	if err != nil {
+}
+
+// status answers a status read: 200 with it, 404 naming field when there is none.
+func (h *handler) status(w http.ResponseWriter, s *Status, err error, field string) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: field, Message: "no such message"})
+	case err != nil:
 		h.fail(w, err)
-		return
+	default:
+		writeJSON(w, http.StatusOK, s)
 	}
-	writeJSON(w, http.StatusOK, s)
 }
 
 // cancel withdraws a message by id: 200 cancelled, 409 being sent or finished, 404
@@ -265,16 +284,22 @@ func (h *handler) cancel(w http.ResponseWriter, r *http.Request, c caller) {
 
 // cancelByKey withdraws the message enqueued with ?idempotency_key=, answering as cancel.
 func (h *handler) cancelByKey(w http.ResponseWriter, r *http.Request, c caller) {
+	key, ok := keyParam(w, r)
+	if ok && h.allow(w, c, 1) {
+		h.cancelled(w, CancelByKey(r.Context(), c.q, key), map[string]any{"idempotency_key": key},
+			"idempotency_key", "the message of that key")
+	}
+}
+
+// keyParam reads the one ?idempotency_key= of a request by key, or answers 400.
+func keyParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	keys, ok := r.URL.Query()["idempotency_key"]
 	if !ok || len(keys) != 1 {
 		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key",
 			Message: "idempotency_key: give the message's key once, as ?idempotency_key="})
-		return
+		return "", false
 	}
-	if h.allow(w, c, 1) {
-		h.cancelled(w, CancelByKey(r.Context(), c.q, keys[0]), map[string]any{"idempotency_key": keys[0]},
-			"idempotency_key", "the message of that key")
-	}
+	return keys[0], true
 }
 
 // cancelled answers a cancel's err: 200 with found and the status when nil.
@@ -294,23 +319,33 @@ func (h *handler) cancelled(w http.ResponseWriter, err error, found map[string]a
 	}
 }
 
-// withWait gives a producer's over-quota refusal its RetryAfter when the producer is
-// suspended (herald.producer_wait, on q: for the same producer); other errors, and a
-// max_pending refusal, pass as they are.
-func withWait(ctx context.Context, q Querier, err error) error {
+// withWait gives an over-quota refusal its RetryAfter: how long a suspended
+// producer waits (herald.producer_wait, on q: for the same producer), or a recipient
+// at its channel's recipient_limit (herald.recipient_wait of the refused message,
+// whose channel and recipient refused gives from the error's batch index). Other
+// errors, and a max_pending refusal, pass as they are.
+func withWait(ctx context.Context, q Querier, err error, refused func(index *int) (channel, recipient string)) error {
 	var ie *InputError
 	if !errors.As(err, &ie) || !ie.OverQuota {
 		return err
 	}
 	var seconds *int32
-	if q.QueryRow(ctx, `SELECT herald.producer_wait()`).Scan(&seconds) == nil && seconds != nil && *seconds > 0 {
+	var werr error
+	if ie.Field == "recipient" {
+		channel, recipient := refused(ie.Index)
+		werr = q.QueryRow(ctx, `SELECT herald.recipient_wait($1, $2)`, channel, recipient).Scan(&seconds)
+	} else {
+		werr = q.QueryRow(ctx, `SELECT herald.producer_wait()`).Scan(&seconds)
+	}
+	if werr == nil && seconds != nil && *seconds > 0 {
 		ie.RetryAfter = time.Duration(*seconds) * time.Second
 	}
 	return err
 }
 
 // fail answers an error: 400 for bad input, 403 for input the producer is not
-// granted, 429 while it is at its max_pending or suspended, 503 when the database is unavailable, 500 (logged, with no detail) for
+// granted, 429 while it is at its max_pending or suspended or the recipient at its
+// limit, 503 when the database is unavailable, 500 (logged, with no detail) for
 // anything else.
 func (h *handler) fail(w http.ResponseWriter, err error) {
 	var ie *InputError

@@ -6,13 +6,13 @@
 -- 53400 'producer' when count_producers found it at max_pending, or it is suspended
 -- (unless all are repeats). A repeated idempotency key (per producer, herald._repeats)
 -- is answered with the first id, not stored. expires_at: least(spec's, due + ttl).
--- A suppressed recipient (herald._suppression, probed while herald.suppressions has
--- rows) is stored 'suppressed', finished, with a 'suppressed' log event; one behind a
--- pending message of its producer's ordering key 'held' (herald._held). Rows are stored
--- where herald._valid holds; else herald._validate names the first bad one (COLUMN
--- 'messages[i].field', or 'field' when single) and the call is undone. REPEATABLE READ:
--- a repeat committed after the snapshot is 23505 (retry). Locks: ROW EXCLUSIVE on
--- messages and log_statements; _repeats' and _held's. Index: producers' primary key.
+-- A suppressed recipient (herald._suppression) is stored 'suppressed', with its log
+-- event; one behind a pending message of its ordering key 'held' (herald._held). Rows
+-- are stored where herald._valid holds; else herald._validate names the first bad one
+-- (COLUMN 'messages[i].field', or 'field' when single) and the call is undone; then a
+-- channel's recipient_limit is applied (herald._spend_recipients, 53400 'recipient').
+-- REPEATABLE READ: a repeat committed after the snapshot is 23505. Locks: ROW EXCLUSIVE
+-- on messages, log_statements; those of the helpers. Index: producers' primary key.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -41,12 +41,13 @@ DECLARE
   v_policy herald.producers; -- the producer's row, or what a producer without one gets
   v_full boolean; -- at its max_pending when last counted, or suspended (NULL: no bound)
   v_suppressing boolean;
+  v_limiting boolean; -- a channel has a recipient_limit
   i integer;
 BEGIN
   v_policy.producer := herald._producer();
-  SELECT EXISTS (SELECT FROM herald.suppressions), coalesce(p.min_priority, 0), p.senders,
-         p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
-  INTO v_suppressing, v_policy.min_priority, v_policy.senders, v_full
+  SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0),
+         coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
+  INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
@@ -126,6 +127,9 @@ BEGIN
     END LOOP;
     RAISE EXCEPTION 'herald: herald._valid refused a message that herald._validate accepts'
       USING ERRCODE = 'XX000';
+  END IF;
+  IF v_limiting AND v_stored > 0 THEN
+    PERFORM herald._spend_recipients(specs => v_specs, barred => v_barred, single => single, now => _enqueue.now);
   END IF;
 
   IF cardinality(v_skip) > 0 THEN

@@ -5,10 +5,9 @@
 -- after the call: 'cancelled' (now or before), or the state that cannot be cancelled
 -- ('processing': a send is under way; 'sent', 'dead', 'expired', 'suppressed'); NULL
 -- when there is no such message of the caller's. A producer acts on its own messages
--- only (herald._owner; a key is always its own); herald_admin on any by id. Racing a
--- claim, one of them wins: cancelled and never claimed, or claimed and 'processing'.
--- Errors: 22V12 id/idempotency_key (neither or both given); 22V09 idempotency_key
--- (empty, over 255 characters). Index: the primary key, messages_idempotency_key_idx.
+-- only, herald_admin on any by id (herald._own_message). Racing a claim, one of them
+-- wins: cancelled and never claimed, or claimed and 'processing'. Errors: those of
+-- herald._own_message (22V12, 22V09). Index: the primary key, messages_idempotency_key_idx.
 -- Locks: the row (waits for a claim holding it); ROW EXCLUSIVE on log_statements.
 CREATE OR REPLACE FUNCTION herald.cancel(
   id bigint DEFAULT NULL,
@@ -24,27 +23,14 @@ AS $$
 #variable_conflict use_column
 DECLARE
   clock_ok boolean := herald._check_clock(now => cancel.now); -- first: a forged clock changes nothing
-  v_owner text := herald._owner();
-  v_id bigint := cancel.id;
+  v_id bigint := herald._own_message(id => cancel.id, idempotency_key => cancel.idempotency_key);
   v_status text;
   v_ordered boolean;
 BEGIN
-  IF (cancel.id IS NULL) = (cancel.idempotency_key IS NULL) THEN
-    PERFORM herald._reject(code => '22V12', field => CASE WHEN cancel.id IS NULL THEN 'id' ELSE 'idempotency_key' END,
-                           message => 'give either id or idempotency_key');
-  END IF;
-  IF cancel.idempotency_key IS NOT NULL THEN
-    IF length(cancel.idempotency_key) NOT BETWEEN 1 AND 255 THEN
-      PERFORM herald._reject(code => '22V09', field => 'idempotency_key', message => 'must be 1 to 255 characters');
-    END IF;
-    v_owner := herald._producer();
-    v_id := (SELECT m.id FROM herald.messages m
-             WHERE m.producer = v_owner AND m.idempotency_key = cancel.idempotency_key);
-  END IF;
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = cancel.now
-    WHERE m.id = v_id AND m.status IN ('queued', 'held') AND (v_owner IS NULL OR m.producer = v_owner)
+    WHERE m.id = v_id AND m.status IN ('queued', 'held')
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
@@ -53,8 +39,7 @@ BEGIN
   )
   SELECT 'cancelled', c.ordering_key IS NOT NULL INTO v_status, v_ordered FROM cancelled c;
   IF v_status IS NULL THEN
-    -- Not cancelled now: what it is instead, as the caller may see it.
-    RETURN (SELECT m.status FROM herald.messages m WHERE m.id = v_id AND (v_owner IS NULL OR m.producer = v_owner));
+    RETURN (SELECT m.status FROM herald.messages m WHERE m.id = v_id); -- not cancelled now: what it is instead
   END IF;
   IF v_ordered THEN
     PERFORM herald._release_after(ids => ARRAY[v_id]);

@@ -42,6 +42,8 @@ CREATE TABLE herald.channels (
   quota_wait         interval NOT NULL DEFAULT '1 hour',
   producers          text[],
   recipient_prefixes text[],
+  recipient_limit    integer,
+  recipient_window   interval NOT NULL DEFAULT '1 hour',
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
   CONSTRAINT channels_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT channels_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 100),
@@ -54,6 +56,8 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_paused_by_known CHECK (paused_by IN ('operator', 'runner')),
   CONSTRAINT channels_paused_until_runner CHECK (paused_until IS NULL OR paused AND paused_by = 'runner'),
   CONSTRAINT channels_quota_wait_range CHECK (quota_wait BETWEEN '1 second' AND '1 day'),
+  CONSTRAINT channels_recipient_limit_range CHECK (recipient_limit BETWEEN 1 AND 1000000),
+  CONSTRAINT channels_recipient_window_range CHECK (recipient_window BETWEEN '1 second' AND '7 days'),
   CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
                                               AND array_position(producers, NULL) IS NULL),
   -- sms: E.164 prefixes (+1, +4420); webhook: URL prefixes up to a path's '/'
@@ -82,6 +86,8 @@ COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent
 COMMENT ON COLUMN herald.channels.resumed_at IS 'When a runner''s probe last resumed the channel; a runner''s pause within backoff_max of it is a relapse.';
 COMMENT ON COLUMN herald.channels.pause_relapses IS 'Runner pauses in a row that came within backoff_max of a probe''s resume (a fault the probe does not see): each waits twice as long (backoff_base * 2^n, at most backoff_max).';
 COMMENT ON COLUMN herald.channels.quota_wait IS 'How long the channel pauses when its provider says the account''s sending quota is spent (herald.fail class quota without retry_at).';
+COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipient may be sent on the channel per recipient_window, from all producers together (herald.recipient_buckets): at once, then one per recipient_window / recipient_limit; past it enqueue refuses (53400 recipient). NULL: no limit.';
+COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
 
@@ -282,6 +288,21 @@ CREATE TABLE herald.rate_buckets (
   refilled_at timestamptz NOT NULL
 ) WITH (fillfactor = 50);
 COMMENT ON TABLE herald.rate_buckets IS 'Per-channel token buckets behind herald.channels.rate, shared by every runner (claim_batch).';
+
+-- How much each recipient of a channel with a recipient_limit has been sent lately, as
+-- the time its budget is whole again (a token bucket kept as one timestamp, GCRA):
+-- each stored message moves clear_at on by recipient_window / recipient_limit from
+-- greatest(clear_at, now), and enqueue refuses a message that would move it past now
+-- + recipient_window (herald._spend_recipients), under the row's lock. recipient is
+-- herald._mailbox_key's (an e-mail address in lower case without its +tag). A row
+-- absent or with clear_at past is a whole budget: herald.purge deletes those.
+CREATE TABLE herald.recipient_buckets (
+  channel   text NOT NULL REFERENCES herald.channels (name) ON DELETE CASCADE ON UPDATE CASCADE,
+  recipient text NOT NULL,
+  clear_at  timestamptz NOT NULL,
+  PRIMARY KEY (channel, recipient)
+) WITH (fillfactor = 70);
+COMMENT ON TABLE herald.recipient_buckets IS 'Per-recipient budgets behind herald.channels.recipient_limit: when each recipient may again be sent a full limit.';
 
 -- Recipients not to send to: hard bounces, spam complaints and unsubscribes (added by
 -- herald.record_delivery_events), and lists an operator imports (herald.suppress, or

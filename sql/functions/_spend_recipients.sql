@@ -1,0 +1,65 @@
+-- herald._spend_recipients(specs, barred, single, now) — count the messages just stored
+-- against their recipients' budgets (herald.recipient_buckets) on channels with a
+-- recipient_limit: each moves the recipient's clear_at on by recipient_window /
+-- recipient_limit from greatest(clear_at, now). A clear_at left past now +
+-- recipient_window refuses the call with 53400 'recipient' (or 'messages[i].recipient',
+-- the first message to it); the caller's transaction then undoes it all. NULL specs
+-- (repeats) and the positions in barred (suppressed) count nothing. Called by
+-- herald._enqueue after it stored the messages. Rows are locked in (channel, recipient)
+-- order, so concurrent enqueues do not deadlock on them. Index: recipient_buckets'
+-- primary key. Locks: the recipients' rows until the transaction ends (enqueues to one
+-- recipient take turns).
+CREATE OR REPLACE FUNCTION herald._spend_recipients(
+  specs herald.message_spec[], barred bigint[], single boolean, now timestamptz
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+  v_channels text[];
+  v_recipients text[];
+  v_over record;
+BEGIN
+  WITH asked AS (
+    SELECT c.name AS channel, herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS recipient,
+           count(*)::integer AS n, c.recipient_limit AS lim, c.recipient_window AS span
+    FROM unnest(specs) WITH ORDINALITY AS s
+    JOIN herald.channels c ON c.name = s.channel
+    WHERE c.recipient_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
+    GROUP BY 1, 2, 4, 5
+  ), spent AS (
+    -- excluded.clear_at - now is what these messages add: n steps of span / lim.
+    INSERT INTO herald.recipient_buckets AS b (channel, recipient, clear_at)
+    SELECT a.channel, a.recipient, _spend_recipients.now + a.span / a.lim * a.n
+    FROM asked a
+    ORDER BY a.channel, a.recipient
+    ON CONFLICT (channel, recipient) DO UPDATE
+    SET clear_at = greatest(b.clear_at, _spend_recipients.now) + (excluded.clear_at - _spend_recipients.now)
+    RETURNING b.channel, b.recipient, b.clear_at
+  )
+  SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
+  FROM spent k
+  JOIN herald.channels c ON c.name = k.channel
+  WHERE k.clear_at > _spend_recipients.now + c.recipient_window / c.recipient_limit * c.recipient_limit; -- lim steps
+  IF v_channels IS NOT NULL THEN -- the first message to one of them
+    SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.recipient_limit AS lim, c.recipient_window AS span
+    INTO v_over
+    FROM unnest(specs) WITH ORDINALITY AS s
+    JOIN herald.channels c ON c.name = s.channel
+    JOIN unnest(v_channels, v_recipients) AS o (channel, recipient)
+      ON o.channel = c.name AND o.recipient = herald._mailbox_key(kind => c.kind, recipient => s.recipient)
+    ORDER BY s.ordinality
+    LIMIT 1;
+    PERFORM herald._reject(code => '53400',
+      field => CASE WHEN single THEN 'recipient' ELSE format('messages[%s].recipient', v_over.first - 1) END,
+      message => format('%s may be sent at most %s messages per %s on channel %L (its recipient_limit)',
+                        v_over.recipient, v_over.lim, v_over.span, v_over.channel),
+      hint => 'retry after herald.recipient_wait(channel, recipient) seconds; an admin raises herald.channels.recipient_limit');
+  END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald._spend_recipients(herald.message_spec[], bigint[], boolean, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION herald._spend_recipients(herald.message_spec[], bigint[], boolean, timestamptz) IS
+  'Private: count stored messages against their recipients'' budgets (channels.recipient_limit); 53400 recipient past it.';

@@ -1,0 +1,45 @@
+-- herald.recipient_wait(channel, recipient, now) — how many seconds until `recipient`
+-- may be sent one more message on `channel`, whose recipient_limit it has reached
+-- (herald.recipient_buckets); NULL when a message would be taken now, or the channel
+-- has no limit. What an enqueue refused with 53400 'recipient' waits for; the HTTP
+-- intake answers it as Retry-After. It tells any producer whether the recipient is at
+-- its limit, as an enqueue to it would. Errors: 22V01 channel (unknown); 22V12 NULL.
+-- Index: channels' and recipient_buckets' primary keys. Locks: none. SECURITY
+-- DEFINER for herald_producer.
+CREATE OR REPLACE FUNCTION herald.recipient_wait(channel text, recipient text, now timestamptz DEFAULT now())
+RETURNS integer
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+  clock_ok boolean := herald._check_clock(now => recipient_wait.now); -- first: a forged clock changes nothing
+  v_channel herald.channels;
+  v_seconds numeric;
+BEGIN
+  PERFORM herald._check_not_null(fields => ARRAY['channel', 'recipient'],
+                                 present => ARRAY[channel IS NOT NULL, recipient IS NOT NULL]);
+  SELECT * INTO v_channel FROM herald.channels c WHERE c.name = recipient_wait.channel;
+  IF NOT FOUND THEN
+    PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', channel));
+  END IF;
+  -- One more message moves clear_at on by a step; it may not pass now + the window.
+  SELECT extract(epoch FROM greatest(b.clear_at, recipient_wait.now) + v_channel.recipient_window / v_channel.recipient_limit
+                             - recipient_wait.now - v_channel.recipient_window / v_channel.recipient_limit * v_channel.recipient_limit)
+  INTO v_seconds
+  FROM herald.recipient_buckets b
+  WHERE b.channel = v_channel.name
+    AND b.recipient = herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient);
+  IF v_channel.recipient_limit IS NULL OR v_seconds IS NULL OR v_seconds <= 0 THEN
+    RETURN NULL;
+  END IF;
+  RETURN ceil(v_seconds)::integer;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.recipient_wait(text, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.recipient_wait(text, text, timestamptz) TO herald_producer, herald_admin;
+COMMENT ON FUNCTION herald.recipient_wait(text, text, timestamptz) IS
+  'Seconds until a recipient at its channel''s recipient_limit may be sent one more message; NULL: now.';

@@ -1,0 +1,199 @@
+// A channel's recipient_limit: how many messages one recipient may be sent, whoever
+// enqueues them.
+package tests
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald/herald/runner/intake"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Attack: SMS bombing. Whoever holds a producer role or an intake token (a sign-up
+// form's "send me a code") asks for code after code to one victim's number, from
+// several producers and over SQL and HTTP at once. The channel's recipient_limit (5
+// an hour) lets 5 through in all; every other is refused (53400 recipient, HTTP 429
+// with the wait) and stores nothing, while other numbers are served. The limit
+// refills at its rate; repeats and suppressed messages take nothing.
+func TestRecipientLimitStopsBombing(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_limit = 5, recipient_window = '1 hour' WHERE name IN ('sms', 'email')`)
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	role := loginPool(t, pool, "herald_test_intake", "herald_intake")
+	srv := httptest.NewServer(intake.Handler(role, intake.Config{Tokens: []intake.Token{{Name: "signup", Secret: "tok-signup"}}}))
+	defer srv.Close()
+	const victim = "+14155550100"
+	otp := func(to string) string {
+		return fmt.Sprintf(`{"channel":"sms","recipient":%q,"payload":{"text":"Your code is 123456"}}`, to)
+	}
+	auth := map[string]string{"Authorization": "Bearer tok-signup"}
+
+	refused := 0
+	for i := range 12 {
+		var err error
+		switch i % 3 {
+		case 0:
+			_, err = alice.Exec(ctx, `SELECT herald.enqueue('sms', $1, '{"text":"Your code is 123456"}')`, victim)
+		case 1:
+			_, err = mallory.Exec(ctx, `SELECT herald.enqueue('sms', $1, '{"text":"Your code is 123456"}')`, victim)
+		case 2:
+			var e apiError
+			switch code := do(t, "POST", srv.URL+"/v1/messages", "application/json", otp(victim), auth, &e); code {
+			case 202:
+			case 429:
+				if e.Error.Code != "recipient_limit_exceeded" || e.Error.Field != "recipient" {
+					t.Fatalf("HTTP refusal: %+v", e.Error)
+				}
+				refused++
+			default:
+				t.Fatalf("HTTP enqueue %d: %d %+v", i, code, e.Error)
+			}
+			continue
+		}
+		if err != nil {
+			wantPgError(t, err, "53400", "recipient")
+			refused++
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE recipient = $1`, victim); n != 5 || refused != 7 {
+		t.Fatalf("%d messages stored for the victim and %d refused, want 5 and 7", n, refused)
+	}
+	// Another number is served; a batch that would take the victim past the limit is
+	// refused whole, naming the first message to the victim.
+	enqueueBatch(t, pool, "sms", 3, time.Now())
+	before := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`)
+	_, err := alice.Exec(ctx, `SELECT herald.enqueue_batch($1)`, "["+otp("+14155550199")+","+otp(victim)+"]")
+	wantPgError(t, err, "53400", "messages[1].recipient")
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != before {
+		t.Fatalf("a refused batch stored %d messages", n-before)
+	}
+	// The wait: 5 an hour is one every 12 minutes; the intake sends it as Retry-After,
+	// for a single message and for a batch.
+	wait := scalar[*int32](t, pool, `SELECT herald.recipient_wait('sms', $1)`, victim)
+	if wait == nil || *wait < 700 || *wait > 720 {
+		t.Fatalf("recipient_wait %v, want about 720 seconds", wait)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/v1/messages", otp(victim)},
+		{"/v1/messages/batch", "[" + otp("+14155550198") + "," + otp(victim) + "]"},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer tok-signup")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e apiError
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != 429 || e.Error.Code != "recipient_limit_exceeded" || retry < 700 || retry > 720 {
+			t.Fatalf("%s: %d %+v Retry-After %q", c.path, resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
+		}
+	}
+	// 12 minutes later (an admin's clock) one more code goes, and only one.
+	later := time.Now().Add(12*time.Minute + time.Second)
+	if w := scalar[*int32](t, pool, `SELECT herald.recipient_wait('sms', $1, now => $2)`, victim, later); w != nil {
+		t.Fatalf("recipient_wait 12 minutes later: %d", *w)
+	}
+	mustExec(t, pool, `SELECT herald.enqueue('sms', $1, '{"text":"x"}', now => $2)`, victim, later)
+	_, err = pool.Exec(ctx, `SELECT herald.enqueue('sms', $1, '{"text":"x"}', now => $2)`, victim, later)
+	wantPgError(t, err, "53400", "recipient")
+
+	// An e-mail address counts as its mailbox: letter case and +tags are one recipient.
+	for i, to := range []string{"victim@example.com", "Victim@Example.COM", "victim+1@example.com", "VICTIM+b@example.com", "victim+x.y@example.com"} {
+		if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t"}')`, to); err != nil {
+			t.Fatalf("e-mail %d: %v", i, err)
+		}
+	}
+	_, err = mallory.Exec(ctx, `SELECT herald.enqueue('email', 'victim+6@example.com', '{"subject":"s","text":"t"}')`)
+	wantPgError(t, err, "53400", "recipient")
+
+	// A repeat of a stored key is answered, not refused; a suppressed recipient's
+	// messages end suppressed and take nothing.
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_limit = 2 WHERE name = 'sms'`)
+	first := scalar[int64](t, alice, `SELECT herald.enqueue('sms', '+14155550150', '{"text":"x"}', idempotency_key => 'k1')`)
+	scalar[int64](t, alice, `SELECT herald.enqueue('sms', '+14155550150', '{"text":"y"}')`)
+	if again := scalar[int64](t, alice, `SELECT herald.enqueue('sms', '+14155550150', '{"text":"x"}', idempotency_key => 'k1')`); again != first {
+		t.Fatalf("a repeat at the limit: %d, want %d", again, first)
+	}
+	mustExec(t, pool, `SELECT herald.suppress('sms', ARRAY['+14155550160'])`)
+	for range 3 {
+		scalar[int64](t, alice, `SELECT herald.enqueue('sms', '+14155550160', '{"text":"x"}')`)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.recipient_buckets WHERE recipient = '+14155550160'`); n != 0 {
+		t.Fatal("suppressed messages took tokens")
+	}
+
+	// purge drops the budgets that are whole again.
+	mustExec(t, pool, `SELECT herald.purge('30 days', now => now() + interval '61 minutes')`)
+	if left := scalar[string](t, pool, `SELECT coalesce(string_agg(recipient, ','), '') FROM herald.recipient_buckets`); left != victim {
+		t.Fatalf("buckets after purge: %q, want only the victim's, which took one more 12 minutes later", left)
+	}
+}
+
+// Enqueues to one recipient from 8 connections at once take turns on its bucket:
+// exactly the limit is stored. Batches naming two recipients in opposite orders do
+// not deadlock (buckets are locked in one order).
+func TestRecipientLimitUnderConcurrency(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_limit = 10 WHERE name = 'sms'`)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stored, refused := 0, 0
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 5 {
+				_, err := pool.Exec(ctx, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"x"}')`)
+				var pg *pgconn.PgError
+				mu.Lock()
+				switch {
+				case err == nil:
+					stored++
+				case errors.As(err, &pg) && pg.Code == "53400":
+					refused++
+				default:
+					errs <- err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if stored != 10 || refused != 30 {
+		t.Fatalf("stored %d, refused %d; want 10 and 30", stored, refused)
+	}
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_limit = 1000000 WHERE name = 'sms'`)
+	a, b := `{"channel":"sms","recipient":"+14155550101","payload":{"text":"a"}}`, `{"channel":"sms","recipient":"+14155550102","payload":{"text":"b"}}`
+	for i := range 8 {
+		wg.Go(func() {
+			batch := "[" + a + "," + b + "]"
+			if i%2 == 1 {
+				batch = "[" + b + "," + a + "]"
+			}
+			for range 30 {
+				if _, err := pool.Exec(ctx, `SELECT herald.enqueue_batch($1)`, batch); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
