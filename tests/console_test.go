@@ -20,8 +20,9 @@ const consoleToken = "console-token-0123456789"
 
 // The operator console in a real headless browser (Debian's chromium, driven by
 // chromedp): the token form lets the operator in, the overview shows a dead letter
-// with its failure, Redrive queues it again, and the message page shows it queued.
-// Without the token the pages and the actions are refused and nothing changes.
+// with its failure, Redrive queues it again, and the message page shows it queued;
+// Resume, Pause and End suspension flip the channels and the producer. Without the
+// token the pages and the actions are refused and nothing changes.
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
 	chromium := "/usr/bin/chromium"
@@ -56,8 +57,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	if resp.StatusCode != 401 {
 		t.Fatalf("console without a token: %d", resp.StatusCode)
 	}
-	for _, path := range []string{"redrive", "cancel"} {
-		resp, err := http.PostForm(base+path, url.Values{"id": {fmt.Sprint(id)}})
+	for path, form := range map[string]url.Values{
+		"redrive": {"id": {fmt.Sprint(id)}}, "cancel": {"id": {fmt.Sprint(id)}},
+		"pause": {"channel": {"email"}, "reason": {"x"}}, "resume": {"channel": {"sms"}}, "end-suspension": {"producer": {"bulk"}},
+	} {
+		resp, err := http.PostForm(base+path, form)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,8 +77,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	if s := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, id); s != "dead" {
-		t.Fatalf("status %s after refused actions", s)
+	if s := scalar[string](t, pool, `SELECT status || ' ' || (SELECT string_agg(name || '=' || paused, ',' ORDER BY name) FROM herald.channels)
+		|| ' ' || (SELECT suspended_until > now() FROM herald.producers WHERE producer = 'bulk') FROM herald.messages WHERE id = $1`, id); s != "dead email=false,sms=true true" {
+		t.Fatalf("after refused actions: %s", s)
 	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
@@ -133,6 +138,40 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	if s := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, id); s != "queued" {
 		t.Fatalf("the database says %s", s)
+	}
+
+	// The operator's switches: resume the paused channel, pause another for every
+	// runner with a reason, let the suspended producer in again.
+	result := func(what string, actions ...chromedp.Action[chromedp.Void]) string {
+		t.Helper()
+		step(what, chromedp.Do(ctx, append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(base), chromedp.WaitVisible(chromedp.ID("pause"))}, actions...)...))
+		done, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
+		step("read the result of "+what, err)
+		return done
+	}
+	if done := result("resume", chromedp.Click(chromedp.ID("resume-sms")), chromedp.WaitVisible(chromedp.ID("done"))); done != "resume sms: resumed" {
+		t.Fatalf("after Resume: %q", done)
+	}
+	if done := result("pause", chromedp.SendKeys(chromedp.ID("pause-channel"), "email"),
+		chromedp.SendKeys(chromedp.ID("pause-reason"), "abuse from the sign-up form"),
+		chromedp.Click(chromedp.ID("pause-submit")), chromedp.WaitVisible(chromedp.ID("done"))); done != "pause email: paused" {
+		t.Fatalf("after Pause: %q", done)
+	}
+	if done := result("end suspension", chromedp.Click(chromedp.ID("end-suspension-bulk")), chromedp.WaitVisible(chromedp.ID("done"))); done != "end suspension bulk: ended" {
+		t.Fatalf("after End suspension: %q", done)
+	}
+	if s := scalar[string](t, pool, `SELECT (SELECT string_agg(name || '=' || paused || ':' || coalesce(paused_by, '') || ':' || coalesce(paused_reason, ''), ',' ORDER BY name) FROM herald.channels)
+		|| ' ' || (SELECT coalesce(suspended_until > now(), false) FROM herald.producers WHERE producer = 'bulk')`); s != "email=true:operator:abuse from the sign-up form,sms=false:: false" {
+		t.Fatalf("after the switches: %s", s)
+	}
+	// A channel that does not exist is a 400 that changes nothing.
+	bad, _ := http.NewRequest("POST", base+"pause", strings.NewReader(url.Values{"channel": {"nope"}, "reason": {"x"}}.Encode()))
+	bad.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	bad.AddCookie(&http.Cookie{Name: "herald_console", Value: consoleToken})
+	if resp, err := http.DefaultClient.Do(bad); err != nil || resp.StatusCode != 400 {
+		t.Fatalf("pausing an unknown channel: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	cancel()
 	cancelBrowser()

@@ -22,9 +22,11 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -71,6 +73,9 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) error {
 	mux.HandleFunc("GET "+Prefix+"messages/{id}", c.auth(c.message))
 	mux.HandleFunc("POST "+Prefix+"redrive", c.auth(c.redrive))
 	mux.HandleFunc("POST "+Prefix+"cancel", c.auth(c.cancel))
+	mux.HandleFunc("POST "+Prefix+"pause", c.auth(c.pause))
+	mux.HandleFunc("POST "+Prefix+"resume", c.auth(c.resume))
+	mux.HandleFunc("POST "+Prefix+"end-suspension", c.auth(c.endSuspension))
 	mux.HandleFunc("POST "+Prefix+"login", c.login)
 	return nil
 }
@@ -159,6 +164,12 @@ type Producer struct {
 	MaxPending, Suspended    string
 }
 
+// Suspension is a producer suspended for its bounce or complaint rate: until when and why.
+type Suspension struct {
+	Producer, Reason string
+	Until            time.Time
+}
+
 // Lag is one row of herald.consumer_lag.
 type Lag struct {
 	Group        string
@@ -213,6 +224,14 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		LEFT JOIN herald.producers p ON p.producer = b.producer
 		ORDER BY b.queued + b.held + b.processing DESC, 1, 2 LIMIT 20`, func(row pgx.CollectableRow) (p Producer, err error) {
 		err = row.Scan(&p.Producer, &p.Channel, &p.Queued, &p.Held, &p.Processing, &p.MinPriority, &p.MaxPending, &p.Suspended)
+		return
+	}); err != nil {
+		c.fail(w, err)
+		return
+	}
+	if data["Suspended"], err = collect(ctx, c.pool, `SELECT producer, suspended_until, coalesce(suspended_reason, '')
+		FROM herald.producers WHERE suspended_until > now() ORDER BY 1`, func(row pgx.CollectableRow) (p Suspension, err error) {
+		err = row.Scan(&p.Producer, &p.Until, &p.Reason)
 		return
 	}); err != nil {
 		c.fail(w, err)
@@ -315,27 +334,60 @@ func (c *console) message(w http.ResponseWriter, r *http.Request) {
 	c.render(w, "message", map[string]any{"Prefix": Prefix, "M": m, "Events": events, "Reports": reports})
 }
 
-// act runs a herald admin function for the form's id and returns to the overview,
-// which shows the function's one-line result (sql gives it as text).
-func (c *console) act(w http.ResponseWriter, r *http.Request, what, sql string) {
-	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
-	if err != nil {
-		http.Error(w, "id: must be an integer", http.StatusBadRequest)
-		return
+// act runs a herald admin function with the form's fields as its arguments ($1, $2,
+// … in the order given; "id" must be an integer) and returns to the overview, which
+// shows "<what> <first field>: <result>" (sql gives the result as text). Input that
+// herald's SQL refuses (class 22: an unknown channel, a missing reason) is a 400 with
+// its message, and changes nothing.
+func (c *console) act(w http.ResponseWriter, r *http.Request, what, sql string, fields ...string) {
+	args := make([]any, len(fields))
+	for i, f := range fields {
+		v := r.PostFormValue(f)
+		if f == "id" {
+			id, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				http.Error(w, "id: must be an integer", http.StatusBadRequest)
+				return
+			}
+			args[i] = id
+			continue
+		}
+		args[i] = v
 	}
 	var result string
-	if err := c.pool.QueryRow(r.Context(), sql, id).Scan(&result); err != nil {
+	if err := c.pool.QueryRow(r.Context(), sql, args...).Scan(&result); err != nil {
+		var pg *pgconn.PgError
+		if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") {
+			http.Error(w, pg.Message, http.StatusBadRequest)
+			return
+		}
 		c.fail(w, err)
 		return
 	}
-	c.cfg.Logger.Info("console: "+what, "id", id, "result", result)
-	http.Redirect(w, r, Prefix+"?"+url.Values{"done": {fmt.Sprintf("%s %d: %s", what, id, result)}}.Encode(), http.StatusSeeOther)
+	c.cfg.Logger.Info("console: "+what, fields[0], args[0], "result", result)
+	http.Redirect(w, r, Prefix+"?"+url.Values{"done": {fmt.Sprintf("%s %v: %s", what, args[0], result)}}.Encode(), http.StatusSeeOther)
 }
 
 func (c *console) redrive(w http.ResponseWriter, r *http.Request) {
-	c.act(w, r, "redrive", `SELECT herald.redrive(ARRAY[$1::bigint]) || ' requeued'`)
+	c.act(w, r, "redrive", `SELECT herald.redrive(ARRAY[$1::bigint]) || ' requeued'`, "id")
 }
 
 func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
-	c.act(w, r, "cancel", `SELECT coalesce(herald.cancel($1::bigint), 'no such message')`)
+	c.act(w, r, "cancel", `SELECT coalesce(herald.cancel($1::bigint), 'no such message')`, "id")
+}
+
+// pause is an operator's pause of a channel, for every runner, with the form's reason.
+func (c *console) pause(w http.ResponseWriter, r *http.Request) {
+	c.act(w, r, "pause", `SELECT CASE WHEN herald.pause_channel($1, nullif($2, ''), 'operator') THEN 'paused'
+		ELSE 'paused already (now by an operator)' END`, "channel", "reason")
+}
+
+// resume ends any pause of a channel, an operator's or a runner's.
+func (c *console) resume(w http.ResponseWriter, r *http.Request) {
+	c.act(w, r, "resume", `SELECT CASE WHEN herald.resume_channel($1, 'operator') THEN 'resumed' ELSE 'was not paused' END`, "channel")
+}
+
+// endSuspension lets a producer suspended for its bounce or complaint rate in again.
+func (c *console) endSuspension(w http.ResponseWriter, r *http.Request) {
+	c.act(w, r, "end suspension", `SELECT CASE WHEN herald.end_suspension($1) THEN 'ended' ELSE 'was not suspended' END`, "producer")
 }
