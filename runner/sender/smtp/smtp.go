@@ -178,17 +178,24 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	defer func() { <-s.slots }()
 	err = s.transmit(ctx, msg)
 	var res sender.Result
-	if dropped := refusedCopies(err, e, m.Recipient); len(dropped) > 0 {
-		// The relay refused only copies, for good: the To and the other copies get the
-		// message without them (a bad cc must not fail, nor suppress, the To).
-		e.Cc, e.Bcc = without(e.Cc, dropped), without(e.Bcc, dropped)
-		res.Warning = fmt.Sprintf("copies refused for good and left out: %s (%v)", strings.Join(dropped, ", "), err)
-		code := sender.Classify(s.classify(err)).Code // the reply of the last refused; go-mail keeps no other
-		for _, a := range dropped {
-			res.RefusedCopies = append(res.RefusedCopies, sender.Refusal{Address: a, Code: code})
-		}
-		if msg, err = s.message(e); err == nil {
-			err = s.transmit(ctx, msg)
+	if refused, ok := copiesRefused(err, e, m.Recipient); ok {
+		switch now := refused.firstForNow(); {
+		case refused.to != nil:
+			err = refused.to // the To's own reply decides the message's failure
+		case now != nil:
+			err = now // a copy refused for now: the message is tried again later, whole
+		default:
+			// Only copies, for good: the To and the other copies get the message without
+			// them (a bad cc must not fail, nor suppress, the To), each recorded with its
+			// own reply.
+			e.Cc, e.Bcc = without(e.Cc, refused.addresses), without(e.Bcc, refused.addresses)
+			res.Warning = fmt.Sprintf("copies refused for good and left out: %s (%v)", strings.Join(refused.addresses, ", "), err)
+			for i, a := range refused.addresses {
+				res.RefusedCopies = append(res.RefusedCopies, sender.Refusal{Address: a, Code: refused.codes[i]})
+			}
+			if msg, err = s.message(e); err == nil {
+				err = s.transmit(ctx, msg)
+			}
 		}
 	}
 	if err != nil {
@@ -232,32 +239,116 @@ func (s *Sender) transmit(ctx context.Context, msg *mail.Msg) error {
 	return nil
 }
 
-// affectedRcpts is the recipient list go-mail's SendError names for refused RCPT TOs.
-var affectedRcpts = regexp.MustCompile(`affected recipient\(s\): (.*?)(?:, affected message ID: |$)`)
+// rcptRefusal is go-mail's refusal of RCPT TOs read per recipient: the To's own reply
+// when it was refused, and each refused copy with its reply and code ("550 5.1.1";
+// "unattributed" when the error's text could not be split into one reply each).
+type rcptRefusal struct {
+	to        *textproto.Error
+	addresses []string
+	replies   []*textproto.Error // nil where unattributed
+	codes     []string
+}
 
-// refusedCopies returns the cc and bcc addresses err says the server refused for good
-// at RCPT TO, when it refused those only: not the To (to), and not for now (4yz).
-// Empty otherwise.
-func refusedCopies(err error, e email.Email, to string) []string {
-	var se *mail.SendError
-	if err == nil || !errors.As(err, &se) || se.Reason != mail.ErrSMTPRcptTo || se.IsTemp() || se.ErrorCode() < 500 ||
-		len(e.Cc)+len(e.Bcc) == 0 {
-		return nil
-	}
-	m := affectedRcpts.FindStringSubmatch(se.Error())
-	if m == nil {
-		return nil
-	}
-	copies := append(append([]string(nil), e.Cc...), e.Bcc...)
-	var out []string
-	for _, r := range strings.Split(m[1], ", ") {
-		r = strings.Trim(strings.TrimSpace(r), "<>")
-		if strings.EqualFold(r, to) || !slices.ContainsFunc(copies, func(c string) bool { return strings.EqualFold(c, r) }) {
-			return nil // the To refused, or an address the error names that is no copy
+// firstForNow is the first copy's reply that refuses it for now (4yz), naming the
+// copy, or nil.
+func (r rcptRefusal) firstForNow() error {
+	for i, te := range r.replies {
+		if te != nil && te.Code < 500 {
+			return fmt.Errorf("copy %s refused for now: %w", r.addresses[i], te)
 		}
-		out = append(out, r)
+	}
+	return nil
+}
+
+// affectedRcpts splits go-mail's SendError text for refused RCPT TOs into the replies
+// (one per refused address, each "NNN text", joined by ", ") and the addresses.
+var affectedRcpts = regexp.MustCompile(`^sending SMTP RCPT TO command: (.*), affected recipient\(s\): (.*?)(?:, affected message ID: .*)?$`)
+
+// nextReply finds where the next reply of that list starts: ", " and its code.
+var nextReply = regexp.MustCompile(`, [2-5]\d\d[ -]`)
+
+// splitReplies reads n replies "NNN text" joined by ", " (a text may be Go-quoted, so
+// commas inside it are its own); nil when the list does not split into exactly n.
+func splitReplies(list string, n int) []*textproto.Error {
+	var out []*textproto.Error
+	for rest := list; rest != ""; {
+		if len(rest) < 4 || rest[3] != ' ' && rest[3] != '-' {
+			return nil
+		}
+		code, err := strconv.Atoi(rest[:3])
+		if err != nil {
+			return nil
+		}
+		rest = rest[4:]
+		var msg string
+		if q, err := strconv.QuotedPrefix(rest); err == nil {
+			msg, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else if loc := nextReply.FindStringIndex(rest); loc != nil {
+			msg, rest = rest[:loc[0]], rest[loc[0]:]
+		} else {
+			msg, rest = rest, ""
+		}
+		out = append(out, &textproto.Error{Code: code, Msg: strings.TrimSpace(msg)})
+		if rest != "" {
+			if !strings.HasPrefix(rest, ", ") {
+				return nil
+			}
+			rest = rest[2:]
+		}
+	}
+	if len(out) != n {
+		return nil
 	}
 	return out
+}
+
+// copiesRefused reads err as a server's refusal of some of a message's recipients at
+// RCPT TO (go-mail names them all, but keeps only the last reply's code): ok when the
+// refused are the To or copies of e, each matched to its own reply. A refusal whose
+// text does not split into one reply per address still counts when it names only
+// copies: they are left out with their code "unattributed" (nothing suppressed), so a
+// copy never fails the To's message, and no copy is suppressed for another's reply.
+func copiesRefused(err error, e email.Email, to string) (rcptRefusal, bool) {
+	var se *mail.SendError
+	var r rcptRefusal
+	if err == nil || !errors.As(err, &se) || se.Reason != mail.ErrSMTPRcptTo || se.ErrorCode() == 0 ||
+		se.ErrorCode() == 421 || len(e.Cc)+len(e.Bcc) == 0 {
+		return r, false // no recipient refused, or the session ended (421): the message's failure
+	}
+	m := affectedRcpts.FindStringSubmatch(strings.ReplaceAll(se.Error(), "\n", " "))
+	if m == nil {
+		return r, false
+	}
+	addresses := strings.Split(m[2], ", ")
+	replies := splitReplies(m[1], len(addresses))
+	copies := append(append([]string(nil), e.Cc...), e.Bcc...)
+	for i, a := range addresses {
+		a = strings.Trim(strings.TrimSpace(a), "<>")
+		var te *textproto.Error
+		if replies != nil {
+			te = replies[i]
+		}
+		switch {
+		case strings.EqualFold(a, to):
+			if te == nil {
+				return rcptRefusal{}, false // the To refused, its reply unknown: the whole error decides
+			}
+			r.to = te
+		case slices.ContainsFunc(copies, func(c string) bool { return strings.EqualFold(c, a) }):
+			code := "unattributed"
+			if te != nil {
+				code = strconv.Itoa(te.Code)
+				if enhanced := enhancedCode.FindString(te.Msg); enhanced != "" {
+					code += " " + enhanced
+				}
+			}
+			r.addresses, r.replies, r.codes = append(r.addresses, a), append(r.replies, te), append(r.codes, code)
+		default:
+			return rcptRefusal{}, false // an address the error names that is not the message's
+		}
+	}
+	return r, true
 }
 
 // without is list less the addresses in drop (any letter case).

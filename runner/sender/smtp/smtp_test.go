@@ -327,6 +327,49 @@ func withFrom(id int64, to, from string) sender.Message {
 	return m
 }
 
+// go-mail keeps only the last refused recipient's reply code, so each refusal must be
+// read per address. Attacks on that: a cc refused for good and another refused for now
+// (its mailbox full) must not have the full one suppressed with the other's 5.1.1;
+// a To refused for now (greylisting) with a nonexistent cc after it must not fail,
+// nor suppress, the To with the cc's 5.1.1.
+func TestSMTPRefusedCopiesEachWithItsReply(t *testing.T) {
+	t.Parallel()
+	srv, s := startSender(t)
+	srv.Reply("nobody", 550, "5.1.1", "The email account that you tried to reach does not exist.")
+	srv.Reply("gone", 553, "5.1.3", "bad address syntax, 550 lookalike")
+	srv.Reply("full", 452, "4.2.2", "mailbox full")
+	send := func(id int64, to string, cc, bcc []string) (sender.Result, error) {
+		m := sendertest.EmailMessage(id, to)
+		ccJSON, _ := json.Marshal(cc)
+		bccJSON, _ := json.Marshal(bcc)
+		m.Payload = json.RawMessage(fmt.Sprintf(`{"subject":"s","text":"t","cc":%s,"bcc":%s}`, ccJSON, bccJSON))
+		return s.Send(context.Background(), m)
+	}
+	res, err := send(1, "ana@example.net", []string{"nobody@example.net", "gone@example.net"}, []string{"lu@example.net"})
+	if err != nil || fmt.Sprint(res.RefusedCopies) != "[{nobody@example.net 550 5.1.1} {gone@example.net 553 5.1.3}]" {
+		t.Fatalf("two copies refused for good: %+v %v", res, err)
+	}
+	if got := srv.Messages(); len(got) != 1 || strings.Join(got[0].To, " ") != "ana@example.net lu@example.net" {
+		t.Fatalf("delivered %+v", got)
+	}
+	for _, c := range [][2][]string{
+		{{"full@example.net", "kim@example.net"}, {"nobody@example.net"}}, // the refusal for good last
+		{{"nobody@example.net"}, {"full@example.net"}},                    // the refusal for now last
+	} {
+		res, err = send(2, "ana@example.net", c[0], c[1])
+		if f := sendertest.WantClass(t, err, sender.ClassTransient); f.Code != "452 4.2.2" || len(res.RefusedCopies) != 0 {
+			t.Fatalf("%v: a copy refused for now: code %q, refused %v; want the message tried again, nothing recorded", c, f.Code, res.RefusedCopies)
+		}
+	}
+	_, err = send(3, "full@example.net", []string{"nobody@example.net"}, nil)
+	if f := sendertest.WantClass(t, err, sender.ClassTransient); f.Code != "452 4.2.2" {
+		t.Fatalf("the To refused for now, a cc for good: code %q; want the To's own", f.Code)
+	}
+	if n := len(srv.Messages()); n != 1 {
+		t.Fatalf("%d messages delivered, want only the first", n)
+	}
+}
+
 // A server's refusal of the sender, as relays and providers send it (at MAIL FROM, or
 // after the data as Microsoft 365 and Amazon SES do): a producer's own from fails that
 // message only, so that it cannot pause the channel for every producer; the channel's
