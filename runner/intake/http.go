@@ -1,7 +1,8 @@
 // Package intake accepts notifications from services that cannot hold a Postgres
 // connection: an HTTP API (POST /v1/messages, POST /v1/messages/batch,
-// GET and DELETE /v1/messages/{id} and /v1/messages?idempotency_key=) and the
-// functions the command line shares with it. It
+// GET and DELETE /v1/messages/{id} and /v1/messages?idempotency_key=, described by
+// the OpenAPI document at GET /v1/openapi.json) and the functions the command line
+// shares with it. It
 // validates no value itself: a message goes through herald.enqueue (a batch through
 // herald.enqueue_batch), and the SQLSTATE and field that SQL raises become a 400
 // with a code and a field. Only the JSON shape of a request is checked here.
@@ -10,14 +11,17 @@ package intake
 import (
 	"context"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,12 +86,40 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
 			h.limiters[t.Name] = rate.NewLimiter(rate.Limit(cfg.Rate), burst)
 		}
 	}
-	mux.HandleFunc("POST /v1/messages", h.auth(h.post))
-	mux.HandleFunc("POST /v1/messages/batch", h.auth(h.postBatch))
-	mux.HandleFunc("GET /v1/messages/{id}", h.auth(h.get))
-	mux.HandleFunc("GET /v1/messages", h.auth(h.getByKey))
-	mux.HandleFunc("DELETE /v1/messages/{id}", h.auth(h.cancel))
-	mux.HandleFunc("DELETE /v1/messages", h.auth(h.cancelByKey))
+	for pattern, f := range h.routes() {
+		mux.HandleFunc(pattern, f)
+	}
+}
+
+// routes are the intake's handlers by ServeMux pattern.
+func (h *handler) routes() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
+		"POST /v1/messages":        h.auth(h.post),
+		"POST /v1/messages/batch":  h.auth(h.postBatch),
+		"GET /v1/messages/{id}":    h.auth(h.get),
+		"GET /v1/messages":         h.auth(h.getByKey),
+		"DELETE /v1/messages/{id}": h.auth(h.cancel),
+		"DELETE /v1/messages":      h.auth(h.cancelByKey),
+		"GET /v1/openapi.json": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(openAPI)
+		},
+	}
+}
+
+// openAPI is the OpenAPI 3 document of the routes (openapi.json).
+//
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the OpenAPI 3 document describing the intake's routes, which it
+// also serves at GET /v1/openapi.json without a token.
+func OpenAPI() []byte { return slices.Clone(openAPI) }
+
+// Patterns lists the routes Register adds, as ServeMux patterns ("POST
+// /v1/messages", …), sorted: each is an operation of OpenAPI's document.
+func Patterns() []string {
+	return slices.Sorted(maps.Keys((&handler{}).routes()))
 }
 
 // Handler returns a mux with only the intake's routes.
