@@ -14,6 +14,8 @@
 {{ template "functions/_nonempty_string.sql" . }}
 {{ template "functions/_recipient_pattern.sql" . }}
 {{ template "functions/_email_address.sql" . }}
+{{ template "functions/_punycode.sql" . }}
+{{ template "functions/_address_problem.sql" . }}
 {{ template "functions/_mailbox.sql" . }}
 {{ template "functions/_sender_allowed.sql" . }}
 {{ template "functions/_recipient_list_kind.sql" . }}

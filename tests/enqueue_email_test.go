@@ -117,3 +117,41 @@ func wantSameVerdicts(t *testing.T, n, differ, accepted int64, example *string, 
 		t.Fatalf("only %d compared strings are addresses: the comparison says little", accepted)
 	}
 }
+
+// An address with its domain in Unicode is refused (providers take domains in ASCII)
+// with the ASCII form to give instead, the same IDNA A-label Python's idna codec
+// makes; in a cc too. A local part outside ASCII is refused as needing SMTPUTF8.
+// Nothing is stored. herald._punycode also gives RFC 3492's own samples.
+func TestUnicodeAddressesNameTheirASCIIForm(t *testing.T) {
+	ctx, pool := setup(t)
+	for _, c := range []struct{ addr, ascii string }{
+		{"ana@bücher.de", "ana@xn--bcher-kva.de"},
+		{"ana@MÜNCHEN.de", "ana@xn--mnchen-3ya.de"},
+		{"ivan@пример.рф", "ivan@xn--e1afmkfd.xn--p1ai"},
+		{"eleni@ελληνικά.gr", "eleni@xn--hxargifdar.gr"},
+		{"ken@日本語.jp", "ken@xn--wgv71a119e.jp"},
+		{"sol@ñandú.com.ar", "sol@xn--and-6ma2c.com.ar"},
+	} {
+		_, err := pool.Exec(ctx, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t"}')`, c.addr)
+		if e := wantPgError(t, err, "22V02", "recipient"); !strings.HasSuffix(e.Message, "give it in ASCII (IDNA), "+c.ascii) {
+			t.Errorf("%s: %q, want the ASCII form %s", c.addr, e.Message, c.ascii)
+		}
+		_, err = pool.Exec(ctx, `SELECT herald.enqueue('email', 'a@example.com', jsonb_build_object('subject', 's', 'text', 't',
+			'cc', jsonb_build_array('kim@example.com', $1::text)))`, c.addr)
+		if e := wantPgError(t, err, "22V03", "payload.cc"); !strings.HasSuffix(e.Message, c.ascii) {
+			t.Errorf("%s as a cc: %q", c.addr, e.Message)
+		}
+	}
+	_, err := pool.Exec(ctx, `SELECT herald.enqueue('email', 'josé@example.com', '{"subject":"s","text":"t"}')`)
+	if e := wantPgError(t, err, "22V02", "recipient"); !strings.Contains(e.Message, "SMTPUTF8") {
+		t.Errorf("a local part outside ASCII: %q", e.Message)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("%d messages stored", n)
+	}
+	for label, want := range map[string]string{"他们为什么不说中文": "ihqwcrb4cv8a8dqg056pqjye", "3年B組金八先生": "3B-ww4c5e180e575a65lsy2b", "abc": "abc-"} {
+		if got := scalar[string](t, pool, `SELECT herald._punycode($1)`, label); got != want {
+			t.Errorf("punycode %s: %s, want %s", label, got, want)
+		}
+	}
+}

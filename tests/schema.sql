@@ -55,6 +55,43 @@ COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of hera
 
 
 --
+-- Name: _address_problem(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._address_problem(address text) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+  v_local text := substring(address FROM '^(.*)@[^@]*$');
+  v_domain text := substring(address FROM '@([^@]*)$');
+  v_ascii text;
+BEGIN
+  IF v_local ~ '[^\x01-\x7f]' THEN
+    RETURN ARRAY[format('%L has a local part outside ASCII, which needs SMTPUTF8 at every server on the way', address),
+                 'give an address whose local part is ASCII'];
+  END IF;
+  IF v_domain ~ '[^\x01-\x7f]' THEN
+    v_ascii := v_local || '@' || (SELECT string_agg(CASE WHEN l ~ '[^\x01-\x7f]' THEN 'xn--' || herald._punycode(label => l) ELSE l END,
+                                                    '.' ORDER BY o)
+                                  FROM regexp_split_to_table(lower(normalize(v_domain, NFC)), '\.') WITH ORDINALITY AS x (l, o));
+    IF herald._email_address(recipient => v_ascii) THEN
+      RETURN ARRAY[format('%L has a domain in Unicode: give it in ASCII (IDNA), %s', address, v_ascii),
+                   'providers take domains in ASCII; libraries convert them: Python ''bücher.de''.encode(''idna''), Go idna.Lookup.ToASCII'];
+    END IF;
+  END IF;
+  RETURN ARRAY[format('%L is not an e-mail address', address), 'expected local-part@domain, e.g. ana@example.com'];
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _address_problem(address text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._address_problem(address text) IS 'Private: why a text is not an e-mail address herald takes ({message, hint}), with the ASCII form of a Unicode domain.';
+
+
+--
 -- Name: _append_error(jsonb, jsonb); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1174,10 +1211,15 @@ BEGIN
     END IF;
   END LOOP;
   FOREACH k IN ARRAY ARRAY['cc', 'bcc'] LOOP
-    IF payload ? k AND (jsonb_typeof(payload -> k) <> 'array' OR jsonb_array_length(payload -> k) NOT BETWEEN 1 AND 50
-        OR EXISTS (SELECT FROM jsonb_array_elements(payload -> k) AS a
-                   WHERE jsonb_typeof(a) <> 'string' OR NOT herald._email_address(recipient => a #>> '{}'))) THEN
+    CONTINUE WHEN NOT payload ? k;
+    IF jsonb_typeof(payload -> k) <> 'array' OR jsonb_array_length(payload -> k) NOT BETWEEN 1 AND 50 THEN
       RETURN ARRAY['payload.' || k, 'must be an array of 1 to 50 e-mail addresses'];
+    END IF;
+    v := (SELECT a FROM jsonb_array_elements(payload -> k) AS a
+          WHERE jsonb_typeof(a) <> 'string' OR NOT herald._email_address(recipient => a #>> '{}') LIMIT 1);
+    IF v IS NOT NULL THEN -- the first that is no address, and why
+      RETURN ARRAY['payload.' || k, CASE WHEN jsonb_typeof(v) = 'string' THEN (herald._address_problem(address => v #>> '{}'))[1]
+                                         ELSE 'must be an array of 1 to 50 e-mail addresses' END];
     END IF;
   END LOOP;
 
@@ -1305,6 +1347,84 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._producer() IS 'Private: the producer of the current call (the role, or intake:<name> named by a herald_intake member).';
+
+
+--
+-- Name: _punycode(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._punycode(label text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+  cps integer[] := ARRAY(SELECT ascii(c) FROM regexp_split_to_table(label, '') AS c);
+  output text := '';
+  n bigint := 128;
+  delta bigint := 0;
+  bias bigint := 72;
+  h integer;
+  b integer;
+  m bigint;
+  q bigint;
+  k bigint;
+  t bigint;
+  c integer;
+  d bigint;
+  first boolean;
+BEGIN
+  SELECT string_agg(chr(x), '' ORDER BY o), count(*) INTO output, b
+  FROM unnest(cps) WITH ORDINALITY AS u (x, o) WHERE x < 128;
+  output := coalesce(output, '');
+  h := b;
+  IF b > 0 THEN
+    output := output || '-';
+  END IF;
+  WHILE h < cardinality(cps) LOOP
+    m := (SELECT min(x) FROM unnest(cps) AS x WHERE x >= n);
+    delta := delta + (m - n) * (h + 1);
+    n := m;
+    FOREACH c IN ARRAY cps LOOP
+      IF c < n THEN
+        delta := delta + 1;
+      ELSIF c = n THEN
+        q := delta;
+        k := 36;
+        LOOP
+          t := CASE WHEN k <= bias THEN 1 WHEN k >= bias + 26 THEN 26 ELSE k - bias END;
+          EXIT WHEN q < t;
+          d := t + (q - t) % (36 - t);
+          output := output || chr((CASE WHEN d < 26 THEN 97 + d ELSE 22 + d END)::integer);
+          q := (q - t) / (36 - t);
+          k := k + 36;
+        END LOOP;
+        output := output || chr((CASE WHEN q < 26 THEN 97 + q ELSE 22 + q END)::integer);
+        -- adapt the bias (RFC 3492 §6.1)
+        first := h = b;
+        d := CASE WHEN first THEN delta / 700 ELSE delta / 2 END;
+        d := d + d / (h + 1);
+        k := 0;
+        WHILE d > ((36 - 1) * 26) / 2 LOOP
+          d := d / (36 - 1);
+          k := k + 36;
+        END LOOP;
+        bias := k + ((36 - 1 + 1) * d) / (d + 38);
+        delta := 0;
+        h := h + 1;
+      END IF;
+    END LOOP;
+    delta := delta + 1;
+    n := n + 1;
+  END LOOP;
+  RETURN output;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _punycode(label text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._punycode(label text) IS 'Private: the RFC 3492 Punycode of a domain label (for the ASCII form an error suggests).';
 
 
 --
@@ -2169,8 +2289,8 @@ BEGIN
   IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => 'must be a non-empty string of at most 320 characters');
   ELSIF ch.kind = 'email' AND NOT herald._email_address(recipient => spec.recipient) THEN
-    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an e-mail address', spec.recipient),
-      hint => 'expected local-part@domain, e.g. ana@example.com');
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => problem[1], hint => problem[2])
+    FROM (SELECT herald._address_problem(address => spec.recipient)) AS x (problem);
   ELSIF ch.kind = 'sms' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$') THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an E.164 phone number', spec.recipient),
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
@@ -5220,6 +5340,13 @@ GRANT USAGE ON SCHEMA herald TO herald_admin;
 
 
 --
+-- Name: FUNCTION _address_problem(address text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._address_problem(address text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _append_error(errors jsonb, entry jsonb); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -5487,6 +5614,13 @@ REVOKE ALL ON FUNCTION herald._payload_problem(kind text, payload jsonb) FROM PU
 --
 
 REVOKE ALL ON FUNCTION herald._producer() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _punycode(label text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._punycode(label text) FROM PUBLIC;
 
 
 --

@@ -56,10 +56,15 @@ BEGIN
     END IF;
   END LOOP;
   FOREACH k IN ARRAY ARRAY['cc', 'bcc'] LOOP
-    IF payload ? k AND (jsonb_typeof(payload -> k) <> 'array' OR jsonb_array_length(payload -> k) NOT BETWEEN 1 AND 50
-        OR EXISTS (SELECT FROM jsonb_array_elements(payload -> k) AS a
-                   WHERE jsonb_typeof(a) <> 'string' OR NOT herald._email_address(recipient => a #>> '{}'))) THEN
+    CONTINUE WHEN NOT payload ? k;
+    IF jsonb_typeof(payload -> k) <> 'array' OR jsonb_array_length(payload -> k) NOT BETWEEN 1 AND 50 THEN
       RETURN ARRAY['payload.' || k, 'must be an array of 1 to 50 e-mail addresses'];
+    END IF;
+    v := (SELECT a FROM jsonb_array_elements(payload -> k) AS a
+          WHERE jsonb_typeof(a) <> 'string' OR NOT herald._email_address(recipient => a #>> '{}') LIMIT 1);
+    IF v IS NOT NULL THEN -- the first that is no address, and why
+      RETURN ARRAY['payload.' || k, CASE WHEN jsonb_typeof(v) = 'string' THEN (herald._address_problem(address => v #>> '{}'))[1]
+                                         ELSE 'must be an array of 1 to 50 e-mail addresses' END];
     END IF;
   END LOOP;
 

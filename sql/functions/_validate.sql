@@ -37,8 +37,8 @@ BEGIN
   IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => 'must be a non-empty string of at most 320 characters');
   ELSIF ch.kind = 'email' AND NOT herald._email_address(recipient => spec.recipient) THEN
-    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an e-mail address', spec.recipient),
-      hint => 'expected local-part@domain, e.g. ana@example.com');
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => problem[1], hint => problem[2])
+    FROM (SELECT herald._address_problem(address => spec.recipient)) AS x (problem);
   ELSIF ch.kind = 'sms' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$') THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an E.164 phone number', spec.recipient),
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
