@@ -150,15 +150,8 @@ func pooledStatements(err error) bool {
 
 // runStatus is `herald status ID`.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("herald status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	key := fs.String("idempotency-key", "", "the key the message was enqueued with (instead of ID)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: herald status ID\n       herald status --idempotency-key KEY")
-		fmt.Fprintln(stderr, "\nWhat happened to one message. Exit codes: 0 found, 1 unknown, 2 bad input, 3 database unreachable.")
-		fs.PrintDefaults()
-	}
-	id, code, ok := messageArg(fs, args, key, stderr)
+	id, key, code, ok := messageArg("herald status", "What happened to one message. Exit codes: 0 found, 1 unknown, 2 bad input, 3 database unreachable.",
+		args, stderr)
 	if !ok {
 		return code
 	}
@@ -172,7 +165,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if id != 0 {
 		s, err = intake.GetStatus(ctx, pool, id)
 	} else {
-		s, err = intake.GetStatusByKey(ctx, pool, *key)
+		s, err = intake.GetStatusByKey(ctx, pool, key)
 	}
 	if code := cliError(stderr, "herald status", err); code != exitOK {
 		return code
@@ -200,16 +193,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // runCancel is `herald cancel`: herald.cancel by id or by idempotency key.
 func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("herald cancel", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	key := fs.String("idempotency-key", "", "the key the message was enqueued with (instead of ID)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: herald cancel ID\n       herald cancel --idempotency-key KEY")
-		fmt.Fprintln(stderr, "\nWithdraws one of your messages that is queued or held. Exit codes: 0 cancelled (printed),\n"+
-			"1 unknown, or being sent or finished (the line says which), 2 bad input, 3 database unreachable.")
-		fs.PrintDefaults()
-	}
-	id, code, ok := messageArg(fs, args, key, stderr)
+	id, key, code, ok := messageArg("herald cancel", "Withdraws one of your messages that is queued or held. Exit codes: 0 cancelled (printed),\n"+
+		"1 unknown, or being sent or finished (the line says which), 2 bad input, 3 database unreachable.", args, stderr)
 	if !ok {
 		return code
 	}
@@ -223,7 +208,7 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if id != 0 {
 		err = intake.Cancel(ctx, pool, id)
 	} else {
-		err, what = intake.CancelByKey(ctx, pool, *key), fmt.Sprintf("the message of key %q", *key)
+		err, what = intake.CancelByKey(ctx, pool, key), fmt.Sprintf("the message of key %q", key)
 	}
 	if nc := (*intake.NotCancellable)(nil); errors.As(err, &nc) {
 		fmt.Fprintf(stderr, "herald cancel: %s is %s\n", what, nc.Status)
@@ -236,29 +221,36 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// messageArg parses the flags of a command that names one message, by an ID argument
-// or by the --idempotency-key flag fs defines as key (exactly one of them): the id,
-// or 0 with *key set. When not ok, code is the exit code (usage printed).
-func messageArg(fs *flag.FlagSet, args []string, key *string, stderr io.Writer) (id int64, code int, ok bool) {
+// messageArg parses the arguments of a command that names one message: an ID, or
+// --idempotency-key KEY (exactly one); about follows the usage lines. It returns the
+// id, or 0 and the key; when not ok, code is the exit code (usage printed).
+func messageArg(name, about string, args []string, stderr io.Writer) (id int64, key string, code int, ok bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&key, "idempotency-key", "", "the key the message was enqueued with (instead of ID)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s ID\n       %s --idempotency-key KEY\n\n%s\n", name, name, about)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0, exitOK, false
+			return 0, "", exitOK, false
 		}
-		return 0, exitUsage, false
+		return 0, "", exitUsage, false
 	}
 	switch {
-	case fs.NArg() == 1 && *key == "":
+	case fs.NArg() == 1 && key == "":
 		n, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "%s: %q is not a message id\n", fs.Name(), fs.Arg(0))
-			return 0, exitUsage, false
+			fmt.Fprintf(stderr, "%s: %q is not a message id\n", name, fs.Arg(0))
+			return 0, "", exitUsage, false
 		}
-		return n, exitOK, true
-	case fs.NArg() == 0 && *key != "":
-		return 0, exitOK, true
+		return n, "", exitOK, true
+	case fs.NArg() == 0 && key != "":
+		return 0, key, exitOK, true
 	}
 	fs.Usage()
-	return 0, exitUsage, false
+	return 0, "", exitUsage, false
 }
 
 // runStats is `herald stats`: herald.queue_stats as a table.
