@@ -58,3 +58,58 @@ SELECT 'lag ' || lag FROM herald.consumer_lag WHERE group_name = 'walkthrough';
 		}
 	}
 }
+
+// Every relative link of the Markdown docs reaches a file of the repository, and a
+// link to a heading (#…) reaches a heading of that file, as GitHub names them (lower
+// case, punctuation dropped, spaces as hyphens): a renamed heading or a moved page
+// fails here, not in a reader's browser.
+func TestDocsLinksResolve(t *testing.T) {
+	root := testdb.RepoRoot()
+	pages, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	pages = append(pages, filepath.Join(root, "README.md"), filepath.Join(root, "bench", "README.md"),
+		filepath.Join(root, "sql", "schema", "README.md"))
+	heading := regexp.MustCompile(`(?m)^#+ (.*)$`)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	slug := func(h string) string {
+		h = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`).ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), "")
+		return strings.ReplaceAll(h, " ", "-")
+	}
+	anchors := map[string]map[string]bool{}
+	read := func(path string) string {
+		body, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(body)
+	}
+	for _, p := range pages {
+		anchors[p] = map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(read(p), -1) {
+			anchors[p][slug(m[1])] = true
+		}
+	}
+	checked := 0
+	for _, p := range pages {
+		for _, m := range link.FindAllStringSubmatch(read(p), -1) {
+			target, frag, _ := strings.Cut(m[1], "#")
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path := p
+			if target != "" {
+				path = filepath.Join(filepath.Dir(p), target)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links to %s, which does not exist", p[len(root)+1:], m[1])
+				continue
+			}
+			if frag != "" && anchors[path] != nil && !anchors[path][frag] {
+				t.Errorf("%s links to %s, a heading %s does not have", p[len(root)+1:], m[1], target)
+			}
+			checked++
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d links checked: the link pattern is wrong", checked)
+	}
+}
