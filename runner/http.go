@@ -17,6 +17,12 @@ func (r *Runner) CountDeliveryEvents(source string, counts map[string]int) {
 	addCounts(r.m.events, source, counts)
 }
 
+// CountIntakeRequest adds one answer of the HTTP intake (intake.Config's Counted) to
+// herald_intake_requests_total.
+func (r *Runner) CountIntakeRequest(token string, status int, code string) {
+	countIntake(r.m.intake, token, status, code)
+}
+
 // addCounts adds counts by event name under source to c.
 func addCounts(c *prometheus.CounterVec, source string, counts map[string]int) {
 	for event, n := range counts {
@@ -25,23 +31,30 @@ func addCounts(c *prometheus.CounterVec, source string, counts map[string]int) {
 }
 
 // ServeMetrics is the /metrics of a process that serves HTTP endpoints without
-// delivering (herald serve): the Go runtime and process collectors and what its
-// delivery-event endpoints recorded (herald_delivery_events_received_total).
+// delivering (herald serve): the Go runtime and process collectors, what its
+// delivery-event endpoints recorded (herald_delivery_events_received_total) and what
+// its intake answered (herald_intake_requests_total).
 type ServeMetrics struct {
 	reg    *prometheus.Registry
 	events *prometheus.CounterVec
+	intake *prometheus.CounterVec
 }
 
 // NewServeMetrics returns a ServeMetrics with its own registry.
 func NewServeMetrics() *ServeMetrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &ServeMetrics{reg: reg, events: deliveryEvents(reg)}
+	return &ServeMetrics{reg: reg, events: deliveryEvents(reg), intake: intakeRequests(reg)}
 }
 
 // CountDeliveryEvents is Runner.CountDeliveryEvents for herald serve.
 func (m *ServeMetrics) CountDeliveryEvents(source string, counts map[string]int) {
 	addCounts(m.events, source, counts)
+}
+
+// CountIntakeRequest is Runner.CountIntakeRequest for herald serve.
+func (m *ServeMetrics) CountIntakeRequest(token string, status int, code string) {
+	countIntake(m.intake, token, status, code)
 }
 
 // Handler serves the Prometheus exposition.

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -13,6 +15,7 @@ type instruments struct {
 	sent          *prometheus.CounterVec
 	failed        *prometheus.CounterVec
 	events        *prometheus.CounterVec
+	intake        *prometheus.CounterVec
 	duplicates    prometheus.Counter
 	released      prometheus.Counter
 	leaseExtended prometheus.Counter
@@ -44,6 +47,24 @@ func deliveryEvents(reg *prometheus.Registry) *prometheus.CounterVec {
 	return c
 }
 
+// intakeRequests registers herald_intake_requests_total in reg: the HTTP intake's
+// answers by token, status and error code, in herald run and herald serve.
+func intakeRequests(reg *prometheus.Registry) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_intake_requests_total",
+		Help: "Requests the HTTP intake answered, by token name (empty: open intake or no valid token), HTTP status and error code (none: a success)."},
+		[]string{"token", "status", "code"})
+	reg.MustRegister(c)
+	return c
+}
+
+// countIntake adds one answer of the intake to c.
+func countIntake(c *prometheus.CounterVec, token string, status int, code string) {
+	if code == "" {
+		code = "none"
+	}
+	c.WithLabelValues(token, strconv.Itoa(status), code).Inc()
+}
+
 func newInstruments() *instruments {
 	reg := prometheus.NewRegistry()
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
@@ -68,6 +89,7 @@ func newInstruments() *instruments {
 		sent:          counterVec("herald_sent_total", "Messages delivered and completed.", "channel"),
 		failed:        counterVec("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
 		events:        deliveryEvents(reg),
+		intake:        intakeRequests(reg),
 		duplicates:    counter("herald_duplicates_total", "Reports that matched no row: the lease was lost, so the message may be delivered twice."),
 		released:      counter("herald_released_total", "Messages given back unsent at shutdown."),
 		leaseExtended: counter("herald_lease_extended_total", "Leases extended for slow sends."),

@@ -40,7 +40,8 @@ func waitHTTP(t *testing.T, addr string) {
 }
 
 // `herald serve` is the intake alone: it accepts a message (202), answers /healthz,
-// counts the delivery events its endpoints record in /metrics, and exits 0 on SIGTERM. `herald run` with HERALD_INTAKE=off serves no intake.
+// counts its answers (by token, status and code) and the delivery events its
+// endpoints record in /metrics, and exits 0 on SIGTERM. `herald run` with HERALD_INTAKE=off serves no intake.
 func TestServeAndIntakeOff(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
@@ -56,6 +57,9 @@ func TestServeAndIntakeOff(t *testing.T) {
 		map[string]string{"Authorization": "Bearer tok-SECRET-serve"}, &ok); code != 202 || ok.ID == 0 {
 		t.Fatalf("herald serve: %d %+v", code, ok)
 	}
+	do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail, map[string]string{"Authorization": "Bearer guess"}, nil)
+	do(t, "POST", "http://"+addr+"/v1/messages", "application/json", `{"channel":"sms","recipient":"555","payload":{"text":"x"}}`,
+		map[string]string{"Authorization": "Bearer tok-SECRET-serve"}, nil)
 	key, _ := webhook.DecodeSecret(eventsSecret)
 	body := fmt.Sprintf(`[{"event_id":"e1","message_id":%d,"event":"delivered"}]`, ok.ID)
 	ts := time.Now().Unix()
@@ -70,6 +74,13 @@ func TestServeAndIntakeOff(t *testing.T) {
 	}
 	exposed, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	for _, want := range []string{`herald_intake_requests_total{code="none",status="202",token="svc"} 1`,
+		`herald_intake_requests_total{code="unauthorized",status="401",token=""} 1`,
+		`herald_intake_requests_total{code="invalid_recipient",status="400",token="svc"} 1`} {
+		if !bytes.Contains(exposed, []byte(want)) {
+			t.Fatalf("herald serve /metrics lacks %s:\n%s", want, exposed)
+		}
+	}
 	if !bytes.Contains(exposed, []byte(`herald_delivery_events_received_total{event="delivered",source="generic"} 1`)) ||
 		!bytes.Contains(exposed, []byte("process_resident_memory_bytes")) || bytes.Contains(exposed, []byte("SECRET")) {
 		t.Fatalf("herald serve /metrics:\n%s", exposed)

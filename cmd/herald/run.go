@@ -126,7 +126,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", r.Handler())
 		mux.Handle("GET /healthz", r.Handler())
-		evCfg.Counted = r.CountDeliveryEvents
+		evCfg.Counted, in.counted = r.CountDeliveryEvents, r.CountIntakeRequest
 		if err := registerServices(ctx, mux, pool, settings, in, consoleToken, evCfg, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: %v\n", err)
 			return exitUsage

@@ -32,6 +32,8 @@ type intakeFlags struct {
 	// quotaRetry is the Retry-After of a refusal for max_pending: the runners' count
 	// interval (herald run's --quota-interval; HERALD_QUOTA_INTERVAL for herald serve).
 	quotaRetry *time.Duration
+	// counted receives every answer of the intake (the process's /metrics).
+	counted func(token string, status int, code string)
 }
 
 func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
@@ -118,7 +120,7 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 		}
 	}
 	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate,
-		QuotaRetry: *f.quotaRetry, Logger: logger})
+		QuotaRetry: *f.quotaRetry, Logger: logger, Counted: f.counted})
 	return nil
 }
 
@@ -214,7 +216,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer pool.Close()
 	mux := http.NewServeMux()
 	metrics := runner.NewServeMetrics()
-	evCfg.Counted = metrics.CountDeliveryEvents
+	evCfg.Counted, in.counted = metrics.CountDeliveryEvents, metrics.CountIntakeRequest
 	mux.Handle("GET /metrics", metrics.Handler())
 	if err := registerServices(ctx, mux, pool, settings, in, consoleToken, evCfg, logger); err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)

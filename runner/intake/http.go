@@ -49,6 +49,10 @@ type Config struct {
 	QuotaRetry time.Duration
 	// Logger receives errors that are not the client's fault (default slog.Default()).
 	Logger *slog.Logger
+	// Counted, when set, is told of every answered request: the token's name ("" when
+	// open or without a valid token), the HTTP status, and the error's code ("" for a
+	// success) — for /metrics (herald_intake_requests_total).
+	Counted func(token string, status int, code string)
 }
 
 // Defaults of Config (Rate's is the command line's: a Config's zero Rate is no limit).
@@ -136,10 +140,31 @@ type caller struct {
 	q     Querier
 }
 
+// counted is a ResponseWriter that keeps the status and the error code answered, for
+// Config.Counted.
+type counted struct {
+	http.ResponseWriter
+	status int
+	code   string
+}
+
+func (c *counted) WriteHeader(status int) {
+	c.status = status
+	c.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap gives http.ResponseController the server's writer.
+func (c *counted) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
 // auth finds the request's token and runs next for its caller (the pool itself when
-// the intake is open), or answers 401.
+// the intake is open), or answers 401; Config.Counted is told of the answer.
 func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		w := &counted{ResponseWriter: rw, status: http.StatusOK}
+		token := ""
+		if h.cfg.Counted != nil {
+			defer func() { h.cfg.Counted(token, w.status, w.code) }()
+		}
 		if len(h.cfg.Tokens) == 0 {
 			next(w, r, caller{q: h.pool})
 			return
@@ -156,6 +181,7 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 			writeError(w, http.StatusUnauthorized, &InputError{Code: "unauthorized", Message: "a valid bearer token is required"})
 			return
 		}
+		token = match.Name
 		next(w, r, caller{token: match.Name, q: AsProducer(h.pool, match.Name)})
 	}
 }
@@ -188,7 +214,11 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 			Message: "the body must be application/json"})
 		return nil, false
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	inner := w // the server's own writer, so that an oversized body also closes the connection
+	if c, ok := w.(*counted); ok {
+		inner = c.ResponseWriter
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(inner, r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -405,6 +435,9 @@ func (h *handler) fail(w http.ResponseWriter, err error) {
 }
 
 func writeError(w http.ResponseWriter, status int, e *InputError) {
+	if c, ok := w.(*counted); ok {
+		c.code = e.Code
+	}
 	writeJSON(w, status, map[string]*InputError{"error": e})
 }
 
