@@ -29,6 +29,7 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	recipient := fs.String("recipient", "", "e-mail address, E.164 number, …")
 	payload := fs.String("payload", "", `payload as a JSON object, e.g. '{"subject":"Hi","text":"Hello"}'`)
 	runAt := fs.String("run-at", "", "when to send (RFC 3339); default now")
+	expiresAt := fs.String("expires-at", "", "not sent by then (RFC 3339): the message ends expired; default due + the channel's ttl")
 	priority := fs.String("priority", "", "lower first: 0..100, or down to the producer's min_priority in herald.producers; default 0")
 	idem := fs.String("idempotency-key", "", "a repeat returns the first id")
 	orderingKey := fs.String("ordering-key", "", "messages with the same key go one at a time, in order")
@@ -73,7 +74,7 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			}
 			msg[k] = json.RawMessage(*v)
 		}
-		for k, v := range map[string]string{"run_at": *runAt, "priority": *priority, "idempotency_key": *idem,
+		for k, v := range map[string]string{"run_at": *runAt, "expires_at": *expiresAt, "priority": *priority, "idempotency_key": *idem,
 			"ordering_key": *orderingKey, "max_attempts": *maxAttempts} {
 			if v != "" {
 				msg[k] = v

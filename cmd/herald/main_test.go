@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/herald/herald/runner/sender/webhook"
 	heraldsql "github.com/herald/herald/sql"
@@ -119,6 +120,19 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 		t.Fatalf("stats table:\n%s", out)
 	}
 
+	deadline := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	code, out, errOut = run(t, "enqueue", "--channel", "sms", "--recipient", "+14155550199", "--payload", `{"text":"code 1"}`,
+		"--expires-at", deadline.Format(time.RFC3339))
+	if code != exitOK {
+		t.Fatalf("enqueue --expires-at: %d %q", code, errOut)
+	}
+	if code, out, _ = run(t, "status", strings.TrimSpace(out)); code != exitOK || !strings.Contains(out, "expires_at           "+deadline.Format(time.RFC3339Nano)) {
+		t.Fatalf("status of a message with --expires-at %s: %q", deadline.Format(time.RFC3339), out)
+	}
+	if code, _, _ = run(t, "enqueue", "--channel", "sms", "--recipient", "+14155550199", "--payload", `{"text":"x"}`,
+		"--expires-at", "tomorrow"); code != exitUsage {
+		t.Fatalf("enqueue --expires-at tomorrow: exit %d", code)
+	}
 	// herald cancel: by key, again by id (still cancelled), a message being sent (exit
 	// 1, saying so), an unknown one, bad input.
 	if code, out, errOut = run(t, "cancel", "--idempotency-key", "cli-1"); code != exitOK || out != "cancelled\n" {
