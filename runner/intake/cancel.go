@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrNotCancellable is returned by Cancel and CancelByKey for a message that is being
@@ -38,19 +35,6 @@ func Cancel(ctx context.Context, q Querier, id int64) error {
 // key of the wrong length is an *InputError (invalid_idempotency_key).
 func CancelByKey(ctx context.Context, q Querier, key string) error {
 	return cancelled(ctx, q, `SELECT herald.cancel(idempotency_key => $1)`, key)
-}
-
-// keyError is err of a call by id or idempotency key: herald's validation errors as
-// *InputError, and a key PostgreSQL cannot hold (a NUL) as invalid_idempotency_key.
-func keyError(err error) error {
-	if ie, ok := AsInputError(err); ok {
-		return ie
-	}
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") {
-		return &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key", Message: "idempotency_key: " + pg.Message}
-	}
-	return err
 }
 
 func cancelled(ctx context.Context, q Querier, sql string, arg any) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -117,4 +118,17 @@ func Unavailable(err error) bool {
 
 func badJSON(field, format string, args ...any) *InputError {
 	return &InputError{Code: "invalid_json", Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// keyError is err of a call by id or idempotency key: herald's validation errors as
+// *InputError, and a key PostgreSQL cannot hold (a NUL) as invalid_idempotency_key.
+func keyError(err error) error {
+	if ie, ok := AsInputError(err); ok {
+		return ie
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") {
+		return &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key", Message: "idempotency_key: " + pg.Message}
+	}
+	return err
 }

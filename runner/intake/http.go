@@ -323,7 +323,7 @@ func (h *handler) getByKey(w http.ResponseWriter, r *http.Request, c caller) {
 func (h *handler) status(w http.ResponseWriter, s *Status, err error, field string) {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: field, Message: "no such message"})
+		notFound(w, field)
 	case err != nil:
 		h.fail(w, err)
 	default:
@@ -364,6 +364,11 @@ func keyParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return keys[0], true
 }
 
+// notFound answers 404 for a message, named by field, that the caller does not have.
+func notFound(w http.ResponseWriter, field string) {
+	writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: field, Message: "no such message"})
+}
+
 // cancelled answers a cancel's err: 200 with found and the status when nil.
 func (h *handler) cancelled(w http.ResponseWriter, err error, found map[string]any, field, what string) {
 	var nc *NotCancellable
@@ -372,7 +377,7 @@ func (h *handler) cancelled(w http.ResponseWriter, err error, found map[string]a
 		found["status"] = "cancelled"
 		writeJSON(w, http.StatusOK, found)
 	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, &InputError{Code: "not_found", Field: field, Message: "no such message"})
+		notFound(w, field)
 	case errors.As(err, &nc):
 		writeError(w, http.StatusConflict, &InputError{Code: "not_cancellable", Field: field,
 			Message: fmt.Sprintf("%s is %s", what, nc.Status), Status: nc.Status})
