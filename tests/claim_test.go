@@ -108,49 +108,6 @@ func TestClaimChannelsTakeTurns(t *testing.T) {
 	}
 }
 
-// A producer's backlog holds back only the producers of its lane (hashtext(producer)
-// & 15): the newsletter's 1,000 due messages, older than the password reset enqueued
-// after them at the same priority, do not make the reset wait for all of them. Claims
-// take the lanes in turns, so the reset is in one of the first 16 claims of 10
-// (one after another, 100 would go first); the newsletter still gets every claim's
-// leftover room, and each lane stays in (run_at, id) order.
-func TestAProducersBacklogHoldsBackOnlyItsLane(t *testing.T) {
-	_, pool := setup(t)
-	if l := scalar[string](t, pool, `SELECT (hashtext('newsletter') & 15) || ' ' || (hashtext('intake:acme') & 15)`); l != "6 5" {
-		t.Fatalf("the producers' lanes are %s; the test needs two different ones", l)
-	}
-	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
-		SELECT 'newsletter', 'email', 'u' || g || '@example.com', '{"subject":"s","text":"t"}', $1::timestamptz - interval '1 hour' + g * interval '1 ms',
-		       5, $1, 'infinity'
-		FROM generate_series(1, 1000) g`, t0)
-	reset := scalar[int64](t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, max_attempts, created_at, expires_at)
-		VALUES ('intake:acme', 'email', 'ana@example.com', '{"subject":"reset","text":"t"}', $1, 5, $1, 'infinity') RETURNING id`, t0)
-	claims, newsletter := 0, 0
-	for found := false; !found; {
-		got := claim(t, pool, 10, t0)
-		if len(got) != 10 {
-			t.Fatalf("claim %d took %d, want a full batch", claims, len(got))
-		}
-		claims++
-		for _, c := range got {
-			if c.ID == reset {
-				found = true
-			} else {
-				newsletter++
-			}
-		}
-		if claims > 16 {
-			t.Fatalf("the reset was not among the first 16 claims: it waits behind another producer's backlog")
-		}
-	}
-	// Each lane in its own order: the newsletter's oldest were taken.
-	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages p WHERE p.status = 'processing' AND EXISTS (
-		SELECT FROM herald.messages q WHERE q.status = 'queued' AND q.producer = p.producer AND q.run_at < p.run_at)`); n != 0 {
-		t.Fatalf("%d claimed messages had an older queued message of their producer", n)
-	}
-	t.Logf("the reset came in claim %d, after %d of the newsletter's", claims, newsletter)
-}
-
 // Bad arguments to claim_batch: 22V12 with the argument named.
 func TestClaimRejectsBadArguments(t *testing.T) {
 	ctx, pool := setup(t)

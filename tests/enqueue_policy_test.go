@@ -125,8 +125,7 @@ func TestDemotedProducerRunsBehindOthers(t *testing.T) {
 	}
 
 	// A backlog stored before the demotion is moved behind the others as docs/sql.md
-	// says, and claims follow at once (before, alice's message took turns with it:
-	// TestAProducersBacklogHoldsBackOnlyItsLane).
+	// says, and claims follow at once.
 	mustExec(t, pool, `UPDATE herald.producers SET min_priority = 0 WHERE producer = 'herald_test_bulk'`)
 	mustExec(t, pool, `UPDATE herald.messages SET priority = 0 WHERE producer = 'herald_test_bulk'`)
 	if _, err := bulk.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
@@ -134,6 +133,9 @@ func TestDemotedProducerRunsBehindOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := scalar[int64](t, alice, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}')`)
+	if got := scalar[[]int64](t, pool, `SELECT array_agg(id) FROM herald.claim_batch('w', 1)`); slices.Equal(got, []int64{later}) {
+		t.Fatalf("alice's %d came first before the backlog was moved", later)
+	}
 	mustExec(t, pool, `UPDATE herald.messages SET priority = 50 WHERE producer = 'herald_test_bulk' AND status IN ('queued', 'held')`)
 	if got := scalar[[]int64](t, pool, `SELECT array_agg(id) FROM herald.claim_batch('w', 1)`); !slices.Equal(got, []int64{later}) {
 		t.Fatalf("claimed %v after the backlog was moved, want alice's %d", got, later)

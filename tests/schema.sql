@@ -1428,10 +1428,10 @@ COMMENT ON FUNCTION herald._punycode(label text) IS 'Private: the RFC 3492 Punyc
 
 
 --
--- Name: _ready(text[], integer[], integer, integer, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _ready(text[], integer[], integer, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, first_lane integer, from_priority integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
+CREATE FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -1439,52 +1439,30 @@ DECLARE
   v_left integer := _ready.n;
   v_caps integer[] := _ready.caps;
   v_priority integer := _ready.from_priority - 1;
-  v_due integer[]; -- (channel index - 1) * 16 + lane + 1 of each due lane
+  v_due integer[];
   v_k integer := cardinality(_ready.channels);
   v_i integer;
-  v_lane integer;
   v_got integer;
 BEGIN
   LOOP
-    -- The next queued priority in which a lane of a channel with tokens left has a due
-    -- message, and those lanes: one statement walks the priorities in between (a
-    -- priority that holds only scheduled messages costs probes, not a scan).
+    -- The next queued priority in which a channel with tokens left has a due message,
+    -- and those channels: one statement walks the priorities in between (a priority
+    -- that holds only scheduled messages costs a probe per channel, not a scan).
     WITH RECURSIVE walk (p, due) AS (
       SELECT v_priority, '{}'::integer[]
       UNION ALL
-      SELECT n.p, ARRAY(SELECT (c.i::integer - 1) * 16 + l.lane + 1
+      SELECT n.p, ARRAY(SELECT c.i::integer
                         FROM unnest(_ready.channels, v_caps) WITH ORDINALITY AS c (name, cap, i)
-                        -- The lanes with entries at this priority, by a skip scan: a probe
-                        -- of messages_claim_idx per lane present, and one more.
-                        CROSS JOIN LATERAL (
-                          WITH RECURSIVE lanes (lane) AS (
-                            SELECT (SELECT hashtext(m.producer) & 15 FROM herald.messages m
-                                    WHERE m.status = 'queued' AND m.priority = n.p
-                                      AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
-                                    ORDER BY hashtext(m.producer) & 15
-                                    LIMIT 1)
-                            UNION ALL
-                            SELECT (SELECT hashtext(m.producer) & 15 FROM herald.messages m
-                                    WHERE m.status = 'queued' AND m.priority = n.p
-                                      AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
-                                      AND (hashtext(m.producer) & 15) > s.lane
-                                    ORDER BY hashtext(m.producer) & 15
-                                    LIMIT 1)
-                            FROM lanes s
-                            WHERE s.lane IS NOT NULL
-                          )
-                          SELECT s.lane FROM lanes s WHERE s.lane IS NOT NULL
-                        ) AS l
-                        WHERE c.cap >= 1
-                          -- A due message in the lane: a scalar subquery in the index's
-                          -- order, a probe whatever the statistics.
-                          AND (SELECT true FROM herald.messages m
-                               WHERE m.status = 'queued' AND m.priority = n.p
-                                 AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
-                                 AND (hashtext(m.producer) & 15) = l.lane
-                                 AND m.run_at <= _ready.now
-                               ORDER BY m.run_at
-                               LIMIT 1))
+                        WHERE c.cap >= 1 AND (
+                          -- A scalar subquery, not EXISTS, and in the index's order: a
+                          -- probe of messages_claim_idx per channel whatever the
+                          -- statistics (else a hash join, or another index, may be chosen).
+                          SELECT true FROM herald.messages m
+                          WHERE m.status = 'queued' AND m.priority = n.p
+                            AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
+                            AND m.run_at <= _ready.now
+                          ORDER BY m.run_at
+                          LIMIT 1))
       FROM walk w
       CROSS JOIN LATERAL (SELECT min(m.priority) AS p FROM herald.messages m
                           WHERE m.status = 'queued' AND m.priority > w.p) AS n
@@ -1494,38 +1472,33 @@ BEGIN
     EXIT WHEN v_priority IS NULL;
     FOR t IN 0 .. v_k - 1 LOOP
       v_i := (_ready.first - 1 + t) % v_k + 1;
-      FOR u IN 0 .. 15 LOOP
-        v_lane := (_ready.first_lane + u) % 16;
-        CONTINUE WHEN NOT ((v_i - 1) * 16 + v_lane + 1) = ANY (v_due);
-        EXIT WHEN v_caps[v_i] < 1;
-        RETURN QUERY
-        SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
-        FROM herald.messages m
-        WHERE m.status = 'queued'
-          AND m.priority = v_priority
-          AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
-          AND m.channel = _ready.channels[v_i]
-          AND (hashtext(m.producer) & 15) = v_lane
-          AND m.run_at <= _ready.now
-          AND m.expires_at > _ready.now
-          -- Held messages are not in the index; this check covers the few a race left
-          -- queued behind an earlier pending message of their key.
-          AND (m.ordering_key IS NULL OR NOT EXISTS (
-                SELECT 1 FROM herald.messages e
-                WHERE e.producer = m.producer
-                  AND e.ordering_key = m.ordering_key
-                  AND e.id < m.id
-                  AND e.finished_at IS NULL))
-        ORDER BY m.run_at, m.id
-        LIMIT least(v_left, v_caps[v_i])
-        FOR NO KEY UPDATE SKIP LOCKED;
-        GET DIAGNOSTICS v_got = ROW_COUNT;
-        v_left := v_left - v_got;
-        v_caps[v_i] := v_caps[v_i] - v_got;
-        IF v_left = 0 THEN
-          RETURN;
-        END IF;
-      END LOOP;
+      CONTINUE WHEN NOT v_i = ANY (v_due);
+      RETURN QUERY
+      SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
+      FROM herald.messages m
+      WHERE m.status = 'queued'
+        AND m.priority = v_priority
+        AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
+        AND m.channel = _ready.channels[v_i]
+        AND m.run_at <= _ready.now
+        AND m.expires_at > _ready.now
+        -- Held messages are not in the index; this check covers the few a race left
+        -- queued behind an earlier pending message of their key.
+        AND (m.ordering_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM herald.messages e
+              WHERE e.producer = m.producer
+                AND e.ordering_key = m.ordering_key
+                AND e.id < m.id
+                AND e.finished_at IS NULL))
+      ORDER BY m.run_at, m.id
+      LIMIT least(v_left, v_caps[v_i])
+      FOR NO KEY UPDATE SKIP LOCKED;
+      GET DIAGNOSTICS v_got = ROW_COUNT;
+      v_left := v_left - v_got;
+      v_caps[v_i] := v_caps[v_i] - v_got;
+      IF v_left = 0 THEN
+        RETURN;
+      END IF;
     END LOOP;
   END LOOP;
 END
@@ -1533,10 +1506,10 @@ $$;
 
 
 --
--- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, first_lane integer, from_priority integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, first_lane integer, from_priority integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels and producers'' lanes in turns (FOR NO KEY UPDATE SKIP LOCKED).';
+COMMENT ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR NO KEY UPDATE SKIP LOCKED).';
 
 
 --
@@ -2538,14 +2511,12 @@ BEGIN
 
   RETURN QUERY
   WITH ready AS (
-    -- Channels take turns being first within a priority, and producers' lanes within a
-    -- channel, one claim after another (the token), so a backlog on one channel, or of
-    -- one producer, does not hold back the others.
+    -- Channels take turns being first within a priority, one claim after another (the
+    -- token), so a backlog on one channel does not hold back the others.
     SELECT r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, caps => v_caps, n => claim_batch.batch_size,
-                       first => (v_token % cardinality(v_channels))::integer + 1,
-                       first_lane => (v_token / cardinality(v_channels) % 16)::integer,
-                       from_priority => v_priority, now => claim_batch.now) AS r
+                       first => (v_token % cardinality(v_channels))::integer + 1, from_priority => v_priority,
+                       now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
     FROM ready r
@@ -5258,7 +5229,7 @@ CREATE INDEX log_statements_pending_idx ON herald.log_statements USING btree (se
 -- Name: messages_claim_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, hashtext(channel), ((hashtext(producer) & 15)), run_at, id) WHERE (status = 'queued'::text);
+CREATE INDEX messages_claim_idx ON herald.messages USING btree (priority, hashtext(channel), run_at, id) WHERE (status = 'queued'::text);
 
 
 --
@@ -5653,10 +5624,10 @@ REVOKE ALL ON FUNCTION herald._punycode(label text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, first_lane integer, from_priority integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, first_lane integer, from_priority integer, now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) FROM PUBLIC;
 
 
 --

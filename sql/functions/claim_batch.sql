@@ -2,16 +2,16 @@
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
 -- all), not paused and within its rate (the whole tokens of its herald.rate_buckets
 -- row, for all runners together), no earlier message of its producer's ordering_key
--- pending (such a one is 'held'). Lowest priority first; within a priority channels,
--- and within a channel producers' lanes, take turns being first, each in (run_at, id)
--- order (herald._ready). They become processing, attempts + 1, lease_expires_at = now
--- + lease (NULL: the channel's), under one new lease_token (the fencing token of
--- complete/fail/extend_lease). One whose recipient is suppressed ends 'suppressed'
--- instead (a log event), so a call may return fewer rows than it selected; an e-mail's
--- suppressed copies (cc, bcc) are left out of the payload returned. Index:
--- messages_claim_idx, messages_ordering_key_idx, messages_pkey. Locks: the claimed rows,
--- and the buckets of rate-limited channels, until the transaction ends: call it in
--- autocommit, never during a send. Errors: 22V12 worker (empty, over 200 chars),
+-- pending (such a one is 'held'). Lowest priority first; within a priority the
+-- channels take turns being first, each in (run_at, id) order (herald._ready). They
+-- become processing, attempts + 1, lease_expires_at = now + lease (NULL: the channel's),
+-- under one new lease_token (the fencing token of complete/fail/extend_lease). One whose
+-- recipient is suppressed ends 'suppressed' instead (a log event), so a call may return
+-- fewer rows than it selected; an e-mail's suppressed copies (cc, bcc) are left out of
+-- the payload returned (herald._unsuppressed_copies). Index: messages_claim_idx,
+-- messages_ordering_key_idx, messages_pkey. Locks: the claimed rows, and the buckets
+-- of rate-limited channels (their claims take turns), until the transaction ends: call
+-- it in autocommit, never during a send. Errors: 22V12 worker (empty, over 200 chars),
 -- batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; the generic plan.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
@@ -110,14 +110,12 @@ BEGIN
 
   RETURN QUERY
   WITH ready AS (
-    -- Channels take turns being first within a priority, and producers' lanes within a
-    -- channel, one claim after another (the token), so a backlog on one channel, or of
-    -- one producer, does not hold back the others.
+    -- Channels take turns being first within a priority, one claim after another (the
+    -- token), so a backlog on one channel does not hold back the others.
     SELECT r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, caps => v_caps, n => claim_batch.batch_size,
-                       first => (v_token % cardinality(v_channels))::integer + 1,
-                       first_lane => (v_token / cardinality(v_channels) % 16)::integer,
-                       from_priority => v_priority, now => claim_batch.now) AS r
+                       first => (v_token % cardinality(v_channels))::integer + 1, from_priority => v_priority,
+                       now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
     FROM ready r

@@ -210,14 +210,12 @@ COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at mo
 COMMENT ON COLUMN herald.messages.last_error_code IS 'Short code of the last failure (SMTP reply, HTTP status, provider error code); producers see it.';
 COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, code, error, worker}.';
 
--- claim_batch (herald._ready): one priority, channel and lane's ready messages in
--- (run_at, id) order. A lane is hashtext(producer) & 15: producers hashed into 16
--- lanes that claims take in turns, so one producer's backlog holds back only the
--- producers of its lane. hashtext(channel) is a fixed-width stand-in for the name, so
--- the entry has fixed offsets; a query tests hashtext(channel) and channel both. Held
--- messages (waiting for an earlier one of their ordering key) are not in it.
-CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), (hashtext(producer) & 15), run_at, id)
-  WHERE status = 'queued';
+-- claim_batch (herald._ready): one priority and channel's ready messages in (run_at,
+-- id) order. hashtext(channel) is a fixed-width stand-in for the name, so run_at and id
+-- keep fixed offsets in the entry; a query tests hashtext(channel) and channel both.
+-- Held messages (waiting for an earlier one of their ordering key) are not in it, so a
+-- key's backlog is not read by every claim.
+CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), run_at, id) WHERE status = 'queued';
 -- reap_stale: expired leases.
 CREATE INDEX messages_lease_expiry_idx ON herald.messages (lease_expires_at) WHERE status = 'processing';
 -- enqueue: a key is unique per producer; lookup of the first id of a repeat. Keys and
