@@ -191,7 +191,8 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 		return twilio.New(twilio.Config{AccountSID: str("ACCOUNT_SID"), AuthToken: ev.secret(prefix + "AUTH_TOKEN"),
 			APIKeySID: str("API_KEY_SID"), APIKeySecret: ev.secret(prefix + "API_KEY_SECRET"),
 			From: str("FROM"), MessagingServiceSID: str("MESSAGING_SERVICE_SID"), BaseURL: str("URL"),
-			StatusCallback: str("STATUS_CALLBACK"), Timeout: duration("TIMEOUT", 10*time.Second), RootCAs: roots})
+			StatusCallback: str("STATUS_CALLBACK"), SmartEncoded: ev.boolean(prefix+"SMART_ENCODED", false),
+			Timeout: duration("TIMEOUT", 10*time.Second), RootCAs: roots})
 	default: // webhook: the channel's own secrets (two while rotating), one allow-list for the runner
 		roots, err := sender.LoadCAFile(str("CA_FILE"))
 		if err != nil {

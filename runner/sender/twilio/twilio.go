@@ -1,7 +1,7 @@
 // Package twilio delivers SMS through the Twilio Messages API
 // (POST /2010-04-01/Accounts/{AccountSid}/Messages.json, form-encoded To, From or
 // MessagingServiceSid, Body, MediaUrl (MMS: the payload's media_urls), StatusCallback
-// when configured, ValidityPeriod when the message's deadline is under 10 hours away
+// and SmartEncoded when configured, ValidityPeriod when the message's deadline is under 10 hours away
 // (Twilio drops it then, error 30036, rather than deliver it late); HTTP Basic auth
 // with the Account SID and auth token, or with an API key SID and secret). The
 // provider id is the message SID. Failures are
@@ -46,6 +46,11 @@ type Config struct {
 	// added as the herald_id parameter: Twilio posts the message's delivery status
 	// there (herald's /v1/events/twilio, runner/events).
 	StatusCallback string
+	// SmartEncoded asks Twilio to replace Unicode characters that have a GSM-7 look-alike
+	// (curly quotes, dashes, …) before counting segments: a text of 160 characters with
+	// one curly quote is then one segment, not three. Off by default: it changes the
+	// text as written.
+	SmartEncoded bool
 	// From is the sending number (E.164); MessagingServiceSID may be used instead.
 	From                string
 	MessagingServiceSID string
@@ -123,6 +128,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	}
 	if s.cfg.StatusCallback != "" {
 		form.Set("StatusCallback", callbackURL(s.cfg.StatusCallback, m.ID))
+	}
+	if s.cfg.SmartEncoded {
+		form.Set("SmartEncoded", "true")
 	}
 	req, err := s.request(ctx, http.MethodPost, "/Messages.json", strings.NewReader(form.Encode()))
 	if err != nil {

@@ -129,7 +129,7 @@ func TestTwilioReusesConnectionsAndTrustsItsCA(t *testing.T) {
 // MMS media, the status callback and API-key credentials: MediaUrl once per URL, a
 // media-only message without Body, StatusCallback on every message; the key
 // authenticates instead of the auth token. The start check reads the account and
-// looks the From number up among the account's.
+// looks the From number up among the account's. SmartEncoded only when configured.
 func TestTwilioMediaCallbackAndAPIKey(t *testing.T) {
 	t.Parallel()
 	srv, rec := sendertest.FakeTwilio(t)
@@ -146,8 +146,17 @@ func TestTwilioMediaCallbackAndAPIKey(t *testing.T) {
 	}
 	f := rec.Forms()[0]
 	if got := f["MediaUrl"]; len(got) != 2 || got[1] != "https://example.com/b.png" || f.Has("Body") ||
-		f.Get("StatusCallback") != "https://herald.example.com/v1/events/twilio?herald_id=1" {
+		f.Get("StatusCallback") != "https://herald.example.com/v1/events/twilio?herald_id=1" || f.Has("SmartEncoded") {
 		t.Fatalf("form %v", f)
+	}
+	// Smart encoding only when configured: it changes the text as written.
+	smart, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL, SmartEncoded: true})
+	if _, err := smart.Send(ctx, sender.Message{ID: 2, Channel: "sms", Recipient: "+14155550100",
+		Payload: json.RawMessage(`{"text":"“Hi” — your code is 123456"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if f := rec.Forms()[1]; f.Get("SmartEncoded") != "true" || f.Get("Body") != "“Hi” — your code is 123456" {
+		t.Fatalf("smart-encoded form %v", f)
 	}
 	if err := s.Check(ctx); err != nil {
 		t.Fatalf("check with the API key: %v", err)
