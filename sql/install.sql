@@ -29,6 +29,7 @@
 {{ template "functions/_key_hash.sql" . }}
 {{ template "functions/_suppression_key.sql" . }}
 {{ template "functions/_mailbox_key.sql" . }}
+{{ template "functions/_over_budget.sql" . }}
 {{ template "functions/_suppression.sql" . }}
 {{ template "functions/_copies.sql" . }}
 {{ template "functions/_unsuppressed_copies.sql" . }}
@@ -44,7 +45,6 @@
 {{ template "functions/_named_producer.sql" . }}
 {{ template "functions/_check_pauser.sql" . }}
 {{ template "functions/_producer.sql" . }}
-{{ template "functions/_owner.sql" . }}
 {{ template "functions/_own_message.sql" . }}
 {{ template "functions/_refuse_clock.sql" . }}
 {{ template "functions/_check_clock.sql" . }}

@@ -1090,23 +1090,41 @@ COMMENT ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) IS 'Pr
 
 
 --
+-- Name: _over_budget(timestamp with time zone, timestamp with time zone, interval, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer) RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT clear_at - now - recipient_window / recipient_limit * recipient_limit
+$$;
+
+
+--
+-- Name: FUNCTION _over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer) IS 'Private: how far a recipient''s budget runs past its channel''s recipient_limit (above zero: over).';
+
+
+--
 -- Name: _own_message(bigint, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
 CREATE FUNCTION herald._own_message(id bigint, idempotency_key text) RETURNS bigint
     LANGUAGE plpgsql STABLE
     AS $$
-DECLARE
-  v_owner text;
 BEGIN
   IF (_own_message.id IS NULL) = (_own_message.idempotency_key IS NULL) THEN
     PERFORM herald._reject(code => '22V12', field => CASE WHEN _own_message.id IS NULL THEN 'id' ELSE 'idempotency_key' END,
                            message => 'give either id or idempotency_key');
   END IF;
   IF _own_message.id IS NOT NULL THEN
-    v_owner := herald._owner();
-    RETURN (SELECT m.id FROM herald.messages m
-            WHERE m.id = _own_message.id AND (v_owner IS NULL OR m.producer = v_owner));
+    IF coalesce(current_setting('herald.producer', true), '') = ''
+       AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN
+      RETURN (SELECT m.id FROM herald.messages m WHERE m.id = _own_message.id);
+    END IF;
+    RETURN (SELECT m.id FROM herald.messages m WHERE m.id = _own_message.id AND m.producer = herald._producer());
   END IF;
   IF length(_own_message.idempotency_key) NOT BETWEEN 1 AND 255 THEN
     PERFORM herald._reject(code => '22V09', field => 'idempotency_key', message => 'must be 1 to 255 characters');
@@ -1122,26 +1140,6 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._own_message(id bigint, idempotency_key text) IS 'Private: the caller''s message by id or idempotency key (NULL: none of its own).';
-
-
---
--- Name: _owner(); Type: FUNCTION; Schema: herald; Owner: -
---
-
-CREATE FUNCTION herald._owner() RETURNS text
-    LANGUAGE sql STABLE
-    AS $$
-  SELECT CASE WHEN coalesce(current_setting('herald.producer', true), '') = ''
-                   AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN NULL
-              ELSE herald._producer() END
-$$;
-
-
---
--- Name: FUNCTION _owner(); Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON FUNCTION herald._owner() IS 'Private: the producer whose messages the caller may read and cancel; NULL for an admin naming none (all).';
 
 
 --
@@ -2034,7 +2032,8 @@ BEGIN
   SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
   FROM spent k
   JOIN herald.channels c ON c.name = k.channel
-  WHERE k.clear_at > _spend_recipients.now + c.recipient_window / c.recipient_limit * c.recipient_limit; -- lim steps
+  WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
+                            recipient_window => c.recipient_window, recipient_limit => c.recipient_limit) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
     SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.recipient_limit AS lim, c.recipient_window AS span
     INTO v_over
@@ -3563,7 +3562,7 @@ $$;
 -- Name: FUNCTION purge(older_than interval, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) IS 'Delete finished messages and delivery events older than a bound.';
+COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) IS 'Delete finished messages and delivery events older than a bound, and recipients'' budgets whole again.';
 
 
 --
@@ -3682,9 +3681,11 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', channel));
   END IF;
-  -- One more message moves clear_at on by a step; it may not pass now + the window.
-  SELECT extract(epoch FROM greatest(b.clear_at, recipient_wait.now) + v_channel.recipient_window / v_channel.recipient_limit
-                             - recipient_wait.now - v_channel.recipient_window / v_channel.recipient_limit * v_channel.recipient_limit)
+  -- One more message moves clear_at on by a step; the wait is how far that runs over.
+  SELECT extract(epoch FROM herald._over_budget(
+           clear_at => greatest(b.clear_at, recipient_wait.now) + v_channel.recipient_window / v_channel.recipient_limit,
+           now => recipient_wait.now, recipient_window => v_channel.recipient_window,
+           recipient_limit => v_channel.recipient_limit))
   INTO v_seconds
   FROM herald.recipient_buckets b
   WHERE b.channel = v_channel.name
@@ -5582,17 +5583,17 @@ REVOKE ALL ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) FRO
 
 
 --
+-- Name: FUNCTION _over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _own_message(id bigint, idempotency_key text); Type: ACL; Schema: herald; Owner: -
 --
 
 REVOKE ALL ON FUNCTION herald._own_message(id bigint, idempotency_key text) FROM PUBLIC;
-
-
---
--- Name: FUNCTION _owner(); Type: ACL; Schema: herald; Owner: -
---
-
-REVOKE ALL ON FUNCTION herald._owner() FROM PUBLIC;
 
 
 --

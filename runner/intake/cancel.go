@@ -2,13 +2,8 @@ package intake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
-
-// ErrNotCancellable is returned by Cancel and CancelByKey for a message that is being
-// sent or has finished otherwise than cancelled; NotCancellable.Status says which.
-var ErrNotCancellable = errors.New("message cannot be cancelled")
 
 // NotCancellable is the error of a cancel that found the message in a state that
 // cannot be cancelled.
@@ -19,9 +14,6 @@ type NotCancellable struct {
 
 // Error says the state.
 func (e *NotCancellable) Error() string { return fmt.Sprintf("the message is %s", e.Status) }
-
-// Is makes errors.Is(err, ErrNotCancellable) true.
-func (e *NotCancellable) Is(target error) bool { return target == ErrNotCancellable }
 
 // Cancel withdraws the caller's message id with herald.cancel on q (a pool, a
 // connection, the caller's transaction, or AsProducer's Querier): nil when it is

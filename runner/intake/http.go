@@ -302,9 +302,8 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request, c caller) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_id", Field: "id", Message: "id: must be a positive integer"})
+	id, ok := pathID(w, r)
+	if !ok {
 		return
 	}
 	s, err := GetStatus(r.Context(), c.q, id)
@@ -334,9 +333,8 @@ func (h *handler) status(w http.ResponseWriter, s *Status, err error, field stri
 // cancel withdraws a message by id: 200 cancelled, 409 being sent or finished, 404
 // unknown or another producer's.
 func (h *handler) cancel(w http.ResponseWriter, r *http.Request, c caller) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_id", Field: "id", Message: "id: must be a positive integer"})
+	id, ok := pathID(w, r)
+	if !ok {
 		return
 	}
 	if h.allow(w, c, 1) {
@@ -351,6 +349,16 @@ func (h *handler) cancelByKey(w http.ResponseWriter, r *http.Request, c caller) 
 		h.cancelled(w, CancelByKey(r.Context(), c.q, key), map[string]any{"idempotency_key": key},
 			"idempotency_key", "the message of that key")
 	}
+}
+
+// pathID reads the {id} of a request's path, or answers 400.
+func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		writeError(w, http.StatusBadRequest, &InputError{Code: "invalid_id", Field: "id", Message: "id: must be a positive integer"})
+		return 0, false
+	}
+	return id, true
 }
 
 // keyParam reads the one ?idempotency_key= of a request by key, or answers 400.

@@ -1,8 +1,8 @@
 -- herald._own_message(id, idempotency_key) — the id of the caller's message named by
 -- exactly one of `id` or the `idempotency_key` it was enqueued with, or NULL when the
--- caller has no such message. By id: a message of herald._owner() (every message for
--- an admin naming no producer); by key: always one of herald._producer()'s own (keys
--- are per producer). For herald.status and herald.cancel. Errors: 22V12 id (neither
+-- caller has no such message. By id: a message of herald._producer(), or any message
+-- for a member of herald_admin that names no producer; by key: always one of
+-- herald._producer()'s own (keys are per producer). For herald.status and herald.cancel. Errors: 22V12 id (neither
 -- given) or idempotency_key (both given); 22V09 idempotency_key (empty, over 255
 -- characters). Index: the primary key, messages_idempotency_key_idx. Locks: none.
 CREATE OR REPLACE FUNCTION herald._own_message(id bigint, idempotency_key text)
@@ -10,17 +10,17 @@ RETURNS bigint
 LANGUAGE plpgsql
 STABLE
 AS $$
-DECLARE
-  v_owner text;
 BEGIN
   IF (_own_message.id IS NULL) = (_own_message.idempotency_key IS NULL) THEN
     PERFORM herald._reject(code => '22V12', field => CASE WHEN _own_message.id IS NULL THEN 'id' ELSE 'idempotency_key' END,
                            message => 'give either id or idempotency_key');
   END IF;
   IF _own_message.id IS NOT NULL THEN
-    v_owner := herald._owner();
-    RETURN (SELECT m.id FROM herald.messages m
-            WHERE m.id = _own_message.id AND (v_owner IS NULL OR m.producer = v_owner));
+    IF coalesce(current_setting('herald.producer', true), '') = ''
+       AND pg_has_role(herald._caller(), 'herald_admin', 'MEMBER') THEN
+      RETURN (SELECT m.id FROM herald.messages m WHERE m.id = _own_message.id);
+    END IF;
+    RETURN (SELECT m.id FROM herald.messages m WHERE m.id = _own_message.id AND m.producer = herald._producer());
   END IF;
   IF length(_own_message.idempotency_key) NOT BETWEEN 1 AND 255 THEN
     PERFORM herald._reject(code => '22V09', field => 'idempotency_key', message => 'must be 1 to 255 characters');

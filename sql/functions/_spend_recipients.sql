@@ -1,8 +1,8 @@
 -- herald._spend_recipients(specs, barred, single, now) — count the messages just stored
 -- against their recipients' budgets (herald.recipient_buckets) on channels with a
 -- recipient_limit: each moves the recipient's clear_at on by recipient_window /
--- recipient_limit from greatest(clear_at, now). A clear_at left past now +
--- recipient_window refuses the call with 53400 'recipient' (or 'messages[i].recipient',
+-- recipient_limit from greatest(clear_at, now). A budget left over the limit
+-- (herald._over_budget) refuses the call with 53400 'recipient' (or 'messages[i].recipient',
 -- the first message to it); the caller's transaction then undoes it all. NULL specs
 -- (repeats) and the positions in barred (suppressed) count nothing. Called by
 -- herald._enqueue after it stored the messages. Rows are locked in (channel, recipient)
@@ -41,7 +41,8 @@ BEGIN
   SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
   FROM spent k
   JOIN herald.channels c ON c.name = k.channel
-  WHERE k.clear_at > _spend_recipients.now + c.recipient_window / c.recipient_limit * c.recipient_limit; -- lim steps
+  WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
+                            recipient_window => c.recipient_window, recipient_limit => c.recipient_limit) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
     SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.recipient_limit AS lim, c.recipient_window AS span
     INTO v_over

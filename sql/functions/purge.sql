@@ -35,4 +35,4 @@ $$;
 REVOKE ALL ON FUNCTION herald.purge(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.purge(interval, timestamptz) TO herald_admin;
 COMMENT ON FUNCTION herald.purge(interval, timestamptz) IS
-  'Delete finished messages and delivery events older than a bound.';
+  'Delete finished messages and delivery events older than a bound, and recipients'' budgets whole again.';

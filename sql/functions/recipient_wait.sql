@@ -25,9 +25,11 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', channel));
   END IF;
-  -- One more message moves clear_at on by a step; it may not pass now + the window.
-  SELECT extract(epoch FROM greatest(b.clear_at, recipient_wait.now) + v_channel.recipient_window / v_channel.recipient_limit
-                             - recipient_wait.now - v_channel.recipient_window / v_channel.recipient_limit * v_channel.recipient_limit)
+  -- One more message moves clear_at on by a step; the wait is how far that runs over.
+  SELECT extract(epoch FROM herald._over_budget(
+           clear_at => greatest(b.clear_at, recipient_wait.now) + v_channel.recipient_window / v_channel.recipient_limit,
+           now => recipient_wait.now, recipient_window => v_channel.recipient_window,
+           recipient_limit => v_channel.recipient_limit))
   INTO v_seconds
   FROM herald.recipient_buckets b
   WHERE b.channel = v_channel.name
