@@ -9,7 +9,8 @@
 //	go run ./bench provider [-latency D] [-rate N]   (the deliver scenario's fake provider, alone)
 //
 // Scenarios: enqueue-single, enqueue-batch (scenarios.go), deliver (deliver.go: real
-// providers' senders against a slow HTTPS fake; run it by name), drain (with the runners'
+// providers' senders against a slow HTTPS fake; run it by name), callbacks
+// (callbacks.go: dispatch_callbacks against a plain log consumer; by name), drain (with the runners'
 // memory), latency and soak; the defaults are the quick version `make bench` runs
 // (under 3 minutes on 2 cores), flags choose the full sizes. The database is
 // DATABASE_URL, or the project-local cluster started by tests/devdb.sh; the bench
@@ -33,32 +34,33 @@ import (
 
 // options are the command-line settings shared by every scenario.
 type options struct {
-	duration        time.Duration
-	warmup          time.Duration
-	conns           int
-	rounds          int
-	batch           int
-	jsonPath        string
-	outDir          string
-	runners         int
-	runnerBatch     int
-	drainMessages   int
-	drainBaseline   string
-	drainRounds     int
-	producers       int
-	latencyRates    []int
-	latencyDuration time.Duration
-	latencyBaseline bool
-	soakDuration    time.Duration
-	soakHold        time.Duration
-	soakRate        int
-	soakSample      time.Duration
-	soakWindow      time.Duration
-	deliverMessages int
-	deliverLatency  time.Duration
-	deliverRate     int
-	deliverConfigs  string
-	deliverProvider string
+	duration         time.Duration
+	warmup           time.Duration
+	conns            int
+	rounds           int
+	batch            int
+	jsonPath         string
+	outDir           string
+	runners          int
+	runnerBatch      int
+	drainMessages    int
+	drainBaseline    string
+	drainRounds      int
+	producers        int
+	latencyRates     []int
+	latencyDuration  time.Duration
+	latencyBaseline  bool
+	soakDuration     time.Duration
+	soakHold         time.Duration
+	soakRate         int
+	soakSample       time.Duration
+	soakWindow       time.Duration
+	deliverMessages  int
+	deliverLatency   time.Duration
+	deliverRate      int
+	deliverConfigs   string
+	deliverProvider  string
+	callbackMessages int
 }
 
 func main() {
@@ -93,6 +95,7 @@ func main() {
 	flag.StringVar(&o.deliverConfigs, "deliver-configs", "fixed16,1,2,4", "deliver: the runs, in order: fixed16 (one runner, 16 sends at once) or a number of runners with the defaults")
 	flag.StringVar(&o.deliverProvider, "deliver-provider", "", `deliver: "URL CAFILE" of a provider another process serves (bench provider), instead of one of its own`)
 	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
+	flag.IntVar(&o.callbackMessages, "callback-messages", 20000, "callbacks: messages sent per round, each called back once (an accepted and a sent event each)")
 	flag.StringVar(&o.jsonPath, "json", "bench/out/results.json", "where to write the results as JSON")
 	flag.StringVar(&o.outDir, "out", "bench/out", "where to write the SVG charts")
 	flag.Usage = func() {

@@ -19,6 +19,7 @@ var scenarios = map[string]scenario{
 	"enqueue-batch":  enqueueBatch,
 	"drain":          drain,
 	"deliver":        deliver,
+	"callbacks":      callbacks,
 	"latency":        latency,
 	"soak":           soak,
 }

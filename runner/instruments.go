@@ -23,6 +23,8 @@ type instruments struct {
 	leaseLapsed   prometheus.Counter
 	expiredUnsent prometheus.Counter
 	reaped        prometheus.Counter
+	callbacks     prometheus.Counter
+	setAside      prometheus.Counter
 	notifications prometheus.Counter
 	listenerUp    prometheus.Gauge
 	inflight      prometheus.Gauge
@@ -97,6 +99,9 @@ func newInstruments() *instruments {
 		leaseLapsed:   counter("herald_lease_lapsed_unsent_total", "Messages not sent because their lease lapsed while they waited."),
 		expiredUnsent: counter("herald_expired_unsent_total", "Claimed messages not sent because they expired while they waited."),
 		reaped:        counter("herald_reaped_total", "Expired leases taken back by this runner's reap_stale calls."),
+		callbacks:     counter("herald_callbacks_total", "Status callbacks this runner's herald.dispatch_callbacks calls enqueued."),
+		setAside: counter("herald_callbacks_set_aside_total",
+			"Log events whose callback was refused (the producer's callback channel changed), set aside in herald.consumer_dead_letters."),
 		notifications: counter("herald_notifications_total", "NOTIFY herald_queue received."),
 		listenerUp:    gauge("herald_listener_connected", "1 while the LISTEN connection is up."),
 		inflight:      gauge("herald_inflight_messages", "Messages claimed and not yet reported."),

@@ -13,9 +13,9 @@ import (
 const reaperLockKey int64 = 0x6865_7261_6c64_01 // "herald" 1
 
 // maintain runs the periodic work: reap_stale (one runner at a time), log_sequence
-// (so the ordered log moves on when no consumer reads) and refresh_statistics (so
-// that no connection keeps a plan made while the tables were small) every poll
-// interval, the queue-depth sample, the probe of paused channels and count_producers.
+// (so the ordered log moves on when no consumer reads), dispatch_callbacks and
+// refresh_statistics (so that no connection keeps a plan made while the tables were
+// small) every poll interval, the queue-depth sample, the probe of paused channels and count_producers.
 func (r *Runner) maintain(ctx context.Context) {
 	reap := time.NewTicker(r.cfg.ReapInterval)
 	defer reap.Stop()
@@ -39,6 +39,7 @@ func (r *Runner) maintain(ctx context.Context) {
 			if _, err := r.pool.Exec(ctx, `SELECT herald.log_sequence()`); err != nil && ctx.Err() == nil {
 				r.log.Warn("log_sequence failed", "err", err)
 			}
+			r.dispatchCallbacks(ctx)
 			r.refreshStatistics(ctx)
 		case <-stats.C:
 			r.sampleQueueDepth(ctx)
@@ -91,6 +92,34 @@ func (r *Runner) reapOnce(ctx context.Context) (n int, mine bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// dispatchCallbacks calls herald.dispatch_callbacks until it reads less than a full
+// batch: the status callbacks of producers with a callback_url go into the queue as
+// webhooks. Each call is its own transaction, so a failure undoes only itself and is
+// tried again at the next poll; a call that finds the group held by another runner
+// reads nothing.
+func (r *Runner) dispatchCallbacks(ctx context.Context) {
+	const batch = 1000
+	for {
+		var events, callbacks, setAside int
+		err := r.pool.QueryRow(ctx, `SELECT events, callbacks, set_aside FROM herald.dispatch_callbacks($1)`, batch).
+			Scan(&events, &callbacks, &setAside)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("dispatch_callbacks failed", "err", err)
+			}
+			return
+		}
+		r.m.callbacks.Add(float64(callbacks))
+		if setAside > 0 {
+			r.m.setAside.Add(float64(setAside))
+			r.log.Warn("status callbacks refused and set aside (herald.consumer_dead_letters, group herald.callbacks)", "events", setAside)
+		}
+		if events < batch {
+			return
+		}
+	}
 }
 
 // refreshStatistics calls herald.refresh_statistics and logs what it analyzed.

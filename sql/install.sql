@@ -37,6 +37,9 @@
 {{ template "functions/_outcome_rank.sql" . }}
 {{ template "functions/_event_detail.sql" . }}
 {{ template "functions/_log_detail.sql" . }}
+{{ template "functions/_log_kinds.sql" . }}
+{{ template "functions/_callback_names.sql" . }}
+{{ template "functions/_message_status.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}
 {{ template "functions/_check_not_null.sql" . }}
 {{ template "functions/_check_kind.sql" . }}
@@ -64,6 +67,7 @@
 {{ template "functions/_listening.sql" . }}
 {{ template "functions/_release_after.sql" . }}
 {{ template "functions/_settle_rechecks.sql" . }}
+{{ template "functions/_check_group.sql" . }}
 {{ template "functions/_consumer_partition.sql" . }}
 {{ template "functions/log.sql" . }}
 {{ template "functions/_log_after.sql" . }}
@@ -101,6 +105,7 @@
 {{ template "functions/end_suspension.sql" . }}
 {{ template "functions/producer_wait.sql" . }}
 {{ template "functions/create_consumer_group.sql" . }}
+{{ template "functions/dispatch_callbacks.sql" . }}
 {{ template "functions/log_read.sql" . }}
 {{ template "functions/log_ack.sql" . }}
 {{ template "functions/log_dead_letter.sql" . }}
@@ -108,6 +113,7 @@
 {{ template "functions/consumer_lag.sql" . }}
 {{ template "triggers/messages_notify.sql" . }}
 {{ template "triggers/suppressions_normalize.sql" . }}
+{{ template "triggers/producers_callbacks.sql" . }}
 
 DO $$
 DECLARE

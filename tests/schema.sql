@@ -55,6 +55,37 @@ COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of hera
 
 
 --
+-- Name: message_status; Type: TYPE; Schema: herald; Owner: -
+--
+
+CREATE TYPE herald.message_status AS (
+	message_id bigint,
+	channel text,
+	status text,
+	attempts integer,
+	max_attempts integer,
+	run_at timestamp with time zone,
+	created_at timestamp with time zone,
+	finished_at timestamp with time zone,
+	expires_at timestamp with time zone,
+	last_error_class text,
+	last_error_code text,
+	provider_message_id text,
+	outcome text,
+	outcome_type text,
+	outcome_code text,
+	outcome_at timestamp with time zone
+);
+
+
+--
+-- Name: TYPE message_status; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TYPE herald.message_status IS 'A message as its producer sees it: state, attempts, times, failure class and code, receipt, outcome; no payload, recipient or error text.';
+
+
+--
 -- Name: _address_problem(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -154,6 +185,60 @@ COMMENT ON FUNCTION herald._base64(text text) IS 'Private: whether a text is bas
 
 
 --
+-- Name: _callback_names(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._callback_names(OUT "group" text, OUT producer text) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT 'herald.callbacks', 'herald:callbacks'
+$$;
+
+
+--
+-- Name: FUNCTION _callback_names(OUT "group" text, OUT producer text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._callback_names(OUT "group" text, OUT producer text) IS 'Private: the consumer group and the producer name of status callbacks.';
+
+
+--
+-- Name: _callbacks_group(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._callbacks_group() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  v_group text := (herald._callback_names())."group";
+BEGIN
+  IF EXISTS (SELECT FROM herald.producers p WHERE p.callback_url IS NOT NULL) THEN
+    INSERT INTO herald.consumer_groups (name, partitions, created_at)
+    VALUES (v_group, 1, now())
+    ON CONFLICT (name) DO NOTHING;
+    IF FOUND THEN
+      INSERT INTO herald.consumer_offsets (group_name, partition, committed_offset, updated_at)
+      SELECT v_group, 0, c.next_offset - 1, now() FROM herald.log_counter c;
+    END IF;
+  ELSE
+    DELETE FROM herald.consumer_groups g
+    WHERE g.name = v_group
+      AND NOT EXISTS (SELECT FROM herald.consumer_dead_letters d WHERE d.group_name = v_group);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _callbacks_group(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._callbacks_group() IS 'Private: the function of trigger producers_callbacks_group.';
+
+
+--
 -- Name: _caller(); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -218,6 +303,30 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._check_clock(now timestamp with time zone) IS 'Private: pass the transaction''s now(); anything else goes to herald._refuse_clock (inlined).';
+
+
+--
+-- Name: _check_group(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._check_group("group" text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+BEGIN
+  IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
+    PERFORM herald._reject('22V12', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
+  ELSIF "group" ^@ 'herald.' THEN
+    PERFORM herald._reject('22V12', 'group', format('%L is herald''s own group; read the log with a group of your own', "group"));
+  END IF;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _check_group("group" text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._check_group("group" text) IS 'Private: refuse a malformed consumer group name, or one of herald''s own (herald.*).';
 
 
 --
@@ -325,6 +434,7 @@ CREATE FUNCTION herald._consumer_partition("group" text, partition integer, skip
     LANGUAGE plpgsql
     AS $$
 BEGIN
+  PERFORM herald._check_group("group");
   SELECT g.partitions INTO partitions FROM herald.consumer_groups g WHERE g.name = "group";
   IF NOT FOUND THEN
     PERFORM herald._reject('22V13', 'group', format('unknown consumer group %L', "group"),
@@ -395,10 +505,10 @@ COMMENT ON FUNCTION herald._email_address(recipient text, syntax_checked boolean
 
 
 --
--- Name: _enqueue(herald.message_spec[], timestamp with time zone, boolean); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _enqueue(herald.message_spec[], timestamp with time zone, boolean, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean) RETURNS bigint[]
+CREATE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean, as_producer text DEFAULT NULL::text) RETURNS bigint[]
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -427,7 +537,7 @@ DECLARE
   v_limiting boolean; -- a channel has a recipient_limit
   i integer;
 BEGIN
-  v_policy.producer := herald._producer();
+  v_policy.producer := coalesce(as_producer, herald._producer());
   SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0),
          coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
   INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_full
@@ -540,10 +650,10 @@ $$;
 
 
 --
--- Name: FUNCTION _enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean, as_producer text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean) IS 'Private: the one writer of herald.messages (check, store, log ''accepted''), behind every enqueue function.';
+COMMENT ON FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean, as_producer text) IS 'Private: the one writer of herald.messages (check, store, log ''accepted''), behind every enqueue function.';
 
 
 --
@@ -835,6 +945,24 @@ COMMENT ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_message
 
 
 --
+-- Name: _log_kinds(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._log_kinds() RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT '{accepted,sent,dead,cancelled,expired,suppressed,delivered,deferred,bounced,complained,unsubscribed,undelivered}'::text[]
+$$;
+
+
+--
+-- Name: FUNCTION _log_kinds(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._log_kinds() IS 'Private: the kinds of event in the ordered log.';
+
+
+--
 -- Name: _mailbox(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -925,6 +1053,164 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._message_specs(messages jsonb) IS 'Private: read enqueue_batch elements one by one, naming the first of the wrong shape.';
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: messages; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.messages (
+    id bigint NOT NULL,
+    producer text NOT NULL COLLATE pg_catalog."C",
+    channel text NOT NULL,
+    recipient text NOT NULL,
+    payload jsonb NOT NULL,
+    metadata jsonb,
+    priority smallint DEFAULT 0 NOT NULL,
+    run_at timestamp with time zone NOT NULL,
+    ordering_key text COLLATE pg_catalog."C",
+    idempotency_key text COLLATE pg_catalog."C",
+    status text DEFAULT 'queued'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    lease_token bigint,
+    leased_by text,
+    lease_expires_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone,
+    provider_message_id text,
+    outcome text,
+    outcome_type text,
+    outcome_code text,
+    outcome_at timestamp with time zone,
+    last_error text,
+    last_error_class text,
+    last_error_code text,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
+    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'quota'::text, 'configuration'::text, 'permanent'::text]))),
+    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])) = (finished_at IS NOT NULL))),
+    CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT messages_outcome_known CHECK ((outcome = ANY (ARRAY['delivered'::text, 'deferred'::text, 'bounced'::text, 'complained'::text, 'unsubscribed'::text, 'undelivered'::text]))),
+    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])))
+)
+WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE messages; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
+
+
+--
+-- Name: COLUMN messages.producer; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
+
+
+--
+-- Name: COLUMN messages.priority; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first: -100..100, within the producer''s herald.producers.min_priority..100 (0..100 without a row).';
+
+
+--
+-- Name: COLUMN messages.ordering_key; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.ordering_key IS 'Messages of one producer with the same key are sent one at a time, in id order.';
+
+
+--
+-- Name: COLUMN messages.status; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.status IS 'queued, held (behind an earlier message of its ordering key), processing, or finished: sent, dead, cancelled, expired, suppressed.';
+
+
+--
+-- Name: COLUMN messages.lease_token; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
+
+
+--
+-- Name: COLUMN messages.expires_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
+
+
+--
+-- Name: COLUMN messages.outcome; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
+
+
+--
+-- Name: COLUMN messages.outcome_type; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';
+
+
+--
+-- Name: COLUMN messages.outcome_code; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome_code IS 'The provider''s code for the outcome (SMTP status, Twilio ErrorCode); producers see it.';
+
+
+--
+-- Name: COLUMN messages.last_error; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at most 2,000 characters); never shown to producers.';
+
+
+--
+-- Name: COLUMN messages.last_error_code; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.last_error_code IS 'Short code of the last failure (SMTP reply, HTTP status, provider error code); producers see it.';
+
+
+--
+-- Name: COLUMN messages.errors; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, code, error, worker}.';
+
+
+--
+-- Name: _message_status(herald.messages); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._message_status(m herald.messages) RETURNS herald.message_status
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT m.id, m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
+         m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id,
+         m.outcome, m.outcome_type, m.outcome_code, m.outcome_at
+$$;
+
+
+--
+-- Name: FUNCTION _message_status(m herald.messages); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._message_status(m herald.messages) IS 'Private: a message as its producer sees it (herald.status, status callbacks).';
 
 
 --
@@ -1348,6 +1634,68 @@ COMMENT ON FUNCTION herald._producer() IS 'Private: the producer of the current 
 
 
 --
+-- Name: _producers_callback_check(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._producers_callback_check() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  v_kind text;
+  v_policy herald.producers;
+  v_state text;
+  v_column text;
+  v_message text;
+  v_hint text;
+BEGIN
+  IF NEW.callback_url IS NULL THEN
+    RETURN NEW; -- the constraint producers_callback_whole covers a half-set pair
+  END IF;
+  IF NEW.callback_channel IS NULL THEN
+    PERFORM herald._reject(code => '22V12', field => 'callback_channel', message => 'must be set with callback_url');
+  END IF;
+  v_policy.producer := (herald._callback_names()).producer;
+  IF NEW.producer = v_policy.producer THEN
+    PERFORM herald._reject(code => '22V12', field => 'callback_url',
+      message => format('%L owns the callbacks and is never called back', NEW.producer));
+  END IF;
+  IF cardinality(NEW.callback_events) = 0 OR NOT NEW.callback_events <@ herald._log_kinds() THEN
+    PERFORM herald._reject(code => '22V12', field => 'callback_events',
+      message => format('%s is not a non-empty list of log events', NEW.callback_events),
+      hint => 'events are ' || array_to_string(herald._log_kinds(), ', '));
+  END IF;
+  SELECT c.kind INTO v_kind FROM herald.channels c WHERE c.name = NEW.callback_channel;
+  IF v_kind <> 'webhook' THEN
+    PERFORM herald._reject(code => '22V01', field => 'callback_channel',
+      message => format('channel %L is of kind %s: callbacks go out on a webhook channel', NEW.callback_channel, v_kind));
+  END IF;
+  BEGIN
+    PERFORM herald._validate(spec => ROW(NEW.callback_channel, NEW.callback_url, '{}', NULL, NULL, NULL, NULL, NULL, NULL,
+                                         NULL)::herald.message_spec,
+                             policy => v_policy, now => now(), field_prefix => '');
+  EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_column = COLUMN_NAME, v_message = MESSAGE_TEXT,
+                            v_hint = PG_EXCEPTION_HINT;
+    IF v_column NOT IN ('channel', 'recipient') THEN
+      RAISE;
+    END IF;
+    PERFORM herald._reject(code => v_state, field => CASE v_column WHEN 'channel' THEN 'callback_channel' ELSE 'callback_url' END,
+                           message => substr(v_message, length(v_column) + 3), hint => nullif(v_hint, ''));
+  END;
+  RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _producers_callback_check(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._producers_callback_check() IS 'Private: the function of trigger producers_callbacks.';
+
+
+--
 -- Name: _punycode(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1756,10 +2104,6 @@ $$;
 COMMENT ON FUNCTION herald._release_after(ids bigint[], producers text[], keys text[]) IS 'Private: after messages with ordering keys finished, release the next message of each key, or note the key for reap_stale.';
 
 
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
-
 --
 -- Name: producers; Type: TABLE; Schema: herald; Owner: -
 --
@@ -1781,6 +2125,10 @@ CREATE TABLE herald.producers (
     rated_at timestamp with time zone,
     suspended_until timestamp with time zone,
     suspended_reason text,
+    callback_url text,
+    callback_channel text,
+    callback_events text[],
+    CONSTRAINT producers_callback_whole CHECK ((((callback_url IS NULL) = (callback_channel IS NULL)) AND ((callback_events IS NULL) OR (callback_url IS NOT NULL)))),
     CONSTRAINT producers_max_pending_range CHECK (((max_pending >= 1) AND (max_pending <= 1000000000))),
     CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
     CONSTRAINT producers_rate_min_sent_range CHECK (((rate_min_sent >= 1) AND (rate_min_sent <= 1000000000))),
@@ -1908,6 +2256,27 @@ COMMENT ON COLUMN herald.producers.suspended_until IS 'Set by herald.count_produ
 --
 
 COMMENT ON COLUMN herald.producers.suspended_reason IS 'Why the producer was suspended: the counts and the bound.';
+
+
+--
+-- Name: COLUMN producers.callback_url; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.callback_url IS 'Where herald.dispatch_callbacks posts what happens to the producer''s messages (a webhook on callback_channel); NULL: no callbacks. Checked by trigger producers_callbacks.';
+
+
+--
+-- Name: COLUMN producers.callback_channel; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.callback_channel IS 'The webhook channel the producer''s callbacks go out on (its secrets sign them); set with callback_url.';
+
+
+--
+-- Name: COLUMN producers.callback_events; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted and deferred.';
 
 
 --
@@ -2771,15 +3140,13 @@ COMMENT ON FUNCTION herald.count_producers(now timestamp with time zone) IS 'Cou
 CREATE FUNCTION herald.create_consumer_group("group" text, partitions integer DEFAULT 1, start text DEFAULT 'latest'::text, now timestamp with time zone DEFAULT now()) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => create_consumer_group.now); -- first: a forged clock changes nothing
   existing integer;
   v_start bigint;
 BEGIN
-  IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
-    PERFORM herald._reject('22V12', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
-  END IF;
+  PERFORM herald._check_group("group");
   IF partitions IS NULL OR partitions NOT BETWEEN 1 AND 256 THEN
     PERFORM herald._reject('22V12', 'partitions', format('%s is outside 1..256', coalesce(partitions::text, 'NULL')));
   END IF;
@@ -2813,7 +3180,7 @@ BEGIN
   SELECT "group", p, v_start, now FROM generate_series(0, partitions - 1) p;
   RETURN true;
 END
-$_$;
+$$;
 
 
 --
@@ -2821,6 +3188,105 @@ $_$;
 --
 
 COMMENT ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) IS 'Register a consumer group of herald.log (idempotent).';
+
+
+--
+-- Name: dispatch_callbacks(integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.dispatch_callbacks(max integer DEFAULT 1000, now timestamp with time zone DEFAULT now()) RETURNS TABLE(events integer, callbacks integer, set_aside integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  clock_ok boolean := herald._check_clock(now => dispatch_callbacks.now); -- first: a forged clock changes nothing
+  v_group text := (herald._callback_names())."group";
+  v_owner text := (herald._callback_names()).producer;
+  v_after bigint;
+  v_upto bigint;
+  v_read integer;
+  v_offsets bigint[];
+  v_producers text[];
+  v_specs herald.message_spec[];
+  v_enqueued integer := 0;
+  v_set_aside integer := 0;
+  v_producer text;
+  v_mine herald.message_spec[];
+  v_error text;
+BEGIN
+  IF dispatch_callbacks.max IS NULL OR dispatch_callbacks.max NOT BETWEEN 1 AND 10000 THEN
+    PERFORM herald._reject('22V12', 'max', format('%s is outside 1..10000', coalesce(dispatch_callbacks.max::text, 'NULL')));
+  END IF;
+  SELECT o.committed_offset INTO v_after FROM herald.consumer_offsets o
+  WHERE o.group_name = v_group AND o.partition = 0
+  FOR UPDATE SKIP LOCKED;
+  IF v_after IS NULL THEN
+    RETURN QUERY SELECT 0, 0, 0;
+    RETURN;
+  END IF;
+  IF current_setting('transaction_isolation') = 'read committed' THEN
+    PERFORM herald.log_sequence(10000);
+  END IF;
+
+  WITH e AS MATERIALIZED (SELECT * FROM herald._log_after(v_after, 1, 0, dispatch_callbacks.max))
+  SELECT (SELECT count(*) FROM e), (SELECT max(e."offset") FROM e),
+         array_agg(c."offset" ORDER BY c."offset"), array_agg(c.producer ORDER BY c."offset"),
+         array_agg(c.spec ORDER BY c."offset")
+  INTO v_read, v_upto, v_offsets, v_producers, v_specs
+  FROM (SELECT e."offset", p.producer,
+               ROW(p.callback_channel, p.callback_url,
+                   jsonb_build_object('event', e.kind, 'offset', e."offset", 'at', e.at,
+                                      'idempotency_key', m.idempotency_key,
+                                      'message', to_jsonb(herald._message_status(m))),
+                   NULL, NULL, NULL, 'message:' || m.id, NULL, NULL, NULL)::herald.message_spec AS spec
+        FROM e
+        JOIN herald.messages m ON m.id = e.message_id
+        JOIN herald.producers p ON p.producer = m.producer
+        WHERE p.callback_url IS NOT NULL
+          AND CASE WHEN p.callback_events IS NULL THEN e.kind NOT IN ('accepted', 'deferred')
+                   ELSE e.kind = ANY (p.callback_events) END) AS c;
+
+  IF v_specs IS NOT NULL THEN
+    BEGIN
+      PERFORM herald._enqueue(specs => v_specs, now => dispatch_callbacks.now, single => false, as_producer => v_owner);
+      v_enqueued := cardinality(v_specs);
+    EXCEPTION WHEN data_exception OR insufficient_privilege OR configuration_limit_exceeded THEN
+      FOR v_producer IN SELECT DISTINCT u.p FROM unnest(v_producers) AS u (p) LOOP
+        v_mine := ARRAY(SELECT v_specs[i] FROM generate_subscripts(v_producers, 1) AS i
+                        WHERE v_producers[i] = v_producer ORDER BY i);
+        BEGIN
+          PERFORM herald._enqueue(specs => v_mine, now => dispatch_callbacks.now, single => false, as_producer => v_owner);
+          v_enqueued := v_enqueued + cardinality(v_mine);
+        EXCEPTION WHEN data_exception OR insufficient_privilege OR configuration_limit_exceeded THEN
+          GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
+          INSERT INTO herald.consumer_dead_letters
+            (group_name, partition, "offset", message_id, kind, channel, at, detail, error, dead_at)
+          SELECT v_group, 0, e."offset", e.message_id, e.kind, e.channel, e.at, e.detail,
+                 left(format('callback to producer %s refused: %s', v_producer, v_error), 2000), dispatch_callbacks.now
+          FROM herald._log_after(v_after, 1, 0, dispatch_callbacks.max) AS e
+          WHERE e."offset" = ANY (ARRAY(SELECT v_offsets[i] FROM generate_subscripts(v_producers, 1) AS i
+                                        WHERE v_producers[i] = v_producer));
+          v_set_aside := v_set_aside + cardinality(v_mine);
+        END;
+      END LOOP;
+    END;
+  END IF;
+
+  IF v_upto IS NOT NULL THEN
+    UPDATE herald.consumer_offsets o
+    SET committed_offset = v_upto, updated_at = dispatch_callbacks.now
+    WHERE o.group_name = v_group AND o.partition = 0;
+  END IF;
+  RETURN QUERY SELECT v_read, v_enqueued, v_set_aside;
+END
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_callbacks(max integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.dispatch_callbacks(max integer, now timestamp with time zone) IS 'Status callbacks: turn the log events of producers with a callback_url into signed webhooks to it, each event once.';
 
 
 --
@@ -3373,8 +3839,7 @@ BEGIN
                 AND (s.details IS NULL OR cardinality(s.details) = cardinality(s.message_ids))
                 AND (s.provider_message_ids IS NULL OR cardinality(s.provider_message_ids) = cardinality(s.message_ids))
                 AND (s.attempts IS NULL OR cardinality(s.attempts) = cardinality(s.message_ids))
-                AND s.kind IN ('accepted', 'sent', 'dead', 'cancelled', 'expired', 'suppressed',
-                                 'delivered', 'deferred', 'bounced', 'complained', 'unsubscribed', 'undelivered') AS well_formed
+                AND s.kind = ANY (herald._log_kinds()) AS well_formed
   )
   SELECT coalesce(sum(n.events), 0), min(n.seq) FILTER (WHERE NOT n.well_formed)
   INTO moved, bad
@@ -4077,7 +4542,7 @@ COMMENT ON FUNCTION herald.resume_channel(channel text, by text, now timestamp w
 -- Name: status(bigint, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.status(id bigint DEFAULT NULL::bigint, idempotency_key text DEFAULT NULL::text) RETURNS TABLE(message_id bigint, channel text, status text, attempts integer, max_attempts integer, run_at timestamp with time zone, created_at timestamp with time zone, finished_at timestamp with time zone, expires_at timestamp with time zone, last_error_class text, last_error_code text, provider_message_id text, outcome text, outcome_type text, outcome_code text, outcome_at timestamp with time zone)
+CREATE FUNCTION herald.status(id bigint DEFAULT NULL::bigint, idempotency_key text DEFAULT NULL::text) RETURNS SETOF herald.message_status
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4085,11 +4550,7 @@ DECLARE
   v_id bigint := herald._own_message(id => status.id, idempotency_key => status.idempotency_key);
 BEGIN
   RETURN QUERY
-  SELECT m.id, m.channel, m.status, m.attempts, m.max_attempts, m.run_at, m.created_at,
-         m.finished_at, m.expires_at, m.last_error_class, m.last_error_code, m.provider_message_id,
-         m.outcome, m.outcome_type, m.outcome_code, m.outcome_at
-  FROM herald.messages m
-  WHERE m.id = v_id;
+  SELECT s.* FROM herald.messages m, herald._message_status(m) s WHERE m.id = v_id;
 END
 $$;
 
@@ -4540,140 +5001,6 @@ CREATE VIEW herald.consumer_lag AS
 --
 
 COMMENT ON VIEW herald.consumer_lag IS 'Consumer group progress against the end of herald.log.';
-
-
---
--- Name: messages; Type: TABLE; Schema: herald; Owner: -
---
-
-CREATE TABLE herald.messages (
-    id bigint NOT NULL,
-    producer text NOT NULL COLLATE pg_catalog."C",
-    channel text NOT NULL,
-    recipient text NOT NULL,
-    payload jsonb NOT NULL,
-    metadata jsonb,
-    priority smallint DEFAULT 0 NOT NULL,
-    run_at timestamp with time zone NOT NULL,
-    ordering_key text COLLATE pg_catalog."C",
-    idempotency_key text COLLATE pg_catalog."C",
-    status text DEFAULT 'queued'::text NOT NULL,
-    attempts integer DEFAULT 0 NOT NULL,
-    max_attempts integer NOT NULL,
-    lease_token bigint,
-    leased_by text,
-    lease_expires_at timestamp with time zone,
-    created_at timestamp with time zone NOT NULL,
-    expires_at timestamp with time zone NOT NULL,
-    finished_at timestamp with time zone,
-    provider_message_id text,
-    outcome text,
-    outcome_type text,
-    outcome_code text,
-    outcome_at timestamp with time zone,
-    last_error text,
-    last_error_class text,
-    last_error_code text,
-    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
-    CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
-    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'quota'::text, 'configuration'::text, 'permanent'::text]))),
-    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])) = (finished_at IS NOT NULL))),
-    CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT messages_outcome_known CHECK ((outcome = ANY (ARRAY['delivered'::text, 'deferred'::text, 'bounced'::text, 'complained'::text, 'unsubscribed'::text, 'undelivered'::text]))),
-    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])))
-)
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
-
-
---
--- Name: TABLE messages; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
-
-
---
--- Name: COLUMN messages.producer; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
-
-
---
--- Name: COLUMN messages.priority; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first: -100..100, within the producer''s herald.producers.min_priority..100 (0..100 without a row).';
-
-
---
--- Name: COLUMN messages.ordering_key; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.ordering_key IS 'Messages of one producer with the same key are sent one at a time, in id order.';
-
-
---
--- Name: COLUMN messages.status; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.status IS 'queued, held (behind an earlier message of its ordering key), processing, or finished: sent, dead, cancelled, expired, suppressed.';
-
-
---
--- Name: COLUMN messages.lease_token; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
-
-
---
--- Name: COLUMN messages.expires_at; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
-
-
---
--- Name: COLUMN messages.outcome; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
-
-
---
--- Name: COLUMN messages.outcome_type; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';
-
-
---
--- Name: COLUMN messages.outcome_code; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.outcome_code IS 'The provider''s code for the outcome (SMTP status, Twilio ErrorCode); producers see it.';
-
-
---
--- Name: COLUMN messages.last_error; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at most 2,000 characters); never shown to producers.';
-
-
---
--- Name: COLUMN messages.last_error_code; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.last_error_code IS 'Short code of the last failure (SMTP reply, HTTP status, provider error code); producers see it.';
-
-
---
--- Name: COLUMN messages.errors; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, code, error, worker}.';
 
 
 --
@@ -5283,6 +5610,34 @@ COMMENT ON TRIGGER _900_messages_notify ON herald.messages IS 'Wakes runners and
 
 
 --
+-- Name: producers producers_callbacks; Type: TRIGGER; Schema: herald; Owner: -
+--
+
+CREATE TRIGGER producers_callbacks BEFORE INSERT OR UPDATE OF callback_url, callback_channel, callback_events ON herald.producers FOR EACH ROW EXECUTE FUNCTION herald._producers_callback_check();
+
+
+--
+-- Name: TRIGGER producers_callbacks ON producers; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TRIGGER producers_callbacks ON herald.producers IS 'Refuses a callback_url, callback_channel or callback_events a status callback could not be enqueued with.';
+
+
+--
+-- Name: producers producers_callbacks_group; Type: TRIGGER; Schema: herald; Owner: -
+--
+
+CREATE TRIGGER producers_callbacks_group AFTER INSERT OR DELETE OR UPDATE OF callback_url ON herald.producers FOR EACH STATEMENT EXECUTE FUNCTION herald._callbacks_group();
+
+
+--
+-- Name: TRIGGER producers_callbacks_group ON producers; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TRIGGER producers_callbacks_group ON herald.producers IS 'Keeps the consumer group of herald.dispatch_callbacks while a producer has a callback_url.';
+
+
+--
 -- Name: suppressions suppressions_normalize; Type: TRIGGER; Schema: herald; Owner: -
 --
 
@@ -5310,6 +5665,14 @@ ALTER TABLE ONLY herald.consumer_dead_letters
 
 ALTER TABLE ONLY herald.consumer_offsets
     ADD CONSTRAINT consumer_offsets_group_name_fkey FOREIGN KEY (group_name) REFERENCES herald.consumer_groups(name) ON DELETE CASCADE;
+
+
+--
+-- Name: producers producers_callback_channel_fkey; Type: FK CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.producers
+    ADD CONSTRAINT producers_callback_channel_fkey FOREIGN KEY (callback_channel) REFERENCES herald.channels(name) ON UPDATE CASCADE;
 
 
 --
@@ -5369,6 +5732,20 @@ REVOKE ALL ON FUNCTION herald._base64(text text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _callback_names(OUT "group" text, OUT producer text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._callback_names(OUT "group" text, OUT producer text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _callbacks_group(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._callbacks_group() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _caller(); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -5387,6 +5764,13 @@ REVOKE ALL ON FUNCTION herald._check_arrays(fields text[], lengths integer[], re
 --
 
 REVOKE ALL ON FUNCTION herald._check_clock(now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_group("group" text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._check_group("group" text) FROM PUBLIC;
 
 
 --
@@ -5439,10 +5823,10 @@ REVOKE ALL ON FUNCTION herald._email_address(recipient text, syntax_checked bool
 
 
 --
--- Name: FUNCTION _enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean, as_producer text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._enqueue(specs herald.message_spec[], now timestamp with time zone, single boolean, as_producer text) FROM PUBLIC;
 
 
 --
@@ -5513,6 +5897,13 @@ GRANT ALL ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_messa
 
 
 --
+-- Name: FUNCTION _log_kinds(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._log_kinds() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _mailbox(value text); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -5531,6 +5922,20 @@ REVOKE ALL ON FUNCTION herald._mailbox_key(kind text, recipient text) FROM PUBLI
 --
 
 REVOKE ALL ON FUNCTION herald._message_specs(messages jsonb) FROM PUBLIC;
+
+
+--
+-- Name: TABLE messages; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.messages TO herald_admin;
+
+
+--
+-- Name: FUNCTION _message_status(m herald.messages); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._message_status(m herald.messages) FROM PUBLIC;
 
 
 --
@@ -5615,6 +6020,13 @@ REVOKE ALL ON FUNCTION herald._payload_problem(kind text, payload jsonb) FROM PU
 --
 
 REVOKE ALL ON FUNCTION herald._producer() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _producers_callback_check(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._producers_callback_check() FROM PUBLIC;
 
 
 --
@@ -5823,6 +6235,15 @@ GRANT ALL ON FUNCTION herald.count_producers(now timestamp with time zone) TO he
 REVOKE ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) TO herald_consumer;
 GRANT ALL ON FUNCTION herald.create_consumer_group("group" text, partitions integer, start text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION dispatch_callbacks(max integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.dispatch_callbacks(max integer, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.dispatch_callbacks(max integer, now timestamp with time zone) TO herald_worker;
+GRANT ALL ON FUNCTION herald.dispatch_callbacks(max integer, now timestamp with time zone) TO herald_admin;
 
 
 --
@@ -6124,13 +6545,6 @@ GRANT ALL ON TABLE herald.log_statements TO herald_admin;
 
 GRANT SELECT ON TABLE herald.consumer_lag TO herald_consumer;
 GRANT SELECT ON TABLE herald.consumer_lag TO herald_admin;
-
-
---
--- Name: TABLE messages; Type: ACL; Schema: herald; Owner: -
---
-
-GRANT ALL ON TABLE herald.messages TO herald_admin;
 
 
 --

@@ -188,9 +188,11 @@ class Runner:
         while not self.stop.is_set():
             if self.listener is None:
                 self.listen()
-            if time.monotonic() >= next_maintenance:  # duties: reap crashed runners' leases, sequence the log
+            if time.monotonic() >= next_maintenance:  # duties: reap crashed runners' leases, sequence the log, call back
                 self.claims.execute("SELECT herald.reap_stale()")
                 self.claims.execute("SELECT herald.log_sequence()")
+                while self.claims.execute("SELECT events FROM herald.dispatch_callbacks(1000)").fetchone()[0] == 1000:
+                    pass
                 next_maintenance = time.monotonic() + POLL
             free = CONCURRENCY - len(self.flights)
             if free > 0 and self.claim(free) == free:

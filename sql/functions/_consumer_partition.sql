@@ -3,7 +3,7 @@
 -- return (partitions of the group, committed_offset). With skip_locked, a row held by
 -- another transaction (another consumer of the group on this partition) gives
 -- committed_offset NULL instead of waiting.
--- Errors: 22V13 group (unknown consumer group), 22V14 partition (outside
+-- Errors: 22V12 group (herald._check_group), 22V13 group (unknown consumer group), 22V14 partition (outside
 -- 0..partitions-1). Locks: the offset row, FOR UPDATE.
 CREATE OR REPLACE FUNCTION herald._consumer_partition(
   "group" text,
@@ -15,6 +15,7 @@ CREATE OR REPLACE FUNCTION herald._consumer_partition(
 LANGUAGE plpgsql
 AS $$
 BEGIN
+  PERFORM herald._check_group("group");
   SELECT g.partitions INTO partitions FROM herald.consumer_groups g WHERE g.name = "group";
   IF NOT FOUND THEN
     PERFORM herald._reject('22V13', 'group', format('unknown consumer group %L', "group"),

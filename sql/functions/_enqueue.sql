@@ -1,7 +1,7 @@
--- herald._enqueue(specs, now, single) — the one writer of herald.messages: check and
+-- herald._enqueue(specs, now, single, as_producer) — the one writer of herald.messages:
 -- store messages and their 'accepted' log event, all or nothing; ids in input order
--- (`now` other than now() is herald_admin's). Each belongs to herald._producer(), on a
--- channel open to it (channels.producers); its herald.producers row gives the most
+-- (`now` other than now() is herald_admin's). Each belongs to as_producer (only status
+-- callbacks name one) or herald._producer(), on a channel open to it (channels.producers); its herald.producers row gives the most
 -- urgent priority (none: 0; above 0 the default), the e-mail from it may set, and
 -- 53400 'producer' when count_producers found it at max_pending, or it is suspended
 -- (unless all are repeats). A repeated idempotency key (per producer, herald._repeats)
@@ -13,7 +13,8 @@
 -- channel's recipient_limit is applied (herald._spend_recipients, 53400 'recipient').
 -- REPEATABLE READ: a repeat committed after the snapshot is 23505. Locks: ROW EXCLUSIVE
 -- on messages, log_statements; those of the helpers. Index: producers' primary key.
-CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean)
+CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean,
+                                          as_producer text DEFAULT NULL)
 RETURNS bigint[]
 LANGUAGE plpgsql
 VOLATILE
@@ -44,7 +45,7 @@ DECLARE
   v_limiting boolean; -- a channel has a recipient_limit
   i integer;
 BEGIN
-  v_policy.producer := herald._producer();
+  v_policy.producer := coalesce(as_producer, herald._producer());
   SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0),
          coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
   INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_full
@@ -155,6 +156,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._enqueue(herald.message_spec[], timestamptz, boolean) FROM PUBLIC;
-COMMENT ON FUNCTION herald._enqueue(herald.message_spec[], timestamptz, boolean) IS
+REVOKE ALL ON FUNCTION herald._enqueue(herald.message_spec[], timestamptz, boolean, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._enqueue(herald.message_spec[], timestamptz, boolean, text) IS
   'Private: the one writer of herald.messages (check, store, log ''accepted''), behind every enqueue function.';

@@ -7,8 +7,8 @@
 -- ordering_key (or recipient): one key's events stay in one partition, in order.
 -- start: 'latest' (default) begins after the last event sequenced now; 'earliest'
 -- begins at the oldest event still in the log (after herald.log_truncate).
--- Errors: 22V12 group (name: 1–100 of letters, digits, _ . : -, starting with a
--- letter or digit), partitions, start; 22V16 partitions when the group exists with
+-- Errors: 22V12 group (herald._check_group: 1–100 of letters, digits, _ . : -, not
+-- starting with herald.), partitions, start; 22V16 partitions when the group exists with
 -- another partition count. Locks: inserts into consumer_groups / consumer_offsets.
 -- SECURITY DEFINER for herald_consumer.
 CREATE OR REPLACE FUNCTION herald.create_consumer_group(
@@ -27,9 +27,7 @@ DECLARE
   existing integer;
   v_start bigint;
 BEGIN
-  IF "group" IS NULL OR "group" !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' THEN
-    PERFORM herald._reject('22V12', 'group', 'must be 1 to 100 letters, digits, _ . : - starting with a letter or digit');
-  END IF;
+  PERFORM herald._check_group("group");
   IF partitions IS NULL OR partitions NOT BETWEEN 1 AND 256 THEN
     PERFORM herald._reject('22V12', 'partitions', format('%s is outside 1..256', coalesce(partitions::text, 'NULL')));
   END IF;

@@ -48,8 +48,7 @@ BEGIN
                 AND (s.details IS NULL OR cardinality(s.details) = cardinality(s.message_ids))
                 AND (s.provider_message_ids IS NULL OR cardinality(s.provider_message_ids) = cardinality(s.message_ids))
                 AND (s.attempts IS NULL OR cardinality(s.attempts) = cardinality(s.message_ids))
-                AND s.kind IN ('accepted', 'sent', 'dead', 'cancelled', 'expired', 'suppressed',
-                                 'delivered', 'deferred', 'bounced', 'complained', 'unsubscribed', 'undelivered') AS well_formed
+                AND s.kind = ANY (herald._log_kinds()) AS well_formed
   )
   SELECT coalesce(sum(n.events), 0), min(n.seq) FILTER (WHERE NOT n.well_formed)
   INTO moved, bad

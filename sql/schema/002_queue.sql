@@ -119,6 +119,9 @@ CREATE TABLE herald.producers (
   rated_at           timestamptz,
   suspended_until    timestamptz,
   suspended_reason   text,
+  callback_url       text,
+  callback_channel   text REFERENCES herald.channels (name) ON UPDATE CASCADE,
+  callback_events    text[],
   CONSTRAINT producers_min_priority_range CHECK (min_priority BETWEEN -100 AND 100),
   CONSTRAINT producers_rates_range CHECK (max_bounce_rate > 0 AND max_bounce_rate <= 1
                                           AND max_complaint_rate > 0 AND max_complaint_rate <= 1),
@@ -126,7 +129,9 @@ CREATE TABLE herald.producers (
   CONSTRAINT producers_rate_min_sent_range CHECK (rate_min_sent BETWEEN 1 AND 1000000000),
   CONSTRAINT producers_senders_listed CHECK (cardinality(senders) BETWEEN 1 AND 100
                                              AND array_position(senders, NULL) IS NULL),
-  CONSTRAINT producers_max_pending_range CHECK (max_pending BETWEEN 1 AND 1000000000)
+  CONSTRAINT producers_max_pending_range CHECK (max_pending BETWEEN 1 AND 1000000000),
+  CONSTRAINT producers_callback_whole CHECK ((callback_url IS NULL) = (callback_channel IS NULL)
+                                             AND (callback_events IS NULL OR callback_url IS NOT NULL))
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
 COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
@@ -144,6 +149,9 @@ COMMENT ON COLUMN herald.producers.complained_recent IS 'Of sent_recent, those w
 COMMENT ON COLUMN herald.producers.rated_at IS 'When herald.count_producers last counted the rates (at most each 60th of rate_window).';
 COMMENT ON COLUMN herald.producers.suspended_until IS 'Set by herald.count_producers when a rate went over its bound: until then enqueue refuses the producer (53400) and its queued messages wait. An admin may clear it.';
 COMMENT ON COLUMN herald.producers.suspended_reason IS 'Why the producer was suspended: the counts and the bound.';
+COMMENT ON COLUMN herald.producers.callback_url IS 'Where herald.dispatch_callbacks posts what happens to the producer''s messages (a webhook on callback_channel); NULL: no callbacks. Checked by trigger producers_callbacks.';
+COMMENT ON COLUMN herald.producers.callback_channel IS 'The webhook channel the producer''s callbacks go out on (its secrets sign them); set with callback_url.';
+COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted and deferred.';
 COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
 
 -- One value per claim_batch call: a message's lease_token changes at every claim, so
@@ -261,6 +269,28 @@ CREATE TYPE herald.message_spec AS (
   expires_at      timestamptz
 );
 COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of herald.enqueue; NULL takes the default.';
+
+-- What a producer may see of one of its messages (herald._message_status builds it):
+-- herald.status returns it, and a status callback carries it.
+CREATE TYPE herald.message_status AS (
+  message_id          bigint,
+  channel             text,
+  status              text,
+  attempts            integer,
+  max_attempts        integer,
+  run_at              timestamptz,
+  created_at          timestamptz,
+  finished_at         timestamptz,
+  expires_at          timestamptz,
+  last_error_class    text,
+  last_error_code     text,
+  provider_message_id text,
+  outcome             text,
+  outcome_type        text,
+  outcome_code        text,
+  outcome_at          timestamptz
+);
+COMMENT ON TYPE herald.message_status IS 'A message as its producer sees it: state, attempts, times, failure class and code, receipt, outcome; no payload, recipient or error text.';
 
 -- The last time (microseconds since the epoch) a transaction notified herald_queue;
 -- 0 when a listener has started waiting since (herald._notify_due). A sequence:

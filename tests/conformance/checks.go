@@ -335,6 +335,34 @@ var checks = []check{
 		s.recv.mu.Unlock()
 		return fmt.Sprintf("%d of 4 verified with their URL's own secret, %d refused", seen, bad), settled && seen == 4 && bad == 0
 	}},
+	{"status callbacks", func(ctx context.Context, s *suite) (string, bool) {
+		if _, err := s.db.Exec(ctx, `INSERT INTO herald.producers (producer, callback_url, callback_channel, callback_events)
+			VALUES (current_user, $1, $2, '{sent,dead}')`, s.recv.base+"/callback", channel); err != nil {
+			return err.Error(), false
+		}
+		defer s.db.Exec(ctx, `DELETE FROM herald.producers`)
+		for _, path := range []string{"/ok", "/gone"} {
+			if err := s.enqueue(ctx, path, 1, ""); err != nil {
+				return err.Error(), false
+			}
+		}
+		p, err := s.start()
+		if err != nil {
+			return err.Error(), false
+		}
+		defer p.stop(syscall.SIGTERM, 15*time.Second)
+		got := func() []string {
+			s.recv.mu.Lock()
+			defer s.recv.mu.Unlock()
+			return append([]string(nil), s.recv.callbacks...)
+		}
+		until(30*time.Second, func() bool { return len(got()) >= 2 })
+		first := firstID(ctx, s)
+		want := []string{fmt.Sprintf("sent %d", first), fmt.Sprintf("dead %d", first+1)}
+		cbs := got()
+		ok := len(cbs) == 2 && (fmt.Sprint(cbs) == fmt.Sprint(want) || fmt.Sprint(cbs) == fmt.Sprint([]string{want[1], want[0]}))
+		return fmt.Sprintf("callbacks %v (want %v, in either order)", cbs, want), ok
+	}},
 	{"ordering key: one at a time, in order", func(ctx context.Context, s *suite) (string, bool) {
 		s.enqueue(ctx, "/order", 6, "k")
 		p, err := s.start()

@@ -153,8 +153,9 @@ func (s *suite) run(ctx context.Context, only string) int {
 	return failed
 }
 
-// reset empties the queue and the receiver's records between checks.
+// reset empties the queue, the log, the suppression list (a 410 suppresses its URL)
+// and the receiver's records between checks.
 func (s *suite) reset(ctx context.Context) {
-	s.db.Exec(ctx, `TRUNCATE herald.messages, herald.log_statements`)
+	s.db.Exec(ctx, `TRUNCATE herald.messages, herald.log_statements, herald.suppressions`)
 	s.recv.reset()
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +24,7 @@ import (
 //	/slow?ms=N   as /ok after N milliseconds
 //	/hold        as /ok once the suite releases it
 //	/order       as /ok after 50 ms, noting how many of these run at once
+//	/callback    as /ok, noting the status callback's event and message id
 //
 // A request whose signature does not verify gets 401 and is not counted.
 type receiver struct {
@@ -37,6 +40,7 @@ type receiver struct {
 	done              int           // answers written
 	bad               int           // requests that failed verification
 	perEndpoint       bool          // verify with each URL's own secret (webhook.EndpointSecret)
+	callbacks         []string      // status callbacks to /callback: "<event> <message id>", in arrival order
 }
 
 func newReceiver(secret string) (*receiver, error) {
@@ -57,6 +61,7 @@ func (r *receiver) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen, r.order, r.orderIn, r.orderMax, r.done, r.bad = map[string][]time.Time{}, nil, 0, 0, 0, 0
+	r.callbacks = nil
 	r.perEndpoint = false
 	r.holding, r.held = make(chan struct{}), make(chan struct{})
 }
@@ -125,6 +130,22 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		r.mu.Unlock()
 		<-holding
+	case "callback":
+		var cb struct {
+			Payload struct {
+				Event   string `json:"event"`
+				Message struct {
+					ID int64 `json:"message_id"`
+				} `json:"message"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(body, &cb) != nil {
+			w.WriteHeader(400)
+			return
+		}
+		r.mu.Lock()
+		r.callbacks = append(r.callbacks, fmt.Sprintf("%s %d", cb.Payload.Event, cb.Payload.Message.ID))
+		r.mu.Unlock()
 	case "order":
 		r.mu.Lock()
 		r.order = append(r.order, id)
