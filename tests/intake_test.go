@@ -396,7 +396,8 @@ func TestIntakeHTTPErrors(t *testing.T) {
 // A token holder cannot flood the database through the intake: past its rate (here
 // one message per 100 seconds, a burst of a full batch of 20) a request is 429 with
 // Retry-After and stores nothing; another token has its own bucket; a request refused
-// before it reaches the database (malformed JSON) spends none of it.
+// before it reaches the database (malformed JSON) spends none of it. Status reads draw
+// on the same bucket, so polling cannot load the database without bound either.
 func TestIntakeRateLimitsEachToken(t *testing.T) {
 	srv, pool := intakeServer(t, intake.Config{Tokens: []intake.Token{{Name: "a", Secret: "sa"}, {Name: "b", Secret: "sb"}},
 		Rate: 0.01, MaxBatch: 20}) // a message per 100 s after the burst: no refill while the test runs
@@ -421,8 +422,17 @@ func TestIntakeRateLimitsEachToken(t *testing.T) {
 	if resp.StatusCode != 429 || e.Error.Code != "rate_limited" || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Retry-After") == "0" {
 		t.Fatalf("over the rate: %d %+v Retry-After %q", resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
 	}
+	// Attack: a token past its rate polls status, by id and by key.
+	for _, path := range []string{"/v1/messages/1", "/v1/messages?idempotency_key=k"} {
+		if code := do(t, "GET", srv.URL+path, "", "", a, &e); code != 429 || e.Error.Code != "rate_limited" {
+			t.Fatalf("GET %s over the rate: %d %+v", path, code, e.Error)
+		}
+	}
 	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, b, nil); code != 202 {
 		t.Fatalf("another token: %d", code)
+	}
+	if code := do(t, "GET", srv.URL+"/v1/messages/21", "", "", b, nil); code != 200 {
+		t.Fatalf("another token's status read: %d", code)
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 21 {
 		t.Fatalf("%d messages stored, want the 20 of the batch and token b's one", n)

@@ -54,7 +54,11 @@ func TestIntakeMatchesItsOpenAPIDocument(t *testing.T) {
 	srv := httptest.NewServer(intake.Handler(role, intake.Config{MaxBodyBytes: 4096,
 		Tokens: []intake.Token{{Name: "shop", Secret: "tok-shop"}}}))
 	defer srv.Close()
-	doc.Servers = openapi3.Servers{{URL: srv.URL}} // the document's "/", here
+	// The same intake with a rate of one request per 1,000 s after the first.
+	slow := httptest.NewServer(intake.Handler(role, intake.Config{Rate: 0.001, MaxBatch: 1,
+		Tokens: []intake.Token{{Name: "shop", Secret: "tok-shop"}}}))
+	defer slow.Close()
+	doc.Servers = openapi3.Servers{{URL: srv.URL}, {URL: slow.URL}} // the document's "/", here
 	router, err := legacy.NewRouter(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -97,12 +101,12 @@ func TestIntakeMatchesItsOpenAPIDocument(t *testing.T) {
 			busy = scalar[int64](t, pool, `SELECT id FROM herald.claim_batch('w', 1)`)
 		}},
 	}
-	for _, s := range steps {
+	run := func(base string, s step) {
 		if s.before != nil {
 			s.before()
 		}
 		path := strings.ReplaceAll(s.path, "{busy}", fmt.Sprint(busy))
-		req, _ := http.NewRequest(s.method, srv.URL+path, strings.NewReader(s.body))
+		req, _ := http.NewRequest(s.method, base+path, strings.NewReader(s.body))
 		if s.body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
@@ -137,6 +141,16 @@ func TestIntakeMatchesItsOpenAPIDocument(t *testing.T) {
 		if s.want < 300 {
 			operations[s.method+" "+route.Path] = true
 		}
+	}
+	for _, s := range steps {
+		run(srv.URL, s)
+	}
+	for _, s := range []step{
+		{"GET", "/v1/messages/1", "", auth, 200, nil},
+		{"GET", "/v1/messages/1", "", auth, 429, nil},
+		{"GET", "/v1/messages?idempotency_key=k2", "", auth, 429, nil},
+	} {
+		run(slow.URL, s)
 	}
 	for op, done := range operations {
 		if !done {

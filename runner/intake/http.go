@@ -40,7 +40,8 @@ type Config struct {
 	// MaxBatch bounds the messages of one batch request (default 1000).
 	MaxBatch int
 	// Rate bounds the messages each token may enqueue per second through this
-	// process (one bucket for an open intake); more gets 429 with Retry-After. Its
+	// process (one bucket for an open intake), a status read or a cancel counting as
+	// one message; more gets 429 with Retry-After. Its
 	// burst is the larger of Rate and MaxBatch, so a full batch always fits. 0: no
 	// limit.
 	Rate float64
@@ -301,18 +302,21 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids, "status_urls": urls})
 }
 
+// get answers the status of a message by id; a read counts as one message against
+// the token's rate, so status polling cannot load the database without bound.
 func (h *handler) get(w http.ResponseWriter, r *http.Request, c caller) {
 	id, ok := pathID(w, r)
-	if !ok {
+	if !ok || !h.allow(w, c, 1) {
 		return
 	}
 	s, err := GetStatus(r.Context(), c.q, id)
 	h.status(w, s, err, "id")
 }
 
-// getByKey answers the status of the message enqueued with ?idempotency_key=.
+// getByKey answers the status of the message enqueued with ?idempotency_key=,
+// counted as get is.
 func (h *handler) getByKey(w http.ResponseWriter, r *http.Request, c caller) {
-	if key, ok := keyParam(w, r); ok {
+	if key, ok := keyParam(w, r); ok && h.allow(w, c, 1) {
 		s, err := GetStatusByKey(r.Context(), c.q, key)
 		h.status(w, s, err, "idempotency_key")
 	}
