@@ -45,8 +45,9 @@ type Config struct {
 	ReapInterval time.Duration
 	// FlushInterval is the longest a result waits before it is reported (default 5ms).
 	FlushInterval time.Duration
-	// StatsInterval is how often herald.queue_depth is sampled for the queue-depth
-	// metric (default 15s; it reads the queued and processing rows).
+	// StatsInterval is how often herald.queue_depth and herald.consumer_lag are
+	// sampled for the queue-depth and log-lag metrics (default 15s; the first reads
+	// the queued and processing rows).
 	StatsInterval time.Duration
 	// NotifyWindow is how long after a notification the runner claims once more, for
 	// a message committed while the first claim ran, whose producer saw no runner

@@ -32,6 +32,7 @@ type instruments struct {
 	atMaxPending  prometheus.Gauge
 	suspended     prometheus.Gauge
 	queueDepth    *prometheus.GaugeVec
+	logLag        *prometheus.GaugeVec
 	paused        *prometheus.GaugeVec
 	sendSeconds   *prometheus.HistogramVec
 	claimSeconds  prometheus.Histogram
@@ -112,6 +113,8 @@ func newInstruments() *instruments {
 			"Producers suspended for their bounce or complaint rate when this runner last counted (herald.count_producers)."),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
 			Help: "Messages queued, held and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
+		logLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_log_consumer_lag_offsets",
+			Help: "Offsets between a consumer group's furthest-behind partition and the end of the ordered log, sampled from herald.consumer_lag."}, []string{"group"}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_channel_paused",
 			Help: "1 while the channel is paused in herald.channels (read every probe interval)."}, []string{"channel"}),
 		sendSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_send_duration_seconds",
@@ -120,6 +123,7 @@ func newInstruments() *instruments {
 			Help: "Time a claim_batch call took.", Buckets: latencyBuckets}),
 	}
 	f(m.queueDepth)
+	f(m.logLag)
 	f(m.paused)
 	f(m.sendSeconds)
 	f(m.claimSeconds)

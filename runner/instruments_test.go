@@ -129,6 +129,7 @@ func exposedLabels(t *testing.T) map[string]map[string]bool {
 	m.events.WithLabelValues("sendgrid", "bounced").Add(0)
 	m.intake.WithLabelValues("shop", "429", "recipient_limit_exceeded").Add(0)
 	m.queueDepth.WithLabelValues("email", "queued").Set(0)
+	m.logLag.WithLabelValues("herald.callbacks").Set(0)
 	m.sendSeconds.WithLabelValues("email").Observe(0)
 	m.paused.WithLabelValues("email").Set(0)
 	fams, err := m.reg.Gather()

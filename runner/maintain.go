@@ -15,7 +15,8 @@ const reaperLockKey int64 = 0x6865_7261_6c64_01 // "herald" 1
 // maintain runs the periodic work: reap_stale (one runner at a time), log_sequence
 // (so the ordered log moves on when no consumer reads), dispatch_callbacks and
 // refresh_statistics (so that no connection keeps a plan made while the tables were
-// small) every poll interval, the queue-depth sample, the probe of paused channels and count_producers.
+// small) every poll interval, the queue-depth and log-lag samples, the probe of
+// paused channels and count_producers.
 func (r *Runner) maintain(ctx context.Context) {
 	reap := time.NewTicker(r.cfg.ReapInterval)
 	defer reap.Stop()
@@ -28,6 +29,7 @@ func (r *Runner) maintain(ctx context.Context) {
 	quota := time.NewTicker(r.cfg.QuotaInterval)
 	defer quota.Stop()
 	r.sampleQueueDepth(ctx)
+	r.sampleLogLag(ctx)
 	r.probe(ctx)
 	for {
 		select {
@@ -43,6 +45,7 @@ func (r *Runner) maintain(ctx context.Context) {
 			r.refreshStatistics(ctx)
 		case <-stats.C:
 			r.sampleQueueDepth(ctx)
+			r.sampleLogLag(ctx)
 		case <-probe.C:
 			r.probe(ctx)
 		case <-quota.C:
@@ -160,6 +163,25 @@ func (r *Runner) countProducers(ctx context.Context) {
 	if suspended > 0 {
 		r.log.Warn("producers suspended for their bounce or complaint rate: their enqueues are refused and their messages wait (herald.producers.suspended_reason)",
 			"producers", suspended)
+	}
+}
+
+// sampleLogLag copies each consumer group's lag (its furthest-behind partition,
+// from herald.consumer_lag) into the log-lag gauge: the status callbacks' group
+// among them, so callbacks that fall behind show.
+func (r *Runner) sampleLogLag(ctx context.Context) {
+	rows, err := r.pool.Query(ctx, `SELECT group_name, max(lag) FROM herald.consumer_lag GROUP BY group_name`)
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	r.m.logLag.Reset()
+	for rows.Next() {
+		var group string
+		var lag int64
+		if rows.Scan(&group, &lag) == nil {
+			r.m.logLag.WithLabelValues(group).Set(float64(lag))
+		}
 	}
 }
 

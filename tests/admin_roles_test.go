@@ -53,6 +53,8 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald.refresh_statistics()`,
 			`SELECT * FROM herald.queue_stats`,
 			`SELECT * FROM herald.queue_depth`,
+			`SELECT * FROM herald.dispatch_callbacks()`,
+			`SELECT * FROM herald.consumer_lag`,
 		},
 		"herald_admin": {
 			`SELECT herald.enqueue('email', 'p@example.com', '{"subject":"s","text":"t"}')`,
@@ -88,6 +90,8 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT herald._enqueue(ARRAY[ROW('email', 'a@example.com', '{"subject":"s","text":"t"}', NULL, NULL, NULL, NULL, NULL, NULL, NULL)]::herald.message_spec[], now(), true)`,
 			`SELECT herald.create_consumer_group('g')`,
 			`SELECT * FROM herald.log_read('g', 0)`,
+			`SELECT * FROM herald.dispatch_callbacks()`,
+			`UPDATE herald.producers SET callback_url = 'https://evil.example.com/'`,
 		},
 		"herald_worker": {
 			`SELECT count(*) FROM herald.messages`,
@@ -104,6 +108,7 @@ func TestRolePrivileges(t *testing.T) {
 			`SELECT * FROM herald.claim_batch('w', 10)`,
 			`SELECT herald.log_truncate(1)`,
 			`DELETE FROM herald.log_statements`,
+			`SELECT * FROM herald.dispatch_callbacks()`,
 		},
 	}
 	for role, stmts := range allowed {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/herald/herald/tests/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -420,4 +422,36 @@ type callbackEnvelope struct {
 	Recipient string   `json:"recipient"`
 	Payload   callback `json:"payload"`
 	Attempt   int      `json:"attempt"`
+}
+
+// The runner's herald_log_consumer_lag_offsets gauge follows herald.consumer_lag per
+// group, the callbacks' own among them, so an alert sees callbacks (or any consumer)
+// falling behind.
+func TestLogLagGauge(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `SELECT herald.create_consumer_group('audit')`)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
+		VALUES ('someone', 'https://shop.example.com/herald', 'callbacks')`)
+	for range 3 {
+		enqueueNow(t, pool, "ana@example.com") // no sender serves e-mail here: nothing is claimed
+	}
+	r, stop := startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"sms": newRecorder()},
+		PollInterval: 50 * time.Millisecond, StatsInterval: 50 * time.Millisecond})
+	defer stop()
+	lagOf := func(group string) float64 {
+		for _, m := range scrape(t, r.Handler())["herald_log_consumer_lag_offsets"].GetMetric() {
+			if labelsAre(m, "group", group) {
+				return m.GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	eventually(t, 10*time.Second, "audit 3 behind, the callbacks' group caught up", func() bool {
+		return lagOf("audit") == 3 && lagOf("herald.callbacks") == 0
+	})
+	mustExec(t, pool, `SELECT herald.log_ack('audit', 0, 3)`)
+	eventually(t, 10*time.Second, "audit caught up", func() bool { return lagOf("audit") == 0 })
 }

@@ -6544,6 +6544,7 @@ GRANT ALL ON TABLE herald.log_statements TO herald_admin;
 --
 
 GRANT SELECT ON TABLE herald.consumer_lag TO herald_consumer;
+GRANT SELECT ON TABLE herald.consumer_lag TO herald_worker;
 GRANT SELECT ON TABLE herald.consumer_lag TO herald_admin;
 
 

@@ -2,7 +2,8 @@
 -- the last sequenced offset of the log, how many offsets lie between (an upper bound
 -- of the partition's unread events when the group has several partitions), the
 -- events still waiting for an offset, and when the group last acknowledged.
--- Readable by herald_consumer and herald_admin.
+-- Readable by herald_consumer, herald_admin, and herald_worker (the runner's gauge
+-- herald_log_consumer_lag_offsets).
 CREATE OR REPLACE VIEW herald.consumer_lag AS
 SELECT o.group_name,
        o.partition,
@@ -17,4 +18,4 @@ CROSS JOIN herald.log_counter c;
 
 COMMENT ON VIEW herald.consumer_lag IS 'Consumer group progress against the end of herald.log.';
 REVOKE ALL ON herald.consumer_lag FROM PUBLIC;
-GRANT SELECT ON herald.consumer_lag TO herald_consumer, herald_admin;
+GRANT SELECT ON herald.consumer_lag TO herald_consumer, herald_worker, herald_admin;
