@@ -83,8 +83,9 @@ func TestSendGridEventWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	subuser, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader) // a second account's key (a subuser)
 	mux := http.NewServeMux()
-	events.Register(mux, pool, events.Config{SendGridKey: pub})
+	events.Register(mux, pool, events.Config{SendGridKeys: []*ecdsa.PublicKey{&subuser.PublicKey, pub}})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
@@ -156,9 +157,9 @@ func TestSendGridEventWebhook(t *testing.T) {
 	}
 	mustExec(t, pool, `SELECT herald.log_ack('receipts', 0, (SELECT max("offset") FROM herald.log_read('receipts', 0, 100)))`)
 
-	// A replay changes nothing twice.
+	// A replay changes nothing twice (this one signed by the second account's key).
 	before := scalar[string](t, pool, `SELECT string_agg(outcome || outcome_at::text, ',' ORDER BY id) FROM herald.messages`)
-	code, res = post(batch, key, time.Now().Unix(), batch)
+	code, res = post(batch, subuser, time.Now().Unix(), batch)
 	if code != 200 || res.Duplicates != 9 || res.Recorded != 0 || res.Unknown != 0 {
 		t.Fatalf("replay: %d %+v", code, res)
 	}
@@ -212,14 +213,16 @@ func TestSendGridEventWebhook(t *testing.T) {
 // Twilio's status callbacks: signed with the auth token over the callback URL (with
 // the herald_id the sender adds) and the sorted parameters; delivered and
 // undelivered (with Twilio's ErrorCode) are outcomes, queued and sent are not; a bad
-// signature is 401; an ErrorCode that rules the number out suppresses it.
+// signature is 401; an ErrorCode that rules the number out suppresses it. Two
+// accounts post here (a channel of its own sends with the second): each one's
+// callbacks verify with its own token.
 func TestTwilioStatusCallbacks(t *testing.T) {
 	_, pool := setup(t)
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	callback := srv.URL + "/v1/events/twilio"
-	events.Register(mux, pool, events.Config{TwilioAuthToken: "tw-token", TwilioURL: callback})
+	events.Register(mux, pool, events.Config{TwilioAuthTokens: []string{"tw-token", "tw-token-2"}, TwilioURL: callback})
 	ids := sentMessages(t, pool, "sms", "SM", "+14155550100", "+14155550101", "+14155550102")
 
 	post := func(id int64, status, errorCode, token string) (int, eventsResult) {
@@ -258,7 +261,7 @@ func TestTwilioStatusCallbacks(t *testing.T) {
 		t.Fatalf("replayed callback: %d %+v", code, res)
 	}
 	// 30005, an unknown number, rules the number out; 30003 (a phone off) does not.
-	if code, res := post(ids[2], "undelivered", "30005", "tw-token"); code != 200 || res.Recorded != 1 {
+	if code, res := post(ids[2], "undelivered", "30005", "tw-token-2"); code != 200 || res.Recorded != 1 {
 		t.Fatalf("undelivered 30005: %d %+v", code, res)
 	}
 	if sup := scalar[string](t, pool, `SELECT string_agg(recipient || ':' || reason || ':' || source, ' ') FROM herald.suppressions`); sup != "+14155550102:bounced:twilio" {
@@ -584,7 +587,7 @@ func TestEventScriptsSignAsProviders(t *testing.T) {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	events.Register(mux, pool, events.Config{SendGridKey: key, TwilioAuthToken: "tw-token", TwilioURL: srv.URL + "/v1/events/twilio"})
+	events.Register(mux, pool, events.Config{SendGridKeys: []*ecdsa.PublicKey{key}, TwilioAuthTokens: []string{"tw-token"}, TwilioURL: srv.URL + "/v1/events/twilio"})
 	mail := sentMessages(t, pool, "email", "sg-", "ana@example.com")
 	sms := sentMessages(t, pool, "sms", "SM", "+14155550100")
 
@@ -766,7 +769,7 @@ func TestTwilioInboundOptOuts(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	inbound := srv.URL + "/v1/events/twilio-inbound"
-	events.Register(mux, pool, events.Config{TwilioAuthToken: "tw-token", TwilioInboundURL: inbound})
+	events.Register(mux, pool, events.Config{TwilioAuthTokens: []string{"tw-token"}, TwilioInboundURL: inbound})
 	post := func(from, body, optOutType, token string) int {
 		t.Helper()
 		form := url.Values{"MessageSid": {"SM1"}, "AccountSid": {"AC0123"}, "From": {from}, "To": {"+15005550006"}, "Body": {body}}

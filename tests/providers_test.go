@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -126,6 +127,83 @@ func TestPerEndpointWebhookSecretsEndToEnd(t *testing.T) {
 	mu.Unlock()
 	if got != "map[/a:/a /b:/b]" {
 		t.Fatalf("which secret verified each request: %s\n%s", got, logs.String())
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+}
+
+// Two accounts of one provider, each for channels of its own: 'alerts' (e-mail) goes
+// through a second SMTP relay and 'otp' (SMS) through a second Twilio account with a
+// messaging service, configured as HERALD_<CHANNEL>_<PROVIDER>_*; 'email' and 'sms'
+// keep the shared HERALD_<PROVIDER>_* settings, and nothing of one account is used
+// for the other (each relay has its own CA; the second Twilio account sends with an
+// API key and a messaging service, no From). The events endpoint verifies the
+// status callbacks of both Twilio accounts, and refuses a third.
+func TestPerChannelProviderAccounts(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('alerts', 'email'), ('otp', 'sms')`)
+	relayA, relayB := sendertest.StartSMTP(t, true), sendertest.StartSMTP(t, true)
+	twA, recA := sendertest.FakeTwilio(t)
+	twB, recB := sendertest.FakeTwilio(t)
+	smtpEnv := func(prefix string, s *sendertest.SMTPServer) []string {
+		host, port, _ := net.SplitHostPort(s.Addr)
+		return []string{prefix + "HOST=" + host, prefix + "PORT=" + port, prefix + "CA_FILE=" + s.CAFile,
+			prefix + "USERNAME=" + s.User, prefix + "PASSWORD=" + s.Password}
+	}
+	addr := freeAddr(t)
+	callback := "http://" + addr + "/v1/events/twilio"
+	env := append(append(smtpEnv("HERALD_SMTP_", relayA), smtpEnv("HERALD_ALERTS_SMTP_", relayB)...),
+		"HERALD_SENDER_EMAIL=smtp", "HERALD_SENDER_ALERTS=smtp", "HERALD_SENDER_SMS=twilio", "HERALD_SENDER_OTP=twilio",
+		"HERALD_EMAIL_FROM=noreply@example.com", "HERALD_ALERTS_FROM=alerts@example.com",
+		"HERALD_TWILIO_URL="+twA.URL, "HERALD_TWILIO_ACCOUNT_SID=AC0123", "HERALD_TWILIO_AUTH_TOKEN=tw-token",
+		"HERALD_TWILIO_FROM=+15005550006", "HERALD_TWILIO_STATUS_CALLBACK="+callback,
+		"HERALD_OTP_TWILIO_URL="+twB.URL, "HERALD_OTP_TWILIO_ACCOUNT_SID=AC0123", "HERALD_OTP_TWILIO_API_KEY_SID=SK0123",
+		"HERALD_OTP_TWILIO_API_KEY_SECRET=sk-secret", "HERALD_OTP_TWILIO_AUTH_TOKEN=otp-token",
+		"HERALD_OTP_TWILIO_MESSAGING_SERVICE_SID=MG0123456789abcdef0123456789abcdef", "HERALD_OTP_TWILIO_STATUS_CALLBACK="+callback,
+		"HERALD_POLL_INTERVAL=100ms", "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off")
+	cmd, logs := runnerProcess(t, dbURL, env...)
+	waitHTTP(t, addr)
+	ids := map[string]int64{}
+	for ch, q := range map[string]string{
+		"email":  `SELECT herald.enqueue('email', 'ana@example.net', '{"subject":"Hi","text":"to A"}')`,
+		"alerts": `SELECT herald.enqueue('alerts', 'ops@example.net', '{"subject":"Disk","text":"to B"}')`,
+		"sms":    `SELECT herald.enqueue('sms', '+14155550100', '{"text":"from the number"}')`,
+		"otp":    `SELECT herald.enqueue('otp', '+14155550101', '{"text":"code 123456"}')`,
+	} {
+		ids[ch] = scalar[int64](t, pool, q)
+	}
+	eventually(t, 30*time.Second, "all four sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 4 })
+	if a, b := relayA.Rcpts(), relayB.Rcpts(); fmt.Sprint(a, b) != "[ana@example.net] [ops@example.net]" {
+		t.Fatalf("relay A got %v, relay B %v\n%s", a, b, logs.String())
+	}
+	fa, fb := recA.Forms(), recB.Forms()
+	if len(fa) != 1 || len(fb) != 1 || fa[0].Get("To") != "+14155550100" || fa[0].Get("From") != "+15005550006" ||
+		fb[0].Get("To") != "+14155550101" || fb[0].Get("From") != "" || fb[0].Get("MessagingServiceSid") == "" {
+		t.Fatalf("Twilio account A got %v, account B %v", fa, fb)
+	}
+	to := map[string]string{"sms": "+14155550100", "otp": "+14155550101"}
+	post := func(ch, token string) int {
+		u := fmt.Sprintf("%s?herald_id=%d", callback, ids[ch])
+		sid := scalar[string](t, pool, `SELECT provider_message_id FROM herald.messages WHERE id = $1`, ids[ch])
+		code, _ := postTwilio(t, u, url.Values{"MessageSid": {sid}, "MessageStatus": {"delivered"},
+			"AccountSid": {"AC0123"}, "To": {to[ch]}, "ApiVersion": {"2010-04-01"}}, token)
+		return code
+	}
+	if code := post("otp", "someone-elses-token"); code != 401 {
+		t.Fatalf("a callback signed with a third account's token: %d", code)
+	}
+	if a, b := post("sms", "tw-token"), post("otp", "otp-token"); a != 200 || b != 200 {
+		t.Fatalf("the accounts' callbacks: %d %d\n%s", a, b, logs.String())
+	}
+	if n := countWhere(t, pool, `outcome = 'delivered'`); n != 2 {
+		t.Fatalf("%d messages delivered by the callbacks, want 2: %s\n%s", n,
+			scalar[string](t, pool, `SELECT coalesce(json_agg(d)::text, 'none') FROM herald.delivery_events d`), logs.String())
+	}
+	for _, secret := range []string{relayA.Password, "tw-token", "sk-secret", "otp-token"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Fatalf("a secret appears in the runner's logs")
+		}
 	}
 	waitExit(t, cmd, logs, 15*time.Second)
 }

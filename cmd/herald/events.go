@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,11 +19,14 @@ import (
 // eventsConfig reads the delivery-event endpoints' settings (runner/events); each
 // endpoint is on only when its secret is set:
 //
-//	HERALD_SENDGRID_EVENT_KEY        SendGrid's verification key → /v1/events/sendgrid
+//	HERALD_SENDGRID_EVENT_KEY        SendGrid's verification key → /v1/events/sendgrid;
+//	                                 also HERALD_<CHANNEL>_SENDGRID_EVENT_KEY, one per
+//	                                 account of a channel's own (any verifies)
 //	HERALD_TWILIO_STATUS_CALLBACK    the public URL of /v1/events/twilio, verified with
-//	                                 HERALD_TWILIO_AUTH_TOKEN (required with it)
+//	                                 HERALD_TWILIO_AUTH_TOKEN or any channel's own
+//	                                 HERALD_<CHANNEL>_TWILIO_AUTH_TOKEN (one required)
 //	HERALD_TWILIO_INBOUND_URL        the public URL of /v1/events/twilio-inbound (STOP
-//	                                 and START), verified with HERALD_TWILIO_AUTH_TOKEN
+//	                                 and START), verified as the status callbacks
 //	HERALD_EVENTS_SECRETS            whsec_ secrets → /v1/events/generic
 //	HERALD_SES_TOPIC_ARNS            the Amazon SNS topics of SES's notifications
 //	                                 (space-separated ARNs) → /v1/events/ses
@@ -32,18 +37,23 @@ import (
 func eventsConfig(ev *environ) (events.Config, error) {
 	cfg := events.Config{Tolerance: ev.duration("HERALD_EVENTS_TOLERANCE", 5*time.Minute),
 		MaxBodyBytes: int64(ev.int("HERALD_EVENTS_MAX_BODY_BYTES", 5<<20))}
-	if k := ev.str("HERALD_SENDGRID_EVENT_KEY", ""); k != "" {
-		key, err := events.ParseSendGridKey(k)
+	for _, name := range accountSettings("SENDGRID_EVENT_KEY") {
+		key, err := events.ParseSendGridKey(ev.str(name, ""))
 		if err != nil {
-			return cfg, fmt.Errorf("HERALD_SENDGRID_EVENT_KEY: %w", err)
+			return cfg, fmt.Errorf("%s: %w", name, err)
 		}
-		cfg.SendGridKey = key
+		cfg.SendGridKeys = append(cfg.SendGridKeys, key)
 	}
 	cfg.TwilioURL, cfg.TwilioInboundURL = ev.str("HERALD_TWILIO_STATUS_CALLBACK", ""), ev.str("HERALD_TWILIO_INBOUND_URL", "")
 	if cfg.TwilioURL != "" || cfg.TwilioInboundURL != "" {
-		if cfg.TwilioAuthToken = ev.secret("HERALD_TWILIO_AUTH_TOKEN"); cfg.TwilioAuthToken == "" {
-			return cfg, fmt.Errorf("HERALD_TWILIO_STATUS_CALLBACK and HERALD_TWILIO_INBOUND_URL need HERALD_TWILIO_AUTH_TOKEN: " +
-				"Twilio signs what it posts with the account's auth token")
+		for _, name := range accountSettings("TWILIO_AUTH_TOKEN") {
+			if token := ev.secret(name); token != "" {
+				cfg.TwilioAuthTokens = append(cfg.TwilioAuthTokens, token)
+			}
+		}
+		if len(cfg.TwilioAuthTokens) == 0 {
+			return cfg, fmt.Errorf("HERALD_TWILIO_STATUS_CALLBACK and HERALD_TWILIO_INBOUND_URL need HERALD_TWILIO_AUTH_TOKEN " +
+				"(or a channel's HERALD_<CHANNEL>_TWILIO_AUTH_TOKEN): Twilio signs what it posts with the account's auth token")
 		}
 	}
 	var err error
@@ -62,6 +72,24 @@ func eventsConfig(ev *environ) (events.Config, error) {
 	}
 	cfg.UnsubscribeKeys = keys
 	return cfg, ev.err()
+}
+
+// accountSettings lists the variables that hold one provider account's setting
+// (suffix such as TWILIO_AUTH_TOKEN): HERALD_<suffix> and every channel's own
+// HERALD_<CHANNEL>_<suffix> (providerSetting), set directly or as _FILE, in name
+// order, so the events endpoints verify what every account a channel sends with
+// posts back.
+func accountSettings(suffix string) []string {
+	var names []string
+	for _, kv := range os.Environ() {
+		name, v, _ := strings.Cut(kv, "=")
+		name = strings.TrimSuffix(name, "_FILE")
+		if v != "" && strings.HasPrefix(name, "HERALD_") && strings.HasSuffix(name, "_"+suffix) && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // topicARN is an Amazon SNS topic's ARN.

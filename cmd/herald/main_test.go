@@ -206,6 +206,29 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 	}
 }
 
+// A channel's own provider settings (HERALD_<CHANNEL>_<PROVIDER>_*) are checked as
+// the shared ones are, and named when wrong; so is a channel account's SendGrid
+// event key.
+func TestChannelProviderSettingsAreChecked(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_ALERTS", "smtp")
+	t.Setenv("HERALD_SMTP_HOST", "127.0.0.1")
+	t.Setenv("HERALD_ALERTS_SMTP_HOST", "127.0.0.1")
+	for _, c := range []struct{ name, value string }{
+		{"HERALD_ALERTS_SMTP_PORT", "smtp"},
+		{"HERALD_ALERTS_SMTP_TIMEOUT", "soon"},
+		{"HERALD_ALERTS_SENDGRID_EVENT_KEY", "not-a-key"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(c.name, c.value)
+			code, _, errOut := run(t, "run", "--http-addr", "off")
+			if code != exitUsage || !strings.Contains(errOut, c.name) {
+				t.Fatalf("%s=%s: exit %d %q, want %d naming the variable", c.name, c.value, code, errOut, exitUsage)
+			}
+		})
+	}
+}
+
 // One-click unsubscribe links are signed and https: a channel's unsubscribe URL
 // without HERALD_UNSUBSCRIBE_SECRETS, over plain http to another host, or with a
 // secret that does not decode is refused at start (exit 2, the variable named).

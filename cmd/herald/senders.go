@@ -111,15 +111,15 @@ func buildSender(ev *environ, channel, spec string) (sender.Sender, error) {
 		if arg != "" {
 			return nil, fmt.Errorf("sender %q: %s takes no argument; configure it with HERALD_%s_*", spec, kind, strings.ToUpper(kind))
 		}
-		prefix := "HERALD_" + strings.ToUpper(kind) + "_"
-		s, err := buildProvider(ev, kind, channel, prefix)
+		setting := providerSetting(ev, channel, kind)
+		s, err := buildProvider(ev, kind, channel, setting)
 		if err == nil {
 			err = ev.err()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sender %s: %w", kind, err)
 		}
-		if perSecond := ev.number(prefix+"RATE", 0); ev.err() != nil {
+		if perSecond := ev.number(setting("RATE"), 0); ev.err() != nil {
 			return nil, ev.err()
 		} else if perSecond > 0 {
 			return ratelimit.New(s, perSecond, max(1, int(perSecond))), nil
@@ -130,7 +130,25 @@ func buildSender(ev *environ, channel, spec string) (sender.Sender, error) {
 	}
 }
 
-func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, error) {
+// providerSetting returns the variable that holds a provider setting for a
+// channel's sender. An smtp, sendgrid or twilio channel with any
+// HERALD_<CHANNEL>_<PROVIDER>_* variable set reads all of that provider's settings
+// there (another account, relay or number of the same provider; nothing is taken
+// from the shared settings, so two accounts' credentials never mix); the others read
+// HERALD_<PROVIDER>_*. Webhook settings are shared; a webhook channel's own are its
+// secrets (HERALD_<CHANNEL>_WEBHOOK_SECRETS, _PER_ENDPOINT).
+func providerSetting(ev *environ, channel, kind string) func(key string) string {
+	prefix := "HERALD_" + strings.ToUpper(kind) + "_"
+	own := "HERALD_" + strings.ToUpper(channel) + "_" + strings.ToUpper(kind) + "_"
+	if kind != "webhook" && len(ev.withPrefix(own)) > 0 {
+		prefix = own
+	}
+	return func(key string) string { return prefix + key }
+}
+
+// buildProvider builds a provider's sender for a channel, each setting read from the
+// variable setting names (providerSetting).
+func buildProvider(ev *environ, kind, channel string, setting func(key string) string) (sender.Sender, error) {
 	ch := "HERALD_" + strings.ToUpper(channel)
 	defaults := email.Defaults{From: ev.str(ch+"_FROM", ""), ReplyTo: ev.str(ch+"_REPLY_TO", ""),
 		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", ""), ReturnPath: ev.str(ch+"_RETURN_PATH", "")}
@@ -159,22 +177,23 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 		}
 		defaults.UnsubscribeURL, defaults.UnsubscribeKey = u, keys[0]
 	}
-	str := func(key string) string { return ev.str(prefix+key, "") }
-	duration := func(key string, def time.Duration) time.Duration { return ev.duration(prefix+key, def) }
+	str := func(key string) string { return ev.str(setting(key), "") }
+	duration := func(key string, def time.Duration) time.Duration { return ev.duration(setting(key), def) }
+	secret := func(key string) string { return ev.secret(setting(key)) }
 	switch kind {
 	case "smtp":
 		cfg := smtpsender.Config{Host: str("HOST"), TLS: str("TLS"), Username: str("USERNAME"),
-			Password: ev.secret(prefix + "PASSWORD"), Auth: str("AUTH"), Port: ev.int(prefix+"PORT", 0),
-			Timeout: duration("TIMEOUT", 10*time.Second), Pool: ev.int(prefix+"POOL", 16),
+			Password: secret("PASSWORD"), Auth: str("AUTH"), Port: ev.int(setting("PORT"), 0),
+			Timeout: duration("TIMEOUT", 10*time.Second), Pool: ev.int(setting("POOL"), 16),
 			ThrottleWait: duration("THROTTLE_WAIT", time.Minute), Defaults: defaults}
 		if ca := str("CA_FILE"); ca != "" {
 			pem, err := os.ReadFile(ca)
 			if err != nil {
-				return nil, fmt.Errorf("HERALD_SMTP_CA_FILE: %w", err)
+				return nil, fmt.Errorf("%s: %w", setting("CA_FILE"), err)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("HERALD_SMTP_CA_FILE: no PEM certificate in %s", ca)
+				return nil, fmt.Errorf("%s: no PEM certificate in %s", setting("CA_FILE"), ca)
 			}
 			cfg.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
@@ -182,25 +201,25 @@ func buildProvider(ev *environ, kind, channel, prefix string) (sender.Sender, er
 	case "sendgrid", "twilio":
 		roots, err := sender.LoadCAFile(str("CA_FILE"))
 		if err != nil {
-			return nil, fmt.Errorf("%sCA_FILE: %w", prefix, err)
+			return nil, fmt.Errorf("%s: %w", setting("CA_FILE"), err)
 		}
 		if kind == "sendgrid" {
-			return sendgrid.New(sendgrid.Config{APIKey: ev.secret(prefix + "API_KEY"), BaseURL: str("URL"),
+			return sendgrid.New(sendgrid.Config{APIKey: secret("API_KEY"), BaseURL: str("URL"),
 				Timeout: duration("TIMEOUT", 10*time.Second), Defaults: defaults, RootCAs: roots})
 		}
-		return twilio.New(twilio.Config{AccountSID: str("ACCOUNT_SID"), AuthToken: ev.secret(prefix + "AUTH_TOKEN"),
-			APIKeySID: str("API_KEY_SID"), APIKeySecret: ev.secret(prefix + "API_KEY_SECRET"),
+		return twilio.New(twilio.Config{AccountSID: str("ACCOUNT_SID"), AuthToken: secret("AUTH_TOKEN"),
+			APIKeySID: str("API_KEY_SID"), APIKeySecret: secret("API_KEY_SECRET"),
 			From: str("FROM"), MessagingServiceSID: str("MESSAGING_SERVICE_SID"), BaseURL: str("URL"),
-			StatusCallback: str("STATUS_CALLBACK"), SmartEncoded: ev.boolean(prefix+"SMART_ENCODED", false),
+			StatusCallback: str("STATUS_CALLBACK"), SmartEncoded: ev.boolean(setting("SMART_ENCODED"), false),
 			Timeout: duration("TIMEOUT", 10*time.Second), RootCAs: roots})
-	default: // webhook: the channel's own secrets (two while rotating), one allow-list for the runner
+	default: // webhook: the channel's own secrets (two while rotating), never shared
 		roots, err := sender.LoadCAFile(str("CA_FILE"))
 		if err != nil {
-			return nil, fmt.Errorf("%sCA_FILE: %w", prefix, err)
+			return nil, fmt.Errorf("%s: %w", setting("CA_FILE"), err)
 		}
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
 			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots,
-			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), CircuitFailures: ev.int(prefix+"CIRCUIT_FAILURES", 5),
+			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), CircuitFailures: ev.int(setting("CIRCUIT_FAILURES"), 5),
 			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second)})
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,19 +64,22 @@ type Querier interface {
 
 // Config says which endpoints exist and how they verify requests.
 type Config struct {
-	// SendGridKey is the Event Webhook's verification key: base64 of the DER public
-	// key SendGrid shows under Mail Settings (ECDSA P-256). nil: no SendGrid endpoint.
-	SendGridKey *ecdsa.PublicKey
-	// TwilioAuthToken signs Twilio's callbacks (the account's auth token, also when
-	// messages are sent with an API key); TwilioURL is the public URL of the Twilio
-	// endpoint as Twilio calls it (HERALD_TWILIO_STATUS_CALLBACK), part of what it
-	// signs. Both empty: no Twilio endpoint.
-	TwilioAuthToken string
-	TwilioURL       string
+	// SendGridKeys are the Event Webhook's verification keys, one per SendGrid account
+	// or subuser that posts here (base64 of the DER public key SendGrid shows under
+	// Mail Settings, ECDSA P-256); a request that verifies with any is taken. None: no
+	// SendGrid endpoint.
+	SendGridKeys []*ecdsa.PublicKey
+	// TwilioAuthTokens sign Twilio's callbacks, one per Twilio account that posts here
+	// (the account's auth token, also when messages are sent with an API key); a
+	// request that verifies with any is taken. TwilioURL is the public URL of the
+	// Twilio endpoint as Twilio calls it (HERALD_TWILIO_STATUS_CALLBACK), part of what
+	// it signs. No token or no URL: no Twilio endpoint.
+	TwilioAuthTokens []string
+	TwilioURL        string
 	// TwilioInboundURL is the public URL of the endpoint for messages recipients send
 	// to the Twilio numbers (the number's "a message comes in" webhook): STOP and
 	// START keywords keep herald.suppressions in step with Twilio's opt-outs. Empty
-	// (or no TwilioAuthToken): no such endpoint.
+	// (or no TwilioAuthTokens): no such endpoint.
 	TwilioInboundURL string
 	// GenericSecrets are the whsec_ secrets of the generic endpoint (two while
 	// rotating). None: no generic endpoint.
@@ -107,7 +111,7 @@ type Config struct {
 
 // Any reports whether any endpoint is configured.
 func (c Config) Any() bool {
-	return c.SendGridKey != nil || (c.TwilioAuthToken != "" && (c.TwilioURL != "" || c.TwilioInboundURL != "")) ||
+	return len(c.SendGridKeys) > 0 || (len(c.TwilioAuthTokens) > 0 && (c.TwilioURL != "" || c.TwilioInboundURL != "")) ||
 		len(c.GenericSecrets) > 0 || len(c.UnsubscribeKeys) > 0 || len(c.SESTopics) > 0
 }
 
@@ -154,10 +158,10 @@ func Register(mux *http.ServeMux, q Querier, cfg Config) []string {
 		mux.Handle("POST "+Prefix+name, h.endpoint(name, parse))
 		paths = append(paths, Prefix+name)
 	}
-	if cfg.SendGridKey != nil {
+	if len(cfg.SendGridKeys) > 0 {
 		add("sendgrid", h.sendgrid)
 	}
-	if cfg.TwilioAuthToken != "" && cfg.TwilioURL != "" {
+	if len(cfg.TwilioAuthTokens) > 0 && cfg.TwilioURL != "" {
 		add("twilio", h.twilio)
 	}
 	if len(cfg.GenericSecrets) > 0 {
@@ -166,7 +170,7 @@ func Register(mux *http.ServeMux, q Querier, cfg Config) []string {
 	if len(cfg.SESTopics) > 0 {
 		add("ses", h.ses)
 	}
-	if cfg.TwilioAuthToken != "" && cfg.TwilioInboundURL != "" {
+	if len(cfg.TwilioAuthTokens) > 0 && cfg.TwilioInboundURL != "" {
 		mux.Handle("POST "+Prefix+"twilio-inbound", http.HandlerFunc(h.twilioInbound))
 		paths = append(paths, Prefix+"twilio-inbound")
 	}
@@ -307,7 +311,7 @@ func (h *handler) sendgrid(r *http.Request, body []byte) (json.RawMessage, int, 
 		return nil, 0, errSignature
 	}
 	digest := sha256.Sum256(append([]byte(ts), body...))
-	if !ecdsa.VerifyASN1(h.cfg.SendGridKey, digest[:], sig) {
+	if !slices.ContainsFunc(h.cfg.SendGridKeys, func(k *ecdsa.PublicKey) bool { return ecdsa.VerifyASN1(k, digest[:], sig) }) {
 		return nil, 0, errSignature
 	}
 	var raw []map[string]any
@@ -396,7 +400,7 @@ func (h *handler) twilio(r *http.Request, body []byte) (json.RawMessage, int, er
 
 // twilioForm reads a form Twilio posted to publicURL (the endpoint's URL as Twilio
 // calls it, its query string taken from the request) when X-Twilio-Signature
-// verifies with the auth token; ok is false otherwise.
+// verifies with one of the auth tokens; ok is false otherwise.
 func (h *handler) twilioForm(r *http.Request, body []byte, publicURL string) (form url.Values, ok bool) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
@@ -405,9 +409,10 @@ func (h *handler) twilioForm(r *http.Request, body []byte, publicURL string) (fo
 	if r.URL.RawQuery != "" {
 		publicURL = strings.SplitN(publicURL, "?", 2)[0] + "?" + r.URL.RawQuery
 	}
-	want := TwilioSignature(h.cfg.TwilioAuthToken, publicURL, form)
 	got := r.Header.Get("X-Twilio-Signature")
-	return form, got != "" && hmac.Equal([]byte(got), []byte(want))
+	return form, got != "" && slices.ContainsFunc(h.cfg.TwilioAuthTokens, func(token string) bool {
+		return hmac.Equal([]byte(got), []byte(TwilioSignature(token, publicURL, form)))
+	})
 }
 
 // TwilioSignature is the X-Twilio-Signature of a POST to fullURL with form, signed

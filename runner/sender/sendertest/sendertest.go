@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -491,10 +492,12 @@ func (r *TwilioRequests) Sent() []string {
 // with the account SID AC0123 and token tw-token or the API key SK0123 and secret
 // sk-secret, form encoding, fields) and answers with Twilio's response shapes. GET of
 // the account answers status active (error 20003 with other credentials); the
-// account's numbers (IncomingPhoneNumbers) are +15005550006 alone. A ValidityPeriod
+// account's numbers (IncomingPhoneNumbers) are +15005550006 alone, the From of every
+// message that names no messaging service (MG…). A ValidityPeriod
 // outside 1..36000 seconds gets error 90007.
 func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 	rec := &TwilioRequests{}
+	instance := mrand.Uint32() // message SIDs are unique across fakes, as Twilio's are across accounts
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
 		authed := ok && ((user == "AC0123" && pass == "tw-token") || (user == "SK0123" && pass == "sk-secret"))
@@ -524,7 +527,9 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 			w.WriteHeader(401)
 			return
 		}
-		if err := r.ParseForm(); err != nil || r.PostForm.Get("From") != "+15005550006" ||
+		err := r.ParseForm()
+		sender := r.PostForm.Get("From") == "+15005550006" || strings.HasPrefix(r.PostForm.Get("MessagingServiceSid"), "MG")
+		if err != nil || !sender ||
 			(r.PostForm.Get("Body") == "" && r.PostForm.Get("MediaUrl") == "") {
 			t.Errorf("twilio: form %v %v", r.PostForm, err)
 		}
@@ -576,8 +581,8 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 			n := len(rec.sent)
 			rec.mu.Unlock()
 			w.WriteHeader(201)
-			fmt.Fprintf(w, `{"account_sid": "AC0123", "body": %q, "direction": "outbound-api", "from": "+15005550006", "sid": "SM%032d", "status": "queued", "to": %q}`,
-				r.PostForm.Get("Body"), n, to)
+			fmt.Fprintf(w, `{"account_sid": "AC0123", "body": %q, "direction": "outbound-api", "from": "+15005550006", "sid": "SM%08x%024d", "status": "queued", "to": %q}`,
+				r.PostForm.Get("Body"), instance, n, to)
 		}
 	}))
 	t.Cleanup(srv.Close)
