@@ -40,6 +40,7 @@
 {{ template "functions/_log_kinds.sql" . }}
 {{ template "functions/_callback_names.sql" . }}
 {{ template "functions/_message_status.sql" . }}
+{{ template "functions/_callback_spec.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}
 {{ template "functions/_check_not_null.sql" . }}
 {{ template "functions/_check_kind.sql" . }}
@@ -106,6 +107,7 @@
 {{ template "functions/producer_wait.sql" . }}
 {{ template "functions/create_consumer_group.sql" . }}
 {{ template "functions/dispatch_callbacks.sql" . }}
+{{ template "functions/redispatch_callbacks.sql" . }}
 {{ template "functions/log_read.sql" . }}
 {{ template "functions/log_ack.sql" . }}
 {{ template "functions/log_dead_letter.sql" . }}

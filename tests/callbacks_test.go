@@ -299,10 +299,47 @@ func TestRefusedCallbacksSetAside(t *testing.T) {
 	if got := dispatch(t, pool); got[1] != 0 || got[2] != 0 {
 		t.Fatalf("a second dispatch = %v, want no callback (only the callback's own accepted event to read)", got)
 	}
-	// The group holds dead letters: removing the last callback_url keeps them.
-	mustExec(t, pool, `UPDATE herald.producers SET callback_url = NULL, callback_channel = NULL`)
+	// Sent again while the channel still refuses them: the error, and nothing changes.
+	_, err := pool.Exec(ctx, `SELECT herald.redispatch_callbacks()`)
+	wantPgError(t, err, "42501", "messages[0].channel")
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.consumer_dead_letters`); n != 2 {
-		t.Fatalf("%d dead letters left after the callbacks were switched off, want 2", n)
+		t.Fatalf("%d dead letters after a refused redispatch, want 2", n)
+	}
+	// The admin opens the channel again: the set-aside callbacks go out, in order, once.
+	mustExec(t, pool, `UPDATE herald.channels SET producers = NULL WHERE name = 'cb_a'`)
+	if n := scalar[int](t, pool, `SELECT herald.redispatch_callbacks()`); n != 2 {
+		t.Fatalf("redispatched %d, want 2", n)
+	}
+	if n := scalar[int](t, pool, `SELECT herald.redispatch_callbacks()`); n != 0 {
+		t.Fatalf("a second redispatch sent %d again", n)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg(payload->>'event', ',' ORDER BY id) FROM herald.messages
+		WHERE producer = 'herald:callbacks' AND recipient = 'https://a.example.com/cb'`); got != "cancelled,cancelled" {
+		t.Fatalf("a's callbacks after the redispatch: %s", got)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.consumer_dead_letters`); n != 0 {
+		t.Fatalf("%d dead letters left after the redispatch", n)
+	}
+	// A producer may not redispatch (it is the admin's repair).
+	_, err = a.Exec(ctx, `SELECT herald.redispatch_callbacks()`)
+	wantPgError(t, err, "42501", "")
+}
+
+// With the last callback_url removed, the callbacks' group stays while it holds
+// set-aside events, so they are not lost with it.
+func TestCallbacksGroupKeepsItsDeadLetters(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
+		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
+	mustExec(t, pool, `SELECT herald.cancel(herald.enqueue('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}'))`)
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_prefixes = '{https://elsewhere.example.com/}' WHERE name = 'callbacks'`)
+	if got := dispatch(t, pool); got[2] != 1 {
+		t.Fatalf("dispatch = %v, want the cancel set aside", got)
+	}
+	mustExec(t, pool, `UPDATE herald.producers SET callback_url = NULL, callback_channel = NULL`)
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.consumer_dead_letters WHERE group_name = 'herald.callbacks'`); n != 1 {
+		t.Fatalf("%d dead letters left after the callbacks were switched off, want 1", n)
 	}
 }
 
@@ -321,7 +358,7 @@ func TestConcurrentDispatchCallsBackEachEventOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for countWhere(t, pool, `producer = 'herald:callbacks'`) < n {
+			for i := 0; i < 500 && countWhere(t, pool, `producer = 'herald:callbacks'`) < n; i++ { // bounded: a broken dispatch fails below
 				if _, err := pool.Exec(ctx, `SELECT herald.dispatch_callbacks(200)`); err != nil {
 					errs <- err
 					return

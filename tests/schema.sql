@@ -202,6 +202,344 @@ $$;
 COMMENT ON FUNCTION herald._callback_names(OUT "group" text, OUT producer text) IS 'Private: the consumer group and the producer name of status callbacks.';
 
 
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: messages; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.messages (
+    id bigint NOT NULL,
+    producer text NOT NULL COLLATE pg_catalog."C",
+    channel text NOT NULL,
+    recipient text NOT NULL,
+    payload jsonb NOT NULL,
+    metadata jsonb,
+    priority smallint DEFAULT 0 NOT NULL,
+    run_at timestamp with time zone NOT NULL,
+    ordering_key text COLLATE pg_catalog."C",
+    idempotency_key text COLLATE pg_catalog."C",
+    status text DEFAULT 'queued'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    lease_token bigint,
+    leased_by text,
+    lease_expires_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone,
+    provider_message_id text,
+    outcome text,
+    outcome_type text,
+    outcome_code text,
+    outcome_at timestamp with time zone,
+    last_error text,
+    last_error_class text,
+    last_error_code text,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
+    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'quota'::text, 'configuration'::text, 'permanent'::text]))),
+    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])) = (finished_at IS NOT NULL))),
+    CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT messages_outcome_known CHECK ((outcome = ANY (ARRAY['delivered'::text, 'deferred'::text, 'bounced'::text, 'complained'::text, 'unsubscribed'::text, 'undelivered'::text]))),
+    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])))
+)
+WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE messages; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
+
+
+--
+-- Name: COLUMN messages.producer; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
+
+
+--
+-- Name: COLUMN messages.priority; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first: -100..100, within the producer''s herald.producers.min_priority..100 (0..100 without a row).';
+
+
+--
+-- Name: COLUMN messages.ordering_key; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.ordering_key IS 'Messages of one producer with the same key are sent one at a time, in id order.';
+
+
+--
+-- Name: COLUMN messages.status; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.status IS 'queued, held (behind an earlier message of its ordering key), processing, or finished: sent, dead, cancelled, expired, suppressed.';
+
+
+--
+-- Name: COLUMN messages.lease_token; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
+
+
+--
+-- Name: COLUMN messages.expires_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
+
+
+--
+-- Name: COLUMN messages.outcome; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
+
+
+--
+-- Name: COLUMN messages.outcome_type; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';
+
+
+--
+-- Name: COLUMN messages.outcome_code; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.outcome_code IS 'The provider''s code for the outcome (SMTP status, Twilio ErrorCode); producers see it.';
+
+
+--
+-- Name: COLUMN messages.last_error; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at most 2,000 characters); never shown to producers.';
+
+
+--
+-- Name: COLUMN messages.last_error_code; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.last_error_code IS 'Short code of the last failure (SMTP reply, HTTP status, provider error code); producers see it.';
+
+
+--
+-- Name: COLUMN messages.errors; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, code, error, worker}.';
+
+
+--
+-- Name: producers; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.producers (
+    producer text NOT NULL COLLATE pg_catalog."C",
+    min_priority smallint DEFAULT 0 NOT NULL,
+    senders text[],
+    max_pending integer,
+    pending bigint,
+    counted_at timestamp with time zone,
+    max_bounce_rate real,
+    max_complaint_rate real,
+    rate_window interval DEFAULT '01:00:00'::interval NOT NULL,
+    rate_min_sent integer DEFAULT 100 NOT NULL,
+    sent_recent integer,
+    bounced_recent integer,
+    complained_recent integer,
+    rated_at timestamp with time zone,
+    suspended_until timestamp with time zone,
+    suspended_reason text,
+    callback_url text,
+    callback_channel text,
+    callback_events text[],
+    CONSTRAINT producers_callback_whole CHECK ((((callback_url IS NULL) = (callback_channel IS NULL)) AND ((callback_events IS NULL) OR (callback_url IS NOT NULL)))),
+    CONSTRAINT producers_max_pending_range CHECK (((max_pending >= 1) AND (max_pending <= 1000000000))),
+    CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
+    CONSTRAINT producers_rate_min_sent_range CHECK (((rate_min_sent >= 1) AND (rate_min_sent <= 1000000000))),
+    CONSTRAINT producers_rate_window_range CHECK (((rate_window >= '00:01:00'::interval) AND (rate_window <= '7 days'::interval))),
+    CONSTRAINT producers_rates_range CHECK (((max_bounce_rate > (0)::double precision) AND (max_bounce_rate <= (1)::double precision) AND (max_complaint_rate > (0)::double precision) AND (max_complaint_rate <= (1)::double precision))),
+    CONSTRAINT producers_senders_listed CHECK ((((cardinality(senders) >= 1) AND (cardinality(senders) <= 100)) AND (array_position(senders, NULL::text) IS NULL)))
+)
+WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
+
+
+--
+-- Name: TABLE producers; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
+
+
+--
+-- Name: COLUMN producers.producer; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
+
+
+--
+-- Name: COLUMN producers.min_priority; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
+
+
+--
+-- Name: COLUMN producers.senders; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
+
+
+--
+-- Name: COLUMN producers.max_pending; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_producers finds fewer. NULL: no limit.';
+
+
+--
+-- Name: COLUMN producers.pending; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_producers last counted them (only with max_pending).';
+
+
+--
+-- Name: COLUMN producers.counted_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_producers last counted pending.';
+
+
+--
+-- Name: COLUMN producers.max_bounce_rate; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.max_bounce_rate IS 'Most of its messages sent or dead in the last rate_window that may bounce for good (0..1, e.g. 0.05); over it (with rate_min_sent sent) the producer is suspended. NULL: no bound.';
+
+
+--
+-- Name: COLUMN producers.max_complaint_rate; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.max_complaint_rate IS 'Most of its messages sent in the last rate_window that may draw a complaint (0..1, e.g. 0.003); over it the producer is suspended. NULL: no bound.';
+
+
+--
+-- Name: COLUMN producers.rate_window; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.rate_window IS 'The span the bounce and complaint rates are counted over, and how long a suspension lasts.';
+
+
+--
+-- Name: COLUMN producers.rate_min_sent; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.rate_min_sent IS 'Fewest messages in the window before the rates count (a bounce of 1 in 2 says little).';
+
+
+--
+-- Name: COLUMN producers.sent_recent; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.sent_recent IS 'Messages sent or dead in the last rate_window when herald.count_producers last counted (only with a rate bound).';
+
+
+--
+-- Name: COLUMN producers.bounced_recent; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.bounced_recent IS 'Of sent_recent, those that bounced for good (a hard bounce, or a refusal that rules the address out).';
+
+
+--
+-- Name: COLUMN producers.complained_recent; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.complained_recent IS 'Of sent_recent, those whose recipient complained.';
+
+
+--
+-- Name: COLUMN producers.rated_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.rated_at IS 'When herald.count_producers last counted the rates (at most each 60th of rate_window).';
+
+
+--
+-- Name: COLUMN producers.suspended_until; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.suspended_until IS 'Set by herald.count_producers when a rate went over its bound: until then enqueue refuses the producer (53400) and its queued messages wait. An admin may clear it.';
+
+
+--
+-- Name: COLUMN producers.suspended_reason; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.suspended_reason IS 'Why the producer was suspended: the counts and the bound.';
+
+
+--
+-- Name: COLUMN producers.callback_url; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.callback_url IS 'Where herald.dispatch_callbacks posts what happens to the producer''s messages (a webhook on callback_channel); NULL: no callbacks. Checked by trigger producers_callbacks.';
+
+
+--
+-- Name: COLUMN producers.callback_channel; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.callback_channel IS 'The webhook channel the producer''s callbacks go out on (its secrets sign them); set with callback_url.';
+
+
+--
+-- Name: COLUMN producers.callback_events; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted and deferred.';
+
+
+--
+-- Name: _callback_spec(herald.producers, herald.messages, text, bigint, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._callback_spec(p herald.producers, m herald.messages, kind text, "offset" bigint, at timestamp with time zone) RETURNS herald.message_spec
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN p.callback_url IS NOT NULL
+               AND CASE WHEN p.callback_events IS NULL THEN kind NOT IN ('accepted', 'deferred')
+                        ELSE kind = ANY (p.callback_events) END
+    THEN ROW(p.callback_channel, p.callback_url,
+             jsonb_build_object('event', kind, 'offset', "offset", 'at', at, 'idempotency_key', m.idempotency_key,
+                                'message', to_jsonb(herald._message_status(m))),
+             NULL, NULL, NULL, 'message:' || m.id, NULL, NULL, NULL)::herald.message_spec
+  END
+$$;
+
+
+--
+-- Name: FUNCTION _callback_spec(p herald.producers, m herald.messages, kind text, "offset" bigint, at timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._callback_spec(p herald.producers, m herald.messages, kind text, "offset" bigint, at timestamp with time zone) IS 'Private: the status callback of one log event for its producer, as a message spec (NULL: none).';
+
+
 --
 -- Name: _callbacks_group(); Type: FUNCTION; Schema: herald; Owner: -
 --
@@ -1053,144 +1391,6 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._message_specs(messages jsonb) IS 'Private: read enqueue_batch elements one by one, naming the first of the wrong shape.';
-
-
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
-
---
--- Name: messages; Type: TABLE; Schema: herald; Owner: -
---
-
-CREATE TABLE herald.messages (
-    id bigint NOT NULL,
-    producer text NOT NULL COLLATE pg_catalog."C",
-    channel text NOT NULL,
-    recipient text NOT NULL,
-    payload jsonb NOT NULL,
-    metadata jsonb,
-    priority smallint DEFAULT 0 NOT NULL,
-    run_at timestamp with time zone NOT NULL,
-    ordering_key text COLLATE pg_catalog."C",
-    idempotency_key text COLLATE pg_catalog."C",
-    status text DEFAULT 'queued'::text NOT NULL,
-    attempts integer DEFAULT 0 NOT NULL,
-    max_attempts integer NOT NULL,
-    lease_token bigint,
-    leased_by text,
-    lease_expires_at timestamp with time zone,
-    created_at timestamp with time zone NOT NULL,
-    expires_at timestamp with time zone NOT NULL,
-    finished_at timestamp with time zone,
-    provider_message_id text,
-    outcome text,
-    outcome_type text,
-    outcome_code text,
-    outcome_at timestamp with time zone,
-    last_error text,
-    last_error_class text,
-    last_error_code text,
-    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
-    CONSTRAINT messages_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 100)))),
-    CONSTRAINT messages_error_class_known CHECK ((last_error_class = ANY (ARRAY['transient'::text, 'rate_limited'::text, 'quota'::text, 'configuration'::text, 'permanent'::text]))),
-    CONSTRAINT messages_finished_when_terminal CHECK (((status = ANY (ARRAY['sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])) = (finished_at IS NOT NULL))),
-    CONSTRAINT messages_lease_when_processing CHECK (((status = 'processing'::text) = ((lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT messages_outcome_known CHECK ((outcome = ANY (ARRAY['delivered'::text, 'deferred'::text, 'bounced'::text, 'complained'::text, 'unsubscribed'::text, 'undelivered'::text]))),
-    CONSTRAINT messages_status_known CHECK ((status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text, 'sent'::text, 'dead'::text, 'cancelled'::text, 'expired'::text, 'suppressed'::text])))
-)
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
-
-
---
--- Name: TABLE messages; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
-
-
---
--- Name: COLUMN messages.producer; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
-
-
---
--- Name: COLUMN messages.priority; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first: -100..100, within the producer''s herald.producers.min_priority..100 (0..100 without a row).';
-
-
---
--- Name: COLUMN messages.ordering_key; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.ordering_key IS 'Messages of one producer with the same key are sent one at a time, in id order.';
-
-
---
--- Name: COLUMN messages.status; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.status IS 'queued, held (behind an earlier message of its ordering key), processing, or finished: sent, dead, cancelled, expired, suppressed.';
-
-
---
--- Name: COLUMN messages.lease_token; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.lease_token IS 'Fencing token of the current claim; NULL unless processing.';
-
-
---
--- Name: COLUMN messages.expires_at; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
-
-
---
--- Name: COLUMN messages.outcome; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
-
-
---
--- Name: COLUMN messages.outcome_type; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.outcome_type IS 'For bounced: hard (the address does not exist) or soft (mailbox full, blocked for now).';
-
-
---
--- Name: COLUMN messages.outcome_code; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.outcome_code IS 'The provider''s code for the outcome (SMTP status, Twilio ErrorCode); producers see it.';
-
-
---
--- Name: COLUMN messages.last_error; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at most 2,000 characters); never shown to producers.';
-
-
---
--- Name: COLUMN messages.last_error_code; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.last_error_code IS 'Short code of the last failure (SMTP reply, HTTP status, provider error code); producers see it.';
-
-
---
--- Name: COLUMN messages.errors; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, code, error, worker}.';
 
 
 --
@@ -2102,181 +2302,6 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._release_after(ids bigint[], producers text[], keys text[]) IS 'Private: after messages with ordering keys finished, release the next message of each key, or note the key for reap_stale.';
-
-
---
--- Name: producers; Type: TABLE; Schema: herald; Owner: -
---
-
-CREATE TABLE herald.producers (
-    producer text NOT NULL COLLATE pg_catalog."C",
-    min_priority smallint DEFAULT 0 NOT NULL,
-    senders text[],
-    max_pending integer,
-    pending bigint,
-    counted_at timestamp with time zone,
-    max_bounce_rate real,
-    max_complaint_rate real,
-    rate_window interval DEFAULT '01:00:00'::interval NOT NULL,
-    rate_min_sent integer DEFAULT 100 NOT NULL,
-    sent_recent integer,
-    bounced_recent integer,
-    complained_recent integer,
-    rated_at timestamp with time zone,
-    suspended_until timestamp with time zone,
-    suspended_reason text,
-    callback_url text,
-    callback_channel text,
-    callback_events text[],
-    CONSTRAINT producers_callback_whole CHECK ((((callback_url IS NULL) = (callback_channel IS NULL)) AND ((callback_events IS NULL) OR (callback_url IS NOT NULL)))),
-    CONSTRAINT producers_max_pending_range CHECK (((max_pending >= 1) AND (max_pending <= 1000000000))),
-    CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
-    CONSTRAINT producers_rate_min_sent_range CHECK (((rate_min_sent >= 1) AND (rate_min_sent <= 1000000000))),
-    CONSTRAINT producers_rate_window_range CHECK (((rate_window >= '00:01:00'::interval) AND (rate_window <= '7 days'::interval))),
-    CONSTRAINT producers_rates_range CHECK (((max_bounce_rate > (0)::double precision) AND (max_bounce_rate <= (1)::double precision) AND (max_complaint_rate > (0)::double precision) AND (max_complaint_rate <= (1)::double precision))),
-    CONSTRAINT producers_senders_listed CHECK ((((cardinality(senders) >= 1) AND (cardinality(senders) <= 100)) AND (array_position(senders, NULL::text) IS NULL)))
-)
-WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
-
-
---
--- Name: TABLE producers; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
-
-
---
--- Name: COLUMN producers.producer; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
-
-
---
--- Name: COLUMN producers.min_priority; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
-
-
---
--- Name: COLUMN producers.senders; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
-
-
---
--- Name: COLUMN producers.max_pending; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_producers finds fewer. NULL: no limit.';
-
-
---
--- Name: COLUMN producers.pending; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_producers last counted them (only with max_pending).';
-
-
---
--- Name: COLUMN producers.counted_at; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_producers last counted pending.';
-
-
---
--- Name: COLUMN producers.max_bounce_rate; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.max_bounce_rate IS 'Most of its messages sent or dead in the last rate_window that may bounce for good (0..1, e.g. 0.05); over it (with rate_min_sent sent) the producer is suspended. NULL: no bound.';
-
-
---
--- Name: COLUMN producers.max_complaint_rate; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.max_complaint_rate IS 'Most of its messages sent in the last rate_window that may draw a complaint (0..1, e.g. 0.003); over it the producer is suspended. NULL: no bound.';
-
-
---
--- Name: COLUMN producers.rate_window; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.rate_window IS 'The span the bounce and complaint rates are counted over, and how long a suspension lasts.';
-
-
---
--- Name: COLUMN producers.rate_min_sent; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.rate_min_sent IS 'Fewest messages in the window before the rates count (a bounce of 1 in 2 says little).';
-
-
---
--- Name: COLUMN producers.sent_recent; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.sent_recent IS 'Messages sent or dead in the last rate_window when herald.count_producers last counted (only with a rate bound).';
-
-
---
--- Name: COLUMN producers.bounced_recent; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.bounced_recent IS 'Of sent_recent, those that bounced for good (a hard bounce, or a refusal that rules the address out).';
-
-
---
--- Name: COLUMN producers.complained_recent; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.complained_recent IS 'Of sent_recent, those whose recipient complained.';
-
-
---
--- Name: COLUMN producers.rated_at; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.rated_at IS 'When herald.count_producers last counted the rates (at most each 60th of rate_window).';
-
-
---
--- Name: COLUMN producers.suspended_until; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.suspended_until IS 'Set by herald.count_producers when a rate went over its bound: until then enqueue refuses the producer (53400) and its queued messages wait. An admin may clear it.';
-
-
---
--- Name: COLUMN producers.suspended_reason; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.suspended_reason IS 'Why the producer was suspended: the counts and the bound.';
-
-
---
--- Name: COLUMN producers.callback_url; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.callback_url IS 'Where herald.dispatch_callbacks posts what happens to the producer''s messages (a webhook on callback_channel); NULL: no callbacks. Checked by trigger producers_callbacks.';
-
-
---
--- Name: COLUMN producers.callback_channel; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.callback_channel IS 'The webhook channel the producer''s callbacks go out on (its secrets sign them); set with callback_url.';
-
-
---
--- Name: COLUMN producers.callback_events; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted and deferred.';
 
 
 --
@@ -3234,17 +3259,11 @@ BEGIN
          array_agg(c.spec ORDER BY c."offset")
   INTO v_read, v_upto, v_offsets, v_producers, v_specs
   FROM (SELECT e."offset", p.producer,
-               ROW(p.callback_channel, p.callback_url,
-                   jsonb_build_object('event', e.kind, 'offset', e."offset", 'at', e.at,
-                                      'idempotency_key', m.idempotency_key,
-                                      'message', to_jsonb(herald._message_status(m))),
-                   NULL, NULL, NULL, 'message:' || m.id, NULL, NULL, NULL)::herald.message_spec AS spec
+               herald._callback_spec(p => p, m => m, kind => e.kind, "offset" => e."offset", at => e.at) AS spec
         FROM e
         JOIN herald.messages m ON m.id = e.message_id
-        JOIN herald.producers p ON p.producer = m.producer
-        WHERE p.callback_url IS NOT NULL
-          AND CASE WHEN p.callback_events IS NULL THEN e.kind NOT IN ('accepted', 'deferred')
-                   ELSE e.kind = ANY (p.callback_events) END) AS c;
+        JOIN herald.producers p ON p.producer = m.producer) AS c
+  WHERE c.spec IS DISTINCT FROM NULL; -- (IS NOT NULL of a row asks that every field be set)
 
   IF v_specs IS NOT NULL THEN
     BEGIN
@@ -4419,6 +4438,47 @@ $$;
 --
 
 COMMENT ON FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone) IS 'A recipient said STOP (suppress as unsubscribed) or START (lift an unsubscribe, not a bounce or an operator''s entry).';
+
+
+--
+-- Name: redispatch_callbacks(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.redispatch_callbacks(now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  clock_ok boolean := herald._check_clock(now => redispatch_callbacks.now); -- first: a forged clock changes nothing
+  v_group text := (herald._callback_names())."group";
+  v_offsets bigint[];
+  v_specs herald.message_spec[];
+BEGIN
+  SELECT array_agg(c."offset" ORDER BY c."offset"), array_agg(c.spec ORDER BY c."offset")
+  INTO v_offsets, v_specs
+  FROM (SELECT d."offset", herald._callback_spec(p => p, m => m, kind => d.kind, "offset" => d."offset", at => d.at) AS spec
+        FROM herald.consumer_dead_letters d
+        JOIN herald.messages m ON m.id = d.message_id
+        JOIN herald.producers p ON p.producer = m.producer
+        WHERE d.group_name = v_group
+        FOR UPDATE OF d) AS c
+  WHERE c.spec IS DISTINCT FROM NULL; -- (IS NOT NULL of a row asks that every field be set)
+  IF v_specs IS NULL THEN
+    RETURN 0;
+  END IF;
+  PERFORM herald._enqueue(specs => v_specs, now => redispatch_callbacks.now, single => false,
+                          as_producer => (herald._callback_names()).producer);
+  DELETE FROM herald.consumer_dead_letters d WHERE d.group_name = v_group AND d."offset" = ANY (v_offsets);
+  RETURN cardinality(v_specs);
+END
+$$;
+
+
+--
+-- Name: FUNCTION redispatch_callbacks(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.redispatch_callbacks(now timestamp with time zone) IS 'Send the status callbacks that dispatch_callbacks set aside, once what refused them is fixed.';
 
 
 --
@@ -5739,6 +5799,27 @@ REVOKE ALL ON FUNCTION herald._callback_names(OUT "group" text, OUT producer tex
 
 
 --
+-- Name: TABLE messages; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.messages TO herald_admin;
+
+
+--
+-- Name: TABLE producers; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.producers TO herald_admin;
+
+
+--
+-- Name: FUNCTION _callback_spec(p herald.producers, m herald.messages, kind text, "offset" bigint, at timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._callback_spec(p herald.producers, m herald.messages, kind text, "offset" bigint, at timestamp with time zone) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _callbacks_group(); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -5925,13 +6006,6 @@ REVOKE ALL ON FUNCTION herald._message_specs(messages jsonb) FROM PUBLIC;
 
 
 --
--- Name: TABLE messages; Type: ACL; Schema: herald; Owner: -
---
-
-GRANT ALL ON TABLE herald.messages TO herald_admin;
-
-
---
 -- Name: FUNCTION _message_status(m herald.messages); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -6090,13 +6164,6 @@ REVOKE ALL ON FUNCTION herald._reject(code text, field text, message text, detai
 --
 
 REVOKE ALL ON FUNCTION herald._release_after(ids bigint[], producers text[], keys text[]) FROM PUBLIC;
-
-
---
--- Name: TABLE producers; Type: ACL; Schema: herald; Owner: -
---
-
-GRANT ALL ON TABLE herald.producers TO herald_admin;
 
 
 --
@@ -6431,6 +6498,14 @@ GRANT ALL ON FUNCTION herald.record_delivery_events(source text, events jsonb, n
 REVOKE ALL ON FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone) TO herald_events;
 GRANT ALL ON FUNCTION herald.record_opt_out(kind text, recipient text, opted_out boolean, source text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION redispatch_callbacks(now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.redispatch_callbacks(now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.redispatch_callbacks(now timestamp with time zone) TO herald_admin;
 
 
 --

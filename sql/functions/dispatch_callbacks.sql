@@ -1,17 +1,15 @@
 -- herald.dispatch_callbacks(max, now) — status callbacks: read up to `max` (1..10,000)
--- events of herald.log after the callbacks' consumer group (herald._callback_names) and,
--- for each event of a message whose producer has a herald.producers.callback_url and
--- wants the event (callback_events; NULL: all but accepted and deferred), enqueue a
--- webhook on callback_channel to callback_url, owned by the callbacks' producer, with
--- ordering key message:<id> (one message's callbacks go out in order) and the payload
--- {event, offset, at, idempotency_key, message: herald._message_status}; then ack what
--- it read, so each event is queued once. When a producer's callbacks are refused (class
--- 22, 42501, 53400: its channel changed), its events are set aside in
--- herald.consumer_dead_letters with the error, and the others go out. Returns (events,
--- callbacks, set_aside); zeros when no producer has a callback_url or another call holds
--- the group (SKIP LOCKED). Call it again while events = max. Errors: 22V12 max, 42501
--- now. Locks: the group's offset row, those of herald._enqueue. Index:
--- log_statements_offset_idx, messages_pkey, producers_pkey. SECURITY DEFINER.
+-- events of herald.log after the callbacks' consumer group (herald._callback_names),
+-- enqueue the callback each event's producer wants (herald._callback_spec: a webhook
+-- to its callback_url), owned by the callbacks' producer, and ack what it read, in
+-- one transaction, so each event is queued once. When a producer's callbacks are
+-- refused (class 22, 42501, 53400: its channel changed), its events are set aside in
+-- herald.consumer_dead_letters with the error (herald.redispatch_callbacks sends them
+-- later), and the others go out. Returns (events, callbacks, set_aside); zeros when no
+-- producer has a callback_url or another call holds the group (SKIP LOCKED). Call it
+-- again while events = max. Errors: 22V12 max, 42501 now. Locks: the group's offset
+-- row, those of herald._enqueue. Index: log_statements_offset_idx, messages_pkey,
+-- producers_pkey. SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.dispatch_callbacks(max integer DEFAULT 1000, now timestamptz DEFAULT now())
 RETURNS TABLE (events integer, callbacks integer, set_aside integer)
 LANGUAGE plpgsql
@@ -55,17 +53,11 @@ BEGIN
          array_agg(c.spec ORDER BY c."offset")
   INTO v_read, v_upto, v_offsets, v_producers, v_specs
   FROM (SELECT e."offset", p.producer,
-               ROW(p.callback_channel, p.callback_url,
-                   jsonb_build_object('event', e.kind, 'offset', e."offset", 'at', e.at,
-                                      'idempotency_key', m.idempotency_key,
-                                      'message', to_jsonb(herald._message_status(m))),
-                   NULL, NULL, NULL, 'message:' || m.id, NULL, NULL, NULL)::herald.message_spec AS spec
+               herald._callback_spec(p => p, m => m, kind => e.kind, "offset" => e."offset", at => e.at) AS spec
         FROM e
         JOIN herald.messages m ON m.id = e.message_id
-        JOIN herald.producers p ON p.producer = m.producer
-        WHERE p.callback_url IS NOT NULL
-          AND CASE WHEN p.callback_events IS NULL THEN e.kind NOT IN ('accepted', 'deferred')
-                   ELSE e.kind = ANY (p.callback_events) END) AS c;
+        JOIN herald.producers p ON p.producer = m.producer) AS c
+  WHERE c.spec IS DISTINCT FROM NULL; -- (IS NOT NULL of a row asks that every field be set)
 
   IF v_specs IS NOT NULL THEN
     BEGIN
