@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,9 +32,16 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
+	// The producer has status callbacks, and its callback channel is closed after the
+	// setting: the dead message's callback is set aside.
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
+		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
 	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t"}')`)
 	mustExec(t, pool, `SELECT herald.fail(id, lease_token, '550 5.1.1 no such user', 'permanent', error_code => '550')
 		FROM herald.claim_batch('w', 1)`)
+	mustExec(t, pool, `UPDATE herald.channels SET producers = '{billing}' WHERE name = 'callbacks'`)
+	mustExec(t, pool, `SELECT herald.dispatch_callbacks()`)
 
 	mustExec(t, pool, `UPDATE herald.channels SET paused = true, paused_reason = 'SMTP 535: authentication failed', paused_at = now()
 		WHERE name = 'sms'`)
@@ -60,6 +68,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	for path, form := range map[string]url.Values{
 		"redrive": {"id": {fmt.Sprint(id)}}, "cancel": {"id": {fmt.Sprint(id)}},
 		"pause": {"channel": {"email"}, "reason": {"x"}}, "resume": {"channel": {"sms"}}, "end-suspension": {"producer": {"bulk"}},
+		"redispatch": {},
 	} {
 		resp, err := http.PostForm(base+path, form)
 		if err != nil {
@@ -78,7 +87,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		resp.Body.Close()
 	}
 	if s := scalar[string](t, pool, `SELECT status || ' ' || (SELECT string_agg(name || '=' || paused, ',' ORDER BY name) FROM herald.channels)
-		|| ' ' || (SELECT suspended_until > now() FROM herald.producers WHERE producer = 'bulk') FROM herald.messages WHERE id = $1`, id); s != "dead email=false,sms=true true" {
+		|| ' ' || (SELECT suspended_until > now() FROM herald.producers WHERE producer = 'bulk') FROM herald.messages WHERE id = $1`, id); s != "dead callbacks=false,email=false,sms=true true" {
 		t.Fatalf("after refused actions: %s", s)
 	}
 
@@ -161,8 +170,37 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("after End suspension: %q", done)
 	}
 	if s := scalar[string](t, pool, `SELECT (SELECT string_agg(name || '=' || paused || ':' || coalesce(paused_by, '') || ':' || coalesce(paused_reason, ''), ',' ORDER BY name) FROM herald.channels)
-		|| ' ' || (SELECT coalesce(suspended_until > now(), false) FROM herald.producers WHERE producer = 'bulk')`); s != "email=true:operator:abuse from the sign-up form,sms=false:: false" {
+		|| ' ' || (SELECT coalesce(suspended_until > now(), false) FROM herald.producers WHERE producer = 'bulk')`); s != "callbacks=false::,email=true:operator:abuse from the sign-up form,sms=false:: false" {
 		t.Fatalf("after the switches: %s", s)
+	}
+	// The status callback its channel refused: shown with the reason; sent again while
+	// the channel still refuses it, a 400 that says why and changes nothing; once the
+	// admin opens the channel, queued.
+	step("read the set-aside events", chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.ID("redispatch"))))
+	setAside, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("set-aside")))
+	step("read the set-aside table", err)
+	if !regexp.MustCompile(`herald\.callbacks\s+\d+\s+` + fmt.Sprint(id) + `\s+dead\s+callback to producer \S+ refused: .*channel 'callbacks' is not open`).MatchString(setAside) {
+		t.Fatalf("set-aside events: %q", setAside)
+	}
+	again, _ := http.NewRequest("POST", base+"redispatch", nil)
+	again.AddCookie(&http.Cookie{Name: "herald_console", Value: consoleToken})
+	resp, err = http.DefaultClient.Do(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusal, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(refusal), "is not open to producer 'herald:callbacks'") ||
+		scalar[int64](t, pool, `SELECT count(*) FROM herald.consumer_dead_letters`) != 1 {
+		t.Fatalf("sending the callback again while its channel refuses it: %d %q", resp.StatusCode, refusal)
+	}
+	mustExec(t, pool, `UPDATE herald.channels SET producers = NULL WHERE name = 'callbacks'`)
+	if done := result("send again", chromedp.Click(chromedp.ID("redispatch")), chromedp.WaitVisible(chromedp.ID("done"))); done != "send callbacks again: 1 queued" {
+		t.Fatalf("after Send again: %q", done)
+	}
+	if s := scalar[string](t, pool, `SELECT (SELECT count(*) FROM herald.consumer_dead_letters) || ' ' ||
+		(SELECT string_agg(payload->>'event', ',') FROM herald.messages WHERE producer = 'herald:callbacks')`); s != "0 dead" {
+		t.Fatalf("after Send again the database says %s", s)
 	}
 	// A channel that does not exist is a 400 that changes nothing.
 	bad, _ := http.NewRequest("POST", base+"pause", strings.NewReader(url.Values{"channel": {"nope"}, "reason": {"x"}}.Encode()))

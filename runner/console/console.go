@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,7 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) error {
 	mux.HandleFunc("POST "+Prefix+"pause", c.auth(c.pause))
 	mux.HandleFunc("POST "+Prefix+"resume", c.auth(c.resume))
 	mux.HandleFunc("POST "+Prefix+"end-suspension", c.auth(c.endSuspension))
+	mux.HandleFunc("POST "+Prefix+"redispatch", c.auth(c.redispatch))
 	mux.HandleFunc("POST "+Prefix+"login", c.login)
 	return nil
 }
@@ -177,6 +179,14 @@ type Lag struct {
 	Lag, Pending int64
 }
 
+// SetAside is one row of herald.consumer_dead_letters: an event a consumer group (the
+// status callbacks' among them) set aside, and why.
+type SetAside struct {
+	Group, Kind, Error string
+	Offset, MessageID  int64
+	At                 time.Time
+}
+
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
@@ -245,6 +255,17 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, err)
 		return
 	}
+	setAside, err := collect(ctx, c.pool, `SELECT group_name, kind, error, "offset", message_id, dead_at
+		FROM herald.consumer_dead_letters ORDER BY dead_at DESC, "offset" DESC LIMIT 50`,
+		func(row pgx.CollectableRow) (d SetAside, err error) {
+			err = row.Scan(&d.Group, &d.Kind, &d.Error, &d.Offset, &d.MessageID, &d.At)
+			return
+		})
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	data["SetAside"], data["Callbacks"] = setAside, slices.ContainsFunc(setAside, func(d SetAside) bool { return d.Group == "herald.callbacks" })
 	if data["Dead"], err = collect(ctx, c.pool, `SELECT id, channel, recipient, coalesce(last_error_class, ''),
 		coalesce(last_error_code, ''), attempts, coalesce(last_error, ''), jsonb_pretty(errors), died_at
 		FROM herald.dead_letters LIMIT 50`, scanDead); err != nil {
@@ -336,9 +357,10 @@ func (c *console) message(w http.ResponseWriter, r *http.Request) {
 
 // act runs a herald admin function with the form's fields as its arguments ($1, $2,
 // … in the order given; "id" must be an integer) and returns to the overview, which
-// shows "<what> <first field>: <result>" (sql gives the result as text). Input that
-// herald's SQL refuses (class 22: an unknown channel, a missing reason) is a 400 with
-// its message, and changes nothing.
+// shows "<what> <first field>: <result>", or "<what>: <result>" without fields (sql
+// gives the result as text). What herald's SQL refuses (class 22: an unknown channel,
+// a missing reason; 42501 and 53400: a callback its channel still refuses) is a 400
+// with its message, and changes nothing.
 func (c *console) act(w http.ResponseWriter, r *http.Request, what, sql string, fields ...string) {
 	args := make([]any, len(fields))
 	for i, f := range fields {
@@ -357,15 +379,19 @@ func (c *console) act(w http.ResponseWriter, r *http.Request, what, sql string, 
 	var result string
 	if err := c.pool.QueryRow(r.Context(), sql, args...).Scan(&result); err != nil {
 		var pg *pgconn.PgError
-		if errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22") {
+		if errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "22") || pg.Code == "42501" || pg.Code == "53400") {
 			http.Error(w, pg.Message, http.StatusBadRequest)
 			return
 		}
 		c.fail(w, err)
 		return
 	}
-	c.cfg.Logger.Info("console: "+what, fields[0], args[0], "result", result)
-	http.Redirect(w, r, Prefix+"?"+url.Values{"done": {fmt.Sprintf("%s %v: %s", what, args[0], result)}}.Encode(), http.StatusSeeOther)
+	c.cfg.Logger.Info("console: "+what, "fields", fields, "args", args, "result", result)
+	label := what
+	if len(args) > 0 {
+		label = fmt.Sprintf("%s %v", what, args[0])
+	}
+	http.Redirect(w, r, Prefix+"?"+url.Values{"done": {label + ": " + result}}.Encode(), http.StatusSeeOther)
 }
 
 func (c *console) redrive(w http.ResponseWriter, r *http.Request) {
@@ -385,6 +411,11 @@ func (c *console) pause(w http.ResponseWriter, r *http.Request) {
 // resume ends any pause of a channel, an operator's or a runner's.
 func (c *console) resume(w http.ResponseWriter, r *http.Request) {
 	c.act(w, r, "resume", `SELECT CASE WHEN herald.resume_channel($1, 'operator') THEN 'resumed' ELSE 'was not paused' END`, "channel")
+}
+
+// redispatch sends the status callbacks their channel refused, once it takes them.
+func (c *console) redispatch(w http.ResponseWriter, r *http.Request) {
+	c.act(w, r, "send callbacks again", `SELECT herald.redispatch_callbacks() || ' queued'`)
 }
 
 // endSuspension lets a producer suspended for its bounce or complaint rate in again.
