@@ -86,6 +86,7 @@
 {{ template "functions/resume_channel.sql" . }}
 {{ template "functions/redrive.sql" . }}
 {{ template "functions/purge.sql" . }}
+{{ template "functions/forget.sql" . }}
 {{ template "functions/status.sql" . }}
 {{ template "functions/suppress.sql" . }}
 {{ template "functions/unsuppress.sql" . }}

@@ -3673,6 +3673,115 @@ COMMENT ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error
 
 
 --
+-- Name: forget(text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone DEFAULT now()) RETURNS TABLE(messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  clock_ok boolean := herald._check_clock(now => forget.now); -- first: a forged clock changes nothing
+  v_key text;
+  v_ids bigint[];
+  v_ordered bigint[];
+  v_cancelled integer;
+BEGIN
+  IF forget.kind IS NULL OR forget.kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
+    PERFORM herald._reject('22V12', 'kind', format('%s is not a channel kind (email, sms, webhook, custom)',
+                                                   coalesce(quote_literal(forget.kind), 'NULL')));
+  END IF;
+  IF forget.recipient IS NULL OR forget.recipient = '' THEN
+    PERFORM herald._reject('22V12', 'recipient', 'must be a non-empty string');
+  END IF;
+  v_key := herald._mailbox_key(kind => forget.kind, recipient => forget.recipient);
+
+  WITH cancelled AS (
+    UPDATE herald.messages m
+    SET status = 'cancelled', finished_at = forget.now
+    FROM herald.channels c
+    WHERE c.name = m.channel AND c.kind = forget.kind AND m.status IN ('queued', 'held')
+      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+  ), appended AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+    SELECT 'cancelled', forget.now, array_agg(x.id ORDER BY x.id), array_agg(x.channel ORDER BY x.id),
+           array_agg(herald._key_hash(x.ordering_key, x.recipient) ORDER BY x.id)
+    FROM cancelled x HAVING count(*) > 0
+  )
+  SELECT count(*), array_agg(x.id) FILTER (WHERE x.ordering_key IS NOT NULL) INTO v_cancelled, v_ordered FROM cancelled x;
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
+
+  SELECT count(*) INTO in_flight
+  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+  WHERE c.kind = forget.kind AND m.status = 'processing'
+    AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key;
+
+  WITH gone AS (
+    DELETE FROM herald.messages m USING herald.channels c
+    WHERE c.name = m.channel AND c.kind = forget.kind AND m.finished_at IS NOT NULL
+      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    RETURNING m.id
+  )
+  SELECT array_agg(g.id) INTO v_ids FROM gone g;
+  messages := coalesce(cardinality(v_ids), 0);
+
+  copies := 0;
+  IF forget.kind = 'email' THEN
+    UPDATE herald.messages m
+    SET payload = m.payload - 'cc' - 'bcc' || jsonb_strip_nulls(jsonb_build_object(
+          'cc', (SELECT jsonb_agg(a) FROM jsonb_array_elements(m.payload -> 'cc') a
+                 WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') <> v_key),
+          'bcc', (SELECT jsonb_agg(a) FROM jsonb_array_elements(m.payload -> 'bcc') a
+                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') <> v_key)))
+    FROM herald.channels c
+    WHERE c.name = m.channel AND c.kind = 'email' AND (m.payload ? 'cc' OR m.payload ? 'bcc')
+      AND EXISTS (SELECT FROM jsonb_array_elements(coalesce(m.payload -> 'cc', '[]') || coalesce(m.payload -> 'bcc', '[]')) a
+                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') = v_key);
+    GET DIAGNOSTICS copies = ROW_COUNT;
+  END IF;
+
+  DELETE FROM herald.delivery_events d
+  WHERE d.message_id = ANY (v_ids)
+     OR herald._mailbox_key(kind => forget.kind, recipient => d.recipient) = v_key;
+  GET DIAGNOSTICS delivery_events = ROW_COUNT;
+  DELETE FROM herald.consumer_dead_letters d WHERE d.message_id = ANY (v_ids);
+  DELETE FROM herald.recipient_buckets b USING herald.channels c
+  WHERE c.name = b.channel AND c.kind = forget.kind AND b.recipient = v_key;
+
+  log_events := 0;
+  IF v_ids IS NOT NULL THEN
+    WITH redacted AS (
+      UPDATE herald.log_statements s
+      SET details = CASE WHEN s.details IS NOT NULL THEN
+                      ARRAY(SELECT CASE WHEN e.id = ANY (v_ids) THEN '{}'::jsonb ELSE e.detail END
+                            FROM unnest(s.message_ids, s.details) WITH ORDINALITY AS e (id, detail, i) ORDER BY e.i) END,
+          provider_message_ids = CASE WHEN s.provider_message_ids IS NOT NULL THEN
+                      ARRAY(SELECT CASE WHEN e.id = ANY (v_ids) THEN NULL ELSE e.pid END
+                            FROM unnest(s.message_ids, s.provider_message_ids) WITH ORDINALITY AS e (id, pid, i) ORDER BY e.i) END
+      WHERE s.message_ids && v_ids
+      RETURNING (SELECT count(*) FROM unnest(s.message_ids) AS e (id) WHERE e.id = ANY (v_ids)) AS n
+    )
+    SELECT coalesce(sum(r.n), 0) INTO log_events FROM redacted r;
+  END IF;
+  IF v_cancelled > 0 THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  RETURN NEXT;
+END
+$$;
+
+
+--
+-- Name: FUNCTION forget(kind text, recipient text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone) IS 'Erase a recipient: cancel and delete its messages, their delivery events and log details, its copies in others'' cc and bcc, its budget; the suppression entry stays.';
+
+
+--
 -- Name: is_suppressed(text, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -6373,6 +6482,14 @@ GRANT ALL ON FUNCTION herald.fail(ids bigint[], lease_tokens bigint[], errors te
 REVOKE ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone) TO herald_worker;
 GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error_class text, retry_at timestamp with time zone, error_code text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION forget(kind text, recipient text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone) TO herald_admin;
 
 
 --

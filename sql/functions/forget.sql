@@ -1,0 +1,116 @@
+-- herald.forget(kind, recipient, now) — erase what herald holds about one recipient (a
+-- person's right to erasure), counted by mailbox on channels of `kind` (e-mail: any
+-- letter case, any +tag; herald._mailbox_key). Its messages not yet sent are cancelled
+-- (a 'cancelled' event; the next message of an ordering key goes on), then its
+-- messages are deleted with their delivery events, events naming it as a copy, the
+-- consumer groups' set-aside copies and its budget (recipient_buckets); it is taken out
+-- of other e-mails' cc and bcc; its messages' log events keep their offsets but lose
+-- their detail and receipt. A message being sent ('processing') stays (in_flight: call
+-- again once it finished). The suppression entry stays: it keeps the address from being
+-- sent to again (unsuppress removes it). Returns the counts. Errors: 22V12 kind,
+-- recipient. Index: none, a scan of herald.messages and herald.log_statements (a rare
+-- admin act; its cost grows with both). Locks: the rows it changes. Admin only.
+CREATE OR REPLACE FUNCTION herald.forget(kind text, recipient text, now timestamptz DEFAULT now())
+RETURNS TABLE (messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  clock_ok boolean := herald._check_clock(now => forget.now); -- first: a forged clock changes nothing
+  v_key text;
+  v_ids bigint[];
+  v_ordered bigint[];
+  v_cancelled integer;
+BEGIN
+  IF forget.kind IS NULL OR forget.kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
+    PERFORM herald._reject('22V12', 'kind', format('%s is not a channel kind (email, sms, webhook, custom)',
+                                                   coalesce(quote_literal(forget.kind), 'NULL')));
+  END IF;
+  IF forget.recipient IS NULL OR forget.recipient = '' THEN
+    PERFORM herald._reject('22V12', 'recipient', 'must be a non-empty string');
+  END IF;
+  v_key := herald._mailbox_key(kind => forget.kind, recipient => forget.recipient);
+
+  WITH cancelled AS (
+    UPDATE herald.messages m
+    SET status = 'cancelled', finished_at = forget.now
+    FROM herald.channels c
+    WHERE c.name = m.channel AND c.kind = forget.kind AND m.status IN ('queued', 'held')
+      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key
+  ), appended AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
+    SELECT 'cancelled', forget.now, array_agg(x.id ORDER BY x.id), array_agg(x.channel ORDER BY x.id),
+           array_agg(herald._key_hash(x.ordering_key, x.recipient) ORDER BY x.id)
+    FROM cancelled x HAVING count(*) > 0
+  )
+  SELECT count(*), array_agg(x.id) FILTER (WHERE x.ordering_key IS NOT NULL) INTO v_cancelled, v_ordered FROM cancelled x;
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
+
+  SELECT count(*) INTO in_flight
+  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+  WHERE c.kind = forget.kind AND m.status = 'processing'
+    AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key;
+
+  WITH gone AS (
+    DELETE FROM herald.messages m USING herald.channels c
+    WHERE c.name = m.channel AND c.kind = forget.kind AND m.finished_at IS NOT NULL
+      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    RETURNING m.id
+  )
+  SELECT array_agg(g.id) INTO v_ids FROM gone g;
+  messages := coalesce(cardinality(v_ids), 0);
+
+  copies := 0;
+  IF forget.kind = 'email' THEN
+    UPDATE herald.messages m
+    SET payload = m.payload - 'cc' - 'bcc' || jsonb_strip_nulls(jsonb_build_object(
+          'cc', (SELECT jsonb_agg(a) FROM jsonb_array_elements(m.payload -> 'cc') a
+                 WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') <> v_key),
+          'bcc', (SELECT jsonb_agg(a) FROM jsonb_array_elements(m.payload -> 'bcc') a
+                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') <> v_key)))
+    FROM herald.channels c
+    WHERE c.name = m.channel AND c.kind = 'email' AND (m.payload ? 'cc' OR m.payload ? 'bcc')
+      AND EXISTS (SELECT FROM jsonb_array_elements(coalesce(m.payload -> 'cc', '[]') || coalesce(m.payload -> 'bcc', '[]')) a
+                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') = v_key);
+    GET DIAGNOSTICS copies = ROW_COUNT;
+  END IF;
+
+  DELETE FROM herald.delivery_events d
+  WHERE d.message_id = ANY (v_ids)
+     OR herald._mailbox_key(kind => forget.kind, recipient => d.recipient) = v_key;
+  GET DIAGNOSTICS delivery_events = ROW_COUNT;
+  DELETE FROM herald.consumer_dead_letters d WHERE d.message_id = ANY (v_ids);
+  DELETE FROM herald.recipient_buckets b USING herald.channels c
+  WHERE c.name = b.channel AND c.kind = forget.kind AND b.recipient = v_key;
+
+  log_events := 0;
+  IF v_ids IS NOT NULL THEN
+    WITH redacted AS (
+      UPDATE herald.log_statements s
+      SET details = CASE WHEN s.details IS NOT NULL THEN
+                      ARRAY(SELECT CASE WHEN e.id = ANY (v_ids) THEN '{}'::jsonb ELSE e.detail END
+                            FROM unnest(s.message_ids, s.details) WITH ORDINALITY AS e (id, detail, i) ORDER BY e.i) END,
+          provider_message_ids = CASE WHEN s.provider_message_ids IS NOT NULL THEN
+                      ARRAY(SELECT CASE WHEN e.id = ANY (v_ids) THEN NULL ELSE e.pid END
+                            FROM unnest(s.message_ids, s.provider_message_ids) WITH ORDINALITY AS e (id, pid, i) ORDER BY e.i) END
+      WHERE s.message_ids && v_ids
+      RETURNING (SELECT count(*) FROM unnest(s.message_ids) AS e (id) WHERE e.id = ANY (v_ids)) AS n
+    )
+    SELECT coalesce(sum(r.n), 0) INTO log_events FROM redacted r;
+  END IF;
+  IF v_cancelled > 0 THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  RETURN NEXT;
+END
+$$;
+
+REVOKE ALL ON FUNCTION herald.forget(text, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.forget(text, text, timestamptz) TO herald_admin;
+COMMENT ON FUNCTION herald.forget(text, text, timestamptz) IS
+  'Erase a recipient: cancel and delete its messages, their delivery events and log details, its copies in others'' cc and bcc, its budget; the suppression entry stays.';
