@@ -10,7 +10,8 @@
 //
 // Scenarios: enqueue-single, enqueue-batch (scenarios.go), deliver (deliver.go: real
 // providers' senders against a slow HTTPS fake; run it by name), callbacks
-// (callbacks.go: dispatch_callbacks against a plain log consumer; by name), drain (with the runners'
+// (callbacks.go: dispatch_callbacks against a plain log consumer; by name), forget
+// (forget.go: erasing one person against a bare DELETE; by name), drain (with the runners'
 // memory), latency and soak; the defaults are the quick version `make bench` runs
 // (under 3 minutes on 2 cores), flags choose the full sizes. The database is
 // DATABASE_URL, or the project-local cluster started by tests/devdb.sh; the bench
@@ -61,6 +62,7 @@ type options struct {
 	deliverConfigs   string
 	deliverProvider  string
 	callbackMessages int
+	forgetMessages   int
 }
 
 func main() {
@@ -95,6 +97,7 @@ func main() {
 	flag.StringVar(&o.deliverConfigs, "deliver-configs", "fixed16,1,2,4", "deliver: the runs, in order: fixed16 (one runner, 16 sends at once) or a number of runners with the defaults")
 	flag.StringVar(&o.deliverProvider, "deliver-provider", "", `deliver: "URL CAFILE" of a provider another process serves (bench provider), instead of one of its own`)
 	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
+	flag.IntVar(&o.forgetMessages, "forget-messages", 200000, "forget: messages stored and sent beside the person's 10")
 	flag.IntVar(&o.callbackMessages, "callback-messages", 20000, "callbacks: messages sent per round, each called back once (an accepted and a sent event each)")
 	flag.StringVar(&o.jsonPath, "json", "bench/out/results.json", "where to write the results as JSON")
 	flag.StringVar(&o.outDir, "out", "bench/out", "where to write the SVG charts")

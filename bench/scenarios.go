@@ -20,6 +20,7 @@ var scenarios = map[string]scenario{
 	"drain":          drain,
 	"deliver":        deliver,
 	"callbacks":      callbacks,
+	"forget":         forget,
 	"latency":        latency,
 	"soak":           soak,
 }

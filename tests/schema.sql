@@ -3679,10 +3679,12 @@ COMMENT ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error
 CREATE FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone DEFAULT now()) RETURNS TABLE(messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET jit TO 'off'
     AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => forget.now); -- first: a forged clock changes nothing
   v_key text;
+  v_all bigint[];
   v_ids bigint[];
   v_ordered bigint[];
   v_cancelled integer;
@@ -3696,12 +3698,14 @@ BEGIN
   END IF;
   v_key := herald._mailbox_key(kind => forget.kind, recipient => forget.recipient);
 
+  SELECT array_agg(m.id) INTO v_all -- one scan finds them; the rest goes by primary key
+  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+  WHERE c.kind = forget.kind AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key;
+
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = forget.now
-    FROM herald.channels c
-    WHERE c.name = m.channel AND c.kind = forget.kind AND m.status IN ('queued', 'held')
-      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    WHERE m.id = ANY (v_all) AND m.status IN ('queued', 'held')
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
@@ -3714,19 +3718,14 @@ BEGIN
     PERFORM herald._release_after(ids => v_ordered);
   END IF;
 
-  SELECT count(*) INTO in_flight
-  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
-  WHERE c.kind = forget.kind AND m.status = 'processing'
-    AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key;
-
   WITH gone AS (
-    DELETE FROM herald.messages m USING herald.channels c
-    WHERE c.name = m.channel AND c.kind = forget.kind AND m.finished_at IS NOT NULL
-      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    DELETE FROM herald.messages m
+    WHERE m.id = ANY (v_all) AND m.finished_at IS NOT NULL
     RETURNING m.id
   )
   SELECT array_agg(g.id) INTO v_ids FROM gone g;
   messages := coalesce(cardinality(v_ids), 0);
+  in_flight := coalesce(cardinality(v_all), 0) - messages; -- being sent: not finished, not cancellable
 
   copies := 0;
   IF forget.kind = 'email' THEN

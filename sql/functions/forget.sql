@@ -8,18 +8,21 @@
 -- their detail and receipt. A message being sent ('processing') stays (in_flight: call
 -- again once it finished). The suppression entry stays: it keeps the address from being
 -- sent to again (unsuppress removes it). Returns the counts. Errors: 22V12 kind,
--- recipient. Index: none, a scan of herald.messages and herald.log_statements (a rare
--- admin act; its cost grows with both). Locks: the rows it changes. Admin only.
+-- recipient. Index: none: two scans of herald.messages (recipients, copies), one of
+-- herald.log_statements (a rare admin act; its cost grows with both), then primary
+-- keys. Locks: the rows it changes. Admin only.
 CREATE OR REPLACE FUNCTION herald.forget(kind text, recipient text, now timestamptz DEFAULT now())
 RETURNS TABLE (messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off -- its scans' filters are cheap: compiling them cost more than it saved (docs/performance.md)
 AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => forget.now); -- first: a forged clock changes nothing
   v_key text;
+  v_all bigint[];
   v_ids bigint[];
   v_ordered bigint[];
   v_cancelled integer;
@@ -33,12 +36,14 @@ BEGIN
   END IF;
   v_key := herald._mailbox_key(kind => forget.kind, recipient => forget.recipient);
 
+  SELECT array_agg(m.id) INTO v_all -- one scan finds them; the rest goes by primary key
+  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+  WHERE c.kind = forget.kind AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key;
+
   WITH cancelled AS (
     UPDATE herald.messages m
     SET status = 'cancelled', finished_at = forget.now
-    FROM herald.channels c
-    WHERE c.name = m.channel AND c.kind = forget.kind AND m.status IN ('queued', 'held')
-      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    WHERE m.id = ANY (v_all) AND m.status IN ('queued', 'held')
     RETURNING m.id, m.channel, m.recipient, m.ordering_key
   ), appended AS (
     INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes)
@@ -51,19 +56,14 @@ BEGIN
     PERFORM herald._release_after(ids => v_ordered);
   END IF;
 
-  SELECT count(*) INTO in_flight
-  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
-  WHERE c.kind = forget.kind AND m.status = 'processing'
-    AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key;
-
   WITH gone AS (
-    DELETE FROM herald.messages m USING herald.channels c
-    WHERE c.name = m.channel AND c.kind = forget.kind AND m.finished_at IS NOT NULL
-      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    DELETE FROM herald.messages m
+    WHERE m.id = ANY (v_all) AND m.finished_at IS NOT NULL
     RETURNING m.id
   )
   SELECT array_agg(g.id) INTO v_ids FROM gone g;
   messages := coalesce(cardinality(v_ids), 0);
+  in_flight := coalesce(cardinality(v_all), 0) - messages; -- being sent: not finished, not cancellable
 
   copies := 0;
   IF forget.kind = 'email' THEN
