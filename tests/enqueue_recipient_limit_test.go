@@ -197,3 +197,76 @@ func TestRecipientLimitUnderConcurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Attack: SMS pumping (toll fraud). Whoever reaches a "send me a code" form asks for
+// one code each to many numbers of one range, which a carrier in on the fraud pays
+// out for; no number gets two, so the recipient_limit never sees it. The channel's
+// range_limit (5 an hour for the numbers sharing their first 7 digits) lets 5 of the
+// range through and refuses the rest (53400 recipient, HTTP 429 with the wait),
+// storing nothing, while numbers of other ranges are served. The range refills at its
+// rate.
+func TestRangeLimitStopsSMSPumping(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, recipient_limit, range_limit, range_window, range_digits)
+		VALUES ('otp', 'sms', 3, 5, '1 hour', 7)`)
+	form := loginPool(t, pool, "herald_test_pump_form", "herald_producer")
+	role := loginPool(t, pool, "herald_test_intake", "herald_intake")
+	srv := httptest.NewServer(intake.Handler(role, intake.Config{Tokens: []intake.Token{{Name: "signup", Secret: "tok-signup"}}}))
+	defer srv.Close()
+	code := func(to string) string {
+		return fmt.Sprintf(`{"channel":"otp","recipient":%q,"payload":{"text":"Your code is 123456"}}`, to)
+	}
+	stored, refused := 0, 0
+	for i := range 20 {
+		number := fmt.Sprintf("+8801712%06d", i)
+		if i%2 == 0 {
+			_, err := form.Exec(ctx, `SELECT herald.enqueue('otp', $1, '{"text":"Your code is 123456"}')`, number)
+			if err == nil {
+				stored++
+				continue
+			}
+			if e := wantPgError(t, err, "53400", "recipient"); !strings.Contains(e.Message, "range_limit") {
+				t.Fatalf("refusal: %s", e.Message)
+			}
+			refused++
+			continue
+		}
+		var e apiError
+		switch got := do(t, "POST", srv.URL+"/v1/messages", "application/json", code(number), map[string]string{"Authorization": "Bearer tok-signup"}, &e); got {
+		case 202:
+			stored++
+		case 429:
+			if e.Error.Code != "recipient_limit_exceeded" {
+				t.Fatalf("HTTP refusal: %+v", e.Error)
+			}
+			refused++
+		default:
+			t.Fatalf("HTTP enqueue %d: %d %+v", i, got, e.Error)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE recipient LIKE '+8801712%'`); n != 5 || stored != 5 || refused != 15 {
+		t.Fatalf("%d stored (%d counted) and %d refused, want 5 and 15", n, stored, refused)
+	}
+	// Other ranges are served, within their numbers' own limit.
+	for range 3 {
+		if _, err := form.Exec(ctx, `SELECT herald.enqueue('otp', '+14155550100', '{"text":"Your code is 123456"}')`); err != nil {
+			t.Fatalf("a number of another range: %v", err)
+		}
+	}
+	_, err := form.Exec(ctx, `SELECT herald.enqueue('otp', '+14155550100', '{"text":"Your code is 123456"}')`)
+	if e := wantPgError(t, err, "53400", "recipient"); !strings.Contains(e.Message, "recipient_limit") {
+		t.Fatalf("the fourth code to one number: %s", e.Message)
+	}
+	// A batch with one number of the spent range is refused whole, naming it.
+	_, err = form.Exec(ctx, `SELECT herald.enqueue_batch($1)`, "["+code("+4915112345678")+","+code("+8801712999999")+"]")
+	wantPgError(t, err, "53400", "messages[1].recipient")
+	// The wait for a new number of the range: 5 an hour is one every 12 minutes.
+	wait := scalar[int32](t, pool, `SELECT herald.recipient_wait('otp', '+8801712555555')`)
+	if wait < 700 || wait > 720 {
+		t.Fatalf("recipient_wait for the range: %d s, want about 720", wait)
+	}
+	mustExec(t, pool, `SELECT herald.enqueue('otp', '+8801712555555', '{"text":"Your code is 123456"}', now => now() + interval '13 minutes')`)
+	// range_limit is for SMS: an e-mail channel refuses it.
+	_, err = pool.Exec(ctx, `UPDATE herald.channels SET range_limit = 5 WHERE name = 'email'`)
+	wantPgError(t, err, "23514", "")
+}

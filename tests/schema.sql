@@ -872,11 +872,11 @@ DECLARE
   v_policy herald.producers; -- the producer's row, or what a producer without one gets
   v_full boolean; -- at its max_pending when last counted, or suspended (NULL: no bound)
   v_suppressing boolean;
-  v_limiting boolean; -- a channel has a recipient_limit
+  v_limiting boolean; -- a channel has a recipient_limit or range_limit
   i integer;
 BEGIN
   v_policy.producer := coalesce(as_producer, herald._producer());
-  SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0),
+  SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0 OR c.range_limit > 0),
          coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
   INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
@@ -1974,6 +1974,24 @@ COMMENT ON FUNCTION herald._punycode(label text) IS 'Private: the RFC 3492 Punyc
 
 
 --
+-- Name: _range_key(text, smallint); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._range_key(recipient text, digits smallint) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT 'range:' || left(recipient, 1 + digits)
+$$;
+
+
+--
+-- Name: FUNCTION _range_key(recipient text, digits smallint); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._range_key(recipient text, digits smallint) IS 'Private: the number range of an SMS recipient, as herald.recipient_buckets keys it.';
+
+
+--
 -- Name: _ready(text[], integer[], integer, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2406,12 +2424,19 @@ DECLARE
   v_recipients text[];
   v_over record;
 BEGIN
-  WITH asked AS (
+  WITH asked AS MATERIALIZED ( -- each recipient's count, and each number range's (sms)
     SELECT c.name AS channel, herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS recipient,
            count(*)::integer AS n, c.recipient_limit AS lim, c.recipient_window AS span
     FROM unnest(specs) WITH ORDINALITY AS s
     JOIN herald.channels c ON c.name = s.channel
     WHERE c.recipient_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
+    GROUP BY 1, 2, 4, 5
+    UNION ALL
+    SELECT c.name, herald._range_key(recipient => s.recipient, digits => c.range_digits),
+           count(*)::integer, c.range_limit, c.range_window
+    FROM unnest(specs) WITH ORDINALITY AS s
+    JOIN herald.channels c ON c.name = s.channel
+    WHERE c.range_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
     GROUP BY 1, 2, 4, 5
   ), spent AS (
     -- excluded.clear_at - now is what these messages add: n steps of span / lim.
@@ -2425,23 +2450,30 @@ BEGIN
   )
   SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
   FROM spent k
-  JOIN herald.channels c ON c.name = k.channel
+  JOIN asked a ON a.channel = k.channel AND a.recipient = k.recipient
   WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
-                            recipient_window => c.recipient_window, recipient_limit => c.recipient_limit) > interval '0';
+                            recipient_window => a.span, recipient_limit => a.lim) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
-    SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.recipient_limit AS lim, c.recipient_window AS span
+    SELECT s.ordinality AS first, s.recipient, c.name AS channel, o.recipient <> m.key AS ranged,
+           CASE WHEN o.recipient <> m.key THEN c.range_limit ELSE c.recipient_limit END AS lim,
+           CASE WHEN o.recipient <> m.key THEN c.range_window ELSE c.recipient_window END AS span
     INTO v_over
     FROM unnest(specs) WITH ORDINALITY AS s
     JOIN herald.channels c ON c.name = s.channel
+    CROSS JOIN LATERAL (SELECT herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS key) AS m
     JOIN unnest(v_channels, v_recipients) AS o (channel, recipient)
-      ON o.channel = c.name AND o.recipient = herald._mailbox_key(kind => c.kind, recipient => s.recipient)
+      ON o.channel = c.name
+     AND o.recipient IN (m.key, herald._range_key(recipient => s.recipient, digits => c.range_digits))
     ORDER BY s.ordinality
     LIMIT 1;
     PERFORM herald._reject(code => '53400',
       field => CASE WHEN single THEN 'recipient' ELSE format('messages[%s].recipient', v_over.first - 1) END,
-      message => format('%s may be sent at most %s messages per %s on channel %L (its recipient_limit)',
-                        v_over.recipient, v_over.lim, v_over.span, v_over.channel),
-      hint => 'retry after herald.recipient_wait(channel, recipient) seconds; an admin raises herald.channels.recipient_limit');
+      message => CASE WHEN v_over.ranged
+        THEN format('numbers of the range of %s may be sent at most %s messages per %s on channel %L (its range_limit)',
+                    v_over.recipient, v_over.lim, v_over.span, v_over.channel)
+        ELSE format('%s may be sent at most %s messages per %s on channel %L (its recipient_limit)',
+                    v_over.recipient, v_over.lim, v_over.span, v_over.channel) END,
+      hint => 'retry after herald.recipient_wait(channel, recipient) seconds; an admin raises herald.channels.recipient_limit or range_limit');
   END IF;
 END
 $$;
@@ -4273,16 +4305,19 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', channel));
   END IF;
-  -- One more message moves clear_at on by a step; the wait is how far that runs over.
-  SELECT extract(epoch FROM herald._over_budget(
-           clear_at => greatest(b.clear_at, recipient_wait.now) + v_channel.recipient_window / v_channel.recipient_limit,
-           now => recipient_wait.now, recipient_window => v_channel.recipient_window,
-           recipient_limit => v_channel.recipient_limit))
+  -- One more message moves each budget's clear_at on by a step; the wait is how far the
+  -- furthest runs over: the recipient's (recipient_limit), its number range's (range_limit).
+  SELECT max(extract(epoch FROM herald._over_budget(
+           clear_at => greatest(b.clear_at, recipient_wait.now) + w.span / w.lim,
+           now => recipient_wait.now, recipient_window => w.span, recipient_limit => w.lim)))
   INTO v_seconds
-  FROM herald.recipient_buckets b
-  WHERE b.channel = v_channel.name
-    AND b.recipient = herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient);
-  IF v_channel.recipient_limit IS NULL OR v_seconds IS NULL OR v_seconds <= 0 THEN
+  FROM (VALUES (herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient),
+                v_channel.recipient_limit, v_channel.recipient_window),
+               (herald._range_key(recipient => recipient_wait.recipient, digits => v_channel.range_digits),
+                v_channel.range_limit, v_channel.range_window)) AS w (key, lim, span)
+  JOIN herald.recipient_buckets b ON b.channel = v_channel.name AND b.recipient = w.key
+  WHERE w.lim IS NOT NULL;
+  IF v_seconds IS NULL OR v_seconds <= 0 THEN
     RETURN NULL;
   END IF;
   RETURN ceil(v_seconds)::integer;
@@ -4860,6 +4895,9 @@ CREATE TABLE herald.channels (
     recipient_prefixes text[],
     recipient_limit integer,
     recipient_window interval DEFAULT '01:00:00'::interval NOT NULL,
+    range_limit integer,
+    range_window interval DEFAULT '01:00:00'::interval NOT NULL,
+    range_digits smallint DEFAULT 7 NOT NULL,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
@@ -4871,6 +4909,9 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
     CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
     CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
+    CONSTRAINT channels_range_digits_range CHECK (((range_digits >= 2) AND (range_digits <= 14))),
+    CONSTRAINT channels_range_limit_sms CHECK (((range_limit IS NULL) OR (((range_limit >= 1) AND (range_limit <= 1000000)) AND (kind = 'sms'::text)))),
+    CONSTRAINT channels_range_window_range CHECK (((range_window >= '00:00:01'::interval) AND (range_window <= '7 days'::interval))),
     CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
     CONSTRAINT channels_recipient_limit_range CHECK (((recipient_limit >= 1) AND (recipient_limit <= 1000000))),
     CONSTRAINT channels_recipient_prefixes_form CHECK (((recipient_prefixes IS NULL) OR (((cardinality(recipient_prefixes) >= 1) AND (cardinality(recipient_prefixes) <= 1000)) AND (array_position(recipient_prefixes, NULL::text) IS NULL) AND
@@ -4995,6 +5036,27 @@ COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipien
 --
 
 COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
+
+
+--
+-- Name: COLUMN channels.range_limit; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, from all producers together, against SMS pumping through many numbers of one range; past it enqueue refuses (53400 recipient). NULL: no limit.';
+
+
+--
+-- Name: COLUMN channels.range_window; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
+
+
+--
+-- Name: COLUMN channels.range_digits; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
 
 
 --
@@ -6216,6 +6278,13 @@ REVOKE ALL ON FUNCTION herald._producers_callback_check() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._punycode(label text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _range_key(recipient text, digits smallint); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._range_key(recipient text, digits smallint) FROM PUBLIC;
 
 
 --

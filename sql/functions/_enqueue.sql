@@ -10,7 +10,7 @@
 -- event; one behind a pending message of its ordering key 'held' (herald._held). Rows
 -- are stored where herald._valid holds; else herald._validate names the first bad one
 -- (COLUMN 'messages[i].field', or 'field' when single) and the call is undone; then a
--- channel's recipient_limit is applied (herald._spend_recipients, 53400 'recipient').
+-- channel's recipient and range limits apply (herald._spend_recipients, 53400 'recipient').
 -- REPEATABLE READ: a repeat committed after the snapshot is 23505. Locks: ROW EXCLUSIVE
 -- on messages, log_statements; those of the helpers. Index: producers' primary key.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean,
@@ -42,11 +42,11 @@ DECLARE
   v_policy herald.producers; -- the producer's row, or what a producer without one gets
   v_full boolean; -- at its max_pending when last counted, or suspended (NULL: no bound)
   v_suppressing boolean;
-  v_limiting boolean; -- a channel has a recipient_limit
+  v_limiting boolean; -- a channel has a recipient_limit or range_limit
   i integer;
 BEGIN
   v_policy.producer := coalesce(as_producer, herald._producer());
-  SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0),
+  SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0 OR c.range_limit > 0),
          coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
   INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;

@@ -1,14 +1,14 @@
 -- herald._spend_recipients(specs, barred, single, now) — count the messages just stored
 -- against their recipients' budgets (herald.recipient_buckets) on channels with a
--- recipient_limit: each moves the recipient's clear_at on by recipient_window /
--- recipient_limit from greatest(clear_at, now). A budget left over the limit
--- (herald._over_budget) refuses the call with 53400 'recipient' (or 'messages[i].recipient',
--- the first message to it); the caller's transaction then undoes it all. NULL specs
--- (repeats) and the positions in barred (suppressed) count nothing. Called by
--- herald._enqueue after it stored the messages. Rows are locked in (channel, recipient)
--- order, so concurrent enqueues do not deadlock on them. Index: recipient_buckets'
--- primary key. Locks: the recipients' rows until the transaction ends (enqueues to one
--- recipient take turns).
+-- recipient_limit, and against their number ranges' (herald._range_key) on sms
+-- channels with a range_limit: each moves the budget's clear_at on by window / limit
+-- from greatest(clear_at, now). A budget left over its limit (herald._over_budget)
+-- refuses the call with 53400 'recipient' (or 'messages[i].recipient', the first message
+-- to it); the caller's transaction then undoes it all. NULL specs (repeats) and the
+-- positions in barred (suppressed) count nothing. Called by herald._enqueue after it
+-- stored the messages. Rows are locked in (channel, key) order, so concurrent enqueues
+-- do not deadlock on them. Index: recipient_buckets' primary key. Locks: the budgets'
+-- rows until the transaction ends (enqueues to one recipient or range take turns).
 CREATE OR REPLACE FUNCTION herald._spend_recipients(
   specs herald.message_spec[], barred bigint[], single boolean, now timestamptz
 )
@@ -21,12 +21,19 @@ DECLARE
   v_recipients text[];
   v_over record;
 BEGIN
-  WITH asked AS (
+  WITH asked AS MATERIALIZED ( -- each recipient's count, and each number range's (sms)
     SELECT c.name AS channel, herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS recipient,
            count(*)::integer AS n, c.recipient_limit AS lim, c.recipient_window AS span
     FROM unnest(specs) WITH ORDINALITY AS s
     JOIN herald.channels c ON c.name = s.channel
     WHERE c.recipient_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
+    GROUP BY 1, 2, 4, 5
+    UNION ALL
+    SELECT c.name, herald._range_key(recipient => s.recipient, digits => c.range_digits),
+           count(*)::integer, c.range_limit, c.range_window
+    FROM unnest(specs) WITH ORDINALITY AS s
+    JOIN herald.channels c ON c.name = s.channel
+    WHERE c.range_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
     GROUP BY 1, 2, 4, 5
   ), spent AS (
     -- excluded.clear_at - now is what these messages add: n steps of span / lim.
@@ -40,23 +47,30 @@ BEGIN
   )
   SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
   FROM spent k
-  JOIN herald.channels c ON c.name = k.channel
+  JOIN asked a ON a.channel = k.channel AND a.recipient = k.recipient
   WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
-                            recipient_window => c.recipient_window, recipient_limit => c.recipient_limit) > interval '0';
+                            recipient_window => a.span, recipient_limit => a.lim) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
-    SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.recipient_limit AS lim, c.recipient_window AS span
+    SELECT s.ordinality AS first, s.recipient, c.name AS channel, o.recipient <> m.key AS ranged,
+           CASE WHEN o.recipient <> m.key THEN c.range_limit ELSE c.recipient_limit END AS lim,
+           CASE WHEN o.recipient <> m.key THEN c.range_window ELSE c.recipient_window END AS span
     INTO v_over
     FROM unnest(specs) WITH ORDINALITY AS s
     JOIN herald.channels c ON c.name = s.channel
+    CROSS JOIN LATERAL (SELECT herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS key) AS m
     JOIN unnest(v_channels, v_recipients) AS o (channel, recipient)
-      ON o.channel = c.name AND o.recipient = herald._mailbox_key(kind => c.kind, recipient => s.recipient)
+      ON o.channel = c.name
+     AND o.recipient IN (m.key, herald._range_key(recipient => s.recipient, digits => c.range_digits))
     ORDER BY s.ordinality
     LIMIT 1;
     PERFORM herald._reject(code => '53400',
       field => CASE WHEN single THEN 'recipient' ELSE format('messages[%s].recipient', v_over.first - 1) END,
-      message => format('%s may be sent at most %s messages per %s on channel %L (its recipient_limit)',
-                        v_over.recipient, v_over.lim, v_over.span, v_over.channel),
-      hint => 'retry after herald.recipient_wait(channel, recipient) seconds; an admin raises herald.channels.recipient_limit');
+      message => CASE WHEN v_over.ranged
+        THEN format('numbers of the range of %s may be sent at most %s messages per %s on channel %L (its range_limit)',
+                    v_over.recipient, v_over.lim, v_over.span, v_over.channel)
+        ELSE format('%s may be sent at most %s messages per %s on channel %L (its recipient_limit)',
+                    v_over.recipient, v_over.lim, v_over.span, v_over.channel) END,
+      hint => 'retry after herald.recipient_wait(channel, recipient) seconds; an admin raises herald.channels.recipient_limit or range_limit');
   END IF;
 END
 $$;

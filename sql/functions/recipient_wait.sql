@@ -1,9 +1,9 @@
 -- herald.recipient_wait(channel, recipient, now) — how many seconds until `recipient`
--- may be sent one more message on `channel`, whose recipient_limit it has reached
--- (herald.recipient_buckets); NULL when a message would be taken now, or the channel
--- has no limit. What an enqueue refused with 53400 'recipient' waits for; the HTTP
--- intake answers it as Retry-After. It tells any producer whether the recipient is at
--- its limit, as an enqueue to it would. Errors: 22V01 channel (unknown); 22V12 NULL.
+-- may be sent one more message on `channel`, whose recipient_limit it, or whose
+-- range_limit its number range, has reached (herald.recipient_buckets); NULL when a
+-- message would be taken now, or the channel has no limit. What an enqueue refused
+-- with 53400 'recipient' waits for; the HTTP intake answers it as Retry-After. It tells
+-- any producer whether the recipient is at its limit, as an enqueue to it would. Errors: 22V01 channel (unknown); 22V12 NULL.
 -- Index: channels' and recipient_buckets' primary keys. Locks: none. SECURITY
 -- DEFINER for herald_producer.
 CREATE OR REPLACE FUNCTION herald.recipient_wait(channel text, recipient text, now timestamptz DEFAULT now())
@@ -25,16 +25,19 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', channel));
   END IF;
-  -- One more message moves clear_at on by a step; the wait is how far that runs over.
-  SELECT extract(epoch FROM herald._over_budget(
-           clear_at => greatest(b.clear_at, recipient_wait.now) + v_channel.recipient_window / v_channel.recipient_limit,
-           now => recipient_wait.now, recipient_window => v_channel.recipient_window,
-           recipient_limit => v_channel.recipient_limit))
+  -- One more message moves each budget's clear_at on by a step; the wait is how far the
+  -- furthest runs over: the recipient's (recipient_limit), its number range's (range_limit).
+  SELECT max(extract(epoch FROM herald._over_budget(
+           clear_at => greatest(b.clear_at, recipient_wait.now) + w.span / w.lim,
+           now => recipient_wait.now, recipient_window => w.span, recipient_limit => w.lim)))
   INTO v_seconds
-  FROM herald.recipient_buckets b
-  WHERE b.channel = v_channel.name
-    AND b.recipient = herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient);
-  IF v_channel.recipient_limit IS NULL OR v_seconds IS NULL OR v_seconds <= 0 THEN
+  FROM (VALUES (herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient),
+                v_channel.recipient_limit, v_channel.recipient_window),
+               (herald._range_key(recipient => recipient_wait.recipient, digits => v_channel.range_digits),
+                v_channel.range_limit, v_channel.range_window)) AS w (key, lim, span)
+  JOIN herald.recipient_buckets b ON b.channel = v_channel.name AND b.recipient = w.key
+  WHERE w.lim IS NOT NULL;
+  IF v_seconds IS NULL OR v_seconds <= 0 THEN
     RETURN NULL;
   END IF;
   RETURN ceil(v_seconds)::integer;

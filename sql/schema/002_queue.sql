@@ -44,6 +44,9 @@ CREATE TABLE herald.channels (
   recipient_prefixes text[],
   recipient_limit    integer,
   recipient_window   interval NOT NULL DEFAULT '1 hour',
+  range_limit        integer,
+  range_window       interval NOT NULL DEFAULT '1 hour',
+  range_digits       smallint NOT NULL DEFAULT 7,
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
   CONSTRAINT channels_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT channels_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 100),
@@ -58,6 +61,9 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_quota_wait_range CHECK (quota_wait BETWEEN '1 second' AND '1 day'),
   CONSTRAINT channels_recipient_limit_range CHECK (recipient_limit BETWEEN 1 AND 1000000),
   CONSTRAINT channels_recipient_window_range CHECK (recipient_window BETWEEN '1 second' AND '7 days'),
+  CONSTRAINT channels_range_limit_sms CHECK (range_limit IS NULL OR range_limit BETWEEN 1 AND 1000000 AND kind = 'sms'),
+  CONSTRAINT channels_range_window_range CHECK (range_window BETWEEN '1 second' AND '7 days'),
+  CONSTRAINT channels_range_digits_range CHECK (range_digits BETWEEN 2 AND 14),
   CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
                                               AND array_position(producers, NULL) IS NULL),
   -- sms: E.164 prefixes (+1, +4420); webhook: URL prefixes up to a path's '/'
@@ -88,6 +94,9 @@ COMMENT ON COLUMN herald.channels.pause_relapses IS 'Runner pauses in a row that
 COMMENT ON COLUMN herald.channels.quota_wait IS 'How long the channel pauses when its provider says the account''s sending quota is spent (herald.fail class quota without retry_at).';
 COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipient may be sent on the channel per recipient_window, from all producers together (herald.recipient_buckets): at once, then one per recipient_window / recipient_limit; past it enqueue refuses (53400 recipient). NULL: no limit.';
 COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
+COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, from all producers together, against SMS pumping through many numbers of one range; past it enqueue refuses (53400 recipient). NULL: no limit.';
+COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
+COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
 
