@@ -71,7 +71,8 @@ db-destroy:
 	@tests/devdb.sh destroy
 
 # What the tests need besides PostgreSQL: Debian's pgbouncer (the PgBouncer test),
-# chromium (the console's browser test),
+# chromium (the console's browser test), openssl (an Ed25519 verifier that is not Go's,
+# for the webhooks' v1a signatures),
 # python3-psycopg (psycopg 3) and nodejs/npm, and examples/node's packages (pg), for
 # the test that runs the producers in examples/.
 # Only the missing ones are installed: a machine whose Node.js comes from elsewhere
@@ -81,6 +82,7 @@ test-deps:
 	  command -v npm >/dev/null || pkgs="$$pkgs nodejs npm"; \
 	  { command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null || pkgs="$$pkgs pgbouncer"; \
 	  [ -x /usr/bin/chromium ] || pkgs="$$pkgs chromium"; \
+	  command -v openssl >/dev/null || pkgs="$$pkgs openssl"; \
 	  [ -z "$$pkgs" ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs >/dev/null; }
 	@[ -d examples/node/node_modules/pg ] || npm ci --prefix examples/node --no-audit --no-fund --loglevel=error
 

@@ -5,6 +5,7 @@ package tests
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -388,13 +389,17 @@ func TestConcurrentDispatchCallsBackEachEventOnce(t *testing.T) {
 }
 
 // End to end through `herald run`: the runner dispatches callbacks and delivers them
-// as webhooks signed with the receiver's own secret (per endpoint), in order: sent,
-// then the provider's delivered.
+// as webhooks signed with the channel's Ed25519 key (whsk_), which the receiver
+// verifies with the public key alone, in order: sent, then the provider's delivered.
 func TestCallbacksEndToEnd(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
-	channelSecret := "whsec_" + strings.Repeat("Q2FsbGJhY2tz", 3)
+	signingKey := "whsk_" + base64.StdEncoding.EncodeToString([]byte("a callbacks signing seed: 32 B..")) // a 32-byte seed
+	publicKey, err := webhook.PublicKey(signingKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	type arrival struct {
 		id   string
 		body callbackEnvelope
@@ -404,8 +409,7 @@ func TestCallbacksEndToEnd(t *testing.T) {
 	var base string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		secret, _ := webhook.EndpointSecret(channelSecret, base+r.URL.Path)
-		if webhook.Verify([]string{secret}, r.Header, body, 5*time.Minute, time.Now()) != nil {
+		if webhook.Verify([]string{publicKey}, r.Header, body, 5*time.Minute, time.Now()) != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -425,7 +429,7 @@ func TestCallbacksEndToEnd(t *testing.T) {
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel) VALUES (current_user, $1, 'callbacks')`,
 		base+"/herald")
 	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_EMAIL=noop", "HERALD_SENDER_CALLBACKS=webhook",
-		"HERALD_CALLBACKS_WEBHOOK_SECRETS="+channelSecret, "HERALD_CALLBACKS_WEBHOOK_PER_ENDPOINT=true",
+		"HERALD_CALLBACKS_WEBHOOK_SECRETS="+signingKey,
 		"HERALD_WEBHOOK_ALLOW=127.0.0.1/32,::1/128", "HERALD_POLL_INTERVAL=100ms")
 	id := enqueueNow(t, pool, "ana@example.com")
 	arrived := func(n int) bool {

@@ -397,6 +397,15 @@ func TestWebhookSecretCommand(t *testing.T) {
 	if code, _, errOut := run(t, "webhook-secret", "--channel", "hooks", "https://a.example/hooks"); code != exitUsage || strings.Contains(errOut, "whsec_short") {
 		t.Fatalf("bad channel secret: exit %d %q (refused, never printed)", code, errOut)
 	}
+	// A whsk_ signing key: its public key, the same for every receiver, and never the
+	// signing key itself.
+	signing := "whsk_" + strings.Repeat("S0VZ", 10) + "S0U="
+	t.Setenv("HERALD_HOOKS_WEBHOOK_SECRETS", signing)
+	code, out, _ = run(t, "webhook-secret", "--channel", "hooks", "https://a.example/hooks")
+	public, _ := webhook.PublicKey(signing)
+	if code != exitOK || strings.TrimSpace(out) != public || strings.Contains(out, strings.TrimPrefix(signing, "whsk_")) {
+		t.Fatalf("a whsk_ key: exit %d %q, want its public key %s", code, out, public)
+	}
 }
 
 // HERALD_<CHANNEL>_WEBHOOK_PER_ENDPOINT is true or false; anything else is refused

@@ -11,12 +11,13 @@ import (
 	"github.com/herald/herald/runner/sender/webhook"
 )
 
-// runWebhookSecret is `herald webhook-secret --channel NAME URL`: the whsec_ secret
-// the receiver at URL verifies with when the channel signs per endpoint
-// (HERALD_<CHANNEL>_WEBHOOK_PER_ENDPOINT=true), one line per channel secret
-// (HERALD_<CHANNEL>_WEBHOOK_SECRETS), the current first: during a rotation a receiver
-// is given both. It prints a secret, on purpose: run it where the receiver's owner
-// is handed the value.
+// runWebhookSecret is `herald webhook-secret --channel NAME URL`: what the receiver at
+// URL verifies with, one line per channel secret (HERALD_<CHANNEL>_WEBHOOK_SECRETS),
+// the current first (during a rotation a receiver is given both): for a whsec_ secret
+// the whsec_ secret of that URL when the channel signs per endpoint
+// (HERALD_<CHANNEL>_WEBHOOK_PER_ENDPOINT=true); for a whsk_ signing key its whpk_
+// public key, the same for every receiver. A whsec_ line is a secret, printed on
+// purpose: run it where the receiver's owner is handed the value.
 func runWebhookSecret(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("herald webhook-secret", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -45,6 +46,9 @@ func runWebhookSecret(_ context.Context, args []string, stdout, stderr io.Writer
 	}
 	for i, s := range secrets {
 		e, err := webhook.EndpointSecret(s, url)
+		if strings.HasPrefix(s, webhook.SigningKeyPrefix) {
+			e, err = webhook.PublicKey(s)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "herald webhook-secret: %s: secret %d %v\n", name, i+1, err)
 			return exitUsage

@@ -25,7 +25,8 @@ import psycopg
 
 ENV = os.environ
 CHANNEL = ENV.get("HERALD_CHANNEL", "hooks")
-KEYS = [base64.b64decode(s.removeprefix("whsec_")) for s in ENV.get("HERALD_WEBHOOK_SECRETS", "").split()]
+SECRETS = ENV.get("HERALD_WEBHOOK_SECRETS", "").split()
+KEYS = [base64.b64decode(s.removeprefix("whsec_")) for s in SECRETS if s.startswith("whsec_")]
 PER_ENDPOINT = ENV.get("HERALD_WEBHOOK_PER_ENDPOINT", "false") == "true"
 ALLOW = [ipaddress.ip_network(c) for c in ENV.get("HERALD_WEBHOOK_ALLOW", "").replace(",", " ").split()]
 CONCURRENCY = int(ENV.get("HERALD_CONCURRENCY", "8"))
@@ -223,8 +224,9 @@ class Runner:
 
 
 def main():
-    if not KEYS:
-        print("runner.py: set HERALD_WEBHOOK_SECRETS (whsec_…)", file=sys.stderr)
+    if not KEYS or len(KEYS) != len(SECRETS):
+        print("runner.py: set HERALD_WEBHOOK_SECRETS to whsec_ secrets (this runner signs v1 only, not whsk_ keys' v1a)",
+              file=sys.stderr)
         return 2
     r = Runner()
     signal.signal(signal.SIGTERM, lambda *_: r.stop.set())

@@ -8,12 +8,14 @@
 // receiver verifies them with its reference libraries: headers webhook-id ("msg_" and
 // herald's message id, the same on every attempt: receivers deduplicate on it),
 // webhook-timestamp (Unix seconds) and webhook-signature, a space-separated list of
-// "v1," + base64 HMAC-SHA256 over "<webhook-id>.<webhook-timestamp>.<body>", one per
-// secret. Secrets are "whsec_" + base64 of at least 24 random bytes; a channel has
-// its own, and two at once while one is rotated out. A channel that signs per
-// endpoint gives each receiver URL its own secret, derived from the channel's
-// (EndpointSecret), so that receivers sharing a channel cannot sign for each other.
-// Verify checks a request. A W3C trace context in the message's metadata
+// signatures over "<webhook-id>.<webhook-timestamp>.<body>", one per secret: "v1," +
+// base64 HMAC-SHA256 for a "whsec_" secret (base64 of at least 24 random bytes), "v1a,"
+// + base64 Ed25519 for a "whsk_" signing key (base64 of a 32-byte seed), which
+// receivers verify with its "whpk_" public key (PublicKey) and cannot sign with. A
+// channel has its own, and two at once while one is rotated out. A channel that signs
+// per endpoint gives each receiver URL its own whsec_ secret, derived from the
+// channel's (EndpointSecret), so that receivers sharing a channel cannot sign for each
+// other; a whsk_ key needs no such thing. Verify checks a request. A W3C trace context in the message's metadata
 // (traceparent, tracestate) goes along as those headers, so the receiver's tracing
 // continues the producer's trace.
 //
@@ -32,6 +34,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
@@ -58,13 +61,18 @@ const (
 	HeaderSignature = "webhook-signature"
 )
 
-// SecretPrefix starts every signing secret.
-const SecretPrefix = "whsec_"
+// Prefixes of the Standard Webhooks keys: a symmetric secret, an Ed25519 signing key
+// (herald's side) and its public key (the receiver's).
+const (
+	SecretPrefix     = "whsec_"
+	SigningKeyPrefix = "whsk_"
+	PublicKeyPrefix  = "whpk_"
+)
 
 // Config is how to sign and where a Sender may connect.
 type Config struct {
-	// Secrets sign each request ("whsec_…"); all of them, so a receiver that knows
-	// either verifies during a rotation. At least one.
+	// Secrets sign each request ("whsec_…" or "whsk_…"); all of them, so a receiver that
+	// knows either verifies during a rotation. At least one.
 	Secrets []string
 	// Timeout bounds one request (default 30s: receivers that do work before they
 	// answer take 15 to 30 seconds).
@@ -75,7 +83,8 @@ type Config struct {
 	// (HERALD_WEBHOOK_CA_FILE: receivers inside a network with its own CA).
 	RootCAs *x509.CertPool
 	// PerEndpoint signs each request with the recipient URL's own secret
-	// (EndpointSecret of each of Secrets) instead of the channel's.
+	// (EndpointSecret of each whsec_ secret) instead of the channel's; whsk_ keys sign
+	// as they are (a receiver holds only the public key).
 	PerEndpoint bool
 	// CircuitFailures is how many failures in a row (no connection, a timeout, 5xx,
 	// 429) open a receiver host's circuit: its messages then wait (rate_limited, the
@@ -89,24 +98,34 @@ type Config struct {
 
 // Sender posts messages to their recipient URL. It is safe for concurrent use.
 type Sender struct {
-	keys        [][]byte
+	signers     []signer
 	perEndpoint bool
 	client      *http.Client
 	circuit     *circuit
 }
 
+// signer is one of a channel's secrets: an HMAC key, or an Ed25519 signing key.
+type signer struct {
+	hmac []byte
+	ed   ed25519.PrivateKey
+}
+
 // New checks cfg and returns a Sender. Its errors never contain a secret.
 func New(cfg Config) (*Sender, error) {
 	if len(cfg.Secrets) == 0 {
-		return nil, errors.New("webhook: no signing secret (whsec_…)")
+		return nil, errors.New("webhook: no signing secret (whsec_… or whsk_…)")
 	}
-	keys := make([][]byte, len(cfg.Secrets))
+	signers := make([]signer, len(cfg.Secrets))
 	for i, s := range cfg.Secrets {
-		k, err := DecodeSecret(s)
+		var err error
+		if strings.HasPrefix(s, SigningKeyPrefix) {
+			signers[i].ed, err = DecodeSigningKey(s)
+		} else {
+			signers[i].hmac, err = DecodeSecret(s)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("webhook: secret %d: %w", i+1, err)
 		}
-		keys[i] = k
 	}
 	if err := cfg.Egress.Check(); err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
@@ -125,7 +144,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.CircuitCooldown <= 0 {
 		cfg.CircuitCooldown = 30 * time.Second
 	}
-	return &Sender{keys: keys, perEndpoint: cfg.PerEndpoint, client: client,
+	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, client: client,
 		circuit: newCircuit(cfg.CircuitFailures, cfg.CircuitCooldown)}, nil
 }
 
@@ -163,18 +182,53 @@ func DecodeSecret(s string) ([]byte, error) {
 	return k, nil
 }
 
+// DecodeSigningKey reads a "whsk_" signing key: base64 of a 32-byte Ed25519 seed (as
+// the Standard Webhooks libraries serialize it).
+func DecodeSigningKey(s string) (ed25519.PrivateKey, error) {
+	b64, ok := strings.CutPrefix(s, SigningKeyPrefix)
+	if !ok {
+		return nil, errors.New("must start with " + SigningKeyPrefix)
+	}
+	seed, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("is not %s followed by the base64 of a %d-byte Ed25519 seed", SigningKeyPrefix, ed25519.SeedSize)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// PublicKey is the "whpk_" public key of a "whsk_" signing key: what a receiver
+// verifies "v1a" signatures with.
+func PublicKey(signingKey string) (string, error) {
+	k, err := DecodeSigningKey(signingKey)
+	if err != nil {
+		return "", err
+	}
+	return PublicKeyPrefix + base64.StdEncoding.EncodeToString(k.Public().(ed25519.PublicKey)), nil
+}
+
+// SignAsymmetric returns one "v1a,<base64>" Ed25519 signature of body sent as id at
+// timestamp ts.
+func SignAsymmetric(key ed25519.PrivateKey, id string, ts int64, body []byte) string {
+	return "v1a," + base64.StdEncoding.EncodeToString(ed25519.Sign(key, signedContent(id, ts, body)))
+}
+
+// signedContent is what every signature covers: "<webhook-id>.<webhook-timestamp>.<body>".
+func signedContent(id string, ts int64, body []byte) []byte {
+	return append([]byte(id+"."+strconv.FormatInt(ts, 10)+"."), body...)
+}
+
 // Sign returns one "v1,<base64>" signature of body sent as id at timestamp ts.
 func Sign(key []byte, id string, ts int64, body []byte) string {
 	mac := hmac.New(sha256.New, key)
-	fmt.Fprintf(mac, "%s.%d.", id, ts)
-	mac.Write(body)
+	mac.Write(signedContent(id, ts, body))
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// Verify checks a received webhook against any of secrets: one signature of the
-// webhook-signature list must match, and the timestamp must be within tolerance of
-// now (an older request is a replay).
-func Verify(secrets []string, h http.Header, body []byte, tolerance time.Duration, now time.Time) error {
+// Verify checks a received webhook against any of keys ("whsec_" secrets, or "whpk_"
+// public keys for "v1a" signatures): one signature of the webhook-signature list must
+// match, and the timestamp must be within tolerance of now (an older request is a
+// replay).
+func Verify(keys []string, h http.Header, body []byte, tolerance time.Duration, now time.Time) error {
 	id := h.Get(HeaderID)
 	ts, err := strconv.ParseInt(h.Get(HeaderTimestamp), 10, 64)
 	if id == "" || err != nil {
@@ -183,7 +237,21 @@ func Verify(secrets []string, h http.Header, body []byte, tolerance time.Duratio
 	if d := now.Sub(time.Unix(ts, 0)); d > tolerance || d < -tolerance {
 		return errors.New("webhook: timestamp outside the tolerance (a replay?)")
 	}
-	for _, s := range secrets {
+	signed := signedContent(id, ts, body)
+	for _, s := range keys {
+		if b64, ok := strings.CutPrefix(s, PublicKeyPrefix); ok {
+			pub, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil || len(pub) != ed25519.PublicKeySize {
+				return fmt.Errorf("webhook: a public key is not %s followed by the base64 of %d bytes", PublicKeyPrefix, ed25519.PublicKeySize)
+			}
+			for _, got := range strings.Fields(h.Get(HeaderSignature)) {
+				sig, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(got, "v1a,"))
+				if strings.HasPrefix(got, "v1a,") && err == nil && ed25519.Verify(pub, signed, sig) {
+					return nil
+				}
+			}
+			continue
+		}
 		key, err := DecodeSecret(s)
 		if err != nil {
 			return fmt.Errorf("webhook: a secret %w", err)
@@ -273,12 +341,16 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL) (sender
 		return sender.Result{}, sender.Permanent(fmt.Errorf("recipient URL: %w", err))
 	}
 	id, ts := "msg_"+strconv.FormatInt(m.ID, 10), time.Now().Unix()
-	sigs := make([]string, len(s.keys))
-	for i, k := range s.keys {
-		if s.perEndpoint {
-			k = endpointKey(k, m.Recipient)
+	sigs := make([]string, len(s.signers))
+	for i, sg := range s.signers {
+		switch {
+		case sg.ed != nil:
+			sigs[i] = SignAsymmetric(sg.ed, id, ts, body)
+		case s.perEndpoint:
+			sigs[i] = Sign(endpointKey(sg.hmac, m.Recipient), id, ts, body)
+		default:
+			sigs[i] = Sign(sg.hmac, id, ts, body)
 		}
-		sigs[i] = Sign(k, id, ts, body)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderID, id)

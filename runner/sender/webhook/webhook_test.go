@@ -3,10 +3,13 @@ package webhook_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +17,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -384,4 +390,100 @@ func TestWebhookPassesTheTraceContext(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("headers the receiver got:\n%v\nwant\n%v", got, want)
 	}
+}
+
+// A channel signing with a whsk_ key sends v1a (Ed25519) signatures that its whpk_
+// public key verifies, in Go and in OpenSSL (another implementation of Ed25519), next
+// to the v1 signature of a whsec_ secret it still carries during a move (the
+// reference library, which knows only v1, verifies that one). Attacks: the public key
+// a receiver holds signs nothing (a forged v1a does not verify), another channel's
+// key verifies nothing, a changed body or a replay fails.
+func TestAsymmetricSignatures(t *testing.T) {
+	seed := make([]byte, 32)
+	rand.Read(seed)
+	signingKey := webhook.SigningKeyPrefix + base64.StdEncoding.EncodeToString(seed)
+	symmetric := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a symmetric secret, 32 bytes ok"))
+	var lastHeader http.Header
+	var lastBody []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lastHeader, lastBody = r.Header.Clone(), must(io.ReadAll(r.Body))
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+	s, err := webhook.New(webhook.Config{Secrets: []string{signingKey, symmetric}, Egress: loopback, PerEndpoint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(context.Background(), sender.Message{ID: 7, Channel: "hooks", Recipient: srv.URL + "/r", Attempt: 1,
+		Payload: json.RawMessage(`{"event":"paid"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	public, err := webhook.PublicKey(signingKey)
+	if err != nil || !strings.HasPrefix(public, webhook.PublicKeyPrefix) {
+		t.Fatalf("public key %q %v", public, err)
+	}
+	sigs := strings.Fields(lastHeader.Get(webhook.HeaderSignature))
+	if len(sigs) != 2 || !strings.HasPrefix(sigs[0], "v1a,") || !strings.HasPrefix(sigs[1], "v1,") {
+		t.Fatalf("webhook-signature %q", lastHeader.Get(webhook.HeaderSignature))
+	}
+	now := time.Now()
+	if err := webhook.Verify([]string{public}, lastHeader, lastBody, 5*time.Minute, now); err != nil {
+		t.Fatalf("the public key does not verify: %v", err)
+	}
+	endpoint, _ := webhook.EndpointSecret(symmetric, srv.URL+"/r")
+	if wh, _ := standardwebhooks.NewWebhook(endpoint); wh.Verify(lastBody, lastHeader) != nil {
+		t.Fatal("the reference library refuses the v1 signature beside the v1a one")
+	}
+
+	// OpenSSL verifies the v1a signature with the public key.
+	dir := t.TempDir()
+	pub, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(public, webhook.PublicKeyPrefix))
+	der, err := x509.MarshalPKIXPublicKey(ed25519.PublicKey(pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(sigs[0], "v1a,"))
+	signed := fmt.Sprintf("%s.%s.%s", lastHeader.Get(webhook.HeaderID), lastHeader.Get(webhook.HeaderTimestamp), lastBody)
+	for name, b := range map[string][]byte{"pub.pem": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}),
+		"msg": []byte(signed), "sig": sig} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command("openssl", "pkeyutl", "-verify", "-pubin", "-inkey", filepath.Join(dir, "pub.pem"), "-rawin",
+		"-in", filepath.Join(dir, "msg"), "-sigfile", filepath.Join(dir, "sig")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Signature Verified Successfully") {
+		t.Fatalf("openssl: %v %s", err, out)
+	}
+
+	// Attacks.
+	forged := lastHeader.Clone()
+	forged.Set(webhook.HeaderSignature, "v1a,"+base64.StdEncoding.EncodeToString(append(pub, pub...)))
+	if webhook.Verify([]string{public}, forged, lastBody, 5*time.Minute, now) == nil {
+		t.Fatal("a v1a signature made of the public key verified")
+	}
+	otherSeed := make([]byte, 32)
+	rand.Read(otherSeed)
+	other, _ := webhook.PublicKey(webhook.SigningKeyPrefix + base64.StdEncoding.EncodeToString(otherSeed))
+	if webhook.Verify([]string{other}, lastHeader, lastBody, 5*time.Minute, now) == nil {
+		t.Fatal("another channel's public key verified this request")
+	}
+	if webhook.Verify([]string{public}, lastHeader, bytes.Replace(lastBody, []byte("paid"), []byte("free"), 1), 5*time.Minute, now) == nil {
+		t.Fatal("a changed body verified")
+	}
+	if webhook.Verify([]string{public}, lastHeader, lastBody, 5*time.Minute, now.Add(10*time.Minute)) == nil {
+		t.Fatal("a replay 10 minutes later verified")
+	}
+	// A whsk_ key that is not a 32-byte seed is refused at start, without its value.
+	if _, err := webhook.New(webhook.Config{Secrets: []string{"whsk_c2hvcnQ="}, Egress: loopback}); err == nil ||
+		strings.Contains(err.Error(), "c2hvcnQ") {
+		t.Fatalf("a short whsk_ key: %v", err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
