@@ -11,7 +11,8 @@
 // Scenarios: enqueue-single, enqueue-batch (scenarios.go), deliver (deliver.go: real
 // providers' senders against a slow HTTPS fake; run it by name), callbacks
 // (callbacks.go: dispatch_callbacks against a plain log consumer; by name), forget
-// (forget.go: erasing one person against a bare DELETE; by name), drain (with the runners'
+// (forget.go: erasing one person against a bare DELETE; by name), sign (sign.go: a
+// webhook's Ed25519 signature against its HMAC one; by name), drain (with the runners'
 // memory), latency and soak; the defaults are the quick version `make bench` runs
 // (under 3 minutes on 2 cores), flags choose the full sizes. The database is
 // DATABASE_URL, or the project-local cluster started by tests/devdb.sh; the bench

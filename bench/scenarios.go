@@ -21,6 +21,7 @@ var scenarios = map[string]scenario{
 	"deliver":        deliver,
 	"callbacks":      callbacks,
 	"forget":         forget,
+	"sign":           sign,
 	"latency":        latency,
 	"soak":           soak,
 }
