@@ -80,27 +80,7 @@ func callbacksSetup(ctx context.Context, db *database, n int) error {
 			return err
 		}
 	}
-	for {
-		var completed int
-		if err := db.pool.QueryRow(ctx, `SELECT CASE WHEN count(*) > 0 THEN herald.complete(array_agg(c.id), array_agg(c.lease_token)) ELSE 0 END
-			FROM herald.claim_batch('bench', 1000) AS c`).Scan(&completed); err != nil {
-			return err
-		}
-		if completed == 0 {
-			break
-		}
-	}
-	for {
-		var moved int
-		if err := db.pool.QueryRow(ctx, `SELECT herald.log_sequence()`).Scan(&moved); err != nil {
-			return err
-		}
-		if moved == 0 {
-			break
-		}
-	}
-	_, err := db.pool.Exec(ctx, `VACUUM ANALYZE herald.messages, herald.log_statements`)
-	return err
+	return db.sendAll(ctx)
 }
 
 // dispatchAll calls herald.dispatch_callbacks(1000) until it reads less than 1,000.

@@ -67,8 +67,8 @@ func forget(ctx context.Context, db *database, o options) ([]row, error) {
 // errRollback ends a timed transaction without keeping what it did.
 var errRollback = fmt.Errorf("rolled back")
 
-// forgetSetup stores n e-mails to distinct recipients and 10 to ana@example.com,
-// sends them all and sequences the log.
+// forgetSetup stores n e-mails to distinct recipients and 10 to ana@example.com, and
+// sends them all (database.sendAll).
 func forgetSetup(ctx context.Context, db *database, n int) error {
 	if err := db.reset(ctx); err != nil {
 		return err
@@ -84,25 +84,5 @@ func forgetSetup(ctx context.Context, db *database, n int) error {
 	if _, err := db.pool.Exec(ctx, `SELECT herald.enqueue('email', 'ana@example.com', $1) FROM generate_series(1, 10)`, payload); err != nil {
 		return err
 	}
-	for {
-		var completed int
-		if err := db.pool.QueryRow(ctx, `SELECT CASE WHEN count(*) > 0 THEN herald.complete(array_agg(c.id), array_agg(c.lease_token)) ELSE 0 END
-			FROM herald.claim_batch('bench', 1000) AS c`).Scan(&completed); err != nil {
-			return err
-		}
-		if completed == 0 {
-			break
-		}
-	}
-	for {
-		var moved int
-		if err := db.pool.QueryRow(ctx, `SELECT herald.log_sequence()`).Scan(&moved); err != nil {
-			return err
-		}
-		if moved == 0 {
-			break
-		}
-	}
-	_, err := db.pool.Exec(ctx, `VACUUM ANALYZE herald.messages, herald.log_statements`)
-	return err
+	return db.sendAll(ctx)
 }
