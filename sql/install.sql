@@ -62,6 +62,7 @@
 {{ template "functions/_repeats.sql" . }}
 {{ template "functions/_held.sql" . }}
 {{ template "functions/_spend_recipients.sql" . }}
+{{ template "functions/_spend_producer.sql" . }}
 {{ template "functions/_enqueue.sql" . }}
 {{ template "functions/_notify_clock_due.sql" . }}
 {{ template "functions/_notify_due.sql" . }}

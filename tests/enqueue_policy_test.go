@@ -1,18 +1,22 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/intake"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/sender/sendertest"
@@ -476,6 +480,106 @@ func TestProducerQuota(t *testing.T) {
 	}
 	if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'm@example.com', '{"subject":"s","text":"t"}')`); err != nil {
 		t.Fatalf("below max_pending again: %v", err)
+	}
+}
+
+// Attack: a stolen producer credential, or a runaway loop, sending as fast as it can.
+// max_pending bounds the backlog, not the spend: messages that go out leave room for
+// more. A send_limit (10 a day here) bounds what the producer enqueues per window on
+// every path together, SQL and HTTP (53400 producer; HTTP 429 quota_exceeded with
+// Retry-After, the wait for one more: a tenth of a day); a refused call stores nothing;
+// repeats and suppressed messages spend nothing; other producers are untouched; twelve
+// connections at once against a limit of 5 store exactly 5; the budget refills.
+func TestSendLimitBoundsWhatAProducerSpends(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_spend_mallory", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_spend_alice", "herald_producer")
+	role := loginPool(t, pool, "herald_test_intake", "herald_intake")
+	srv := httptest.NewServer(intake.Handler(role, intake.Config{Tokens: []intake.Token{{Name: "stolen", Secret: "tok-stolen"}}}))
+	defer srv.Close()
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, send_limit, send_window) VALUES
+		('herald_test_spend_mallory', 10, '1 day'), ('intake:stolen', 10, '1 day')`)
+	mustExec(t, pool, `SELECT herald.suppress('email', ARRAY['gone@example.com'])`)
+	const msg = `'{"subject":"s","text":"t"}'`
+	// Eight from eight connections at once, then a repeat and a suppressed one (free).
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := mallory.Exec(ctx, fmt.Sprintf(`SELECT herald.enqueue('email', 'u%d@example.com', %s, idempotency_key => 'k%d')`, i, msg, i)); err != nil {
+				t.Errorf("enqueue %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	mustExec(t, mallory, `SELECT herald.enqueue('email', 'u0@example.com', `+msg+`, idempotency_key => 'k0')`)
+	mustExec(t, mallory, `SELECT herald.enqueue('email', 'gone@example.com', `+msg+`)`)
+	before := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`)
+	_, err := mallory.Exec(ctx, `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object('channel', 'email',
+		'recipient', 'b' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb)) FROM generate_series(1, 3) g))`)
+	if e := wantPgError(t, err, "53400", "producer"); !strings.Contains(e.Message, "send_limit") {
+		t.Fatalf("refusal: %s", e.Message)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != before {
+		t.Fatalf("a refused batch stored %d messages", n-before)
+	}
+	mustExec(t, mallory, `SELECT herald.enqueue_many(ARRAY['email', 'email'], ARRAY['c1@example.com', 'c2@example.com'],
+		ARRAY[`+msg+`, `+msg+`]::jsonb[])`)
+	_, err = mallory.Exec(ctx, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"t"}')`)
+	wantPgError(t, err, "53400", "producer")
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE producer = 'herald_test_spend_mallory' AND status = 'queued'`); n != 10 {
+		t.Fatalf("%d of mallory's messages queued, want the limit, 10", n)
+	}
+	wait := scalar[int32](t, mallory, `SELECT herald.producer_wait()`)
+	if wait < 8600 || wait > 8640 {
+		t.Fatalf("producer_wait %d s, want about a tenth of a day (8640)", wait)
+	}
+	if _, err := alice.Exec(ctx, `SELECT herald.enqueue('email', 'a@example.com', `+msg+`)`); err != nil {
+		t.Fatalf("another producer: %v", err)
+	}
+	// The stolen intake token: 10, then 429 with the wait.
+	auth := map[string]string{"Authorization": "Bearer tok-stolen"}
+	batch := "[" + strings.TrimSuffix(strings.Repeat(goodEmail+",", 10), ",") + "]"
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", batch, auth, nil); code != 202 {
+		t.Fatalf("the token's first 10: %d", code)
+	}
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", strings.NewReader(goodEmail))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer tok-stolen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e apiError
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != 429 || e.Error.Code != "quota_exceeded" || ra < 8600 || ra > 8640 {
+		t.Fatalf("the 11th over HTTP: %d %+v Retry-After %q", resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
+	}
+	// The budget refills: a tenth of a day later, one more (the admin's clock shows it).
+	mustExec(t, pool, `UPDATE herald.producer_buckets SET clear_at = clear_at - interval '2 hours 25 minutes'
+		WHERE producer = 'herald_test_spend_mallory'`)
+	if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('email', 'later@example.com', `+msg+`)`); err != nil {
+		t.Fatalf("after the refill: %v", err)
+	}
+	// Twelve connections at once against a limit of 5: exactly 5 stored.
+	burst := loginPool(t, pool, "herald_test_spend_burst", "herald_producer")
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, send_limit) VALUES ('herald_test_spend_burst', 5)`)
+	var refused atomic.Int32
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := burst.Exec(ctx, fmt.Sprintf(`SELECT herald.enqueue('email', 'v%d@example.com', %s)`, i, msg))
+			if err != nil {
+				refused.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE producer = 'herald_test_spend_burst'`); n != 5 || refused.Load() != 7 {
+		t.Fatalf("%d stored and %d refused at once, want 5 and 7", n, refused.Load())
 	}
 }
 

@@ -364,12 +364,16 @@ CREATE TABLE herald.producers (
     callback_url text,
     callback_channel text,
     callback_events text[],
+    send_limit integer,
+    send_window interval DEFAULT '1 day'::interval NOT NULL,
     CONSTRAINT producers_callback_whole CHECK ((((callback_url IS NULL) = (callback_channel IS NULL)) AND ((callback_events IS NULL) OR (callback_url IS NOT NULL)))),
     CONSTRAINT producers_max_pending_range CHECK (((max_pending >= 1) AND (max_pending <= 1000000000))),
     CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
     CONSTRAINT producers_rate_min_sent_range CHECK (((rate_min_sent >= 1) AND (rate_min_sent <= 1000000000))),
     CONSTRAINT producers_rate_window_range CHECK (((rate_window >= '00:01:00'::interval) AND (rate_window <= '7 days'::interval))),
     CONSTRAINT producers_rates_range CHECK (((max_bounce_rate > (0)::double precision) AND (max_bounce_rate <= (1)::double precision) AND (max_complaint_rate > (0)::double precision) AND (max_complaint_rate <= (1)::double precision))),
+    CONSTRAINT producers_send_limit_range CHECK (((send_limit >= 1) AND (send_limit <= 1000000000))),
+    CONSTRAINT producers_send_window_range CHECK (((send_window >= '00:00:01'::interval) AND (send_window <= '31 days'::interval))),
     CONSTRAINT producers_senders_listed CHECK ((((cardinality(senders) >= 1) AND (cardinality(senders) <= 100)) AND (array_position(senders, NULL::text) IS NULL)))
 )
 WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
@@ -513,6 +517,20 @@ COMMENT ON COLUMN herald.producers.callback_channel IS 'The webhook channel the 
 --
 
 COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted and deferred.';
+
+
+--
+-- Name: COLUMN producers.send_limit; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.send_limit IS 'Most messages the producer may enqueue per send_window, on every channel together, from every runner and intake (herald.producer_buckets): the bound on what a stolen credential or a runaway loop can spend; past it enqueue refuses (53400 producer). NULL: no limit.';
+
+
+--
+-- Name: COLUMN producers.send_window; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.send_window IS 'The span send_limit counts over.';
 
 
 --
@@ -877,8 +895,9 @@ DECLARE
 BEGIN
   v_policy.producer := coalesce(as_producer, herald._producer());
   SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0 OR c.range_limit > 0),
-         coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
-  INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_full
+         coalesce(p.min_priority, 0), p.senders, p.send_limit, p.send_window,
+         p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
+  INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_policy.send_limit, v_policy.send_window, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
@@ -961,6 +980,10 @@ BEGIN
   END IF;
   IF v_limiting AND v_stored > 0 THEN
     PERFORM herald._spend_recipients(specs => v_specs, barred => v_barred, single => single, now => _enqueue.now);
+  END IF;
+  IF v_policy.send_limit IS NOT NULL AND v_stored > coalesce(cardinality(v_barred), 0) THEN -- suppressed cost nothing
+    PERFORM herald._spend_producer(policy => v_policy, n => (v_stored - coalesce(cardinality(v_barred), 0))::integer,
+                                   now => _enqueue.now);
   END IF;
 
   IF cardinality(v_skip) > 0 THEN
@@ -1579,18 +1602,18 @@ COMMENT ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) IS 'Pr
 -- Name: _over_budget(timestamp with time zone, timestamp with time zone, interval, integer); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer) RETURNS interval
+CREATE FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, budget_window interval, budget_limit integer) RETURNS interval
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT clear_at - now - recipient_window / recipient_limit * recipient_limit
+  SELECT clear_at - now - budget_window / budget_limit * budget_limit
 $$;
 
 
 --
--- Name: FUNCTION _over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _over_budget(clear_at timestamp with time zone, now timestamp with time zone, budget_window interval, budget_limit integer); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer) IS 'Private: how far a recipient''s budget runs past its channel''s recipient_limit (above zero: over).';
+COMMENT ON FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, budget_window interval, budget_limit integer) IS 'Private: how far a budget (a recipient''s, a number range''s, a producer''s) runs past its limit (above zero: over).';
 
 
 --
@@ -2413,6 +2436,39 @@ COMMENT ON FUNCTION herald._settle_rechecks() IS 'Private: release the next mess
 
 
 --
+-- Name: _spend_producer(herald.producers, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._spend_producer(policy herald.producers, n integer, now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_clear timestamptz;
+BEGIN
+  INSERT INTO herald.producer_buckets AS b (producer, clear_at)
+  VALUES ((policy).producer, _spend_producer.now + (policy).send_window / (policy).send_limit * n)
+  ON CONFLICT (producer) DO UPDATE
+  SET clear_at = greatest(b.clear_at, _spend_producer.now) + (excluded.clear_at - _spend_producer.now)
+  RETURNING b.clear_at INTO v_clear;
+  IF herald._over_budget(clear_at => v_clear, now => _spend_producer.now, budget_window => (policy).send_window,
+                         budget_limit => (policy).send_limit) > interval '0' THEN
+    PERFORM herald._reject(code => '53400', field => 'producer',
+      message => format('producer %L may enqueue at most %s messages per %s (its send_limit)',
+                        (policy).producer, (policy).send_limit, (policy).send_window),
+      hint => 'retry after herald.producer_wait() seconds; an admin raises herald.producers.send_limit');
+  END IF;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _spend_producer(policy herald.producers, n integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._spend_producer(policy herald.producers, n integer, now timestamp with time zone) IS 'Private: count stored messages against the producer''s budget (producers.send_limit); 53400 producer past it.';
+
+
+--
 -- Name: _spend_recipients(herald.message_spec[], bigint[], boolean, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2452,7 +2508,7 @@ BEGIN
   FROM spent k
   JOIN asked a ON a.channel = k.channel AND a.recipient = k.recipient
   WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
-                            recipient_window => a.span, recipient_limit => a.lim) > interval '0';
+                            budget_window => a.span, budget_limit => a.lim) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
     SELECT s.ordinality AS first, s.recipient, c.name AS channel, o.recipient <> m.key AS ranged,
            CASE WHEN o.recipient <> m.key THEN c.range_limit ELSE c.recipient_limit END AS lim,
@@ -4143,9 +4199,14 @@ CREATE FUNCTION herald.producer_wait() RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  SELECT ceil(extract(epoch FROM p.suspended_until - now()))::integer
+  SELECT nullif(greatest(ceil(extract(epoch FROM p.suspended_until - now())),
+                         ceil(extract(epoch FROM herald._over_budget(
+                           clear_at => greatest(b.clear_at, now()) + p.send_window / p.send_limit, now => now(),
+                           budget_window => p.send_window, budget_limit => p.send_limit))),
+                         0), 0)::integer
   FROM herald.producers p
-  WHERE p.producer = herald._producer() AND p.suspended_until > now()
+  LEFT JOIN herald.producer_buckets b ON b.producer = p.producer
+  WHERE p.producer = herald._producer()
 $$;
 
 
@@ -4153,7 +4214,7 @@ $$;
 -- Name: FUNCTION producer_wait(); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.producer_wait() IS 'Seconds until the calling producer''s suspension for its bounce or complaint rate ends; NULL when not suspended.';
+COMMENT ON FUNCTION herald.producer_wait() IS 'Seconds until the calling producer may enqueue again (its suspension, its send_limit); NULL: now.';
 
 
 --
@@ -4177,6 +4238,7 @@ BEGIN
   DELETE FROM herald.delivery_events d WHERE d.received_at < purge.now - purge.older_than;
   -- Recipients whose budget is whole again: as if absent.
   DELETE FROM herald.recipient_buckets b WHERE b.clear_at <= purge.now;
+  DELETE FROM herald.producer_buckets b WHERE b.clear_at <= purge.now;
   RETURN deleted;
 END
 $$;
@@ -4309,7 +4371,7 @@ BEGIN
   -- furthest runs over: the recipient's (recipient_limit), its number range's (range_limit).
   SELECT max(extract(epoch FROM herald._over_budget(
            clear_at => greatest(b.clear_at, recipient_wait.now) + w.span / w.lim,
-           now => recipient_wait.now, recipient_window => w.span, recipient_limit => w.lim)))
+           now => recipient_wait.now, budget_window => w.span, budget_limit => w.lim)))
   INTO v_seconds
   FROM (VALUES (herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient),
                 v_channel.recipient_limit, v_channel.recipient_window),
@@ -5503,6 +5565,24 @@ COMMENT ON VIEW herald.producer_backlog IS 'Unfinished messages per producer and
 
 
 --
+-- Name: producer_buckets; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.producer_buckets (
+    producer text NOT NULL COLLATE pg_catalog."C",
+    clear_at timestamp with time zone NOT NULL
+)
+WITH (fillfactor='70');
+
+
+--
+-- Name: TABLE producer_buckets; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.producer_buckets IS 'Per-producer budgets behind herald.producers.send_limit: when each producer may again enqueue a full limit.';
+
+
+--
 -- Name: queue_depth; Type: VIEW; Schema: herald; Owner: -
 --
 
@@ -5727,6 +5807,14 @@ ALTER TABLE ONLY herald.messages
 
 ALTER TABLE ONLY herald.ordering_rechecks
     ADD CONSTRAINT ordering_rechecks_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: producer_buckets producer_buckets_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.producer_buckets
+    ADD CONSTRAINT producer_buckets_pkey PRIMARY KEY (producer);
 
 
 --
@@ -6232,10 +6320,10 @@ REVOKE ALL ON FUNCTION herald._outcome_rank(outcome text, outcome_type text) FRO
 
 
 --
--- Name: FUNCTION _over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _over_budget(clear_at timestamp with time zone, now timestamp with time zone, budget_window interval, budget_limit integer); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, recipient_window interval, recipient_limit integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._over_budget(clear_at timestamp with time zone, now timestamp with time zone, budget_window interval, budget_limit integer) FROM PUBLIC;
 
 
 --
@@ -6362,6 +6450,13 @@ REVOKE ALL ON FUNCTION herald._sender_allowed(sender text, senders text[]) FROM 
 --
 
 REVOKE ALL ON FUNCTION herald._settle_rechecks() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _spend_producer(policy herald.producers, n integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._spend_producer(policy herald.producers, n integer, now timestamp with time zone) FROM PUBLIC;
 
 
 --
@@ -6898,6 +6993,13 @@ GRANT ALL ON SEQUENCE herald.ordering_rechecks_id_seq TO herald_admin;
 --
 
 GRANT SELECT ON TABLE herald.producer_backlog TO herald_admin;
+
+
+--
+-- Name: TABLE producer_buckets; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.producer_buckets TO herald_admin;
 
 
 --

@@ -3,8 +3,8 @@
 -- (`now` other than now() is herald_admin's). Each belongs to as_producer (only status
 -- callbacks name one) or herald._producer(), on a channel open to it (channels.producers); its herald.producers row gives the most
 -- urgent priority (none: 0; above 0 the default), the e-mail from it may set, and
--- 53400 'producer' when count_producers found it at max_pending, or it is suspended
--- (unless all are repeats). A repeated idempotency key (per producer, herald._repeats)
+-- 53400 'producer' when count_producers found it at max_pending, it is suspended
+-- (unless all are repeats), or past its send_limit (herald._spend_producer). A repeated idempotency key (per producer, herald._repeats)
 -- is answered with the first id, not stored. expires_at: least(spec's, due + ttl).
 -- A suppressed recipient (herald._suppression) is stored 'suppressed', with its log
 -- event; one behind a pending message of its ordering key 'held' (herald._held). Rows
@@ -47,8 +47,9 @@ DECLARE
 BEGIN
   v_policy.producer := coalesce(as_producer, herald._producer());
   SELECT EXISTS (SELECT FROM herald.suppressions), EXISTS (SELECT FROM herald.channels c WHERE c.recipient_limit > 0 OR c.range_limit > 0),
-         coalesce(p.min_priority, 0), p.senders, p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
-  INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_full
+         coalesce(p.min_priority, 0), p.senders, p.send_limit, p.send_window,
+         p.pending >= p.max_pending OR p.suspended_until > _enqueue.now
+  INTO v_suppressing, v_limiting, v_policy.min_priority, v_policy.senders, v_policy.send_limit, v_policy.send_window, v_full
   FROM (SELECT) AS one LEFT JOIN herald.producers p ON p.producer = v_policy.producer;
   IF n = 1 THEN -- the same values without starting a query (a single enqueue's cost)
     v_ids := ARRAY[nextval('herald.messages_id_seq')];
@@ -131,6 +132,10 @@ BEGIN
   END IF;
   IF v_limiting AND v_stored > 0 THEN
     PERFORM herald._spend_recipients(specs => v_specs, barred => v_barred, single => single, now => _enqueue.now);
+  END IF;
+  IF v_policy.send_limit IS NOT NULL AND v_stored > coalesce(cardinality(v_barred), 0) THEN -- suppressed cost nothing
+    PERFORM herald._spend_producer(policy => v_policy, n => (v_stored - coalesce(cardinality(v_barred), 0))::integer,
+                                   now => _enqueue.now);
   END IF;
 
   IF cardinality(v_skip) > 0 THEN

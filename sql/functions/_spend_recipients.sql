@@ -49,7 +49,7 @@ BEGIN
   FROM spent k
   JOIN asked a ON a.channel = k.channel AND a.recipient = k.recipient
   WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
-                            recipient_window => a.span, recipient_limit => a.lim) > interval '0';
+                            budget_window => a.span, budget_limit => a.lim) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
     SELECT s.ordinality AS first, s.recipient, c.name AS channel, o.recipient <> m.key AS ranged,
            CASE WHEN o.recipient <> m.key THEN c.range_limit ELSE c.recipient_limit END AS lim,

@@ -1,7 +1,7 @@
 -- herald.purge(older_than, now) — delete finished messages (finished_at set: sent,
 -- dead, cancelled, expired, suppressed) whose finished_at is more than `older_than` ago, and the
--- delivery events received before that, and recipients' budgets whole again
--- (herald.recipient_buckets); returns how many messages. Retention: run it
+-- delivery events received before that, and recipients' and producers' budgets whole
+-- again (herald.recipient_buckets, herald.producer_buckets); returns how many messages. Retention: run it
 -- from cron or pg_cron, e.g. herald.purge('30 days'). A replay of a purged event is
 -- stored again as unknown (its message is gone too, or will be).
 -- Index: none by default (delivered messages enter no index): a scan of
@@ -28,6 +28,7 @@ BEGIN
   DELETE FROM herald.delivery_events d WHERE d.received_at < purge.now - purge.older_than;
   -- Recipients whose budget is whole again: as if absent.
   DELETE FROM herald.recipient_buckets b WHERE b.clear_at <= purge.now;
+  DELETE FROM herald.producer_buckets b WHERE b.clear_at <= purge.now;
   RETURN deleted;
 END
 $$;

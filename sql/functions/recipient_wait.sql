@@ -29,7 +29,7 @@ BEGIN
   -- furthest runs over: the recipient's (recipient_limit), its number range's (range_limit).
   SELECT max(extract(epoch FROM herald._over_budget(
            clear_at => greatest(b.clear_at, recipient_wait.now) + w.span / w.lim,
-           now => recipient_wait.now, recipient_window => w.span, recipient_limit => w.lim)))
+           now => recipient_wait.now, budget_window => w.span, budget_limit => w.lim)))
   INTO v_seconds
   FROM (VALUES (herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient),
                 v_channel.recipient_limit, v_channel.recipient_window),

@@ -131,6 +131,8 @@ CREATE TABLE herald.producers (
   callback_url       text,
   callback_channel   text REFERENCES herald.channels (name) ON UPDATE CASCADE,
   callback_events    text[],
+  send_limit         integer,
+  send_window        interval NOT NULL DEFAULT '1 day',
   CONSTRAINT producers_min_priority_range CHECK (min_priority BETWEEN -100 AND 100),
   CONSTRAINT producers_rates_range CHECK (max_bounce_rate > 0 AND max_bounce_rate <= 1
                                           AND max_complaint_rate > 0 AND max_complaint_rate <= 1),
@@ -139,6 +141,8 @@ CREATE TABLE herald.producers (
   CONSTRAINT producers_senders_listed CHECK (cardinality(senders) BETWEEN 1 AND 100
                                              AND array_position(senders, NULL) IS NULL),
   CONSTRAINT producers_max_pending_range CHECK (max_pending BETWEEN 1 AND 1000000000),
+  CONSTRAINT producers_send_limit_range CHECK (send_limit BETWEEN 1 AND 1000000000),
+  CONSTRAINT producers_send_window_range CHECK (send_window BETWEEN '1 second' AND '31 days'),
   CONSTRAINT producers_callback_whole CHECK ((callback_url IS NULL) = (callback_channel IS NULL)
                                              AND (callback_events IS NULL OR callback_url IS NOT NULL))
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
@@ -158,6 +162,8 @@ COMMENT ON COLUMN herald.producers.complained_recent IS 'Of sent_recent, those w
 COMMENT ON COLUMN herald.producers.rated_at IS 'When herald.count_producers last counted the rates (at most each 60th of rate_window).';
 COMMENT ON COLUMN herald.producers.suspended_until IS 'Set by herald.count_producers when a rate went over its bound: until then enqueue refuses the producer (53400) and its queued messages wait. An admin may clear it.';
 COMMENT ON COLUMN herald.producers.suspended_reason IS 'Why the producer was suspended: the counts and the bound.';
+COMMENT ON COLUMN herald.producers.send_limit IS 'Most messages the producer may enqueue per send_window, on every channel together, from every runner and intake (herald.producer_buckets): the bound on what a stolen credential or a runaway loop can spend; past it enqueue refuses (53400 producer). NULL: no limit.';
+COMMENT ON COLUMN herald.producers.send_window IS 'The span send_limit counts over.';
 COMMENT ON COLUMN herald.producers.callback_url IS 'Where herald.dispatch_callbacks posts what happens to the producer''s messages (a webhook on callback_channel); NULL: no callbacks. Checked by trigger producers_callbacks.';
 COMMENT ON COLUMN herald.producers.callback_channel IS 'The webhook channel the producer''s callbacks go out on (its secrets sign them); set with callback_url.';
 COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted and deferred.';
@@ -342,6 +348,16 @@ CREATE TABLE herald.recipient_buckets (
   PRIMARY KEY (channel, recipient)
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE herald.recipient_buckets IS 'Per-recipient budgets behind herald.channels.recipient_limit: when each recipient may again be sent a full limit.';
+
+-- The budget of each producer with a send_limit (herald.producers): clear_at, when it
+-- may again enqueue a full limit, as recipient_buckets keeps a recipient's. A row of
+-- its own, not the policy row, so count_producers and an admin's edits do not wait
+-- for enqueues (which lock it until they commit). herald.purge deletes whole budgets.
+CREATE TABLE herald.producer_buckets (
+  producer text COLLATE "C" PRIMARY KEY,
+  clear_at timestamptz NOT NULL
+) WITH (fillfactor = 70);
+COMMENT ON TABLE herald.producer_buckets IS 'Per-producer budgets behind herald.producers.send_limit: when each producer may again enqueue a full limit.';
 
 -- Recipients not to send to: hard bounces, spam complaints and unsubscribes (added by
 -- herald.record_delivery_events), and lists an operator imports (herald.suppress, or
