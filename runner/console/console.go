@@ -157,13 +157,14 @@ type Paused struct {
 }
 
 // Producer is one row of herald.producer_backlog with the producer's priority floor,
-// backlog bound (MaxPending, empty when none) and suspension (until when and why,
-// empty when none).
+// backlog bound (MaxPending, empty when none), send limit ("N / window", empty when
+// none) and suspension (until when and why, empty when none).
 type Producer struct {
 	Producer, Channel        string
 	Queued, Held, Processing int64
 	MinPriority              int16
-	MaxPending, Suspended    string
+	MaxPending, SendLimit    string
+	Suspended                string
 }
 
 // Suspension is a producer suspended for its bounce or complaint rate: until when and why.
@@ -228,12 +229,13 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if data["Producers"], err = collect(ctx, c.pool, `SELECT b.producer, b.channel, b.queued, b.held, b.processing,
-		coalesce(p.min_priority, 0), coalesce(p.max_pending::text, ''),
+		coalesce(p.min_priority, 0), coalesce(p.max_pending::text, ''), coalesce(p.send_limit || ' / ' || p.send_window, ''),
 		CASE WHEN p.suspended_until > now() THEN to_char(p.suspended_until, 'YYYY-MM-DD HH24:MI:SS') || ': ' || p.suspended_reason ELSE '' END
 		FROM herald.producer_backlog b
 		LEFT JOIN herald.producers p ON p.producer = b.producer
 		ORDER BY b.queued + b.held + b.processing DESC, 1, 2 LIMIT 20`, func(row pgx.CollectableRow) (p Producer, err error) {
-		err = row.Scan(&p.Producer, &p.Channel, &p.Queued, &p.Held, &p.Processing, &p.MinPriority, &p.MaxPending, &p.Suspended)
+		err = row.Scan(&p.Producer, &p.Channel, &p.Queued, &p.Held, &p.Processing, &p.MinPriority, &p.MaxPending, &p.SendLimit,
+			&p.Suspended)
 		return
 	}); err != nil {
 		c.fail(w, err)
