@@ -64,7 +64,7 @@ func callbacksSetup(ctx context.Context, db *database, n int) error {
 	for _, q := range []string{
 		`DELETE FROM herald.producers`,
 		`DELETE FROM herald.consumer_groups`,
-		`INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook') ON CONFLICT (name) DO NOTHING`,
+		`INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}') ON CONFLICT (name) DO NOTHING`,
 		`INSERT INTO herald.producers (producer, callback_url, callback_channel)
 		 VALUES (current_user, 'https://shop.example.com/herald-events', 'callbacks')`,
 		`SELECT herald.create_consumer_group('bench')`,

@@ -42,6 +42,7 @@
 {{ template "functions/_callback_names.sql" . }}
 {{ template "functions/_message_status.sql" . }}
 {{ template "functions/_callback_spec.sql" . }}
+{{ template "functions/_check_callback_channel.sql" . }}
 {{ template "functions/_check_arrays.sql" . }}
 {{ template "functions/_check_not_null.sql" . }}
 {{ template "functions/_check_kind.sql" . }}

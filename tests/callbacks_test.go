@@ -75,7 +75,7 @@ func TestCallbacksCarryWhatTheProducerMaySee(t *testing.T) {
 	ctx, pool := setup(t)
 	shop := loginPool(t, pool, "herald_test_cb_shop", "herald_producer")
 	other := loginPool(t, pool, "herald_test_cb_other", "herald_producer")
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
 		VALUES ('herald_test_cb_shop', 'https://shop.example.com/herald', 'callbacks')`)
 
@@ -172,7 +172,7 @@ func TestCallbacksCarryWhatTheProducerMaySee(t *testing.T) {
 // callback_events chooses the events; accepted and deferred are left out by default.
 func TestCallbackEventsChosenByTheAdmin(t *testing.T) {
 	_, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
 		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
 	id := enqueueNow(t, pool, "ana@example.com")
@@ -200,9 +200,14 @@ func TestCallbackEventsChosenByTheAdmin(t *testing.T) {
 // callbacks, or a producer that tries to write its own settings.
 func TestCallbackSettingsRefused(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('closed', 'webhook', '{billing}')`)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, recipient_prefixes) VALUES ('partners', 'webhook', '{https://partner.example.com/}')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers, recipient_prefixes)
+		VALUES ('partners', 'webhook', '{herald:callbacks}', '{https://partner.example.com/}')`)
+	// Attack: a channel other producers may enqueue on would let them send signed
+	// "callbacks" to any producer's URL.
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('shared', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('mixed', 'webhook', '{herald:callbacks,billing}')`)
 	for _, c := range []struct{ url, channel, events, code, field string }{
 		{"http://169.254.169.254/latest/meta-data/", "callbacks", "", "22V02", "callback_url"},
 		{"http://10.1.2.3/hook", "callbacks", "", "22V02", "callback_url"},
@@ -210,6 +215,8 @@ func TestCallbackSettingsRefused(t *testing.T) {
 		{"https://shop.example.com/", "email", "", "22V01", "callback_channel"},
 		{"https://shop.example.com/", "nope", "", "22V01", "callback_channel"},
 		{"https://shop.example.com/", "closed", "", "42501", "callback_channel"},
+		{"https://shop.example.com/", "shared", "", "42501", "callback_channel"},
+		{"https://shop.example.com/", "mixed", "", "42501", "callback_channel"},
 		{"https://shop.example.com/", "partners", "", "42501", "callback_url"},
 		{"https://shop.example.com/", "", "", "22V12", "callback_channel"},
 		{"https://shop.example.com/", "callbacks", "{sent,opened}", "22V12", "callback_events"},
@@ -240,7 +247,7 @@ func TestCallbackSettingsRefused(t *testing.T) {
 // it would skip every producer's callbacks).
 func TestCallbacksGroupIsHeraldsOwn(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	before := enqueueNow(t, pool, "ana@example.com")
 	mustExec(t, pool, `SELECT herald.cancel($1)`, before)
 	mustExec(t, pool, `SELECT herald.log_sequence()`)
@@ -270,14 +277,15 @@ func TestCallbacksGroupIsHeraldsOwn(t *testing.T) {
 	}
 }
 
-// A producer's callbacks that its channel no longer takes (an admin closed the
-// channel after the setting) are set aside with the reason, and the other producers'
-// callbacks go out; nothing is read twice.
+// A producer's callbacks that its channel no longer takes (an admin opened the channel
+// to another producer after the setting: that producer could forge callbacks) are set
+// aside with the reason, and the other producers' callbacks go out; nothing is read
+// twice.
 func TestRefusedCallbacksSetAside(t *testing.T) {
 	ctx, pool := setup(t)
 	a := loginPool(t, pool, "herald_test_cb_a", "herald_producer")
 	b := loginPool(t, pool, "herald_test_cb_b", "herald_producer")
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('cb_a', 'webhook'), ('cb_b', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('cb_a', 'webhook', '{herald:callbacks}'), ('cb_b', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel) VALUES
 		('herald_test_cb_a', 'https://a.example.com/cb', 'cb_a'), ('herald_test_cb_b', 'https://b.example.com/cb', 'cb_b')`)
 	for _, p := range []*pgxpool.Pool{a, b, a} {
@@ -285,7 +293,7 @@ func TestRefusedCallbacksSetAside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustExec(t, pool, `UPDATE herald.channels SET producers = '{billing}' WHERE name = 'cb_a'`)
+	mustExec(t, pool, `UPDATE herald.channels SET producers = '{herald:callbacks,billing}' WHERE name = 'cb_a'`)
 	if got := dispatch(t, pool); got != [3]int{6, 1, 2} {
 		t.Fatalf("dispatch = %v, want 6 events read, b's 1 callback queued, a's 2 set aside", got)
 	}
@@ -294,7 +302,7 @@ func TestRefusedCallbacksSetAside(t *testing.T) {
 	}
 	reasons := scalar[string](t, pool, `SELECT string_agg(kind || ': ' || error, ' | ' ORDER BY "offset")
 		FROM herald.consumer_dead_letters WHERE group_name = 'herald.callbacks'`)
-	if strings.Count(reasons, "cancelled: callback to producer herald_test_cb_a refused: messages[0].channel: channel 'cb_a' is not open to producer 'herald:callbacks'") != 2 {
+	if strings.Count(reasons, "cancelled: callback to producer herald_test_cb_a refused: callback_channel: channel 'cb_a' must be open to 'herald:callbacks' alone") != 2 {
 		t.Fatalf("set aside: %s", reasons)
 	}
 	if got := dispatch(t, pool); got[1] != 0 || got[2] != 0 {
@@ -302,12 +310,12 @@ func TestRefusedCallbacksSetAside(t *testing.T) {
 	}
 	// Sent again while the channel still refuses them: the error, and nothing changes.
 	_, err := pool.Exec(ctx, `SELECT herald.redispatch_callbacks()`)
-	wantPgError(t, err, "42501", "messages[0].channel")
+	wantPgError(t, err, "42501", "callback_channel")
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.consumer_dead_letters`); n != 2 {
 		t.Fatalf("%d dead letters after a refused redispatch, want 2", n)
 	}
 	// The admin opens the channel again: the set-aside callbacks go out, in order, once.
-	mustExec(t, pool, `UPDATE herald.channels SET producers = NULL WHERE name = 'cb_a'`)
+	mustExec(t, pool, `UPDATE herald.channels SET producers = '{herald:callbacks}' WHERE name = 'cb_a'`)
 	if n := scalar[int](t, pool, `SELECT herald.redispatch_callbacks()`); n != 2 {
 		t.Fatalf("redispatched %d, want 2", n)
 	}
@@ -330,7 +338,7 @@ func TestRefusedCallbacksSetAside(t *testing.T) {
 // set-aside events, so they are not lost with it.
 func TestCallbacksGroupKeepsItsDeadLetters(t *testing.T) {
 	_, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
 		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
 	mustExec(t, pool, `SELECT herald.cancel(herald.enqueue('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}'))`)
@@ -347,7 +355,7 @@ func TestCallbacksGroupKeepsItsDeadLetters(t *testing.T) {
 // Runners dispatch at once: every event is called back exactly once.
 func TestConcurrentDispatchCallsBackEachEventOnce(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
 		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
 	const n = 3000
@@ -425,7 +433,7 @@ func TestCallbacksEndToEnd(t *testing.T) {
 	}))
 	defer srv.Close()
 	base = strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel) VALUES (current_user, $1, 'callbacks')`,
 		base+"/herald")
 	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_EMAIL=noop", "HERALD_SENDER_CALLBACKS=webhook",
@@ -472,7 +480,7 @@ func TestLogLagGauge(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `SELECT herald.create_consumer_group('audit')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
 		VALUES ('someone', 'https://shop.example.com/herald', 'callbacks')`)

@@ -32,15 +32,15 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
-	// The producer has status callbacks, and its callback channel is closed after the
-	// setting: the dead message's callback is set aside.
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	// The producer has status callbacks, and its callback channel is opened to another
+	// producer after the setting: the dead message's callback is set aside.
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
 		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
 	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t"}')`)
 	mustExec(t, pool, `SELECT herald.fail(id, lease_token, '550 5.1.1 no such user', 'permanent', error_code => '550')
 		FROM herald.claim_batch('w', 1)`)
-	mustExec(t, pool, `UPDATE herald.channels SET producers = '{billing}' WHERE name = 'callbacks'`)
+	mustExec(t, pool, `UPDATE herald.channels SET producers = '{herald:callbacks,billing}' WHERE name = 'callbacks'`)
 	mustExec(t, pool, `SELECT herald.dispatch_callbacks()`)
 
 	mustExec(t, pool, `UPDATE herald.channels SET paused = true, paused_reason = 'SMTP 535: authentication failed', paused_at = now()
@@ -179,7 +179,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	step("read the set-aside events", chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.ID("redispatch"))))
 	setAside, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("set-aside")))
 	step("read the set-aside table", err)
-	if !regexp.MustCompile(`herald\.callbacks\s+\d+\s+` + fmt.Sprint(id) + `\s+dead\s+callback to producer \S+ refused: .*channel 'callbacks' is not open`).MatchString(setAside) {
+	if !regexp.MustCompile(`herald\.callbacks\s+\d+\s+` + fmt.Sprint(id) + `\s+dead\s+callback to producer \S+ refused: .*channel 'callbacks' must be open to 'herald:callbacks' alone`).MatchString(setAside) {
 		t.Fatalf("set-aside events: %q", setAside)
 	}
 	again, _ := http.NewRequest("POST", base+"redispatch", nil)
@@ -190,11 +190,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	refusal, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 400 || !strings.Contains(string(refusal), "is not open to producer 'herald:callbacks'") ||
+	if resp.StatusCode != 400 || !strings.Contains(string(refusal), "must be open to 'herald:callbacks' alone") ||
 		scalar[int64](t, pool, `SELECT count(*) FROM herald.consumer_dead_letters`) != 1 {
 		t.Fatalf("sending the callback again while its channel refuses it: %d %q", resp.StatusCode, refusal)
 	}
-	mustExec(t, pool, `UPDATE herald.channels SET producers = NULL WHERE name = 'callbacks'`)
+	mustExec(t, pool, `UPDATE herald.channels SET producers = '{herald:callbacks}' WHERE name = 'callbacks'`)
 	if done := result("send again", chromedp.Click(chromedp.ID("redispatch")), chromedp.WaitVisible(chromedp.ID("done"))); done != "send callbacks again: 1 queued" {
 		t.Fatalf("after Send again: %q", done)
 	}

@@ -82,7 +82,7 @@ func TestCallbackReceiverExample(t *testing.T) {
 	t.Cleanup(func() { _ = receiver.Process.Kill(); _, _ = receiver.Process.Wait() })
 	eventually(t, 20*time.Second, "the receiver listening", func() bool { return strings.Contains(printed.String(), "listening") })
 
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('callbacks', 'webhook')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel) VALUES (current_user, $1, 'callbacks')`,
 		"http://localhost:"+port+"/herald")
 	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_EMAIL=noop", "HERALD_SENDER_CALLBACKS=webhook",

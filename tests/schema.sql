@@ -644,6 +644,33 @@ COMMENT ON FUNCTION herald._check_arrays(fields text[], lengths integer[], requi
 
 
 --
+-- Name: _check_callback_channel(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._check_callback_channel(channel text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+  IF NOT EXISTS (SELECT FROM herald.channels c
+                 WHERE c.name = _check_callback_channel.channel AND c.producers = ARRAY[(herald._callback_names()).producer]) THEN
+    PERFORM herald._reject(code => '42501', field => 'callback_channel',
+      message => format('channel %L must be open to %L alone (herald.channels.producers): another producer on it could send signed callbacks',
+                        _check_callback_channel.channel, (herald._callback_names()).producer),
+      hint => format('UPDATE herald.channels SET producers = %L WHERE name = %L',
+                     ARRAY[(herald._callback_names()).producer]::text, _check_callback_channel.channel));
+  END IF;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _check_callback_channel(channel text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._check_callback_channel(channel text) IS 'Private: refuse a callback channel that producers other than the callbacks'' owner may enqueue on.';
+
+
+--
 -- Name: _check_clock(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -1906,6 +1933,7 @@ BEGIN
     PERFORM herald._reject(code => v_state, field => CASE v_column WHEN 'channel' THEN 'callback_channel' ELSE 'callback_url' END,
                            message => substr(v_message, length(v_column) + 3), hint => nullif(v_hint, ''));
   END;
+  PERFORM herald._check_callback_channel(channel => NEW.callback_channel);
   RETURN NEW;
 END
 $$;
@@ -3355,6 +3383,7 @@ BEGIN
 
   IF v_specs IS NOT NULL THEN
     BEGIN
+      PERFORM herald._check_callback_channel(channel => c.channel) FROM (SELECT DISTINCT s.channel FROM unnest(v_specs) AS s) AS c;
       PERFORM herald._enqueue(specs => v_specs, now => dispatch_callbacks.now, single => false, as_producer => v_owner);
       v_enqueued := cardinality(v_specs);
     EXCEPTION WHEN data_exception OR insufficient_privilege OR configuration_limit_exceeded THEN
@@ -3362,6 +3391,7 @@ BEGIN
         v_mine := ARRAY(SELECT v_specs[i] FROM generate_subscripts(v_producers, 1) AS i
                         WHERE v_producers[i] = v_producer ORDER BY i);
         BEGIN
+          PERFORM herald._check_callback_channel(channel => (v_mine[1]).channel);
           PERFORM herald._enqueue(specs => v_mine, now => dispatch_callbacks.now, single => false, as_producer => v_owner);
           v_enqueued := v_enqueued + cardinality(v_mine);
         EXCEPTION WHEN data_exception OR insufficient_privilege OR configuration_limit_exceeded THEN
@@ -4671,6 +4701,7 @@ BEGIN
   IF v_specs IS NULL THEN
     RETURN 0;
   END IF;
+  PERFORM herald._check_callback_channel(channel => c.channel) FROM (SELECT DISTINCT s.channel FROM unnest(v_specs) AS s) AS c;
   PERFORM herald._enqueue(specs => v_specs, now => redispatch_callbacks.now, single => false,
                           as_producer => (herald._callback_names()).producer);
   DELETE FROM herald.consumer_dead_letters d WHERE d.group_name = v_group AND d."offset" = ANY (v_offsets);
@@ -6096,6 +6127,13 @@ REVOKE ALL ON FUNCTION herald._caller() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._check_arrays(fields text[], lengths integer[], required integer, code text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_callback_channel(channel text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._check_callback_channel(channel text) FROM PUBLIC;
 
 
 --

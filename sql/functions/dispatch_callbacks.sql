@@ -3,7 +3,8 @@
 -- enqueue the callback each event's producer wants (herald._callback_spec: a webhook
 -- to its callback_url), owned by the callbacks' producer, and ack what it read, in
 -- one transaction, so each event is queued once. When a producer's callbacks are
--- refused (class 22, 42501, 53400: its channel changed), its events are set aside in
+-- refused (class 22, 42501, 53400: its channel changed, or is open to other producers:
+-- herald._check_callback_channel), its events are set aside in
 -- herald.consumer_dead_letters with the error (herald.redispatch_callbacks sends them
 -- later), and the others go out. Returns (events, callbacks, set_aside); zeros when no
 -- producer has a callback_url or another call holds the group (SKIP LOCKED). Call it
@@ -61,6 +62,7 @@ BEGIN
 
   IF v_specs IS NOT NULL THEN
     BEGIN
+      PERFORM herald._check_callback_channel(channel => c.channel) FROM (SELECT DISTINCT s.channel FROM unnest(v_specs) AS s) AS c;
       PERFORM herald._enqueue(specs => v_specs, now => dispatch_callbacks.now, single => false, as_producer => v_owner);
       v_enqueued := cardinality(v_specs);
     EXCEPTION WHEN data_exception OR insufficient_privilege OR configuration_limit_exceeded THEN
@@ -68,6 +70,7 @@ BEGIN
         v_mine := ARRAY(SELECT v_specs[i] FROM generate_subscripts(v_producers, 1) AS i
                         WHERE v_producers[i] = v_producer ORDER BY i);
         BEGIN
+          PERFORM herald._check_callback_channel(channel => (v_mine[1]).channel);
           PERFORM herald._enqueue(specs => v_mine, now => dispatch_callbacks.now, single => false, as_producer => v_owner);
           v_enqueued := v_enqueued + cardinality(v_mine);
         EXCEPTION WHEN data_exception OR insufficient_privilege OR configuration_limit_exceeded THEN

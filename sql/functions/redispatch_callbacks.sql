@@ -32,6 +32,7 @@ BEGIN
   IF v_specs IS NULL THEN
     RETURN 0;
   END IF;
+  PERFORM herald._check_callback_channel(channel => c.channel) FROM (SELECT DISTINCT s.channel FROM unnest(v_specs) AS s) AS c;
   PERFORM herald._enqueue(specs => v_specs, now => redispatch_callbacks.now, single => false,
                           as_producer => (herald._callback_names()).producer);
   DELETE FROM herald.consumer_dead_letters d WHERE d.group_name = v_group AND d."offset" = ANY (v_offsets);

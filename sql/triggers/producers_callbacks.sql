@@ -3,8 +3,8 @@
 -- FOR EACH ROW): a callback_url must be one herald._enqueue would take on
 -- callback_channel, a webhook channel, from the callbacks' producer
 -- (herald._callback_names), and callback_events kinds of herald._log_kinds. Errors:
--- 22V01 callback_channel (unknown, not webhook), 42501 callback_channel (closed to
--- the callbacks' producer), 22V02 / 42501 callback_url (herald._validate's recipient
+-- 22V01 callback_channel (unknown, not webhook), 42501 callback_channel (not open to
+-- the callbacks' producer alone: herald._check_callback_channel), 22V02 / 42501 callback_url (herald._validate's recipient
 -- rules, with egress), 22V12 callback_events, callback_channel (missing), callback_url
 -- (on the callbacks' own producer). herald._callbacks_group() (AFTER, FOR EACH STATEMENT): while some
 -- producer has a callback_url the consumer group herald.dispatch_callbacks reads
@@ -59,6 +59,7 @@ BEGIN
     PERFORM herald._reject(code => v_state, field => CASE v_column WHEN 'channel' THEN 'callback_channel' ELSE 'callback_url' END,
                            message => substr(v_message, length(v_column) + 3), hint => nullif(v_hint, ''));
   END;
+  PERFORM herald._check_callback_channel(channel => NEW.callback_channel);
   RETURN NEW;
 END
 $$;
