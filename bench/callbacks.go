@@ -37,13 +37,8 @@ func callbacks(ctx context.Context, db *database, o options) ([]row, error) {
 				return err
 			},
 		}
-		if round%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		for _, side := range sides {
-			if err := side(); err != nil {
-				return nil, err
-			}
+		if err := inTurn(round, sides[0], sides[1]); err != nil {
+			return nil, err
 		}
 		fmt.Printf("  callbacks round %d: dispatch %.0f events/s (%.0f callbacks/s), log_read %.0f events/s\n",
 			round+1, h.rates[round], sent.rates[round], b.rates[round])

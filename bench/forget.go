@@ -49,13 +49,8 @@ func forget(ctx context.Context, db *database, o options) ([]row, error) {
 				return err
 			},
 		}
-		if round%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		for _, side := range sides {
-			if err := side(); err != nil {
-				return nil, err
-			}
+		if err := inTurn(round, sides[0], sides[1]); err != nil {
+			return nil, err
 		}
 		fmt.Printf("  forget round %d: herald.forget %.0f ms, DELETE by recipient %.0f ms\n",
 			round+1, 1000/h.rates[round], 1000/b.rates[round])

@@ -144,3 +144,16 @@ func loop(ctx context.Context, db *database, o options, phase string, v variant,
 		}
 	}
 }
+
+// inTurn runs herald's side and the baseline's of one round, herald first in even
+// rounds and the baseline first in odd ones, so neither always meets a warmer cache.
+func inTurn(round int, herald, baseline func() error) error {
+	first, second := herald, baseline
+	if round%2 == 1 {
+		first, second = baseline, herald
+	}
+	if err := first(); err != nil {
+		return err
+	}
+	return second()
+}
