@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -458,4 +459,72 @@ func TestStartCheckRefuseAndHeraldCheck(t *testing.T) {
 		!strings.Contains(out, "log    sink      ok") || strings.Contains(out, "SG.read-only") {
 		t.Fatalf("herald check with a key lacking mail.send: exit %d\n%s", code, out)
 	}
+}
+
+// A channel's quiet hours (21:00 to 08:00 in Europe/Berlin here): claims hand out none
+// of its messages then, new or retried, while other channels go on; at 08:00 local
+// time they go out. Hours within a day (12:00 to 13:00) work the same; a half-set pair
+// or an unknown zone is refused when written.
+func TestQuietHoursHoldAChannel(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_from, quiet_until, quiet_zone, backoff_base)
+		VALUES ('promo', 'sms', '21:00', '08:00', 'Europe/Berlin', '1 minute'), ('lunch', 'sms', '12:00', '13:00', 'UTC', '1 minute')`)
+	at := func(s string) time.Time {
+		ts, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	evening := at("2030-01-15T20:58:00+01:00") // Berlin, before the quiet hours
+	enq := func(channel string, when time.Time) int64 {
+		t.Helper()
+		return scalar[int64](t, pool, `SELECT herald.enqueue($1, '+4915112345678', '{"text":"sale"}', now => $2)`, channel, when)
+	}
+	promo := enq("promo", evening)
+	other := enq("sms", evening)
+	// 20:58: the promo goes out and fails for now, to retry a minute later.
+	cs := claim(t, pool, 10, evening)
+	if len(cs) != 2 {
+		t.Fatalf("before the quiet hours: claimed %d, want 2", len(cs))
+	}
+	for _, c := range cs {
+		if c.ID == promo {
+			mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'busy', 'transient', now => $3)`, c.ID, c.Token, evening)
+		} else {
+			mustExec(t, pool, `SELECT herald.complete($1::bigint, $2::bigint, now => $3)`, c.ID, c.Token, evening)
+		}
+	}
+	late := enq("promo", at("2030-01-15T22:30:00+01:00"))
+	latest := enq("sms", at("2030-01-15T22:30:00+01:00"))
+	for _, now := range []string{"2030-01-15T21:05:00+01:00", "2030-01-15T23:59:00+01:00", "2030-01-16T07:59:59+01:00"} {
+		for _, c := range claim(t, pool, 10, at(now)) {
+			if c.Channel == "promo" {
+				t.Fatalf("at %s a promo (%d) was claimed in the quiet hours", now, c.ID)
+			}
+			if c.ID != latest {
+				t.Fatalf("at %s claimed %d", now, c.ID)
+			}
+		}
+	}
+	var got []int64
+	for _, c := range claim(t, pool, 10, at("2030-01-16T08:00:00+01:00")) {
+		got = append(got, c.ID)
+	}
+	if len(got) != 2 || !slices.Contains(got, promo) || !slices.Contains(got, late) {
+		t.Fatalf("at 08:00 claimed %v, want the retry %d and the late promo %d", got, promo, late)
+	}
+	_ = other
+	// 12:00 to 13:00 UTC: closed at 12:30, open at 13:00.
+	enq("lunch", at("2030-01-16T12:10:00Z"))
+	if cs := claim(t, pool, 10, at("2030-01-16T12:30:00Z")); len(cs) != 0 {
+		t.Fatalf("claimed %d in the lunch hour", len(cs))
+	}
+	if cs := claim(t, pool, 10, at("2030-01-16T13:00:00Z")); len(cs) != 1 {
+		t.Fatalf("claimed %d after the lunch hour, want 1", len(cs))
+	}
+	_, err := pool.Exec(ctx, `UPDATE herald.channels SET quiet_from = '22:00' WHERE name = 'sms'`)
+	wantPgError(t, err, "23514", "")
+	_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_zone = 'Mars/Olympus' WHERE name = 'lunch'`)
+	wantPgError(t, err, "22023", "")
 }

@@ -2025,6 +2025,28 @@ COMMENT ON FUNCTION herald._punycode(label text) IS 'Private: the RFC 3492 Punyc
 
 
 --
+-- Name: _quiet(time without time zone, time without time zone, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT quiet_from IS NOT NULL
+     AND CASE WHEN quiet_from < quiet_until
+              THEN (now AT TIME ZONE quiet_zone)::time >= quiet_from AND (now AT TIME ZONE quiet_zone)::time < quiet_until
+              ELSE (now AT TIME ZONE quiet_zone)::time >= quiet_from OR (now AT TIME ZONE quiet_zone)::time < quiet_until
+         END
+$$;
+
+
+--
+-- Name: FUNCTION _quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone) IS 'Private: whether a time falls in a channel''s quiet hours (inlined).';
+
+
+--
 -- Name: _range_key(text, smallint); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2977,7 +2999,9 @@ BEGIN
   SELECT array_agg(c.name ORDER BY c.name), array_agg(c.kind ORDER BY c.name), bool_or(c.rate IS NOT NULL)
   INTO v_channels, v_kinds, v_limited
   FROM herald.channels c
-  WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
+  WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
+    AND (c.quiet_from IS NULL OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                                                   quiet_zone => c.quiet_zone, now => claim_batch.now));
   IF v_channels IS NULL THEN
     RETURN;
   END IF;
@@ -4991,6 +5015,9 @@ CREATE TABLE herald.channels (
     range_limit integer,
     range_window interval DEFAULT '01:00:00'::interval NOT NULL,
     range_digits smallint DEFAULT 7 NOT NULL,
+    quiet_from time without time zone,
+    quiet_until time without time zone,
+    quiet_zone text DEFAULT 'UTC'::text NOT NULL,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
@@ -5001,6 +5028,8 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
     CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
     CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
+    CONSTRAINT channels_quiet_hours_whole CHECK ((((quiet_from IS NULL) = (quiet_until IS NULL)) AND (quiet_from <> quiet_until))),
+    CONSTRAINT channels_quiet_zone_known CHECK ((timezone(quiet_zone, '2000-01-01 00:00:00+00'::timestamp with time zone) IS NOT NULL)),
     CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
     CONSTRAINT channels_range_digits_range CHECK (((range_digits >= 2) AND (range_digits <= 14))),
     CONSTRAINT channels_range_limit_sms CHECK (((range_limit IS NULL) OR (((range_limit >= 1) AND (range_limit <= 1000000)) AND (kind = 'sms'::text)))),
@@ -5150,6 +5179,27 @@ COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts o
 --
 
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
+
+
+--
+-- Name: COLUMN channels.quiet_from; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until, claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
+
+
+--
+-- Name: COLUMN channels.quiet_until; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
+
+
+--
+-- Name: COLUMN channels.quiet_zone; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York).';
 
 
 --
@@ -6404,6 +6454,13 @@ REVOKE ALL ON FUNCTION herald._producers_callback_check() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._punycode(label text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -1,7 +1,7 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
--- all), not paused and within its rate (the whole tokens of its herald.rate_buckets
--- row, for all runners together), no earlier message of its producer's ordering_key
+-- all), not paused nor in its quiet hours (herald._quiet), within its rate (the whole
+-- tokens of its herald.rate_buckets row, for all runners together), no earlier message of its producer's ordering_key
 -- pending (such a one is 'held'). Lowest priority first; within a priority the
 -- channels take turns being first, each in (run_at, id) order (herald._ready). They
 -- become processing, attempts + 1, lease_expires_at = now + lease (NULL: the channel's),
@@ -67,7 +67,9 @@ BEGIN
   SELECT array_agg(c.name ORDER BY c.name), array_agg(c.kind ORDER BY c.name), bool_or(c.rate IS NOT NULL)
   INTO v_channels, v_kinds, v_limited
   FROM herald.channels c
-  WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels));
+  WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
+    AND (c.quiet_from IS NULL OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                                                   quiet_zone => c.quiet_zone, now => claim_batch.now));
   IF v_channels IS NULL THEN
     RETURN;
   END IF;

@@ -47,6 +47,9 @@ CREATE TABLE herald.channels (
   range_limit        integer,
   range_window       interval NOT NULL DEFAULT '1 hour',
   range_digits       smallint NOT NULL DEFAULT 7,
+  quiet_from         time,
+  quiet_until        time,
+  quiet_zone         text NOT NULL DEFAULT 'UTC',
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
   CONSTRAINT channels_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT channels_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 100),
@@ -64,6 +67,9 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_range_limit_sms CHECK (range_limit IS NULL OR range_limit BETWEEN 1 AND 1000000 AND kind = 'sms'),
   CONSTRAINT channels_range_window_range CHECK (range_window BETWEEN '1 second' AND '7 days'),
   CONSTRAINT channels_range_digits_range CHECK (range_digits BETWEEN 2 AND 14),
+  CONSTRAINT channels_quiet_hours_whole CHECK ((quiet_from IS NULL) = (quiet_until IS NULL) AND quiet_from <> quiet_until),
+  -- An unknown zone fails here with 22023 'time zone "…" not recognized'.
+  CONSTRAINT channels_quiet_zone_known CHECK (timezone(quiet_zone, timestamptz '2000-01-01 00:00+00') IS NOT NULL),
   CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
                                               AND array_position(producers, NULL) IS NULL),
   -- sms: E.164 prefixes (+1, +4420); webhook: URL prefixes up to a path's '/'
@@ -96,6 +102,9 @@ COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipien
 COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
 COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, from all producers together, against SMS pumping through many numbers of one range; past it enqueue refuses (53400 recipient). NULL: no limit.';
 COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
+COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until, claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
+COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
+COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York).';
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
