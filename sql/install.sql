@@ -31,6 +31,7 @@
 {{ template "functions/_mailbox_key.sql" . }}
 {{ template "functions/_range_key.sql" . }}
 {{ template "functions/_quiet.sql" . }}
+{{ template "functions/_budget_after.sql" . }}
 {{ template "functions/_over_budget.sql" . }}
 {{ template "functions/_suppression.sql" . }}
 {{ template "functions/_copies.sql" . }}

@@ -185,6 +185,24 @@ COMMENT ON FUNCTION herald._base64(text text) IS 'Private: whether a text is bas
 
 
 --
+-- Name: _budget_after(timestamp with time zone, timestamp with time zone, interval); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._budget_after(clear_at timestamp with time zone, now timestamp with time zone, spent interval) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT greatest(clear_at, now) + spent
+$$;
+
+
+--
+-- Name: FUNCTION _budget_after(clear_at timestamp with time zone, now timestamp with time zone, spent interval); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._budget_after(clear_at timestamp with time zone, now timestamp with time zone, spent interval) IS 'Private: a budget''s clear_at after more is spent from it (inlined).';
+
+
+--
 -- Name: _callback_names(); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2496,9 +2514,11 @@ DECLARE
   v_clear timestamptz;
 BEGIN
   INSERT INTO herald.producer_buckets AS b (producer, clear_at)
-  VALUES ((policy).producer, _spend_producer.now + (policy).send_window / (policy).send_limit * n)
+  VALUES ((policy).producer, herald._budget_after(clear_at => NULL, now => _spend_producer.now,
+                                                  spent => (policy).send_window / (policy).send_limit * n))
   ON CONFLICT (producer) DO UPDATE
-  SET clear_at = greatest(b.clear_at, _spend_producer.now) + (excluded.clear_at - _spend_producer.now)
+  SET clear_at = herald._budget_after(clear_at => b.clear_at, now => _spend_producer.now,
+                                      spent => excluded.clear_at - _spend_producer.now)
   RETURNING b.clear_at INTO v_clear;
   IF herald._over_budget(clear_at => v_clear, now => _spend_producer.now, budget_window => (policy).send_window,
                          budget_limit => (policy).send_limit) > interval '0' THEN
@@ -2547,11 +2567,13 @@ BEGIN
   ), spent AS (
     -- excluded.clear_at - now is what these messages add: n steps of span / lim.
     INSERT INTO herald.recipient_buckets AS b (channel, recipient, clear_at)
-    SELECT a.channel, a.recipient, _spend_recipients.now + a.span / a.lim * a.n
+    SELECT a.channel, a.recipient,
+           herald._budget_after(clear_at => NULL, now => _spend_recipients.now, spent => a.span / a.lim * a.n)
     FROM asked a
     ORDER BY a.channel, a.recipient
     ON CONFLICT (channel, recipient) DO UPDATE
-    SET clear_at = greatest(b.clear_at, _spend_recipients.now) + (excluded.clear_at - _spend_recipients.now)
+    SET clear_at = herald._budget_after(clear_at => b.clear_at, now => _spend_recipients.now,
+                                        spent => excluded.clear_at - _spend_recipients.now)
     RETURNING b.channel, b.recipient, b.clear_at
   )
   SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
@@ -4255,7 +4277,8 @@ CREATE FUNCTION herald.producer_wait() RETURNS integer
     AS $$
   SELECT nullif(greatest(ceil(extract(epoch FROM p.suspended_until - now())),
                          ceil(extract(epoch FROM herald._over_budget(
-                           clear_at => greatest(b.clear_at, now()) + p.send_window / p.send_limit, now => now(),
+                           clear_at => herald._budget_after(clear_at => b.clear_at, now => now(),
+                                                            spent => p.send_window / p.send_limit), now => now(),
                            budget_window => p.send_window, budget_limit => p.send_limit))),
                          0), 0)::integer
   FROM herald.producers p
@@ -4424,7 +4447,7 @@ BEGIN
   -- One more message moves each budget's clear_at on by a step; the wait is how far the
   -- furthest runs over: the recipient's (recipient_limit), its number range's (range_limit).
   SELECT max(extract(epoch FROM herald._over_budget(
-           clear_at => greatest(b.clear_at, recipient_wait.now) + w.span / w.lim,
+           clear_at => herald._budget_after(clear_at => b.clear_at, now => recipient_wait.now, spent => w.span / w.lim),
            now => recipient_wait.now, budget_window => w.span, budget_limit => w.lim)))
   INTO v_seconds
   FROM (VALUES (herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient),
@@ -6128,6 +6151,13 @@ REVOKE ALL ON FUNCTION herald._backoff(attempt integer, base interval, cap inter
 --
 
 REVOKE ALL ON FUNCTION herald._base64(text text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _budget_after(clear_at timestamp with time zone, now timestamp with time zone, spent interval); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._budget_after(clear_at timestamp with time zone, now timestamp with time zone, spent interval) FROM PUBLIC;
 
 
 --

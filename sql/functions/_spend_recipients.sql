@@ -2,7 +2,7 @@
 -- against their recipients' budgets (herald.recipient_buckets) on channels with a
 -- recipient_limit, and against their number ranges' (herald._range_key) on sms
 -- channels with a range_limit: each moves the budget's clear_at on by window / limit
--- from greatest(clear_at, now). A budget left over its limit (herald._over_budget)
+-- (herald._budget_after). A budget left over its limit (herald._over_budget)
 -- refuses the call with 53400 'recipient' (or 'messages[i].recipient', the first message
 -- to it); the caller's transaction then undoes it all. NULL specs (repeats) and the
 -- positions in barred (suppressed) count nothing. Called by herald._enqueue after it
@@ -38,11 +38,13 @@ BEGIN
   ), spent AS (
     -- excluded.clear_at - now is what these messages add: n steps of span / lim.
     INSERT INTO herald.recipient_buckets AS b (channel, recipient, clear_at)
-    SELECT a.channel, a.recipient, _spend_recipients.now + a.span / a.lim * a.n
+    SELECT a.channel, a.recipient,
+           herald._budget_after(clear_at => NULL, now => _spend_recipients.now, spent => a.span / a.lim * a.n)
     FROM asked a
     ORDER BY a.channel, a.recipient
     ON CONFLICT (channel, recipient) DO UPDATE
-    SET clear_at = greatest(b.clear_at, _spend_recipients.now) + (excluded.clear_at - _spend_recipients.now)
+    SET clear_at = herald._budget_after(clear_at => b.clear_at, now => _spend_recipients.now,
+                                        spent => excluded.clear_at - _spend_recipients.now)
     RETURNING b.channel, b.recipient, b.clear_at
   )
   SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients

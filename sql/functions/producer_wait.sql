@@ -15,7 +15,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT nullif(greatest(ceil(extract(epoch FROM p.suspended_until - now())),
                          ceil(extract(epoch FROM herald._over_budget(
-                           clear_at => greatest(b.clear_at, now()) + p.send_window / p.send_limit, now => now(),
+                           clear_at => herald._budget_after(clear_at => b.clear_at, now => now(),
+                                                            spent => p.send_window / p.send_limit), now => now(),
                            budget_window => p.send_window, budget_limit => p.send_limit))),
                          0), 0)::integer
   FROM herald.producers p

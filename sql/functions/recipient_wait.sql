@@ -28,7 +28,7 @@ BEGIN
   -- One more message moves each budget's clear_at on by a step; the wait is how far the
   -- furthest runs over: the recipient's (recipient_limit), its number range's (range_limit).
   SELECT max(extract(epoch FROM herald._over_budget(
-           clear_at => greatest(b.clear_at, recipient_wait.now) + w.span / w.lim,
+           clear_at => herald._budget_after(clear_at => b.clear_at, now => recipient_wait.now, spent => w.span / w.lim),
            now => recipient_wait.now, budget_window => w.span, budget_limit => w.lim)))
   INTO v_seconds
   FROM (VALUES (herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient),
