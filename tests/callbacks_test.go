@@ -32,6 +32,14 @@ type callback struct {
 	Message        map[string]any `json:"message"`
 }
 
+// callbacksTo gives producer (an SQL expression: a quoted name, or current_user) status
+// callbacks to url on a webhook channel "callbacks" open to the callbacks' owner alone.
+func callbacksTo(t *testing.T, pool *pgxpool.Pool, producer, url string) {
+	t.Helper()
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel) VALUES (`+producer+`, $1, 'callbacks')`, url)
+}
+
 // dispatch calls herald.dispatch_callbacks once and returns (events, callbacks, set_aside).
 func dispatch(t *testing.T, pool *pgxpool.Pool) [3]int {
 	t.Helper()
@@ -75,9 +83,7 @@ func TestCallbacksCarryWhatTheProducerMaySee(t *testing.T) {
 	ctx, pool := setup(t)
 	shop := loginPool(t, pool, "herald_test_cb_shop", "herald_producer")
 	other := loginPool(t, pool, "herald_test_cb_other", "herald_producer")
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
-	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
-		VALUES ('herald_test_cb_shop', 'https://shop.example.com/herald', 'callbacks')`)
+	callbacksTo(t, pool, "'herald_test_cb_shop'", "https://shop.example.com/herald")
 
 	var sent, dead int64
 	if err := shop.QueryRow(ctx, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"Order 77","text":"secret-body"}',
@@ -172,9 +178,7 @@ func TestCallbacksCarryWhatTheProducerMaySee(t *testing.T) {
 // callback_events chooses the events; accepted and deferred are left out by default.
 func TestCallbackEventsChosenByTheAdmin(t *testing.T) {
 	_, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
-	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
-		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
+	callbacksTo(t, pool, "current_user", "https://shop.example.com/herald")
 	id := enqueueNow(t, pool, "ana@example.com")
 	mustExec(t, pool, `SELECT herald.cancel($1)`, id)
 	mustExec(t, pool, `SELECT herald.record_delivery_events('generic', jsonb_build_array(jsonb_build_object(
@@ -338,9 +342,7 @@ func TestRefusedCallbacksSetAside(t *testing.T) {
 // set-aside events, so they are not lost with it.
 func TestCallbacksGroupKeepsItsDeadLetters(t *testing.T) {
 	_, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
-	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
-		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
+	callbacksTo(t, pool, "current_user", "https://shop.example.com/herald")
 	mustExec(t, pool, `SELECT herald.cancel(herald.enqueue('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}'))`)
 	mustExec(t, pool, `UPDATE herald.channels SET recipient_prefixes = '{https://elsewhere.example.com/}' WHERE name = 'callbacks'`)
 	if got := dispatch(t, pool); got[2] != 1 {
@@ -355,9 +357,7 @@ func TestCallbacksGroupKeepsItsDeadLetters(t *testing.T) {
 // Runners dispatch at once: every event is called back exactly once.
 func TestConcurrentDispatchCallsBackEachEventOnce(t *testing.T) {
 	ctx, pool := setup(t)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
-	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
-		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
+	callbacksTo(t, pool, "current_user", "https://shop.example.com/herald")
 	const n = 3000
 	mustExec(t, pool, `SELECT herald.cancel(id) FROM unnest(herald.enqueue_many(array_fill('email'::text, ARRAY[$1::int]),
 		array_fill('ana@example.com'::text, ARRAY[$1::int]), array_fill('{"subject":"Hi","text":"Hello"}'::jsonb, ARRAY[$1::int]))) AS id`, n)
@@ -433,9 +433,7 @@ func TestCallbacksEndToEnd(t *testing.T) {
 	}))
 	defer srv.Close()
 	base = strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
-	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel) VALUES (current_user, $1, 'callbacks')`,
-		base+"/herald")
+	callbacksTo(t, pool, "current_user", base+"/herald")
 	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_EMAIL=noop", "HERALD_SENDER_CALLBACKS=webhook",
 		"HERALD_CALLBACKS_WEBHOOK_SECRETS="+signingKey,
 		"HERALD_WEBHOOK_ALLOW=127.0.0.1/32,::1/128", "HERALD_POLL_INTERVAL=100ms")

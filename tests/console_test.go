@@ -34,9 +34,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	pool := testdb.Pool(t, dbURL)
 	// The producer has status callbacks, and its callback channel is opened to another
 	// producer after the setting: the dead message's callback is set aside.
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
-	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel)
-		VALUES (current_user, 'https://shop.example.com/herald', 'callbacks')`)
+	callbacksTo(t, pool, "current_user", "https://shop.example.com/herald")
 	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t"}')`)
 	mustExec(t, pool, `SELECT herald.fail(id, lease_token, '550 5.1.1 no such user', 'permanent', error_code => '550')
 		FROM herald.claim_batch('w', 1)`)

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -544,18 +543,10 @@ func TestSendLimitBoundsWhatAProducerSpends(t *testing.T) {
 	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", batch, auth, nil); code != 202 {
 		t.Fatalf("the token's first 10: %d", code)
 	}
-	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", strings.NewReader(goodEmail))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer tok-stolen")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var e apiError
-	json.NewDecoder(resp.Body).Decode(&e)
-	resp.Body.Close()
-	if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != 429 || e.Error.Code != "quota_exceeded" || ra < 8600 || ra > 8640 {
-		t.Fatalf("the 11th over HTTP: %d %+v Retry-After %q", resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
+	code, h := doHeader(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, auth, &e)
+	if ra, _ := strconv.Atoi(h.Get("Retry-After")); code != 429 || e.Error.Code != "quota_exceeded" || ra < 8600 || ra > 8640 {
+		t.Fatalf("the 11th over HTTP: %d %+v Retry-After %q", code, e.Error, h.Get("Retry-After"))
 	}
 	// The budget refills: a tenth of a day later, one more (the admin's clock shows it).
 	mustExec(t, pool, `UPDATE herald.producer_buckets SET clear_at = clear_at - interval '2 hours 25 minutes'

@@ -3,10 +3,8 @@
 package tests
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -87,19 +85,11 @@ func TestRecipientLimitStopsBombing(t *testing.T) {
 		{"/v1/messages", otp(victim)},
 		{"/v1/messages/batch", "[" + otp("+14155550198") + "," + otp(victim) + "]"},
 	} {
-		req, _ := http.NewRequest("POST", srv.URL+c.path, strings.NewReader(c.body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer tok-signup")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var e apiError
-		json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		if resp.StatusCode != 429 || e.Error.Code != "recipient_limit_exceeded" || retry < 700 || retry > 720 {
-			t.Fatalf("%s: %d %+v Retry-After %q", c.path, resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
+		code, h := doHeader(t, "POST", srv.URL+c.path, "application/json", c.body, auth, &e)
+		retry, _ := strconv.Atoi(h.Get("Retry-After"))
+		if code != 429 || e.Error.Code != "recipient_limit_exceeded" || retry < 700 || retry > 720 {
+			t.Fatalf("%s: %d %+v Retry-After %q", c.path, code, e.Error, h.Get("Retry-After"))
 		}
 	}
 	// 12 minutes later (an admin's clock) one more code goes, and only one.

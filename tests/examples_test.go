@@ -82,9 +82,7 @@ func TestCallbackReceiverExample(t *testing.T) {
 	t.Cleanup(func() { _ = receiver.Process.Kill(); _, _ = receiver.Process.Wait() })
 	eventually(t, 20*time.Second, "the receiver listening", func() bool { return strings.Contains(printed.String(), "listening") })
 
-	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('callbacks', 'webhook', '{herald:callbacks}')`)
-	mustExec(t, pool, `INSERT INTO herald.producers (producer, callback_url, callback_channel) VALUES (current_user, $1, 'callbacks')`,
-		"http://localhost:"+port+"/herald")
+	callbacksTo(t, pool, "current_user", "http://localhost:"+port+"/herald")
 	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_EMAIL=noop", "HERALD_SENDER_CALLBACKS=webhook",
 		"HERALD_CALLBACKS_WEBHOOK_SECRETS="+signingKey, "HERALD_WEBHOOK_ALLOW=127.0.0.1/32,::1/128", "HERALD_POLL_INTERVAL=100ms")
 	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"Hi","text":"Hello"}', idempotency_key => 'order-9')`)

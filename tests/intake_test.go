@@ -39,6 +39,13 @@ type apiError struct {
 // do sends a request and decodes the JSON answer into out (when not nil).
 func do(t *testing.T, method, url, ctype, body string, header map[string]string, out any) int {
 	t.Helper()
+	code, _ := doHeader(t, method, url, ctype, body, header, out)
+	return code
+}
+
+// doHeader is do, also returning the answer's headers.
+func doHeader(t *testing.T, method, url, ctype, body string, header map[string]string, out any) (int, http.Header) {
+	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +67,7 @@ func do(t *testing.T, method, url, ctype, body string, header map[string]string,
 			t.Fatalf("%s %s: %d %q is not JSON: %v", method, url, resp.StatusCode, b, err)
 		}
 	}
-	return resp.StatusCode
+	return resp.StatusCode, resp.Header
 }
 
 const goodEmail = `{"channel":"email","recipient":"ana@example.com","payload":{"subject":"Hi","text":"Hello"}}`
@@ -410,17 +417,9 @@ func TestIntakeRateLimitsEachToken(t *testing.T) {
 	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", batch, a, nil); code != 202 {
 		t.Fatalf("a full batch within the burst: %d", code)
 	}
-	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", strings.NewReader(goodEmail))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer sa")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	json.NewDecoder(resp.Body).Decode(&e)
-	resp.Body.Close()
-	if resp.StatusCode != 429 || e.Error.Code != "rate_limited" || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Retry-After") == "0" {
-		t.Fatalf("over the rate: %d %+v Retry-After %q", resp.StatusCode, e.Error, resp.Header.Get("Retry-After"))
+	code, h := doHeader(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, a, &e)
+	if code != 429 || e.Error.Code != "rate_limited" || h.Get("Retry-After") == "" || h.Get("Retry-After") == "0" {
+		t.Fatalf("over the rate: %d %+v Retry-After %q", code, e.Error, h.Get("Retry-After"))
 	}
 	// Attack: a token past its rate polls status, by id and by key.
 	for _, path := range []string{"/v1/messages/1", "/v1/messages?idempotency_key=k"} {
