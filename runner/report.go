@@ -131,11 +131,13 @@ func (r *Runner) flush(batch []outcome) {
 		r.retry(len(batch), func() error { return r.complete(doneIDs, doneTokens, providerIDs) })
 		r.recordCopyRefusals(batch)
 	}
-	if len(failIDs) > 0 {
-		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, codes, retryAt) })
-	}
+	// The pause first: fail then sees the channel paused, and a channel with a
+	// fallback has its messages due at once for it (herald.fail).
 	for _, o := range down {
 		r.pauseForOutage(o.msg.Channel, o.err)
+	}
+	if len(failIDs) > 0 {
+		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, codes, retryAt) })
 	}
 	sent := map[string]int{}
 	for _, o := range batch {

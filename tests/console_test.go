@@ -41,8 +41,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	mustExec(t, pool, `UPDATE herald.channels SET producers = '{herald:callbacks,billing}' WHERE name = 'callbacks'`)
 	mustExec(t, pool, `SELECT herald.dispatch_callbacks()`)
 
-	mustExec(t, pool, `UPDATE herald.channels SET paused = true, paused_reason = 'SMTP 535: authentication failed', paused_at = now()
-		WHERE name = 'sms'`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('sms_backup', 'sms')`)
+	mustExec(t, pool, `UPDATE herald.channels SET paused = true, paused_reason = 'SMTP 535: authentication failed', paused_at = now(),
+		paused_by = 'runner', fallback = 'sms_backup' WHERE name = 'sms'`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, min_priority, max_pending, send_limit, max_bounce_rate, suspended_until, suspended_reason)
 		VALUES ('bulk', 50, 5000, 20000, 0.05, '2100-01-02 03:04:05+00', '30 of 200 messages in the last 01:00:00 bounced, over max_bounce_rate 0.05')`)
 	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, priority, max_attempts, created_at, expires_at)
@@ -85,7 +86,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		resp.Body.Close()
 	}
 	if s := scalar[string](t, pool, `SELECT status || ' ' || (SELECT string_agg(name || '=' || paused, ',' ORDER BY name) FROM herald.channels)
-		|| ' ' || (SELECT suspended_until > now() FROM herald.producers WHERE producer = 'bulk') FROM herald.messages WHERE id = $1`, id); s != "dead callbacks=false,email=false,sms=true true" {
+		|| ' ' || (SELECT suspended_until > now() FROM herald.producers WHERE producer = 'bulk') FROM herald.messages WHERE id = $1`, id); s != "dead callbacks=false,email=false,sms=true,sms_backup=false true" {
 		t.Fatalf("after refused actions: %s", s)
 	}
 
@@ -119,7 +120,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if !regexp.MustCompile(`bulk\s+email\s+7\s+0\s+0\s+50\s+5000\s+20000 / 1 day\s+2100-01-02 \d\d:04:05: 30 of 200 messages`).MatchString(producers) {
 		t.Fatalf("producers table: %q", producers)
 	}
-	if !strings.Contains(paused, "sms") || !strings.Contains(paused, "SMTP 535") {
+	if !regexp.MustCompile(`sms\s+SMTP 535: authentication failed\s+\S+ \S+\s+when resumed\s+sms_backup`).MatchString(paused) {
 		t.Fatalf("paused channels: %q", paused)
 	}
 	step("redrive", chromedp.Do(ctx, chromedp.Click(redriveID), chromedp.WaitVisible(chromedp.ID("done"))))
@@ -168,7 +169,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("after End suspension: %q", done)
 	}
 	if s := scalar[string](t, pool, `SELECT (SELECT string_agg(name || '=' || paused || ':' || coalesce(paused_by, '') || ':' || coalesce(paused_reason, ''), ',' ORDER BY name) FROM herald.channels)
-		|| ' ' || (SELECT coalesce(suspended_until > now(), false) FROM herald.producers WHERE producer = 'bulk')`); s != "callbacks=false::,email=true:operator:abuse from the sign-up form,sms=false:: false" {
+		|| ' ' || (SELECT coalesce(suspended_until > now(), false) FROM herald.producers WHERE producer = 'bulk')`); s != "callbacks=false::,email=true:operator:abuse from the sign-up form,sms=false::,sms_backup=false:: false" {
 		t.Fatalf("after the switches: %s", s)
 	}
 	// The status callback its channel refused: shown with the reason; sent again while

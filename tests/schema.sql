@@ -534,7 +534,7 @@ COMMENT ON COLUMN herald.producers.callback_channel IS 'The webhook channel the 
 -- Name: COLUMN producers.callback_events; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted and deferred.';
+COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted, rerouted and deferred.';
 
 
 --
@@ -559,7 +559,7 @@ CREATE FUNCTION herald._callback_spec(p herald.producers, m herald.messages, kin
     LANGUAGE sql STABLE
     AS $$
   SELECT CASE WHEN p.callback_url IS NOT NULL
-               AND CASE WHEN p.callback_events IS NULL THEN kind NOT IN ('accepted', 'deferred')
+               AND CASE WHEN p.callback_events IS NULL THEN kind NOT IN ('accepted', 'rerouted', 'deferred')
                         ELSE kind = ANY (p.callback_events) END
     THEN ROW(p.callback_channel, p.callback_url,
              jsonb_build_object('event', kind, 'offset', "offset", 'at', at, 'idempotency_key', m.idempotency_key,
@@ -1357,7 +1357,7 @@ COMMENT ON FUNCTION herald._log_detail(kind text, detail jsonb, provider_message
 CREATE FUNCTION herald._log_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE
     AS $$
-  SELECT '{accepted,sent,dead,cancelled,expired,suppressed,delivered,deferred,bounced,complained,unsubscribed,undelivered}'::text[]
+  SELECT '{accepted,rerouted,sent,dead,cancelled,expired,suppressed,delivered,deferred,bounced,complained,unsubscribed,undelivered}'::text[]
 $$;
 
 
@@ -2083,10 +2083,10 @@ COMMENT ON FUNCTION herald._range_key(recipient text, digits smallint) IS 'Priva
 
 
 --
--- Name: _ready(text[], integer[], integer, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _ready(text[], integer[], integer[], integer, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
+CREATE FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -2107,8 +2107,8 @@ BEGIN
       SELECT v_priority, '{}'::integer[]
       UNION ALL
       SELECT n.p, ARRAY(SELECT c.i::integer
-                        FROM unnest(_ready.channels, v_caps) WITH ORDINALITY AS c (name, cap, i)
-                        WHERE c.cap >= 1 AND (
+                        FROM unnest(_ready.channels, _ready.slots) WITH ORDINALITY AS c (name, slot, i)
+                        WHERE v_caps[c.slot] >= 1 AND (
                           -- A scalar subquery, not EXISTS, and in the index's order: a
                           -- probe of messages_claim_idx per channel whatever the
                           -- statistics (else a hash join, or another index, may be chosen).
@@ -2146,11 +2146,11 @@ BEGIN
                 AND e.id < m.id
                 AND e.finished_at IS NULL))
       ORDER BY m.run_at, m.id
-      LIMIT least(v_left, v_caps[v_i])
+      LIMIT least(v_left, v_caps[_ready.slots[v_i]])
       FOR NO KEY UPDATE SKIP LOCKED;
       GET DIAGNOSTICS v_got = ROW_COUNT;
       v_left := v_left - v_got;
-      v_caps[v_i] := v_caps[v_i] - v_got;
+      v_caps[_ready.slots[v_i]] := v_caps[_ready.slots[v_i]] - v_got;
       IF v_left = 0 THEN
         RETURN;
       END IF;
@@ -2161,10 +2161,10 @@ $$;
 
 
 --
--- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR NO KEY UPDATE SKIP LOCKED).';
+COMMENT ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR NO KEY UPDATE SKIP LOCKED).';
 
 
 --
@@ -2996,6 +2996,14 @@ DECLARE
   v_token bigint;
   v_channels text[];
   v_kinds text[];
+  v_as text[];
+  v_leases interval[];
+  v_slots integer[];
+  v_paused text[];
+  v_paused_kinds text[];
+  v_paused_to text[];
+  v_paused_why text[];
+  v_rerouting boolean := false;
   v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
   v_limited boolean;
   v_rl_channels text[];
@@ -3018,12 +3026,23 @@ BEGIN
   -- claim finds the mark.
   PERFORM herald._listening('herald_queue');
 
-  SELECT array_agg(c.name ORDER BY c.name), array_agg(c.kind ORDER BY c.name), bool_or(c.rate IS NOT NULL)
-  INTO v_channels, v_kinds, v_limited
-  FROM herald.channels c
-  WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
-    AND (c.quiet_from IS NULL OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
-                                                   quiet_zone => c.quiet_zone, now => claim_batch.now));
+  -- The channels served (open, asked for), and those a runner paused that have a
+  -- fallback; neither in quiet hours.
+  SELECT array_agg(c.name ORDER BY c.name) FILTER (WHERE c.serving),
+         array_agg(c.kind ORDER BY c.name) FILTER (WHERE c.serving),
+         array_agg(c.lease ORDER BY c.name) FILTER (WHERE c.serving),
+         bool_or(c.rate IS NOT NULL) FILTER (WHERE c.serving),
+         array_agg(c.name ORDER BY c.name) FILTER (WHERE NOT c.serving),
+         array_agg(c.kind ORDER BY c.name) FILTER (WHERE NOT c.serving),
+         array_agg(c.fallback ORDER BY c.name) FILTER (WHERE NOT c.serving),
+         array_agg(c.paused_reason ORDER BY c.name) FILTER (WHERE NOT c.serving)
+  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why
+  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving
+        FROM herald.channels c
+        WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
+               OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
+          AND (c.quiet_from IS NULL OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                                                         quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
   IF v_channels IS NULL THEN
     RETURN;
   END IF;
@@ -3046,14 +3065,27 @@ BEGIN
     WHERE b.channel = ANY (v_channels) AND c.rate IS NOT NULL;
     -- A rate-limited channel gives at most its whole tokens; one without a whole
     -- token is not claimed from this time.
-    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i),
+    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i), array_agg(x.lease ORDER BY x.i),
            array_agg(coalesce(floor(v_avail[array_position(v_rl_channels, x.name)])::integer, claim_batch.batch_size) ORDER BY x.i)
-    INTO v_channels, v_kinds, v_caps
-    FROM unnest(v_channels, v_kinds) WITH ORDINALITY AS x (name, kind, i)
+    INTO v_channels, v_kinds, v_leases, v_caps
+    FROM unnest(v_channels, v_kinds, v_leases) WITH ORDINALITY AS x (name, kind, lease, i)
     WHERE coalesce(v_avail[array_position(v_rl_channels, x.name)] >= 1, true);
     IF v_channels IS NULL THEN
       RETURN;
     END IF;
+  END IF;
+  v_as := v_channels;
+  v_slots := ARRAY(SELECT generate_series(1, cardinality(v_channels)));
+  IF v_paused IS NOT NULL THEN
+    -- A paused channel is claimed as its fallback: the fallback's kind, lease and cap.
+    SELECT v_channels || array_agg(p.name ORDER BY p.i), v_kinds || array_agg(p.kind ORDER BY p.i),
+           v_leases || array_agg(v_leases[array_position(v_channels, p.fallback)] ORDER BY p.i),
+           v_as || array_agg(p.fallback ORDER BY p.i),
+           v_slots || array_agg(array_position(v_channels, p.fallback) ORDER BY p.i),
+           count(*) > 0
+    INTO v_channels, v_kinds, v_leases, v_as, v_slots, v_rerouting
+    FROM unnest(v_paused, v_paused_kinds, v_paused_to) WITH ORDINALITY AS p (name, kind, fallback, i)
+    WHERE p.fallback = ANY (v_channels);
   END IF;
 
   -- Nothing queued: no claim statement, no lease token. (The lowest queued priority,
@@ -3069,7 +3101,7 @@ BEGIN
     -- Channels take turns being first within a priority, one claim after another (the
     -- token), so a backlog on one channel does not hold back the others.
     SELECT r.id, r.channel, r.recipient
-    FROM herald._ready(channels => v_channels, caps => v_caps, n => claim_batch.batch_size,
+    FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
                        first => (v_token % cardinality(v_channels))::integer + 1, from_priority => v_priority,
                        now => claim_batch.now) AS r
   ), barred AS (
@@ -3096,17 +3128,27 @@ BEGIN
   ), claimed AS (
     UPDATE herald.messages m
     SET status = 'processing',
+        channel = CASE WHEN v_rerouting THEN v_as[array_position(v_channels, m.channel)] ELSE m.channel END,
         attempts = m.attempts + 1,
         lease_token = v_token,
         leased_by = claim_batch.worker,
-        lease_expires_at = claim_batch.now + coalesce(claim_batch.lease,
-          (SELECT c.lease FROM herald.channels c WHERE c.name = m.channel))
+        lease_expires_at = claim_batch.now + coalesce(claim_batch.lease, v_leases[array_position(v_channels, m.channel)])
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
     WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
-              m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
+              m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at, m.ordering_key
+  ), rerouted AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+    SELECT 'rerouted', claim_batch.now, array_agg(c.id ORDER BY c.id), array_agg(c.channel ORDER BY c.id),
+           array_agg(herald._key_hash(c.ordering_key, c.recipient) ORDER BY c.id),
+           array_agg(jsonb_strip_nulls(jsonb_build_object('from', r.channel,
+             'reason', left(v_paused_why[array_position(v_paused, r.channel)], 500))) ORDER BY c.id)
+    FROM claimed c
+    JOIN ready r ON r.id = c.id
+    WHERE v_rerouting AND r.channel <> c.channel
+    HAVING count(*) > 0
   ), spent AS (
     UPDATE herald.rate_buckets b
     SET tokens = v_avail[array_position(v_rl_channels, b.channel)] - k.n,
@@ -3722,7 +3764,7 @@ BEGIN
     UPDATE herald.messages m
     SET status = d.next_status,
         attempts = d.attempts,
-        run_at = CASE WHEN d.next_status = 'queued' THEN d.next_run_at ELSE m.run_at END,
+        run_at = CASE WHEN d.next_status = 'queued' THEN d.due_at ELSE m.run_at END,
         finished_at = CASE WHEN d.next_status IN ('dead', 'expired') THEN fail.now END,
         lease_token = NULL,
         lease_expires_at = NULL,
@@ -3737,12 +3779,12 @@ BEGIN
              CASE
                WHEN u.error_class = 'permanent' THEN 'dead'
                WHEN u.error_class = 'transient' AND x.attempts >= x.max_attempts THEN 'dead'
-               WHEN n.next_run_at >= x.expires_at THEN 'expired'
+               WHEN w.due_at >= x.expires_at THEN 'expired'
                ELSE 'queued'
              END AS next_status,
              CASE WHEN u.error_class IN ('rate_limited', 'quota', 'configuration') THEN greatest(x.attempts - 1, 0)
                   ELSE x.attempts END AS attempts,
-             n.next_run_at
+             n.next_run_at, w.due_at
       FROM unnest(ids, lease_tokens, errors, error_classes, retry_at, error_codes)
              AS u(id, lease_token, error, error_class, retry_at, error_code)
       JOIN herald.messages x ON x.id = u.id
@@ -3751,6 +3793,12 @@ BEGIN
                WHEN u.error_class = 'configuration' THEN fail.now
                WHEN u.error_class = 'quota' THEN fail.now + c.quota_wait
                ELSE fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max) END)) AS next_run_at) AS n
+      -- Waiting on the channel's pause (its quota, its setup, its provider down), a
+      -- message of a channel with a fallback is due at once: the fallback sends it.
+      CROSS JOIN LATERAL (SELECT CASE WHEN c.fallback IS NOT NULL
+                                        AND (u.error_class IN ('quota', 'configuration')
+                                             OR u.error_class = 'rate_limited' AND c.paused AND c.paused_by = 'runner')
+                                   THEN fail.now ELSE n.next_run_at END AS due_at) AS w
     ) AS d
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
@@ -5041,8 +5089,11 @@ CREATE TABLE herald.channels (
     quiet_from time without time zone,
     quiet_until time without time zone,
     quiet_zone text DEFAULT 'UTC'::text NOT NULL,
+    fallback text,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
+    CONSTRAINT channels_fallback_not_webhook CHECK (((fallback IS NULL) OR (kind <> 'webhook'::text))),
+    CONSTRAINT channels_fallback_other CHECK ((fallback <> name)),
     CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
     CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
     CONSTRAINT channels_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
@@ -5223,6 +5274,13 @@ COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (be
 --
 
 COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York).';
+
+
+--
+-- Name: COLUMN channels.fallback; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
 
 
 --
@@ -5826,6 +5884,14 @@ CREATE TABLE public.herald_schema_version (
 
 
 --
+-- Name: channels channels_name_kind_key; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.channels
+    ADD CONSTRAINT channels_name_kind_key UNIQUE (name, kind);
+
+
+--
 -- Name: channels channels_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
 --
 
@@ -6071,6 +6137,14 @@ CREATE TRIGGER suppressions_normalize BEFORE INSERT OR UPDATE ON herald.suppress
 --
 
 COMMENT ON TRIGGER suppressions_normalize ON herald.suppressions IS 'Stores recipients as herald._suppression_key makes them (e-mail addresses in lower case).';
+
+
+--
+-- Name: channels channels_fallback_same_kind; Type: FK CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.channels
+    ADD CONSTRAINT channels_fallback_same_kind FOREIGN KEY (fallback, kind) REFERENCES herald.channels(name, kind);
 
 
 --
@@ -6501,10 +6575,10 @@ REVOKE ALL ON FUNCTION herald._range_key(recipient text, digits smallint) FROM P
 
 
 --
--- Name: FUNCTION _ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._ready(channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, first integer, from_priority integer, now timestamp with time zone) FROM PUBLIC;
 
 
 --

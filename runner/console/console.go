@@ -150,10 +150,11 @@ type Dead struct {
 }
 
 // Paused is a paused channel, why, since when and, for a spent quota, until when
-// (Until nil: until it is resumed).
+// (Until nil: until it is resumed), and the fallback channel that sends its messages
+// meanwhile (empty: none, or an operator's pause, which is not failed over).
 type Paused struct {
-	Channel, Reason string
-	Since, Until    *time.Time
+	Channel, Reason, Fallback string
+	Since, Until              *time.Time
 }
 
 // Producer is one row of herald.producer_backlog with the producer's priority floor,
@@ -220,9 +221,10 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		minutes[i].Bars = (minutes[i].Sent + minutes[i].Dead) * 100 / top
 	}
 	data["Minutes"], data["Top"] = minutes, top
-	if data["Paused"], err = collect(ctx, c.pool, `SELECT name, coalesce(paused_reason, ''), paused_at, paused_until
+	if data["Paused"], err = collect(ctx, c.pool, `SELECT name, coalesce(paused_reason, ''), paused_at, paused_until,
+		CASE WHEN paused_by = 'runner' THEN coalesce(fallback, '') ELSE '' END
 		FROM herald.channels WHERE paused ORDER BY 1`, func(row pgx.CollectableRow) (p Paused, err error) {
-		err = row.Scan(&p.Channel, &p.Reason, &p.Since, &p.Until)
+		err = row.Scan(&p.Channel, &p.Reason, &p.Since, &p.Until, &p.Fallback)
 		return
 	}); err != nil {
 		c.fail(w, err)

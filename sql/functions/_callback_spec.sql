@@ -3,8 +3,8 @@
 -- a webhook on p.callback_channel to p.callback_url with ordering key message:<id>
 -- (one message's callbacks go out in order) and the payload {event, offset, at,
 -- idempotency_key, message: herald._message_status(m)}; NULL when p has no
--- callback_url or does not want the event (callback_events; NULL: every event but
--- accepted and deferred). The one rule of herald.dispatch_callbacks and
+-- callback_url or does not want the event (callback_events; NULL: all but accepted,
+-- rerouted and deferred). The one rule of herald.dispatch_callbacks and
 -- herald.redispatch_callbacks. Locks: none.
 CREATE OR REPLACE FUNCTION herald._callback_spec(p herald.producers, m herald.messages, kind text, "offset" bigint, at timestamptz)
 RETURNS herald.message_spec
@@ -12,7 +12,7 @@ LANGUAGE sql
 STABLE
 AS $$
   SELECT CASE WHEN p.callback_url IS NOT NULL
-               AND CASE WHEN p.callback_events IS NULL THEN kind NOT IN ('accepted', 'deferred')
+               AND CASE WHEN p.callback_events IS NULL THEN kind NOT IN ('accepted', 'rerouted', 'deferred')
                         ELSE kind = ANY (p.callback_events) END
     THEN ROW(p.callback_channel, p.callback_url,
              jsonb_build_object('event', kind, 'offset', "offset", 'at', at, 'idempotency_key', m.idempotency_key,

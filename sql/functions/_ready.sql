@@ -1,20 +1,18 @@
--- herald._ready(channels, caps, n, first, from_priority, now) — lock and return up to n
--- ready messages for herald.claim_batch: queued, run_at <= now < expires_at, no earlier
--- message of its producer's ordering_key pending (not finished: queued, held, processing).
--- Priority by priority from
--- from_priority (the lowest queued: claim_batch probes it) upwards; within a
--- priority, channel by channel in turns from channels[first] (then first + 1, …,
--- wrapping), each in (run_at, id) order; channels[i] gives at most caps[i] in all.
--- FOR NO KEY UPDATE SKIP LOCKED: rows another claim holds are passed over (an enqueue's
--- FOR KEY SHARE does not stop it). One statement
--- walks up to the next priority where a channel has a due message (a probe of
--- messages_claim_idx per priority and per channel); each such channel is then one
--- range scan (priority, hashtext(channel), run_at <= now): neither other channels nor
--- scheduled messages are read. PL/pgSQL so its statements are planned once per
--- session (claim_batch's generic plan applies). Index: messages_claim_idx,
--- messages_ordering_key_idx. Locks: the returned rows, until the transaction ends.
+-- herald._ready(channels, slots, caps, n, first, from_priority, now) — lock and return
+-- up to n ready messages for herald.claim_batch: queued, run_at <= now < expires_at, no
+-- earlier message of its producer's ordering_key pending (not finished). Priority by
+-- priority from from_priority (the lowest queued) upwards; within a priority, channel
+-- by channel in turns from channels[first] (wrapping), each in (run_at, id) order;
+-- channels[i] gives at most caps[slots[i]], a cap its channels share (a rerouted
+-- channel uses its fallback's). FOR NO KEY UPDATE SKIP LOCKED: rows another claim
+-- holds are passed over. One statement walks up to the next priority where a channel
+-- has a due message (a probe of messages_claim_idx per priority and per channel);
+-- each such channel is then one range scan (priority, hashtext(channel), run_at <=
+-- now). PL/pgSQL so its statements are planned once per session (claim_batch's
+-- generic plan applies). Index: messages_claim_idx, messages_ordering_key_idx.
+-- Locks: the returned rows, until the transaction ends.
 CREATE OR REPLACE FUNCTION herald._ready(
-  channels text[], caps integer[], n integer, first integer, from_priority integer, now timestamptz
+  channels text[], slots integer[], caps integer[], n integer, first integer, from_priority integer, now timestamptz
 )
 RETURNS TABLE (id bigint, channel text, recipient text, priority smallint, run_at timestamptz)
 LANGUAGE plpgsql
@@ -38,8 +36,8 @@ BEGIN
       SELECT v_priority, '{}'::integer[]
       UNION ALL
       SELECT n.p, ARRAY(SELECT c.i::integer
-                        FROM unnest(_ready.channels, v_caps) WITH ORDINALITY AS c (name, cap, i)
-                        WHERE c.cap >= 1 AND (
+                        FROM unnest(_ready.channels, _ready.slots) WITH ORDINALITY AS c (name, slot, i)
+                        WHERE v_caps[c.slot] >= 1 AND (
                           -- A scalar subquery, not EXISTS, and in the index's order: a
                           -- probe of messages_claim_idx per channel whatever the
                           -- statistics (else a hash join, or another index, may be chosen).
@@ -77,11 +75,11 @@ BEGIN
                 AND e.id < m.id
                 AND e.finished_at IS NULL))
       ORDER BY m.run_at, m.id
-      LIMIT least(v_left, v_caps[v_i])
+      LIMIT least(v_left, v_caps[_ready.slots[v_i]])
       FOR NO KEY UPDATE SKIP LOCKED;
       GET DIAGNOSTICS v_got = ROW_COUNT;
       v_left := v_left - v_got;
-      v_caps[v_i] := v_caps[v_i] - v_got;
+      v_caps[_ready.slots[v_i]] := v_caps[_ready.slots[v_i]] - v_got;
       IF v_left = 0 THEN
         RETURN;
       END IF;
@@ -90,6 +88,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer, integer, integer, timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION herald._ready(text[], integer[], integer, integer, integer, timestamptz) IS
+REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer[], integer, integer, integer, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION herald._ready(text[], integer[], integer[], integer, integer, integer, timestamptz) IS
   'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR NO KEY UPDATE SKIP LOCKED).';

@@ -1,18 +1,18 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
 -- all), not paused nor in its quiet hours (herald._quiet), within its rate (the whole
--- tokens of its herald.rate_buckets row, for all runners together), no earlier message of its producer's ordering_key
--- pending (such a one is 'held'). Lowest priority first; within a priority the
--- channels take turns being first, each in (run_at, id) order (herald._ready). They
+-- tokens of its herald.rate_buckets row, for all runners together), no earlier message
+-- of its producer's ordering_key pending (such a one is 'held'); and the messages of a
+-- channel a runner paused, outside its quiet hours, whose fallback is one of those:
+-- moved to the fallback (within its rate; a 'rerouted' log event). Lowest priority
+-- first; within a priority the channels take turns being first (herald._ready). They
 -- become processing, attempts + 1, lease_expires_at = now + lease (NULL: the channel's),
 -- under one new lease_token (the fencing token of complete/fail/extend_lease). One whose
--- recipient is suppressed ends 'suppressed' instead (a log event), so a call may return
--- fewer rows than it selected; an e-mail's suppressed copies (cc, bcc) are left out of
--- the payload returned (herald._unsuppressed_copies). Index: messages_claim_idx,
--- messages_ordering_key_idx, messages_pkey. Locks: the claimed rows, and the buckets
--- of rate-limited channels (their claims take turns), until the transaction ends: call
--- it in autocommit, never during a send. Errors: 22V12 worker (empty, over 200 chars),
--- batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; the generic plan.
+-- recipient is suppressed ends 'suppressed' instead (a log event); suppressed cc/bcc are
+-- left out of the payload. Index: messages_claim_idx, messages_ordering_key_idx,
+-- messages_pkey. Locks: the claimed rows and the rate-limited channels' buckets until
+-- the transaction ends: call it in autocommit. Errors: 22V12 worker (empty, over 200
+-- chars), batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; generic plan.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
   batch_size integer DEFAULT 100,
@@ -42,6 +42,14 @@ DECLARE
   v_token bigint;
   v_channels text[];
   v_kinds text[];
+  v_as text[];
+  v_leases interval[];
+  v_slots integer[];
+  v_paused text[];
+  v_paused_kinds text[];
+  v_paused_to text[];
+  v_paused_why text[];
+  v_rerouting boolean := false;
   v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
   v_limited boolean;
   v_rl_channels text[];
@@ -64,12 +72,23 @@ BEGIN
   -- claim finds the mark.
   PERFORM herald._listening('herald_queue');
 
-  SELECT array_agg(c.name ORDER BY c.name), array_agg(c.kind ORDER BY c.name), bool_or(c.rate IS NOT NULL)
-  INTO v_channels, v_kinds, v_limited
-  FROM herald.channels c
-  WHERE NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
-    AND (c.quiet_from IS NULL OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
-                                                   quiet_zone => c.quiet_zone, now => claim_batch.now));
+  -- The channels served (open, asked for), and those a runner paused that have a
+  -- fallback; neither in quiet hours.
+  SELECT array_agg(c.name ORDER BY c.name) FILTER (WHERE c.serving),
+         array_agg(c.kind ORDER BY c.name) FILTER (WHERE c.serving),
+         array_agg(c.lease ORDER BY c.name) FILTER (WHERE c.serving),
+         bool_or(c.rate IS NOT NULL) FILTER (WHERE c.serving),
+         array_agg(c.name ORDER BY c.name) FILTER (WHERE NOT c.serving),
+         array_agg(c.kind ORDER BY c.name) FILTER (WHERE NOT c.serving),
+         array_agg(c.fallback ORDER BY c.name) FILTER (WHERE NOT c.serving),
+         array_agg(c.paused_reason ORDER BY c.name) FILTER (WHERE NOT c.serving)
+  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why
+  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving
+        FROM herald.channels c
+        WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
+               OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
+          AND (c.quiet_from IS NULL OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                                                         quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
   IF v_channels IS NULL THEN
     RETURN;
   END IF;
@@ -92,14 +111,27 @@ BEGIN
     WHERE b.channel = ANY (v_channels) AND c.rate IS NOT NULL;
     -- A rate-limited channel gives at most its whole tokens; one without a whole
     -- token is not claimed from this time.
-    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i),
+    SELECT array_agg(x.name ORDER BY x.i), array_agg(x.kind ORDER BY x.i), array_agg(x.lease ORDER BY x.i),
            array_agg(coalesce(floor(v_avail[array_position(v_rl_channels, x.name)])::integer, claim_batch.batch_size) ORDER BY x.i)
-    INTO v_channels, v_kinds, v_caps
-    FROM unnest(v_channels, v_kinds) WITH ORDINALITY AS x (name, kind, i)
+    INTO v_channels, v_kinds, v_leases, v_caps
+    FROM unnest(v_channels, v_kinds, v_leases) WITH ORDINALITY AS x (name, kind, lease, i)
     WHERE coalesce(v_avail[array_position(v_rl_channels, x.name)] >= 1, true);
     IF v_channels IS NULL THEN
       RETURN;
     END IF;
+  END IF;
+  v_as := v_channels;
+  v_slots := ARRAY(SELECT generate_series(1, cardinality(v_channels)));
+  IF v_paused IS NOT NULL THEN
+    -- A paused channel is claimed as its fallback: the fallback's kind, lease and cap.
+    SELECT v_channels || array_agg(p.name ORDER BY p.i), v_kinds || array_agg(p.kind ORDER BY p.i),
+           v_leases || array_agg(v_leases[array_position(v_channels, p.fallback)] ORDER BY p.i),
+           v_as || array_agg(p.fallback ORDER BY p.i),
+           v_slots || array_agg(array_position(v_channels, p.fallback) ORDER BY p.i),
+           count(*) > 0
+    INTO v_channels, v_kinds, v_leases, v_as, v_slots, v_rerouting
+    FROM unnest(v_paused, v_paused_kinds, v_paused_to) WITH ORDINALITY AS p (name, kind, fallback, i)
+    WHERE p.fallback = ANY (v_channels);
   END IF;
 
   -- Nothing queued: no claim statement, no lease token. (The lowest queued priority,
@@ -115,7 +147,7 @@ BEGIN
     -- Channels take turns being first within a priority, one claim after another (the
     -- token), so a backlog on one channel does not hold back the others.
     SELECT r.id, r.channel, r.recipient
-    FROM herald._ready(channels => v_channels, caps => v_caps, n => claim_batch.batch_size,
+    FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
                        first => (v_token % cardinality(v_channels))::integer + 1, from_priority => v_priority,
                        now => claim_batch.now) AS r
   ), barred AS (
@@ -142,17 +174,27 @@ BEGIN
   ), claimed AS (
     UPDATE herald.messages m
     SET status = 'processing',
+        channel = CASE WHEN v_rerouting THEN v_as[array_position(v_channels, m.channel)] ELSE m.channel END,
         attempts = m.attempts + 1,
         lease_token = v_token,
         leased_by = claim_batch.worker,
-        lease_expires_at = claim_batch.now + coalesce(claim_batch.lease,
-          (SELECT c.lease FROM herald.channels c WHERE c.name = m.channel))
+        lease_expires_at = claim_batch.now + coalesce(claim_batch.lease, v_leases[array_position(v_channels, m.channel)])
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
     WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
-              m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at
+              m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at, m.ordering_key
+  ), rerouted AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes, details)
+    SELECT 'rerouted', claim_batch.now, array_agg(c.id ORDER BY c.id), array_agg(c.channel ORDER BY c.id),
+           array_agg(herald._key_hash(c.ordering_key, c.recipient) ORDER BY c.id),
+           array_agg(jsonb_strip_nulls(jsonb_build_object('from', r.channel,
+             'reason', left(v_paused_why[array_position(v_paused, r.channel)], 500))) ORDER BY c.id)
+    FROM claimed c
+    JOIN ready r ON r.id = c.id
+    WHERE v_rerouting AND r.channel <> c.channel
+    HAVING count(*) > 0
   ), spent AS (
     UPDATE herald.rate_buckets b
     SET tokens = v_avail[array_position(v_rl_channels, b.channel)] - k.n,

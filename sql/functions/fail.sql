@@ -6,12 +6,12 @@
 --   transient: queued at retry_at (else now + herald._backoff), dead at max attempts.
 --   rate_limited / configuration / quota: queued at retry_at (else now + backoff /
 --   now / now + the channel's quota_wait), the attempt given back; configuration also
---   pauses the channel (by runner, the error), quota until that time.
--- Due at or after expires_at: expired. Dead and expired: a log event. error_codes:
--- what producers see (SMTP reply and enhanced code, HTTP status, provider code);
--- errors: the text (2,000 characters) for workers and admins, the last 20 kept.
--- Index: the primary key. Locks: the changed rows; ROW EXCLUSIVE on log_statements
--- and suppressions; the channel of a configuration or quota failure. Errors: 22V12 NULL or
+--   pauses the channel (by runner, the error), quota until that time. On a channel
+--   with a fallback they are due at once while a runner pauses it (claim_batch reroutes).
+-- Due at or after expires_at: expired. Dead and expired: a log event. error_codes: what
+-- producers see; errors: the text (2,000 characters), the last 20 kept. Index: the
+-- primary key. Locks: the changed rows; ROW EXCLUSIVE on log_statements and
+-- suppressions; the channel of a configuration or quota failure. Errors: 22V12 NULL or
 -- mismatched arrays, an unknown class, a code over 64. SECURITY DEFINER for workers.
 CREATE OR REPLACE FUNCTION herald.fail(
   ids bigint[],
@@ -56,7 +56,7 @@ BEGIN
     UPDATE herald.messages m
     SET status = d.next_status,
         attempts = d.attempts,
-        run_at = CASE WHEN d.next_status = 'queued' THEN d.next_run_at ELSE m.run_at END,
+        run_at = CASE WHEN d.next_status = 'queued' THEN d.due_at ELSE m.run_at END,
         finished_at = CASE WHEN d.next_status IN ('dead', 'expired') THEN fail.now END,
         lease_token = NULL,
         lease_expires_at = NULL,
@@ -71,12 +71,12 @@ BEGIN
              CASE
                WHEN u.error_class = 'permanent' THEN 'dead'
                WHEN u.error_class = 'transient' AND x.attempts >= x.max_attempts THEN 'dead'
-               WHEN n.next_run_at >= x.expires_at THEN 'expired'
+               WHEN w.due_at >= x.expires_at THEN 'expired'
                ELSE 'queued'
              END AS next_status,
              CASE WHEN u.error_class IN ('rate_limited', 'quota', 'configuration') THEN greatest(x.attempts - 1, 0)
                   ELSE x.attempts END AS attempts,
-             n.next_run_at
+             n.next_run_at, w.due_at
       FROM unnest(ids, lease_tokens, errors, error_classes, retry_at, error_codes)
              AS u(id, lease_token, error, error_class, retry_at, error_code)
       JOIN herald.messages x ON x.id = u.id
@@ -85,6 +85,12 @@ BEGIN
                WHEN u.error_class = 'configuration' THEN fail.now
                WHEN u.error_class = 'quota' THEN fail.now + c.quota_wait
                ELSE fail.now + herald._backoff(x.attempts, c.backoff_base, c.backoff_max) END)) AS next_run_at) AS n
+      -- Waiting on the channel's pause (its quota, its setup, its provider down), a
+      -- message of a channel with a fallback is due at once: the fallback sends it.
+      CROSS JOIN LATERAL (SELECT CASE WHEN c.fallback IS NOT NULL
+                                        AND (u.error_class IN ('quota', 'configuration')
+                                             OR u.error_class = 'rate_limited' AND c.paused AND c.paused_by = 'runner')
+                                   THEN fail.now ELSE n.next_run_at END AS due_at) AS w
     ) AS d
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)

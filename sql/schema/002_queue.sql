@@ -50,6 +50,14 @@ CREATE TABLE herald.channels (
   quiet_from         time,
   quiet_until        time,
   quiet_zone         text NOT NULL DEFAULT 'UTC',
+  fallback           text,
+  CONSTRAINT channels_name_kind_key UNIQUE (name, kind),
+  -- A fallback sends the same kind of message, and is another channel: one whose
+  -- sender takes this channel's payloads (herald.claim_batch reroutes to it).
+  CONSTRAINT channels_fallback_same_kind FOREIGN KEY (fallback, kind) REFERENCES herald.channels (name, kind),
+  CONSTRAINT channels_fallback_other CHECK (fallback <> name),
+  -- A webhook channel's signing keys are what its receivers trust: never another's.
+  CONSTRAINT channels_fallback_not_webhook CHECK (fallback IS NULL OR kind <> 'webhook'),
   CONSTRAINT channels_name_format CHECK (name ~ '^[a-z][a-z0-9_]{0,31}$'),
   CONSTRAINT channels_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT channels_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 100),
@@ -105,6 +113,7 @@ COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts o
 COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until, claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
 COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
 COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York).';
+COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
@@ -175,7 +184,7 @@ COMMENT ON COLUMN herald.producers.send_limit IS 'Most messages the producer may
 COMMENT ON COLUMN herald.producers.send_window IS 'The span send_limit counts over.';
 COMMENT ON COLUMN herald.producers.callback_url IS 'Where herald.dispatch_callbacks posts what happens to the producer''s messages (a webhook on callback_channel); NULL: no callbacks. Checked by trigger producers_callbacks.';
 COMMENT ON COLUMN herald.producers.callback_channel IS 'The webhook channel the producer''s callbacks go out on (its secrets sign them); set with callback_url.';
-COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted and deferred.';
+COMMENT ON COLUMN herald.producers.callback_events IS 'The log events called back (sent, dead, delivered, ...); NULL: every event but accepted, rerouted and deferred.';
 COMMENT ON COLUMN herald.producers.senders IS 'E-mail From addresses the producer may set in a payload: ana@example.com (that address) or example.com (any address there); NULL: none.';
 
 -- One value per claim_batch call: a message's lease_token changes at every claim, so

@@ -62,6 +62,7 @@ type SMTPServer struct {
 	rcpts   []string        // every RCPT TO, accepted or not (Rcpts)
 	mails   []string        // every MAIL FROM, accepted or not (Mails)
 	conns   map[string]bool // client addresses: one per connection (STARTTLS starts a new session, not a new connection)
+	server  *smtp.Server
 }
 
 // senderReply is how the server refuses a sender: at MAIL FROM or after DATA.
@@ -240,10 +241,15 @@ func StartSMTPMode(t testing.TB, withTLS, implicit bool) *SMTPServer {
 	if implicit {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
+	s.server = srv
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(s.Stop)
 	return s
 }
+
+// Stop takes the server down as an outage does: its connections are cut and new
+// ones refused.
+func (s *SMTPServer) Stop() { s.server.Close() }
 
 type smtpSession struct {
 	srv      *SMTPServer
