@@ -108,7 +108,10 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.ThrottleWait == 0 {
 		cfg.ThrottleWait = time.Minute
 	}
-	opts := []mail.Option{mail.WithTimeout(cfg.Timeout)}
+	// No NOOP before each message and reset: it was two of a message's seven round
+	// trips; a pooled connection the server has closed is found by the message's own
+	// MAIL and the message sent on a fresh one (transmit).
+	opts := []mail.Option{mail.WithTimeout(cfg.Timeout), mail.WithoutNoop()}
 	tlsConf := &tls.Config{ServerName: cfg.Host, MinVersion: tls.VersionTLS12}
 	if cfg.TLSConfig != nil {
 		tlsConf = cfg.TLSConfig.Clone()
@@ -209,34 +212,46 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	return res, nil
 }
 
-// transmit sends msg on a pooled connection (once more on a fresh one when a reused
-// one had gone stale) and returns the connection to the pool, or closes it when the
-// session is in doubt.
+// transmit sends msg on a pooled connection and returns the connection to the pool,
+// or closes it when the session is in doubt. A message the server took (250 after
+// the data) is delivered whatever comes after it (a reset refused, a hang-up: servers
+// that bound the messages per connection end it so), never sent again. On a reused
+// connection that the server had closed (no reply, or 421 before the message was
+// taken) it is sent once more on a fresh one.
 func (s *Sender) transmit(ctx context.Context, msg *mail.Msg) error {
 	conn, reused, err := s.conn(ctx)
 	if err != nil {
 		return err
 	}
 	err = s.client.SendWithSMTPClient(conn, msg)
-	var se *mail.SendError
-	if err != nil && reused && (!errors.As(err, &se) || se.ErrorCode() == 0) {
-		// The idle connection had gone stale (the server closed it): once more, fresh.
+	if err != nil && reused && !msg.IsDelivered() && sessionGone(err) {
 		_ = s.client.CloseWithSMTPClient(conn)
 		if conn, err = s.dial(ctx); err != nil {
 			return err
 		}
 		err = s.client.SendWithSMTPClient(conn, msg)
 	}
-	if err != nil {
-		if errors.As(err, &se) && se.ErrorCode() != 0 && s.client.ResetWithSMTPClient(conn) == nil {
-			s.release(conn) // the server refused this message; the connection is fine
-		} else {
-			_ = s.client.CloseWithSMTPClient(conn)
-		}
-		return err
+	var se *mail.SendError
+	switch {
+	case err == nil:
+		s.release(conn)
+	case msg.IsDelivered():
+		_ = s.client.CloseWithSMTPClient(conn)
+		return nil
+	case errors.As(err, &se) && se.ErrorCode() != 0 && se.ErrorCode() != 421 && s.client.ResetWithSMTPClient(conn) == nil:
+		s.release(conn) // the server refused this message; the connection is fine
+	default:
+		_ = s.client.CloseWithSMTPClient(conn)
 	}
-	s.release(conn)
-	return nil
+	return err
+}
+
+// sessionGone reports whether err says the server ended the session rather than
+// answered the message: no reply at all, or 421 (RFC 5321 §3.8: the server closes
+// the connection).
+func sessionGone(err error) bool {
+	var se *mail.SendError
+	return !errors.As(err, &se) || se.ErrorCode() == 0 || se.ErrorCode() == 421
 }
 
 // rcptRefusal is go-mail's refusal of RCPT TOs read per recipient: the To's own reply

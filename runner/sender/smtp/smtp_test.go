@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net"
 	"net/mail"
+	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -508,5 +510,167 @@ func TestSMTPReturnPath(t *testing.T) {
 	cfg.Defaults.ReturnPath = "Bounces <not an address"
 	if _, err := smtpsender.New(cfg); err == nil {
 		t.Fatal("a return path that is not an address was accepted")
+	}
+}
+
+// scriptedRelay is a plain SMTP relay on loopback that accepts every message and
+// then, on its connection's nth message, drops the session as servers that bound the
+// messages per connection do: after "." it answers 250 (the message is taken) and
+// then answers the next command with 421 and hangs up ("421"), answers the next MAIL
+// with 421 ("421 at MAIL"), answers the reset and then closes the idle connection
+// ("idle"), or hangs up at once (""); nth 0: never. It counts the messages it took
+// and the commands of each verb.
+type scriptedRelay struct {
+	addr     string
+	nth      int
+	hangUp   string
+	mu       sync.Mutex
+	accepted []string // the Message-ID of each message taken
+	verbs    map[string]int
+}
+
+func startScriptedRelay(t *testing.T, nth int, hangUp string) *scriptedRelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &scriptedRelay{addr: ln.Addr().String(), nth: nth, hangUp: hangUp, verbs: map[string]int{}}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go r.serve(c)
+		}
+	}()
+	return r
+}
+
+func (r *scriptedRelay) serve(c net.Conn) {
+	defer c.Close()
+	tc := textproto.NewConn(c)
+	_ = tc.PrintfLine("220 relay.example ESMTP")
+	taken := 0
+	for {
+		line, err := tc.ReadLine()
+		if err != nil {
+			return
+		}
+		verb := strings.ToUpper(strings.SplitN(line, " ", 2)[0])
+		r.mu.Lock()
+		r.verbs[verb]++
+		r.mu.Unlock()
+		switch verb {
+		case "EHLO", "HELO":
+			_ = tc.PrintfLine("250-relay.example\r\n250 8BITMIME")
+		case "DATA":
+			_ = tc.PrintfLine("354 go ahead")
+			body, err := tc.ReadDotBytes()
+			if err != nil {
+				return
+			}
+			id := ""
+			if m, err := mail.ReadMessage(bytes.NewReader(body)); err == nil {
+				id = m.Header.Get("Message-ID")
+			}
+			r.mu.Lock()
+			r.accepted = append(r.accepted, id)
+			r.mu.Unlock()
+			_ = tc.PrintfLine("250 2.0.0 queued as %d", len(r.accepted))
+			if taken++; taken == r.nth {
+				switch r.hangUp {
+				case "421":
+					if _, err := tc.ReadLine(); err == nil {
+						_ = tc.PrintfLine("421 4.7.0 too many messages on this connection, closing")
+					}
+				case "idle": // the reset answered, then the idle connection closed (a server's timeout)
+					if _, err := tc.ReadLine(); err == nil {
+						_ = tc.PrintfLine("250 2.0.0 ok")
+					}
+				case "421 at MAIL": // Exim's smtp_accept_max_per_connection
+					for {
+						line, err := tc.ReadLine()
+						if err != nil {
+							return
+						}
+						if strings.HasPrefix(strings.ToUpper(line), "MAIL") {
+							_ = tc.PrintfLine("421 4.7.0 too many messages on this connection, closing")
+							return
+						}
+						_ = tc.PrintfLine("250 2.0.0 ok")
+					}
+				}
+				return
+			}
+		case "QUIT":
+			_ = tc.PrintfLine("221 bye")
+			return
+		default: // MAIL, RCPT, RSET, NOOP
+			_ = tc.PrintfLine("250 2.0.0 ok")
+		}
+	}
+}
+
+func (r *scriptedRelay) taken() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.accepted)
+}
+
+// A message the server took ("250" after the data) is delivered, whatever happens to
+// the session afterwards: a server that hangs up after its last message (at once, or
+// with 421 to the next command) gets each message once — never again on a fresh
+// connection, never reported failed for a retry that would send it twice. A 421 to
+// the next message's MAIL on a reused connection, or a pooled connection the server
+// closed while idle, sends it on a fresh one: no failure.
+func TestSMTPTakenMessageIsNeverSentTwice(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		nth    int
+		hangUp string
+	}{{"421 after the first", 1, "421"}, {"hang-up after the second", 2, ""}, {"421 after the second", 2, "421"},
+		{"421 to the next MAIL", 2, "421 at MAIL"}, {"idle connection closed after the second", 2, "idle"}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := startScriptedRelay(t, c.nth, c.hangUp)
+			host, port, _ := net.SplitHostPort(r.addr)
+			p, _ := strconv.Atoi(port)
+			s := newSMTP(t, smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, Pool: 1,
+				Defaults: email.Defaults{From: "noreply@example.com"}})
+			t.Cleanup(func() { s.Close() })
+			for i := range 5 {
+				if _, err := s.Send(context.Background(), sendertest.EmailMessage(int64(i+1), "ana@example.net")); err != nil {
+					t.Fatalf("message %d: %v (taken: %v)", i+1, err, r.taken())
+				}
+			}
+			if got := r.taken(); len(got) != 5 {
+				t.Fatalf("the relay took %d messages for 5 sends: %v", len(got), got)
+			}
+		})
+	}
+}
+
+// A message on a pooled connection costs MAIL, RCPT, DATA, the data and a reset: no
+// NOOP (two of seven round trips, each a relay's full round trip away).
+func TestSMTPRoundTripsPerMessage(t *testing.T) {
+	t.Parallel()
+	r := startScriptedRelay(t, 0, "")
+	host, port, _ := net.SplitHostPort(r.addr)
+	p, _ := strconv.Atoi(port)
+	s := newSMTP(t, smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, Pool: 1,
+		Defaults: email.Defaults{From: "noreply@example.com"}})
+	t.Cleanup(func() { s.Close() })
+	for i := range 10 {
+		if _, err := s.Send(context.Background(), sendertest.EmailMessage(int64(i+1), "ana@example.net")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if got := fmt.Sprint(r.verbs); got != "map[DATA:10 EHLO:1 MAIL:10 RCPT:10 RSET:10]" {
+		t.Fatalf("commands for 10 messages on one connection: %s", got)
 	}
 }
