@@ -12,8 +12,9 @@
 // providers' senders against a slow HTTPS fake; run it by name), callbacks
 // (callbacks.go: dispatch_callbacks against a plain log consumer; by name), forget
 // (forget.go: erasing one person against a bare DELETE; by name), sign (sign.go: a
-// webhook's Ed25519 signature against its HMAC one; by name), drain (with the runners'
-// memory), latency and soak; the defaults are the quick version `make bench` runs
+// webhook's Ed25519 signature against its HMAC one; by name), smtp (smtp.go: sends
+// through the SMTP sender to a relay a round trip away; by name), drain (with the
+// runners' memory), latency and soak; the defaults are the quick version `make bench` runs
 // (under 3 minutes on 2 cores), flags choose the full sizes. The database is
 // DATABASE_URL, or the project-local cluster started by tests/devdb.sh; the bench
 // creates (and drops first) a database named herald_bench on that server.
@@ -62,6 +63,9 @@ type options struct {
 	deliverRate      int
 	deliverConfigs   string
 	deliverProvider  string
+	smtpMessages     int
+	smtpRTT          time.Duration
+	smtpPool         int
 	callbackMessages int
 	forgetMessages   int
 }
@@ -97,6 +101,9 @@ func main() {
 	flag.IntVar(&o.deliverRate, "deliver-rate", 0, "deliver: the fake provider's rate, requests per second, 429 + Retry-After beyond it (0: none)")
 	flag.StringVar(&o.deliverConfigs, "deliver-configs", "fixed16,1,2,4", "deliver: the runs, in order: fixed16 (one runner, 16 sends at once) or a number of runners with the defaults")
 	flag.StringVar(&o.deliverProvider, "deliver-provider", "", `deliver: "URL CAFILE" of a provider another process serves (bench provider), instead of one of its own`)
+	flag.IntVar(&o.smtpMessages, "smtp-messages", 3000, "smtp: messages sent")
+	flag.DurationVar(&o.smtpRTT, "smtp-rtt", 20*time.Millisecond, "smtp: the relay's round trip (each of its writes leaves this late)")
+	flag.IntVar(&o.smtpPool, "smtp-pool", 16, "smtp: HERALD_SMTP_POOL of the runner")
 	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
 	flag.IntVar(&o.forgetMessages, "forget-messages", 200000, "forget: messages stored and sent beside the person's 10")
 	flag.IntVar(&o.callbackMessages, "callback-messages", 20000, "callbacks: messages sent per round, each called back once (an accepted and a sent event each)")

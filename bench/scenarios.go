@@ -22,6 +22,7 @@ var scenarios = map[string]scenario{
 	"callbacks":      callbacks,
 	"forget":         forget,
 	"sign":           sign,
+	"smtp":           smtpDeliver,
 	"latency":        latency,
 	"soak":           soak,
 }
