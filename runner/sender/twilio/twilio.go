@@ -169,9 +169,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		}
 		return sender.Result{}, err
 	}
-	if r.SID == "" {
-		return sender.Result{}, sender.Transient(fmt.Errorf("twilio answered %d without a message sid", resp.StatusCode))
-	}
+	// A 2xx is Twilio's word that the message is created and will go out, with or
+	// without the sid in a body cut off on the way (its status callbacks still carry
+	// herald_id): sent, never tried again.
 	return sender.Result{ProviderMessageID: r.SID}, nil
 }
 

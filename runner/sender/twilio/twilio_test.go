@@ -220,3 +220,36 @@ func TestTwilioValidityPeriodIsTheDeadline(t *testing.T) {
 		t.Fatalf("Twilio got %d messages, want the 4 with time left", n)
 	}
 }
+
+// A 2xx is Twilio's word that the message is created and will go out: an answer
+// whose body is cut off before the sid arrives is a sent message with no provider
+// id, not a failure whose retry would text the person twice.
+func TestTwilioAcceptedWithoutSidIsSent(t *testing.T) {
+	t.Parallel()
+	var n int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"sid\": \"SM01")
+		buf.Flush()
+	}))
+	t.Cleanup(srv.Close)
+	s, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Send(context.Background(), sendertest.SMSMessage(1, "+14155550100"))
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || res.ProviderMessageID != "" || n != 1 {
+		t.Fatalf("a 201 cut off before its sid: %+v, %v, after %d requests", res, err, n)
+	}
+}
