@@ -254,7 +254,7 @@ func TestDSNFromAMailServer(t *testing.T) {
 	bin := buildHerald(t)
 	key := []byte("the Message-ID key, 32 bytes long")
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
-	ids := smtpSent(t, pool, key, "ana@example.net", "bo@example.net", "cy@example.net", "dee@example.net", "eve@example.net")
+	ids := smtpSent(t, pool, key, "ana@example.net", "bo@example.net", "cy@example.net", "dee@example.net", "eve@example.net", "fay@example.net")
 	msgID := func(i int) string { return email.MessageID(ids[i], key, "example.com") }
 	dsn := func(input, dbURL string, env ...string) (int, string) {
 		t.Helper()
@@ -325,8 +325,15 @@ func TestDSNFromAMailServer(t *testing.T) {
 	if code, out := dsn(local, events); code != 0 || !strings.Contains(out, "recorded 1") {
 		t.Fatalf("a local bounce: exit %d %s", code, out)
 	}
-	got := []string{outcome(t, pool, ids[0]), outcome(t, pool, ids[1]), outcome(t, pool, ids[2]), outcome(t, pool, ids[3]), outcome(t, pool, ids[4])}
-	want := []string{"sent undelivered - 550 5.1.1", "sent deferred - 4.4.1", "sent - - -", "sent undelivered - 552 5.2.2", "sent undelivered - 5.1.1"}
+	// A report of delivery (asked for with HERALD_SMTP_DSN=success,…): delivered.
+	success := postfixDSN(msgID(5), "fay@example.net", "fay@example.net", "delivered", "2.0.0", "250 2.0.0 Ok: queued as 4Xq2")
+	if code, out := dsn(success, events); code != 0 || !strings.Contains(out, "recorded 1") {
+		t.Fatalf("a report of delivery: exit %d %s", code, out)
+	}
+	got := []string{outcome(t, pool, ids[0]), outcome(t, pool, ids[1]), outcome(t, pool, ids[2]), outcome(t, pool, ids[3]), outcome(t, pool, ids[4]),
+		outcome(t, pool, ids[5])}
+	want := []string{"sent undelivered - 550 5.1.1", "sent deferred - 4.4.1", "sent - - -", "sent undelivered - 552 5.2.2", "sent undelivered - 5.1.1",
+		"sent delivered - 250 2.0.0"}
 	if strings.Join(got, " / ") != strings.Join(want, " / ") {
 		t.Fatalf("outcomes %q, want %q", got, want)
 	}

@@ -82,7 +82,12 @@ type Config struct {
 	// ThrottleWait is when to retry after a throttling or authentication reply
 	// (default 1 minute).
 	ThrottleWait time.Duration
-	Defaults     email.Defaults
+	// DSN asks a server that offers DSN (RFC 3461) for delivery status reports on
+	// these outcomes, comma-separated: success, failure, delay ("": the server's
+	// default, failures only), with the headers returned (RET=HDRS) so that herald
+	// mail-report finds the signed Message-ID.
+	DSN      string
+	Defaults email.Defaults
 }
 
 // Sender sends e-mail over SMTP. It is safe for concurrent use.
@@ -137,6 +142,18 @@ func New(cfg Config) (*Sender, error) {
 		return nil, fmt.Errorf("smtp: TLS mode %q: want starttls, tls or none", cfg.TLS)
 	}
 	opts = append(opts, mail.WithPort(cfg.Port))
+	if cfg.DSN != "" {
+		var notify []mail.DSNRcptNotifyOption
+		for _, o := range strings.Split(cfg.DSN, ",") {
+			n, ok := map[string]mail.DSNRcptNotifyOption{"success": mail.DSNRcptNotifySuccess, "failure": mail.DSNRcptNotifyFailure,
+				"delay": mail.DSNRcptNotifyDelay}[strings.ToLower(strings.TrimSpace(o))]
+			if !ok || slices.Contains(notify, n) {
+				return nil, fmt.Errorf("smtp: DSN %q: want a list of success, failure and delay, each once", cfg.DSN)
+			}
+			notify = append(notify, n)
+		}
+		opts = append(opts, mail.WithDSNMailReturnType(mail.DSNMailReturnHeadersOnly), mail.WithDSNRcptNotifyType(notify...))
+	}
 	if cfg.Username != "" {
 		auth := map[string]mail.SMTPAuthType{"": mail.SMTPAuthPlain, "plain": mail.SMTPAuthPlain,
 			"login": mail.SMTPAuthLogin, "cram-md5": mail.SMTPAuthCramMD5}[strings.ToLower(cfg.Auth)]

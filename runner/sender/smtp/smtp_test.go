@@ -527,15 +527,17 @@ type scriptedRelay struct {
 	mu       sync.Mutex
 	accepted []string // the Message-ID of each message taken
 	verbs    map[string]int
+	dsn      bool     // offer DSN (RFC 3461) in the EHLO reply
+	envelope []string // every MAIL and RCPT line as received
 }
 
-func startScriptedRelay(t *testing.T, nth int, hangUp string) *scriptedRelay {
+func startScriptedRelay(t *testing.T, nth int, hangUp string, dsn bool) *scriptedRelay {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &scriptedRelay{addr: ln.Addr().String(), nth: nth, hangUp: hangUp, verbs: map[string]int{}}
+	r := &scriptedRelay{addr: ln.Addr().String(), nth: nth, hangUp: hangUp, verbs: map[string]int{}, dsn: dsn}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -562,10 +564,17 @@ func (r *scriptedRelay) serve(c net.Conn) {
 		verb := strings.ToUpper(strings.SplitN(line, " ", 2)[0])
 		r.mu.Lock()
 		r.verbs[verb]++
+		if verb == "MAIL" || verb == "RCPT" {
+			r.envelope = append(r.envelope, line)
+		}
 		r.mu.Unlock()
 		switch verb {
 		case "EHLO", "HELO":
-			_ = tc.PrintfLine("250-relay.example\r\n250 8BITMIME")
+			if r.dsn {
+				_ = tc.PrintfLine("250-relay.example\r\n250-DSN\r\n250 8BITMIME")
+			} else {
+				_ = tc.PrintfLine("250-relay.example\r\n250 8BITMIME")
+			}
 		case "DATA":
 			_ = tc.PrintfLine("354 go ahead")
 			body, err := tc.ReadDotBytes()
@@ -635,7 +644,7 @@ func TestSMTPTakenMessageIsNeverSentTwice(t *testing.T) {
 	}{{"421 after the first", 1, "421"}, {"hang-up after the second", 2, ""}, {"421 after the second", 2, "421"},
 		{"421 to the next MAIL", 2, "421 at MAIL"}, {"idle connection closed after the second", 2, "idle"}} {
 		t.Run(c.name, func(t *testing.T) {
-			r := startScriptedRelay(t, c.nth, c.hangUp)
+			r := startScriptedRelay(t, c.nth, c.hangUp, false)
 			host, port, _ := net.SplitHostPort(r.addr)
 			p, _ := strconv.Atoi(port)
 			s := newSMTP(t, smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, Pool: 1,
@@ -657,7 +666,7 @@ func TestSMTPTakenMessageIsNeverSentTwice(t *testing.T) {
 // NOOP (two of seven round trips, each a relay's full round trip away).
 func TestSMTPRoundTripsPerMessage(t *testing.T) {
 	t.Parallel()
-	r := startScriptedRelay(t, 0, "")
+	r := startScriptedRelay(t, 0, "", false)
 	host, port, _ := net.SplitHostPort(r.addr)
 	p, _ := strconv.Atoi(port)
 	s := newSMTP(t, smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, Pool: 1,
@@ -672,5 +681,42 @@ func TestSMTPRoundTripsPerMessage(t *testing.T) {
 	defer r.mu.Unlock()
 	if got := fmt.Sprint(r.verbs); got != "map[DATA:10 EHLO:1 MAIL:10 RCPT:10 RSET:10]" {
 		t.Fatalf("commands for 10 messages on one connection: %s", got)
+	}
+}
+
+// HERALD_SMTP_DSN asks a relay that offers DSN for the reports it names on every
+// recipient, with the headers returned (the signed Message-ID herald mail-report
+// reads); a relay that does not offer DSN gets no parameters it would refuse; a list
+// that is not one is refused at start.
+func TestSMTPRequestsDeliveryReports(t *testing.T) {
+	t.Parallel()
+	for _, offered := range []bool{true, false} {
+		r := startScriptedRelay(t, 0, "", offered)
+		host, port, _ := net.SplitHostPort(r.addr)
+		p, _ := strconv.Atoi(port)
+		s := newSMTP(t, smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, DSN: "success, failure,delay",
+			Defaults: email.Defaults{From: "noreply@example.com", ReturnPath: "bounces@example.com"}})
+		t.Cleanup(func() { s.Close() })
+		m := sendertest.EmailMessage(1, "ana@example.net")
+		m.Payload = []byte(`{"subject":"s","text":"t","cc":["bo@example.net"]}`)
+		if _, err := s.Send(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		r.mu.Lock()
+		got := strings.Join(r.envelope, " | ")
+		r.mu.Unlock()
+		want := "MAIL FROM:<bounces@example.com> BODY=8BITMIME | RCPT TO:<ana@example.net> | RCPT TO:<bo@example.net>"
+		if offered {
+			want = "MAIL FROM:<bounces@example.com> BODY=8BITMIME RET=HDRS | RCPT TO:<ana@example.net> NOTIFY=SUCCESS,FAILURE,DELAY | " +
+				"RCPT TO:<bo@example.net> NOTIFY=SUCCESS,FAILURE,DELAY"
+		}
+		if got != want {
+			t.Fatalf("DSN offered %v: the envelope was\n%s\nwant\n%s", offered, got, want)
+		}
+	}
+	for _, bad := range []string{"always", "success,success", "success,"} {
+		if _, err := smtpsender.New(smtpsender.Config{Host: "127.0.0.1", DSN: bad}); err == nil || !strings.Contains(err.Error(), "DSN") {
+			t.Fatalf("DSN %q: %v", bad, err)
+		}
 	}
 }
