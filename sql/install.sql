@@ -22,6 +22,10 @@
 {{ template "functions/_payload_fields.sql" . }}
 {{ template "functions/_base64.sql" . }}
 {{ template "functions/_payload_problem.sql" . }}
+{{ template "functions/_gsm7.sql" . }}
+{{ template "functions/_segments.sql" . }}
+{{ template "functions/_sms_segments.sql" . }}
+{{ template "functions/_sms_within.sql" . }}
 {{ template "functions/_refused_networks.sql" . }}
 {{ template "functions/_refused_address.sql" . }}
 {{ template "functions/_backoff.sql" . }}

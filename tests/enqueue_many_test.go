@@ -239,6 +239,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_payload_bytes) VALUES ('hook', 'webhook', 64), ('other', 'custom', 65536)`)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producers) VALUES ('mine', 'email', '{p}'), ('theirs', 'email', '{q,r}')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_segments) VALUES ('nocap', 'sms', NULL)`)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, recipient_prefixes) VALUES ('us', 'sms', '{+1,+4420}'),
 		('hooks', 'webhook', '{https://hooks.example.com/,https://example.org/in/}')`)
 	type c struct {
@@ -374,13 +375,29 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"hooks", "https://example.org/in/x", `{}`, ""},
 		{"hooks", "https://example.org/inbox", `{}`, ""},
 		{"hooks", "http://hooks.example.com/in", `{}`, ""},
-		{"sms", "+14155550100", `{"text":"` + strings.Repeat("x", 1600) + `"}`, ""},
-		{"sms", "+14155550100", `{"text":"` + strings.Repeat("é", 1600) + `"}`, ""}, // characters, not octets
-		{"sms", "+14155550100", `{"text":"` + strings.Repeat("x", 1601) + `"}`, ""},
-		{"sms", "+14155550100", `{"text":"t","body":"` + strings.Repeat("x", 1601) + `"}`, ""},
+		{"nocap", "+14155550100", `{"text":"` + strings.Repeat("x", 1600) + `"}`, ""},
+		{"nocap", "+14155550100", `{"text":"` + strings.Repeat("é", 1600) + `"}`, ""}, // characters, not octets
+		{"nocap", "+14155550100", `{"text":"` + strings.Repeat("x", 1601) + `"}`, ""},
+		{"nocap", "+14155550100", `{"text":"t","body":"` + strings.Repeat("x", 1601) + `"}`, ""},
 		{"sms", "+14155550100", `{"media_urls":["https://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":["ftp://example.com/a.png"]}`, ""},
 		{"sms", "+14155550100", `{"text":"t","media_urls":[]}`, ""},
+		// max_segments (10 on the seeded channel): GSM-7 153 characters a segment,
+		// UCS-2 67; the extension table's characters count two; MMS not counted
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("x", 1530) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("x", 1531) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("{", 765) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("{", 766) + `"}`, ""},
+		{"sms", "+14155550100", `{"body":"` + strings.Repeat("“", 670) + `"}`, ""},
+		{"sms", "+14155550100", `{"body":"` + strings.Repeat("“", 671) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"","body":"` + strings.Repeat("😀", 335) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"","body":"` + strings.Repeat("😀", 336) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("😀", 400) + `","media_urls":["https://example.com/a.png"]}`, ""},
+		{"nocap", "+14155550100", `{"text":"` + strings.Repeat("😀", 800) + `"}`, ""},
+		// the length under which a text fits whatever it holds (2n <= 67 * 10)
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("😀", 335) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("{", 336) + `"}`, ""},
+		{"sms", "+14155550100", `{"text":"` + strings.Repeat("😀", 336) + `"}`, ""},
 	}
 	valids, invalids := 0, 0
 	for _, k := range cases {
@@ -395,7 +412,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		list := fmt.Sprintf("%s, %s, %s, c.producers, c.recipient_prefixes, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], policy,
 			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
 		var valid bool
-		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, $2, $3::jsonb, `+list+`, $4)
+		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, c.max_segments, $2, $3::jsonb, `+list+`, $4)
 			FROM (SELECT $1::text AS name) x LEFT JOIN herald.channels c ON c.name = x.name`,
 			k.channel, k.recipient, k.payload, t0).Scan(&valid); err != nil {
 			t.Fatalf("%+v: %v", k, err)

@@ -1006,7 +1006,7 @@ BEGIN
          CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
-  WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, recipient => s.recipient,
+  WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority, policy => v_policy,
                       channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
                       max_attempts => s.max_attempts, metadata => s.metadata,
@@ -1088,6 +1088,25 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._event_detail(kind text, provider_message_id text, error_class text, error text, attempts integer) IS 'Private: the JSON detail of a log event (inlined).';
+
+
+--
+-- Name: _gsm7(boolean); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._gsm7(extension_only boolean DEFAULT false) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  SELECT CASE WHEN extension_only THEN '[\f^{}\\\[~\]|€]'
+              ELSE '[@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&''()*+,./0-9:;<=>?¡A-ZÄÖÑÜ§¿a-zäöñüà\f^{}\\\[~\]|€-]' END
+$_$;
+
+
+--
+-- Name: FUNCTION _gsm7(extension_only boolean); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._gsm7(extension_only boolean) IS 'Private: the GSM-7 characters (or only those of its extension table) as a regular-expression bracket.';
 
 
 --
@@ -2426,7 +2445,7 @@ BEGIN
   FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
         WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
-         coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes,
+         coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
            policy => _repeats.policy, channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
@@ -2448,6 +2467,24 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], policy herald.producers, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) IS 'Private: lock the idempotency keys of an enqueue call and find its repeats (generic plan).';
+
+
+--
+-- Name: _segments(integer, integer, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._segments(units integer, single integer, part integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN units <= single THEN 1 ELSE ceil(units::numeric / part)::integer END
+$$;
+
+
+--
+-- Name: FUNCTION _segments(units integer, single integer, part integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._segments(units integer, single integer, part integer) IS 'Private: the segments of a text of so many units, given a lone segment''s and a part''s size.';
 
 
 --
@@ -2501,6 +2538,47 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._settle_rechecks() IS 'Private: release the next message of the ordering keys noted in herald.ordering_rechecks, once no enqueue holds their finished message.';
+
+
+--
+-- Name: _sms_segments(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._sms_segments(body text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+BEGIN
+  IF body ~ ('^' || herald._gsm7() || '*$') THEN
+    RETURN herald._segments(units => length(body) + regexp_count(body, herald._gsm7(extension_only => true)), single => 160, part => 153);
+  END IF;
+  RETURN herald._segments(units => length(body) + regexp_count(body, '[\U00010000-\U0010ffff]'), single => 70, part => 67);
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _sms_segments(body text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._sms_segments(body text) IS 'Private: the SMS segments a text takes (GSM-7 160/153, else UCS-2 70/67).';
+
+
+--
+-- Name: _sms_within(text, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._sms_within(body text, max_segments integer) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT length(body) * 2 <= 67 * max_segments OR herald._sms_segments(body => body) <= max_segments
+$$;
+
+
+--
+-- Name: FUNCTION _sms_within(body text, max_segments integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._sms_within(body text, max_segments integer) IS 'Private: whether a text takes at most so many SMS segments (counted only when it could take more).';
 
 
 --
@@ -2765,10 +2843,10 @@ COMMENT ON FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp wit
 
 
 --
--- Name: _valid(text, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _valid(text, integer, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $_$
   SELECT coalesce(
@@ -2789,6 +2867,8 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient te
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls))'
                           AND coalesce(length(payload ->> 'text'), 0) <= 1600 AND coalesce(length(payload ->> 'body'), 0) <= 1600
+                          AND (max_segments IS NULL OR payload ? 'media_urls'
+                               OR herald._sms_within(body => coalesce(nullif(payload ->> 'text', ''), payload ->> 'body'), max_segments => max_segments))
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
                           AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
           ELSE length(recipient) <@ int4range(1, 320, '[]')
@@ -2810,10 +2890,10 @@ $_$;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
 
 
 --
@@ -2880,6 +2960,15 @@ BEGIN
   ELSIF ch.kind = 'sms' AND (length(spec.payload ->> 'text') > 1600 OR length(spec.payload ->> 'body') > 1600) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN length(spec.payload ->> 'text') > 1600 THEN 'text' ELSE 'body' END,
       message => 'must be at most 1600 characters (the most one SMS may carry: Twilio refuses longer, error 21617)');
+  ELSIF ch.kind = 'sms' AND ch.max_segments IS NOT NULL AND NOT spec.payload ? 'media_urls'
+        AND NOT herald._sms_within(body => coalesce(nullif(spec.payload ->> 'text', ''), spec.payload ->> 'body'), max_segments => ch.max_segments) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN nullif(spec.payload ->> 'text', '') IS NULL THEN 'body' ELSE 'text' END,
+      message => format('takes %s SMS segments, over the %s of channel %L (%s)', herald._sms_segments(body => t.body), ch.max_segments, ch.name,
+                        CASE WHEN t.other IS NULL THEN 'GSM-7: 153 characters a segment'
+                             ELSE format('UCS-2 for %L, not a GSM-7 character: 67 characters a segment', t.other) END),
+      hint => 'each segment is billed: shorten the text or send a link')
+    FROM (SELECT x.body, substring(x.body FROM '[^' || substr(herald._gsm7(), 2)) AS other
+          FROM (SELECT coalesce(nullif(spec.payload ->> 'text', ''), spec.payload ->> 'body') AS body) AS x) AS t;
   ELSIF v_field IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),
@@ -5090,6 +5179,7 @@ CREATE TABLE herald.channels (
     quiet_until time without time zone,
     quiet_zone text DEFAULT 'UTC'::text NOT NULL,
     fallback text,
+    max_segments integer DEFAULT 10,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_fallback_not_webhook CHECK (((fallback IS NULL) OR (kind <> 'webhook'::text))),
@@ -5098,6 +5188,7 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
     CONSTRAINT channels_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
     CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
+    CONSTRAINT channels_max_segments_range CHECK (((max_segments >= 1) AND (max_segments <= 50))),
     CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
     CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
@@ -5281,6 +5372,13 @@ COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet
 --
 
 COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
+
+
+--
+-- Name: COLUMN channels.max_segments; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
 
 
 --
@@ -6370,6 +6468,13 @@ GRANT ALL ON FUNCTION herald._event_detail(kind text, provider_message_id text, 
 
 
 --
+-- Name: FUNCTION _gsm7(extension_only boolean); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._gsm7(extension_only boolean) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _held(specs herald.message_spec[], producer text, barred bigint[]); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -6638,6 +6743,13 @@ REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], policy heral
 
 
 --
+-- Name: FUNCTION _segments(units integer, single integer, part integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._segments(units integer, single integer, part integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _sender_allowed(sender text, senders text[]); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -6649,6 +6761,20 @@ REVOKE ALL ON FUNCTION herald._sender_allowed(sender text, senders text[]) FROM 
 --
 
 REVOKE ALL ON FUNCTION herald._settle_rechecks() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _sms_segments(body text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._sms_segments(body text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _sms_within(body text, max_segments integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._sms_within(body text, max_segments integer) FROM PUBLIC;
 
 
 --
@@ -6708,10 +6834,10 @@ REVOKE ALL ON FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp 
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
 
 
 --

@@ -1,5 +1,6 @@
--- herald._valid(kind, max_payload_bytes, recipient, …, now, checked_kind) — true when one
--- message passes every enqueue rule for a channel of that kind and payload limit
+-- herald._valid(kind, max_payload_bytes, max_segments, recipient, …, now, checked_kind) —
+-- true when one message passes every enqueue rule for a channel of that kind, payload
+-- limit and SMS segment limit
 -- (kind NULL: unknown channel, false) open to channel_producers (NULL: all), sending
 -- to channel_prefixes (NULL: anywhere), from a producer with the policy of its
 -- herald.producers row. The set-based twin of herald._validate, which
@@ -13,6 +14,7 @@
 CREATE OR REPLACE FUNCTION herald._valid(
   kind text,
   max_payload_bytes integer,
+  max_segments integer,
   recipient text,
   payload jsonb,
   run_at timestamptz,
@@ -49,6 +51,8 @@ AS $$
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
                           AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls))'
                           AND coalesce(length(payload ->> 'text'), 0) <= 1600 AND coalesce(length(payload ->> 'body'), 0) <= 1600
+                          AND (max_segments IS NULL OR payload ? 'media_urls'
+                               OR herald._sms_within(body => coalesce(nullif(payload ->> 'text', ''), payload ->> 'body'), max_segments => max_segments))
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
                           AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
           ELSE length(recipient) <@ int4range(1, 320, '[]')
@@ -68,6 +72,6 @@ AS $$
     false)
 $$;
 
-REVOKE ALL ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._valid(text, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._valid(text, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, timestamptz, text) IS
   'Private: true when a message passes every enqueue rule (inlined set-based check).';

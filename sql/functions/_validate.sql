@@ -6,7 +6,7 @@
 --   22V01 channel unknown  42501 channel not open to the producer  22V02 recipient
 --         syntax of the kind, 1..320 chars  42501 recipient outside recipient_prefixes
 --   22V03 payload  what the kind needs (email: subject and text, html, body or template_id;
---         sms: text, body or media_urls, text and body up to 1600 characters);
+--         sms: text, body or media_urls, up to 1600 characters and max_segments);
 --         payload.<field> unknown to the kind or breaking its rules (_payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
 --   22V06 priority -100..100   42501 priority below min_priority, payload.from not in senders
@@ -75,6 +75,15 @@ BEGIN
   ELSIF ch.kind = 'sms' AND (length(spec.payload ->> 'text') > 1600 OR length(spec.payload ->> 'body') > 1600) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN length(spec.payload ->> 'text') > 1600 THEN 'text' ELSE 'body' END,
       message => 'must be at most 1600 characters (the most one SMS may carry: Twilio refuses longer, error 21617)');
+  ELSIF ch.kind = 'sms' AND ch.max_segments IS NOT NULL AND NOT spec.payload ? 'media_urls'
+        AND NOT herald._sms_within(body => coalesce(nullif(spec.payload ->> 'text', ''), spec.payload ->> 'body'), max_segments => ch.max_segments) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN nullif(spec.payload ->> 'text', '') IS NULL THEN 'body' ELSE 'text' END,
+      message => format('takes %s SMS segments, over the %s of channel %L (%s)', herald._sms_segments(body => t.body), ch.max_segments, ch.name,
+                        CASE WHEN t.other IS NULL THEN 'GSM-7: 153 characters a segment'
+                             ELSE format('UCS-2 for %L, not a GSM-7 character: 67 characters a segment', t.other) END),
+      hint => 'each segment is billed: shorten the text or send a link')
+    FROM (SELECT x.body, substring(x.body FROM '[^' || substr(herald._gsm7(), 2)) AS other
+          FROM (SELECT coalesce(nullif(spec.payload ->> 'text', ''), spec.payload ->> 'body') AS body) AS x) AS t;
   ELSIF v_field IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || v_field,
       message => format('is not a field of %s payloads; nothing would send it', ch.kind),

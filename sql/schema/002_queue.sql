@@ -51,6 +51,7 @@ CREATE TABLE herald.channels (
   quiet_until        time,
   quiet_zone         text NOT NULL DEFAULT 'UTC',
   fallback           text,
+  max_segments       integer DEFAULT 10,
   CONSTRAINT channels_name_kind_key UNIQUE (name, kind),
   -- A fallback sends the same kind of message, and is another channel: one whose
   -- sender takes this channel's payloads (herald.claim_batch reroutes to it).
@@ -75,6 +76,7 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_range_limit_sms CHECK (range_limit IS NULL OR range_limit BETWEEN 1 AND 1000000 AND kind = 'sms'),
   CONSTRAINT channels_range_window_range CHECK (range_window BETWEEN '1 second' AND '7 days'),
   CONSTRAINT channels_range_digits_range CHECK (range_digits BETWEEN 2 AND 14),
+  CONSTRAINT channels_max_segments_range CHECK (max_segments BETWEEN 1 AND 50),
   CONSTRAINT channels_quiet_hours_whole CHECK ((quiet_from IS NULL) = (quiet_until IS NULL) AND quiet_from <> quiet_until),
   -- An unknown zone fails here with 22023 'time zone "…" not recognized'.
   CONSTRAINT channels_quiet_zone_known CHECK (timezone(quiet_zone, timestamptz '2000-01-01 00:00+00') IS NOT NULL),
@@ -113,6 +115,7 @@ COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts o
 COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until, claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
 COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
 COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York).';
+COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
 COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
