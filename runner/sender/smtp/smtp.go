@@ -3,7 +3,9 @@
 // STARTTLS is required by default (Config.TLS "starttls"); "tls" is implicit TLS
 // (SMTPS, port 465) and "none" an explicit opt-out for local relays. AUTH PLAIN,
 // LOGIN or CRAM-MD5 when a username is set. Connections are kept in a small pool and
-// reused from one message to the next.
+// reused from one message to the next. go-mail dials, authenticates and renders the
+// message; the transaction is this package's (transact): MAIL, RCPT and DATA in one
+// round trip when the server offers PIPELINING, the data in a second, no NOOP or RSET.
 //
 // # Failure classes
 //
@@ -97,6 +99,7 @@ type Sender struct {
 	idle   chan *gosmtp.Client
 	slots  chan struct{} // one per connection the sender may hold (Pool)
 	from   string        // the envelope sender Check names ("" when none)
+	dsn    string        // the NOTIFY of every RCPT when the server offers DSN ("": none asked)
 }
 
 // New checks cfg and returns a Sender; it does not connect yet.
@@ -113,10 +116,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.ThrottleWait == 0 {
 		cfg.ThrottleWait = time.Minute
 	}
-	// No NOOP before each message and reset: it was two of a message's seven round
-	// trips; a pooled connection the server has closed is found by the message's own
-	// MAIL and the message sent on a fresh one (transmit).
-	opts := []mail.Option{mail.WithTimeout(cfg.Timeout), mail.WithoutNoop()}
+	opts := []mail.Option{mail.WithTimeout(cfg.Timeout)}
 	tlsConf := &tls.Config{ServerName: cfg.Host, MinVersion: tls.VersionTLS12}
 	if cfg.TLSConfig != nil {
 		tlsConf = cfg.TLSConfig.Clone()
@@ -142,17 +142,15 @@ func New(cfg Config) (*Sender, error) {
 		return nil, fmt.Errorf("smtp: TLS mode %q: want starttls, tls or none", cfg.TLS)
 	}
 	opts = append(opts, mail.WithPort(cfg.Port))
+	var notify []string // RFC 3461 NOTIFY keywords
 	if cfg.DSN != "" {
-		var notify []mail.DSNRcptNotifyOption
 		for _, o := range strings.Split(cfg.DSN, ",") {
-			n, ok := map[string]mail.DSNRcptNotifyOption{"success": mail.DSNRcptNotifySuccess, "failure": mail.DSNRcptNotifyFailure,
-				"delay": mail.DSNRcptNotifyDelay}[strings.ToLower(strings.TrimSpace(o))]
-			if !ok || slices.Contains(notify, n) {
+			n := strings.ToUpper(strings.TrimSpace(o))
+			if n != "SUCCESS" && n != "FAILURE" && n != "DELAY" || slices.Contains(notify, n) {
 				return nil, fmt.Errorf("smtp: DSN %q: want a list of success, failure and delay, each once", cfg.DSN)
 			}
 			notify = append(notify, n)
 		}
-		opts = append(opts, mail.WithDSNMailReturnType(mail.DSNMailReturnHeadersOnly), mail.WithDSNRcptNotifyType(notify...))
 	}
 	if cfg.Username != "" {
 		auth := map[string]mail.SMTPAuthType{"": mail.SMTPAuthPlain, "plain": mail.SMTPAuthPlain,
@@ -177,7 +175,8 @@ func New(cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("smtp: %w", err)
 	}
-	return &Sender{cfg: cfg, client: c, idle: make(chan *gosmtp.Client, cfg.Pool), slots: make(chan struct{}, cfg.Pool), from: from}, nil
+	return &Sender{cfg: cfg, client: c, idle: make(chan *gosmtp.Client, cfg.Pool), slots: make(chan struct{}, cfg.Pool), from: from,
+		dsn: strings.Join(notify, ",")}, nil
 }
 
 // Send delivers one message. The provider id it reports is the Message-ID.
@@ -196,27 +195,19 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, sender.Transient(ctx.Err())
 	}
 	defer func() { <-s.slots }()
-	err = s.transmit(ctx, msg)
 	var res sender.Result
-	if refused, ok := copiesRefused(err, e, m.Recipient); ok {
-		switch now := refused.firstForNow(); {
-		case refused.to != nil:
-			err = refused.to // the To's own reply decides the message's failure
-		case now != nil:
-			err = now // a copy refused for now: the message is tried again later, whole
-		default:
-			// Only copies, for good: the To and the other copies get the message without
-			// them (a bad cc must not fail, nor suppress, the To), each recorded with its
-			// own reply.
-			e.Cc, e.Bcc = without(e.Cc, refused.addresses), without(e.Bcc, refused.addresses)
-			res.Warning = fmt.Sprintf("copies refused for good and left out: %s (%v)", strings.Join(refused.addresses, ", "), err)
-			for i, a := range refused.addresses {
-				res.RefusedCopies = append(res.RefusedCopies, sender.Refusal{Address: a, Code: refused.codes[i]})
-			}
-			if msg, err = s.message(e); err == nil {
-				err = s.transmit(ctx, msg)
-			}
+	var refused []*replyError
+	refused, err = s.transmit(ctx, msg, m.Recipient)
+	if err == nil && len(refused) > 0 {
+		// Only copies, for good: the To and the other copies got the message without
+		// them (a bad cc must not fail, nor suppress, the To), each recorded with its
+		// own reply.
+		var names, replies []string
+		for _, r := range refused {
+			names, replies = append(names, r.address), append(replies, r.Error())
+			res.RefusedCopies = append(res.RefusedCopies, sender.Refusal{Address: r.address, Code: r.code()})
 		}
+		res.Warning = fmt.Sprintf("copies refused for good and left out: %s (%s)", strings.Join(names, ", "), strings.Join(replies, "; "))
 	}
 	if err != nil {
 		f := s.classify(err)
@@ -229,169 +220,237 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	return res, nil
 }
 
-// transmit sends msg on a pooled connection and returns the connection to the pool,
-// or closes it when the session is in doubt. A message the server took (250 after
-// the data) is delivered whatever comes after it (a reset refused, a hang-up: servers
-// that bound the messages per connection end it so), never sent again. On a reused
-// connection that the server had closed (no reply, or 421 before the message was
-// taken) it is sent once more on a fresh one.
-func (s *Sender) transmit(ctx context.Context, msg *mail.Msg) error {
+// transmit sends msg on a pooled connection (herald.transact) and returns the copies
+// the server refused for good, or the failure; the connection goes back to the pool,
+// or is closed when the session is in doubt. A message the server took (250 after the
+// data) is delivered whatever comes after it. On a reused connection that the server
+// had closed (no reply, or 421, before any of the message was sent) it is sent once
+// more on a fresh one.
+func (s *Sender) transmit(ctx context.Context, msg *mail.Msg, to string) ([]*replyError, error) {
 	conn, reused, err := s.conn(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	err = s.client.SendWithSMTPClient(conn, msg)
-	if err != nil && reused && !msg.IsDelivered() && sessionGone(err) {
+	t := s.transact(conn, msg, to)
+	if t.err != nil && reused && !t.dataSent && sessionGone(t.err) {
 		_ = s.client.CloseWithSMTPClient(conn)
 		if conn, err = s.dial(ctx); err != nil {
-			return err
+			return nil, err
 		}
-		err = s.client.SendWithSMTPClient(conn, msg)
+		t = s.transact(conn, msg, to)
 	}
-	var se *mail.SendError
 	switch {
-	case err == nil:
+	case t.reusable:
 		s.release(conn)
-	case msg.IsDelivered():
-		_ = s.client.CloseWithSMTPClient(conn)
-		return nil
-	case errors.As(err, &se) && se.ErrorCode() != 0 && se.ErrorCode() != 421 && s.client.ResetWithSMTPClient(conn) == nil:
-		s.release(conn) // the server refused this message; the connection is fine
+	case t.hangUp:
+		_ = conn.Close()
 	default:
 		_ = s.client.CloseWithSMTPClient(conn)
 	}
+	return t.refused, t.err
+}
+
+// transaction is how one SMTP transaction ended: its failure (nil: the message was
+// taken), the copies refused for good, whether any of the message's data was sent,
+// whether the connection may carry the next one, and whether it must be closed without
+// a QUIT (the server waits for data: a QUIT would be read as the message).
+type transaction struct {
+	err      error
+	refused  []*replyError
+	dataSent bool
+	reusable bool
+	hangUp   bool
+}
+
+// transact sends msg in one transaction: MAIL, a RCPT per recipient and DATA, written
+// together when the server offers PIPELINING (RFC 2920: one round trip) and one by one
+// otherwise, then the data and its end (a second). No NOOP before and no RSET after:
+// a completed transaction lets the next MAIL begin (RFC 5321 §4.1.1.1). The data is
+// sent only when the To (to) is accepted and no copy is refused for now (4yz, the
+// message is tried again whole); copies refused for good (5yz) are left out and
+// returned. A transaction ended before the data is reset (RSET); one ended after the
+// server said 354 can only be ended by closing the connection.
+func (s *Sender) transact(c *gosmtp.Client, msg *mail.Msg, to string) transaction {
+	from, err := msg.GetSender(false)
+	if err != nil {
+		return transaction{err: sender.Permanent(fmt.Errorf("from: %w", err)), reusable: true}
+	}
+	rcpts, err := msg.GetRecipients()
+	if err != nil {
+		return transaction{err: sender.Permanent(fmt.Errorf("recipients: %w", err)), reusable: true}
+	}
+	if err := c.UpdateDeadline(s.cfg.Timeout); err != nil {
+		return transaction{err: err}
+	}
+	var mailParams, rcptParams string
+	if ok, _ := c.Extension("8BITMIME"); ok {
+		mailParams += " BODY=8BITMIME"
+	}
+	if ok, _ := c.Extension("DSN"); ok && s.dsn != "" {
+		mailParams += " RET=HDRS"
+		rcptParams = " NOTIFY=" + s.dsn
+	}
+	cmds := []string{"MAIL FROM:" + from + mailParams} // go-mail's addresses come in <>
+	for i, r := range rcpts {
+		cmds = append(cmds, "RCPT TO:"+r+rcptParams)
+		rcpts[i] = strings.Trim(r, "<>")
+	}
+	cmds = append(cmds, "DATA")
+	pipelining, _ := c.Extension("PIPELINING")
+	text := c.Text
+	write := func(lines ...string) error {
+		for _, l := range lines {
+			if _, err := text.W.WriteString(l + "\r\n"); err != nil {
+				return err
+			}
+		}
+		return text.W.Flush()
+	}
+	// read is the reply to cmds[i]: nil when it is the one that command wants.
+	read := func(i int) (*replyError, error) {
+		want, stage, address := 250, "MAIL", ""
+		switch {
+		case i == len(cmds)-1:
+			want, stage = 354, "DATA"
+		case i > 0:
+			stage, address = "RCPT", rcpts[i-1]
+		}
+		code, msg, err := text.ReadResponse(want)
+		var te *textproto.Error
+		switch {
+		case errors.As(err, &te):
+			return &replyError{stage: stage, address: address, reply: te}, nil
+		case err != nil:
+			return nil, err // no reply: the connection
+		}
+		if i > 0 && i < len(cmds)-1 && code/100 != 2 {
+			return &replyError{stage: stage, address: address, reply: &textproto.Error{Code: code, Msg: msg}}, nil
+		}
+		return nil, nil
+	}
+	if pipelining {
+		if err := write(cmds...); err != nil {
+			return transaction{err: err}
+		}
+	}
+	replies := make([]*replyError, len(cmds))
+	for i := range cmds {
+		if !pipelining {
+			if i == len(cmds)-1 && abandon(replies[:i], rcpts, to) != nil {
+				break // nothing to send: the DATA is not asked for
+			}
+			if err := write(cmds[i]); err != nil {
+				return transaction{err: err}
+			}
+		}
+		r, err := read(i)
+		if err != nil {
+			return transaction{err: err}
+		}
+		replies[i] = r
+		if !pipelining && i == 0 && r != nil {
+			break // MAIL refused: no recipient to name
+		}
+	}
+	inData := pipelining && replies[len(cmds)-1] == nil
+	if stop := abandon(replies, rcpts, to); stop != nil {
+		if inData { // the server waits for the data: only closing ends it unsent
+			return transaction{err: stop, hangUp: true}
+		}
+		return transaction{err: stop, reusable: s.reset(text) == nil}
+	}
+	if dataRefused := replies[len(cmds)-1]; dataRefused != nil {
+		return transaction{err: dataRefused, reusable: s.reset(text) == nil}
+	}
+	var refused []*replyError
+	for _, r := range replies[1 : len(cmds)-1] {
+		if r != nil {
+			refused = append(refused, r)
+		}
+	}
+	w := text.DotWriter()
+	if _, err := msg.WriteTo(w); err != nil {
+		return transaction{err: err, dataSent: true}
+	}
+	if err := w.Close(); err != nil {
+		return transaction{err: err, dataSent: true}
+	}
+	if _, _, err := text.ReadResponse(250); err != nil {
+		var te *textproto.Error
+		if errors.As(err, &te) { // the data refused (552 too large, 554 spam): the session goes on
+			return transaction{err: &replyError{stage: "data", reply: te}, dataSent: true, reusable: true}
+		}
+		return transaction{err: err, dataSent: true} // no reply: taken or not, nobody knows
+	}
+	return transaction{refused: refused, dataSent: true, reusable: true}
+}
+
+// abandon is why the transaction must end before its data, from the replies so far
+// (nil where a command got what it wanted): MAIL refused; the To refused (its own
+// reply decides the message's failure); a copy refused for now (the message is tried
+// again later, whole). nil when the data may go: copies refused for good are left out.
+func abandon(replies []*replyError, rcpts []string, to string) error {
+	if len(replies) > 0 && replies[0] != nil {
+		return replies[0]
+	}
+	var forNow error
+	for i, r := range replies {
+		if i == 0 || i > len(rcpts) || r == nil {
+			continue
+		}
+		if strings.EqualFold(r.address, to) {
+			return r
+		}
+		if r.reply.Code < 500 && forNow == nil {
+			forNow = fmt.Errorf("copy %s refused for now: %w", r.address, r)
+		}
+	}
+	return forNow
+}
+
+// reset ends a transaction before its data (RSET), keeping the session. Written raw
+// like the transaction's commands: textproto's Cmd would take a turn of its pipeline
+// sequencer that go-mail's next command (QUIT, Check's MAIL) would wait for forever.
+func (s *Sender) reset(text *textproto.Conn) error {
+	if err := text.PrintfLine("RSET"); err != nil {
+		return err
+	}
+	_, _, err := text.ReadResponse(250)
 	return err
+}
+
+// replyError is a server's refusal of one command of a transaction: MAIL, RCPT (of
+// address), DATA, or the data itself ("data", the reply to its end).
+type replyError struct {
+	stage   string
+	address string
+	reply   *textproto.Error
+}
+
+func (e *replyError) Error() string {
+	if e.address != "" {
+		return fmt.Sprintf("SMTP %s <%s>: %d %s", e.stage, e.address, e.reply.Code, e.reply.Msg)
+	}
+	return fmt.Sprintf("SMTP %s: %d %s", e.stage, e.reply.Code, e.reply.Msg)
+}
+
+func (e *replyError) Unwrap() error { return e.reply }
+
+// code is the reply and its enhanced code, "550 5.1.1".
+func (e *replyError) code() string {
+	c := strconv.Itoa(e.reply.Code)
+	if enhanced := enhancedCode.FindString(e.reply.Msg); enhanced != "" {
+		c += " " + enhanced
+	}
+	return c
 }
 
 // sessionGone reports whether err says the server ended the session rather than
 // answered the message: no reply at all, or 421 (RFC 5321 §3.8: the server closes
 // the connection).
 func sessionGone(err error) bool {
-	var se *mail.SendError
-	return !errors.As(err, &se) || se.ErrorCode() == 0 || se.ErrorCode() == 421
-}
-
-// rcptRefusal is go-mail's refusal of RCPT TOs read per recipient: the To's own reply
-// when it was refused, and each refused copy with its reply and code ("550 5.1.1";
-// "unattributed" when the error's text could not be split into one reply each).
-type rcptRefusal struct {
-	to        *textproto.Error
-	addresses []string
-	replies   []*textproto.Error // nil where unattributed
-	codes     []string
-}
-
-// firstForNow is the first copy's reply that refuses it for now (4yz), naming the
-// copy, or nil.
-func (r rcptRefusal) firstForNow() error {
-	for i, te := range r.replies {
-		if te != nil && te.Code < 500 {
-			return fmt.Errorf("copy %s refused for now: %w", r.addresses[i], te)
-		}
-	}
-	return nil
-}
-
-// affectedRcpts splits go-mail's SendError text for refused RCPT TOs into the replies
-// (one per refused address, each "NNN text", joined by ", ") and the addresses.
-var affectedRcpts = regexp.MustCompile(`^sending SMTP RCPT TO command: (.*), affected recipient\(s\): (.*?)(?:, affected message ID: .*)?$`)
-
-// nextReply finds where the next reply of that list starts: ", " and its code.
-var nextReply = regexp.MustCompile(`, [2-5]\d\d[ -]`)
-
-// splitReplies reads n replies "NNN text" joined by ", " (a text may be Go-quoted, so
-// commas inside it are its own); nil when the list does not split into exactly n.
-func splitReplies(list string, n int) []*textproto.Error {
-	var out []*textproto.Error
-	for rest := list; rest != ""; {
-		if len(rest) < 4 || rest[3] != ' ' && rest[3] != '-' {
-			return nil
-		}
-		code, err := strconv.Atoi(rest[:3])
-		if err != nil {
-			return nil
-		}
-		rest = rest[4:]
-		var msg string
-		if q, err := strconv.QuotedPrefix(rest); err == nil {
-			msg, _ = strconv.Unquote(q)
-			rest = rest[len(q):]
-		} else if loc := nextReply.FindStringIndex(rest); loc != nil {
-			msg, rest = rest[:loc[0]], rest[loc[0]:]
-		} else {
-			msg, rest = rest, ""
-		}
-		out = append(out, &textproto.Error{Code: code, Msg: strings.TrimSpace(msg)})
-		if rest != "" {
-			if !strings.HasPrefix(rest, ", ") {
-				return nil
-			}
-			rest = rest[2:]
-		}
-	}
-	if len(out) != n {
-		return nil
-	}
-	return out
-}
-
-// copiesRefused reads err as a server's refusal of some of a message's recipients at
-// RCPT TO (go-mail names them all, but keeps only the last reply's code): ok when the
-// refused are the To or copies of e, each matched to its own reply. A refusal whose
-// text does not split into one reply per address still counts when it names only
-// copies: they are left out with their code "unattributed" (nothing suppressed), so a
-// copy never fails the To's message, and no copy is suppressed for another's reply.
-func copiesRefused(err error, e email.Email, to string) (rcptRefusal, bool) {
-	var se *mail.SendError
-	var r rcptRefusal
-	if err == nil || !errors.As(err, &se) || se.Reason != mail.ErrSMTPRcptTo || se.ErrorCode() == 0 ||
-		se.ErrorCode() == 421 || len(e.Cc)+len(e.Bcc) == 0 {
-		return r, false // no recipient refused, or the session ended (421): the message's failure
-	}
-	m := affectedRcpts.FindStringSubmatch(strings.ReplaceAll(se.Error(), "\n", " "))
-	if m == nil {
-		return r, false
-	}
-	addresses := strings.Split(m[2], ", ")
-	replies := splitReplies(m[1], len(addresses))
-	copies := append(append([]string(nil), e.Cc...), e.Bcc...)
-	for i, a := range addresses {
-		a = strings.Trim(strings.TrimSpace(a), "<>")
-		var te *textproto.Error
-		if replies != nil {
-			te = replies[i]
-		}
-		switch {
-		case strings.EqualFold(a, to):
-			if te == nil {
-				return rcptRefusal{}, false // the To refused, its reply unknown: the whole error decides
-			}
-			r.to = te
-		case slices.ContainsFunc(copies, func(c string) bool { return strings.EqualFold(c, a) }):
-			code := "unattributed"
-			if te != nil {
-				code = strconv.Itoa(te.Code)
-				if enhanced := enhancedCode.FindString(te.Msg); enhanced != "" {
-					code += " " + enhanced
-				}
-			}
-			r.addresses, r.replies, r.codes = append(r.addresses, a), append(r.replies, te), append(r.codes, code)
-		default:
-			return rcptRefusal{}, false // an address the error names that is not the message's
-		}
-	}
-	return r, true
-}
-
-// without is list less the addresses in drop (any letter case).
-func without(list, drop []string) []string {
-	var out []string
-	for _, a := range list {
-		if !slices.ContainsFunc(drop, func(d string) bool { return strings.EqualFold(a, d) }) {
-			out = append(out, a)
-		}
-	}
-	return out
+	var re *replyError
+	return !errors.As(err, &re) || re.reply.Code == 421
 }
 
 func (s *Sender) message(e email.Email) (*mail.Msg, error) {
@@ -540,10 +599,10 @@ var enhancedCode = regexp.MustCompile(`^[245]\.\d{1,3}\.\d{1,3}`)
 // reply reads an SMTP outcome: the reply code (0 when the server gave none), its
 // enhanced code ("5.1.1" or ""), and whether it answered MAIL FROM.
 func reply(err error) (code int, enhanced string, mailFrom bool) {
-	var se *mail.SendError
+	var re *replyError
 	var te *textproto.Error // AUTH, connection-time and Check's MAIL FROM replies
-	if errors.As(err, &se) {
-		return se.ErrorCode(), se.EnhancedStatusCode(), se.Reason == mail.ErrSMTPMailFrom
+	if errors.As(err, &re) {
+		return re.reply.Code, enhancedCode.FindString(re.reply.Msg), re.stage == "MAIL"
 	}
 	if errors.As(err, &te) {
 		return te.Code, enhancedCode.FindString(te.Msg), false
