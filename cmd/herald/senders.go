@@ -220,7 +220,7 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
 			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots,
 			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), CircuitFailures: ev.int(setting("CIRCUIT_FAILURES"), 5),
-			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second)})
+			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second), HostConcurrency: ev.int(setting("HOST_CONCURRENCY"), 32)})
 	}
 }
 

@@ -94,6 +94,10 @@ type Config struct {
 	// CircuitCooldown is how long an open circuit waits before one trial request
 	// (default 30s); each failed trial doubles it, up to 32 times.
 	CircuitCooldown time.Duration
+	// HostConcurrency is the most sends in flight to one receiver host (default 32;
+	// below 0: no bound): a message past it waits (rate_limited, code host_busy, the
+	// attempt given back), so one slow receiver holds no more of the runner's sends.
+	HostConcurrency int
 }
 
 // Sender posts messages to their recipient URL. It is safe for concurrent use.
@@ -102,6 +106,7 @@ type Sender struct {
 	perEndpoint bool
 	client      *http.Client
 	circuit     *circuit
+	hosts       *hosts
 }
 
 // signer is one of a channel's secrets: an HMAC key, or an Ed25519 signing key.
@@ -144,8 +149,11 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.CircuitCooldown <= 0 {
 		cfg.CircuitCooldown = 30 * time.Second
 	}
+	if cfg.HostConcurrency == 0 {
+		cfg.HostConcurrency = 32
+	}
 	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, client: client,
-		circuit: newCircuit(cfg.CircuitFailures, cfg.CircuitCooldown)}, nil
+		circuit: newCircuit(cfg.CircuitFailures, cfg.CircuitCooldown), hosts: newHosts(cfg.HostConcurrency)}, nil
 }
 
 // EndpointSecret is the secret of one receiver URL on a channel that signs per
@@ -280,11 +288,18 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	var res sender.Result
 	if err == nil {
 		host := strings.ToLower(u.Host)
-		if until, n, open := s.circuit.hold(host, time.Now()); open {
+		now := time.Now()
+		// The host's slot first: a trial the circuit lets through is then always sent.
+		if wait, ok := s.hosts.acquire(host, now); !ok {
+			err = sender.WithCode(sender.RateLimited(fmt.Errorf("%s has %d sends in flight: not tried", host, s.hosts.limit),
+				now.Add(wait)), "host_busy")
+		} else if until, n, open := s.circuit.hold(host, now); open {
+			s.hosts.release(host, 0)
 			err = sender.WithCode(sender.RateLimited(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", host, n), until),
 				"circuit_open")
 		} else {
 			res, err = s.post(ctx, m, u)
+			s.hosts.release(host, time.Since(now))
 			if ctx.Err() == nil { // a send cut short by the runner's shutdown says nothing of the host
 				s.circuit.record(host, hostDown(err), time.Now())
 			}

@@ -1,0 +1,74 @@
+package tests
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/herald/herald/tests/testdb"
+)
+
+// Attack: one producer's receiver answers slowly (here: not until the test lets it)
+// with a backlog older than everyone else's. Unbounded, its sends would take every
+// one of the runner's send slots and the other receivers' webhooks would wait behind
+// it. With HERALD_WEBHOOK_HOST_CONCURRENCY=2 the slow host holds two sends; the
+// other receiver gets all of its webhooks while the slow one still holds them; once
+// it answers, its backlog goes out too, every message once, the held ones with their
+// attempt given back (host_busy).
+func TestSlowReceiverHoldsFewSends(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	release := make(chan struct{})
+	var inFlight, most, slowServed, fastServed atomic.Int64
+	var once sync.Once
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-release
+		inFlight.Add(-1)
+		slowServed.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer slow.Close()
+	defer once.Do(func() { close(release) })
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fastServed.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer fast.Close()
+	secret := "whsec_" + strings.Repeat("SG9va3Nz", 4)
+	for i := range 30 {
+		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"/in", i)
+	}
+	for i := range 10 {
+		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(fast.URL, "127.0.0.1", "localhost", 1)+"/in", i)
+	}
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS="+secret,
+		"HERALD_WEBHOOK_ALLOW=127.0.0.1/32", "HERALD_WEBHOOK_TIMEOUT=2m", "HERALD_WEBHOOK_HOST_CONCURRENCY=2",
+		"HERALD_CONCURRENCY=8", "HERALD_CONCURRENCY_FIXED=true", "HERALD_BATCH_SIZE=8", "HERALD_POLL_INTERVAL=100ms")
+	eventually(t, 30*time.Second, "the fast receiver's ten webhooks while the slow one holds its sends", func() bool {
+		return fastServed.Load() == 10
+	})
+	if n := most.Load(); n > 2 || slowServed.Load() != 0 {
+		t.Fatalf("the slow host had %d sends at once (%d answered), want at most 2\n%s", n, slowServed.Load(), logs.String())
+	}
+	once.Do(func() { close(release) })
+	eventually(t, 90*time.Second, "all forty sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 40 })
+	if n := slowServed.Load(); n != 30 {
+		t.Fatalf("the slow receiver answered %d requests for 30 messages", n)
+	}
+	if n := countWhere(t, pool, `attempts = 1`); n != 40 {
+		t.Fatalf("%d of 40 messages with one attempt: a held send used an attempt", n)
+	}
+	if n := countWhere(t, pool, `last_error_code = 'host_busy'`); n == 0 {
+		t.Fatalf("no message was held for its busy host\n%s", logs.String())
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+}
