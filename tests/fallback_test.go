@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -11,33 +10,7 @@ import (
 
 	"github.com/herald/herald/runner/sender/sendertest"
 	"github.com/herald/herald/tests/testdb"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// claimOn calls herald.claim_batch for the given channels at now, as a runner that
-// serves only those.
-func claimOn(t *testing.T, pool *pgxpool.Pool, channels []string, n int, now time.Time) []claimed {
-	t.Helper()
-	rows, err := pool.Query(context.Background(),
-		`SELECT id, channel, attempt, lease_token, lease_expires_at
-		   FROM herald.claim_batch('fallback-worker', $1, NULL, $2, $3)`, n, channels, now)
-	if err != nil {
-		t.Fatalf("claim_batch: %v", err)
-	}
-	defer rows.Close()
-	var out []claimed
-	for rows.Next() {
-		var c claimed
-		if err := rows.Scan(&c.ID, &c.Channel, &c.Attempt, &c.Token, &c.Expires); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("claim_batch: %v", err)
-	}
-	return out
-}
 
 // A channel's fallback sends its due messages while a runner has paused it, and only
 // then: not while it is open, not under an operator's pause, not in its quiet hours,
@@ -55,20 +28,20 @@ func TestFallbackSendsWhileTheChannelIsPaused(t *testing.T) {
 	backup := scalar[int64](t, pool, `SELECT herald.enqueue('backup', 'own@example.com', '{"subject":"Hi","text":"Hello"}', now => $1)`, t0)
 
 	// Open: the backup's runner takes its own message only.
-	cs := claimOn(t, pool, []string{"backup"}, 10, t0)
+	cs := claimOn(t, pool, []string{"backup"}, nil, 10, t0)
 	if len(cs) != 1 || cs[0].ID != backup {
 		t.Fatalf("the backup's claim while email is open: %+v", cs)
 	}
 	// An operator's pause stops the mail: nothing is rerouted.
 	mustExec(t, pool, `SELECT herald.pause_channel('email', 'incident review', now => $1)`, t0)
-	if cs := claimOn(t, pool, []string{"backup"}, 10, t0); len(cs) != 0 {
+	if cs := claimOn(t, pool, []string{"backup"}, nil, 10, t0); len(cs) != 0 {
 		t.Fatalf("an operator's pause rerouted %+v", cs)
 	}
 	mustExec(t, pool, `SELECT herald.resume_channel('email', now => $1)`, t0)
 
 	// The provider refuses the channel's setup: the message goes back due at once, the
 	// attempt unused, and the channel pauses.
-	cs = claimOn(t, pool, []string{"email"}, 1, t0)
+	cs = claimOn(t, pool, []string{"email"}, nil, 1, t0)
 	if len(cs) != 1 || cs[0].ID != a {
 		t.Fatalf("email's claim: %+v", cs)
 	}
@@ -80,16 +53,16 @@ func TestFallbackSendsWhileTheChannelIsPaused(t *testing.T) {
 	}
 	// Quiet hours of the paused channel hold its messages from the fallback too.
 	mustExec(t, pool, `UPDATE herald.channels SET quiet_from = '11:00', quiet_until = '13:00' WHERE name = 'email'`)
-	if cs := claimOn(t, pool, []string{"backup"}, 10, t0); len(cs) != 0 {
+	if cs := claimOn(t, pool, []string{"backup"}, nil, 10, t0); len(cs) != 0 {
 		t.Fatalf("rerouted in the channel's quiet hours: %+v", cs)
 	}
 	mustExec(t, pool, `UPDATE herald.channels SET quiet_from = NULL, quiet_until = NULL WHERE name = 'email'`)
 	// The email runner sees nothing; the backup's runner gets both due messages as its
 	// own, with the backup's lease, and not the scheduled one.
-	if cs := claimOn(t, pool, []string{"email"}, 10, t0); len(cs) != 0 {
+	if cs := claimOn(t, pool, []string{"email"}, nil, 10, t0); len(cs) != 0 {
 		t.Fatalf("a paused channel handed out %+v", cs)
 	}
-	cs = claimOn(t, pool, []string{"backup"}, 10, t0)
+	cs = claimOn(t, pool, []string{"backup"}, nil, 10, t0)
 	if got := fmt.Sprint(ids(cs)); got != fmt.Sprint([]int64{a, b}) {
 		t.Fatalf("the backup claimed %s, want [%d %d] (later %d)", got, a, b, later)
 	}
@@ -110,10 +83,10 @@ func TestFallbackSendsWhileTheChannelIsPaused(t *testing.T) {
 	}
 	// The scheduled message waits for its time, then goes to the fallback if the
 	// channel is still paused.
-	if cs := claimOn(t, pool, []string{"backup"}, 10, t0.Add(59*time.Minute)); len(cs) != 0 {
+	if cs := claimOn(t, pool, []string{"backup"}, nil, 10, t0.Add(59*time.Minute)); len(cs) != 0 {
 		t.Fatalf("a scheduled message went early: %+v", cs)
 	}
-	if cs := claimOn(t, pool, []string{"backup"}, 10, t0.Add(time.Hour)); len(cs) != 1 || cs[0].ID != later {
+	if cs := claimOn(t, pool, []string{"backup"}, nil, 10, t0.Add(time.Hour)); len(cs) != 1 || cs[0].ID != later {
 		t.Fatalf("at its run_at: %+v", cs)
 	}
 
@@ -121,14 +94,14 @@ func TestFallbackSendsWhileTheChannelIsPaused(t *testing.T) {
 	// for the fallback.
 	mustExec(t, pool, `SELECT herald.resume_channel('email', now => $1)`, t0)
 	q := enqueueEmail(t, pool, "q@example.com")
-	cs = claimOn(t, pool, []string{"email"}, 1, t0)
+	cs = claimOn(t, pool, []string{"email"}, nil, 1, t0)
 	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, '454 Daily message quota exceeded', 'quota', now => $3)`,
 		cs[0].ID, cs[0].Token, t0)
 	if s := scalar[string](t, pool, `SELECT format('%s %s', paused_by, paused_until = $1) FROM herald.channels WHERE name = 'email'`,
 		t0.Add(time.Hour)); s != "runner t" {
 		t.Fatalf("the quota's pause: %s", s)
 	}
-	if cs := claimOn(t, pool, []string{"backup"}, 10, t0); len(cs) != 1 || cs[0].ID != q || cs[0].Attempt != 1 {
+	if cs := claimOn(t, pool, []string{"backup"}, nil, 10, t0); len(cs) != 1 || cs[0].ID != q || cs[0].Attempt != 1 {
 		t.Fatalf("after the quota failure the backup claimed %+v, want %d", cs, q)
 	}
 	var n int
@@ -148,14 +121,14 @@ func TestFallbackKeepsItsRate(t *testing.T) {
 		mustExec(t, pool, `SELECT herald.enqueue('backup', $1, '{"text":"own"}', now => $2)`, fmt.Sprintf("+1415666%04d", i), t0)
 	}
 	mustExec(t, pool, `SELECT herald.pause_channel('sms', 'provider down', by => 'runner', now => $1)`, t0)
-	cs := claimOn(t, pool, []string{"backup"}, 100, t0)
+	cs := claimOn(t, pool, []string{"backup"}, nil, 100, t0)
 	if len(cs) != 3 {
 		t.Fatalf("a fallback with a burst of 3 claimed %d", len(cs))
 	}
-	if cs := claimOn(t, pool, []string{"backup"}, 100, t0.Add(999*time.Millisecond)); len(cs) != 0 {
+	if cs := claimOn(t, pool, []string{"backup"}, nil, 100, t0.Add(999*time.Millisecond)); len(cs) != 0 {
 		t.Fatalf("claimed %d before a token came back", len(cs))
 	}
-	if cs := claimOn(t, pool, []string{"backup"}, 100, t0.Add(2*time.Second)); len(cs) != 2 {
+	if cs := claimOn(t, pool, []string{"backup"}, nil, 100, t0.Add(2*time.Second)); len(cs) != 2 {
 		t.Fatalf("claimed %d two seconds later, want 2", len(cs))
 	}
 }

@@ -108,12 +108,21 @@ type claimed struct {
 	Expires time.Time
 }
 
-// claim calls herald.claim_batch at `now` and returns the rows in the order given.
+// claim calls herald.claim_batch at `now` for every channel with a 30-second lease,
+// and returns the rows in the order given.
 func claim(t *testing.T, pool *pgxpool.Pool, n int, now time.Time) []claimed {
+	t.Helper()
+	return claimOn(t, pool, nil, "30 seconds", n, now)
+}
+
+// claimOn calls herald.claim_batch at now as a runner that serves the given channels
+// (nil: all), with lease (nil: each channel's), and returns the rows in the order
+// given.
+func claimOn(t *testing.T, pool *pgxpool.Pool, channels []string, lease any, n int, now time.Time) []claimed {
 	t.Helper()
 	rows, err := pool.Query(context.Background(),
 		`SELECT id, channel, attempt, lease_token, lease_expires_at
-		   FROM herald.claim_batch('test-worker', $1, '30 seconds', NULL, $2)`, n, now)
+		   FROM herald.claim_batch('test-worker', $1, $2::interval, $3, $4)`, n, lease, channels, now)
 	if err != nil {
 		t.Fatalf("claim_batch: %v", err)
 	}

@@ -641,6 +641,21 @@ func (r *scriptedRelay) serve(c net.Conn) {
 	}
 }
 
+// sender is an SMTP sender of cfg to the relay: plain, one connection, From
+// noreply@example.com unless cfg says otherwise.
+func (r *scriptedRelay) sender(t *testing.T, cfg smtpsender.Config) *smtpsender.Sender {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(r.addr)
+	cfg.Host, cfg.TLS, cfg.Timeout, cfg.Pool = host, "none", 5*time.Second, 1
+	cfg.Port, _ = strconv.Atoi(port)
+	if cfg.Defaults.From == "" {
+		cfg.Defaults.From = "noreply@example.com"
+	}
+	s := newSMTP(t, cfg)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func (r *scriptedRelay) taken() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -664,11 +679,7 @@ func TestSMTPTakenMessageIsNeverSentTwice(t *testing.T) {
 		for _, pipelining := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, PIPELINING %v", c.name, pipelining), func(t *testing.T) {
 				r := startScriptedRelay(t, relayScript{nth: c.nth, hangUp: c.hangUp, pipelining: pipelining})
-				host, port, _ := net.SplitHostPort(r.addr)
-				p, _ := strconv.Atoi(port)
-				s := newSMTP(t, smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, Pool: 1,
-					Defaults: email.Defaults{From: "noreply@example.com"}})
-				t.Cleanup(func() { s.Close() })
+				s := r.sender(t, smtpsender.Config{})
 				for i := range 5 {
 					if _, err := s.Send(context.Background(), sendertest.EmailMessage(int64(i+1), "ana@example.net")); err != nil {
 						t.Fatalf("message %d: %v (taken: %v)", i+1, err, r.taken())
@@ -690,11 +701,7 @@ func TestSMTPRoundTripsPerMessage(t *testing.T) {
 	t.Parallel()
 	for _, pipelining := range []bool{true, false} {
 		r := startScriptedRelay(t, relayScript{pipelining: pipelining})
-		host, port, _ := net.SplitHostPort(r.addr)
-		p, _ := strconv.Atoi(port)
-		s := newSMTP(t, smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, Pool: 1,
-			Defaults: email.Defaults{From: "noreply@example.com"}})
-		t.Cleanup(func() { s.Close() })
+		s := r.sender(t, smtpsender.Config{})
 		for i := range 10 {
 			if _, err := s.Send(context.Background(), sendertest.EmailMessage(int64(i+1), "ana@example.net")); err != nil {
 				t.Fatal(err)
@@ -721,11 +728,8 @@ func TestSMTPRequestsDeliveryReports(t *testing.T) {
 	t.Parallel()
 	for _, offered := range []bool{true, false} {
 		r := startScriptedRelay(t, relayScript{dsn: offered})
-		host, port, _ := net.SplitHostPort(r.addr)
-		p, _ := strconv.Atoi(port)
-		s := newSMTP(t, smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second, DSN: "success, failure,delay",
+		s := r.sender(t, smtpsender.Config{DSN: "success, failure,delay",
 			Defaults: email.Defaults{From: "noreply@example.com", ReturnPath: "bounces@example.com"}})
-		t.Cleanup(func() { s.Close() })
 		m := sendertest.EmailMessage(1, "ana@example.net")
 		m.Payload = []byte(`{"subject":"s","text":"t","cc":["bo@example.net"]}`)
 		if _, err := s.Send(context.Background(), m); err != nil {

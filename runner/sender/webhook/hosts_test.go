@@ -38,7 +38,7 @@ func TestHostBound(t *testing.T) {
 	if _, ok := h.acquire("slow.example", t0); !ok {
 		t.Fatal("a freed slot refused")
 	}
-	wantWait(t0, 7*time.Second) // (3 × 8 s + 4 s) / 4
+	wantWait(t0, 7*time.Second)  // (3 × 8 s + 4 s) / 4
 	h.release("slow.example", 0) // not sent: the average stays
 	if _, ok := h.acquire("slow.example", t0); !ok {
 		t.Fatal("a freed slot refused")
