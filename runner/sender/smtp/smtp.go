@@ -220,7 +220,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	return res, nil
 }
 
-// transmit sends msg on a pooled connection (herald.transact) and returns the copies
+// transmit sends msg on a pooled connection (transact) and returns the copies
 // the server refused for good, or the failure; the connection goes back to the pool,
 // or is closed when the session is in doubt. A message the server took (250 after the
 // data) is delivered whatever comes after it. On a reused connection that the server
@@ -306,25 +306,23 @@ func (s *Sender) transact(c *gosmtp.Client, msg *mail.Msg, to string) transactio
 		}
 		return text.W.Flush()
 	}
-	// read is the reply to cmds[i]: nil when it is the one that command wants.
+	// read is the reply to cmds[i]: nil when it is the one that command wants (MAIL
+	// 250, RCPT 250 or 251, DATA 354).
 	read := func(i int) (*replyError, error) {
 		want, stage, address := 250, "MAIL", ""
 		switch {
 		case i == len(cmds)-1:
 			want, stage = 354, "DATA"
 		case i > 0:
-			stage, address = "RCPT", rcpts[i-1]
+			want, stage, address = 25, "RCPT", rcpts[i-1]
 		}
-		code, msg, err := text.ReadResponse(want)
+		_, _, err := text.ReadResponse(want)
 		var te *textproto.Error
 		switch {
 		case errors.As(err, &te):
 			return &replyError{stage: stage, address: address, reply: te}, nil
 		case err != nil:
 			return nil, err // no reply: the connection
-		}
-		if i > 0 && i < len(cmds)-1 && code/100 != 2 {
-			return &replyError{stage: stage, address: address, reply: &textproto.Error{Code: code, Msg: msg}}, nil
 		}
 		return nil, nil
 	}

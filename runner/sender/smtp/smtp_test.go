@@ -523,7 +523,8 @@ func TestSMTPReturnPath(t *testing.T) {
 // next MAIL with 421 ("421 at MAIL"), answers the reset and then closes the idle
 // connection ("idle"), or hangs up at once (""). It counts the messages it took, the
 // commands of each verb, and the transactions whose commands after MAIL had arrived
-// with it (pipelined).
+// with it (pipelined). A recipient fwd@… is answered 251 (RFC 5321: accepted, to be
+// forwarded).
 type scriptedRelay struct {
 	relayScript
 	addr      string
@@ -635,7 +636,13 @@ func (r *scriptedRelay) serve(c net.Conn) {
 		case "QUIT":
 			_ = tc.PrintfLine("221 bye")
 			return
-		default: // MAIL, RCPT, RSET, NOOP
+		case "RCPT":
+			if strings.Contains(line, "<fwd@") {
+				_ = tc.PrintfLine("251 2.1.5 user not local; will forward")
+			} else {
+				_ = tc.PrintfLine("250 2.1.5 ok")
+			}
+		default: // MAIL, RSET, NOOP
 			_ = tc.PrintfLine("250 2.0.0 ok")
 		}
 	}
@@ -750,6 +757,20 @@ func TestSMTPRequestsDeliveryReports(t *testing.T) {
 	for _, bad := range []string{"always", "success,success", "success,"} {
 		if _, err := smtpsender.New(smtpsender.Config{Host: "127.0.0.1", DSN: bad}); err == nil || !strings.Contains(err.Error(), "DSN") {
 			t.Fatalf("DSN %q: %v", bad, err)
+		}
+	}
+}
+
+// 251 (user not local, will forward) accepts a recipient as 250 does.
+func TestSMTPForwardingReplyAccepts(t *testing.T) {
+	t.Parallel()
+	for _, pipelining := range []bool{true, false} {
+		r := startScriptedRelay(t, relayScript{pipelining: pipelining})
+		s := r.sender(t, smtpsender.Config{})
+		m := sendertest.EmailMessage(1, "fwd@example.net")
+		m.Payload = []byte(`{"subject":"s","text":"t","cc":["fwd@example.org"]}`)
+		if res, err := s.Send(context.Background(), m); err != nil || len(res.RefusedCopies) != 0 || len(r.taken()) != 1 {
+			t.Fatalf("PIPELINING %v: %+v %v, %d taken", pipelining, res, err, len(r.taken()))
 		}
 	}
 }
