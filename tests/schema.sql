@@ -3977,7 +3977,7 @@ COMMENT ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, error
 -- Name: forget(text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone DEFAULT now()) RETURNS TABLE(messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer)
+CREATE FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone DEFAULT now()) RETURNS TABLE(messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer, texts integer)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET jit TO 'off'
@@ -3985,6 +3985,8 @@ CREATE FUNCTION herald.forget(kind text, recipient text, now timestamp with time
 DECLARE
   clock_ok boolean := herald._check_clock(now => forget.now); -- first: a forged clock changes nothing
   v_key text;
+  v_said text; -- the address as free text says it: the regular expression of its forms
+  v_n integer;
   v_all bigint[];
   v_ids bigint[];
   v_ordered bigint[];
@@ -4066,6 +4068,37 @@ BEGIN
     )
     SELECT coalesce(sum(r.n), 0) INTO log_events FROM redacted r;
   END IF;
+  -- An e-mail address in any letter case and with any +tag (the mailbox), else the
+  -- recipient as given; not inside a longer address or number.
+  v_said := CASE WHEN forget.kind = 'email'
+    THEN '(?<![A-Za-z0-9._%+-])' || regexp_replace(split_part(v_key, '@', 1), '([^A-Za-z0-9])', '\\\1', 'g')
+         || '(\+[^@[:space:]<>"]*)?@' || regexp_replace(split_part(v_key, '@', 2), '([^A-Za-z0-9])', '\\\1', 'g')
+         || '(?![A-Za-z0-9-]|\.[A-Za-z0-9])'
+    ELSE '(?<![A-Za-z0-9])' || regexp_replace(forget.recipient, '([^A-Za-z0-9])', '\\\1', 'g') || '(?![A-Za-z0-9])' END;
+  texts := 0;
+  UPDATE herald.messages m
+  SET last_error = regexp_replace(m.last_error, v_said, '[forgotten]', 'gi'),
+      errors = regexp_replace(m.errors::text, v_said, '[forgotten]', 'gi')::jsonb
+  WHERE m.errors <> '[]' AND (m.last_error ~* v_said OR m.errors::text ~* v_said);
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  texts := texts + v_n;
+  UPDATE herald.log_statements s
+  SET details = regexp_replace(s.details::text, v_said, '[forgotten]', 'gi')::jsonb[]
+  WHERE s.details IS NOT NULL AND s.details::text ~* v_said;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  texts := texts + v_n;
+  UPDATE herald.consumer_dead_letters d
+  SET detail = regexp_replace(d.detail::text, v_said, '[forgotten]', 'gi')::jsonb,
+      error = regexp_replace(d.error, v_said, '[forgotten]', 'gi')
+  WHERE d.detail::text ~* v_said OR d.error ~* v_said;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  texts := texts + v_n;
+  UPDATE herald.delivery_events d
+  SET reason = regexp_replace(d.reason, v_said, '[forgotten]', 'gi')
+  WHERE d.reason ~* v_said;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  texts := texts + v_n;
+
   IF v_cancelled > 0 THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
@@ -4078,7 +4111,7 @@ $$;
 -- Name: FUNCTION forget(kind text, recipient text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone) IS 'Erase a recipient: cancel and delete its messages, their delivery events and log details, its copies in others'' cc and bcc, its budget; the suppression entry stays.';
+COMMENT ON FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone) IS 'Erase a recipient: cancel and delete its messages, their delivery events and log details, its copies in others'' cc and bcc, its budget, its address in others'' texts; the suppression entry stays.';
 
 
 --

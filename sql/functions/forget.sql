@@ -1,18 +1,19 @@
 -- herald.forget(kind, recipient, now) — erase what herald holds about one recipient (a
 -- person's right to erasure), counted by mailbox on channels of `kind` (e-mail: any
 -- letter case, any +tag; herald._mailbox_key). Its messages not yet sent are cancelled
--- (a 'cancelled' event; the next message of an ordering key goes on), then its
--- messages are deleted with their delivery events, events naming it as a copy, the
--- consumer groups' set-aside copies and its budget (recipient_buckets); it is taken out
--- of other e-mails' cc and bcc; its messages' log events keep their offsets but lose
--- their detail and receipt. A message being sent ('processing') stays (in_flight: call
--- again once it finished). The suppression entry stays: it keeps the address from being
--- sent to again (unsuppress removes it). Returns the counts. Errors: 22V12 kind,
--- recipient. Index: none: two scans of herald.messages (recipients, copies), one of
--- herald.log_statements (a rare admin act; its cost grows with both), then primary
--- keys. Locks: the rows it changes. Admin only.
+-- (a 'cancelled' event; the next message of an ordering key goes on), then deleted
+-- with their delivery events, events naming it as a copy, set-aside copies and its
+-- budget; it is taken out of other e-mails' cc and bcc; its log events keep their
+-- offsets but lose detail and receipt; where other messages' failures, log details,
+-- set-aside events or receipts name it (a copy's refusal), the address becomes
+-- [forgotten] (texts). A message being sent stays (in_flight: call again once it
+-- finished); so does the suppression entry. Returns the counts. Errors: 22V12 kind,
+-- recipient. Index: none: scans of herald.messages, herald.log_statements and
+-- herald.delivery_events (a rare admin act), then primary keys. Locks: the rows it
+-- changes. Admin only.
 CREATE OR REPLACE FUNCTION herald.forget(kind text, recipient text, now timestamptz DEFAULT now())
-RETURNS TABLE (messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer)
+RETURNS TABLE (messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer,
+               texts integer)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -22,6 +23,8 @@ AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => forget.now); -- first: a forged clock changes nothing
   v_key text;
+  v_said text; -- the address as free text says it: the regular expression of its forms
+  v_n integer;
   v_all bigint[];
   v_ids bigint[];
   v_ordered bigint[];
@@ -103,6 +106,37 @@ BEGIN
     )
     SELECT coalesce(sum(r.n), 0) INTO log_events FROM redacted r;
   END IF;
+  -- An e-mail address in any letter case and with any +tag (the mailbox), else the
+  -- recipient as given; not inside a longer address or number.
+  v_said := CASE WHEN forget.kind = 'email'
+    THEN '(?<![A-Za-z0-9._%+-])' || regexp_replace(split_part(v_key, '@', 1), '([^A-Za-z0-9])', '\\\1', 'g')
+         || '(\+[^@[:space:]<>"]*)?@' || regexp_replace(split_part(v_key, '@', 2), '([^A-Za-z0-9])', '\\\1', 'g')
+         || '(?![A-Za-z0-9-]|\.[A-Za-z0-9])'
+    ELSE '(?<![A-Za-z0-9])' || regexp_replace(forget.recipient, '([^A-Za-z0-9])', '\\\1', 'g') || '(?![A-Za-z0-9])' END;
+  texts := 0;
+  UPDATE herald.messages m
+  SET last_error = regexp_replace(m.last_error, v_said, '[forgotten]', 'gi'),
+      errors = regexp_replace(m.errors::text, v_said, '[forgotten]', 'gi')::jsonb
+  WHERE m.errors <> '[]' AND (m.last_error ~* v_said OR m.errors::text ~* v_said);
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  texts := texts + v_n;
+  UPDATE herald.log_statements s
+  SET details = regexp_replace(s.details::text, v_said, '[forgotten]', 'gi')::jsonb[]
+  WHERE s.details IS NOT NULL AND s.details::text ~* v_said;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  texts := texts + v_n;
+  UPDATE herald.consumer_dead_letters d
+  SET detail = regexp_replace(d.detail::text, v_said, '[forgotten]', 'gi')::jsonb,
+      error = regexp_replace(d.error, v_said, '[forgotten]', 'gi')
+  WHERE d.detail::text ~* v_said OR d.error ~* v_said;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  texts := texts + v_n;
+  UPDATE herald.delivery_events d
+  SET reason = regexp_replace(d.reason, v_said, '[forgotten]', 'gi')
+  WHERE d.reason ~* v_said;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  texts := texts + v_n;
+
   IF v_cancelled > 0 THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
@@ -113,4 +147,4 @@ $$;
 REVOKE ALL ON FUNCTION herald.forget(text, text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.forget(text, text, timestamptz) TO herald_admin;
 COMMENT ON FUNCTION herald.forget(text, text, timestamptz) IS
-  'Erase a recipient: cancel and delete its messages, their delivery events and log details, its copies in others'' cc and bcc, its budget; the suppression entry stays.';
+  'Erase a recipient: cancel and delete its messages, their delivery events and log details, its copies in others'' cc and bcc, its budget, its address in others'' texts; the suppression entry stays.';
