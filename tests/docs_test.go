@@ -41,19 +41,23 @@ SELECT 'suppressed ' || kind || ' ' || recipient || ' ' || reason FROM herald.su
 SELECT 'lag ' || lag FROM herald.consumer_lag WHERE group_name = 'walkthrough';
 SELECT 'callback ' || status || ' ' || (payload->>'event') || ' ' || (payload->>'idempotency_key')
 FROM herald.messages WHERE producer = 'herald:callbacks';
+SELECT 'code ' || channel || ' ' || status FROM herald.status(:code);
+SELECT 'sms ' || paused FROM herald.channels WHERE name = 'sms';
 `
 	out, err := psql(t, testdb.New(t), script)
 	if err != nil {
 		t.Fatalf("the walkthrough failed: %v\n%s", err, out)
 	}
 	for _, want := range []string{
-		"final accepted,accepted,accepted,sent,dead,cancelled,delivered,complained,accepted,suppressed,accepted,sent",
+		"final accepted,accepted,accepted,sent,dead,cancelled,delivered,complained,accepted,suppressed,accepted,sent,accepted,accepted,rerouted\n",
 		"again suppressed",
 		"ana sent complained",
 		"suppressed email ana@example.com complained",
 		"otp queued 1",
-		"lag 2", // Cy's accepted and sent, after the group's last read (the callback's own is not sequenced yet)
+		"lag 5", // after the group's last read: Cy's accepted and sent, the callback's accepted, the code's accepted and rerouted
 		"callback queued sent order-77",
+		"code sms_backup processing",
+		"sms false",
 		`{"attempts": 1, "provider_message_id": "provider-id-1"}`,
 	} {
 		if !strings.Contains(out, want) {
