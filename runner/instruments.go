@@ -14,6 +14,7 @@ type instruments struct {
 	claimed       *prometheus.CounterVec
 	sent          *prometheus.CounterVec
 	failed        *prometheus.CounterVec
+	held          *prometheus.CounterVec
 	events        *prometheus.CounterVec
 	intake        *prometheus.CounterVec
 	duplicates    prometheus.Counter
@@ -87,10 +88,13 @@ func newInstruments() *instruments {
 		return g
 	}
 	m := &instruments{
-		reg:           reg,
-		claimed:       counterVec("herald_claimed_total", "Messages claimed by this runner.", "channel"),
-		sent:          counterVec("herald_sent_total", "Messages delivered and completed.", "channel"),
-		failed:        counterVec("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
+		reg:     reg,
+		claimed: counterVec("herald_claimed_total", "Messages claimed by this runner.", "channel"),
+		sent:    counterVec("herald_sent_total", "Messages delivered and completed.", "channel"),
+		failed:  counterVec("herald_failed_total", "Failed deliveries reported to herald.fail, by class.", "channel", "class"),
+		held: counterVec("herald_held_total", "Sends held back, not tried (the attempt given back), by reason: "+
+			"circuit_open (the receiver host keeps failing), host_busy (its sends in flight at the bound), provider_down (the channel's provider not answering).",
+			"channel", "reason"),
 		events:        deliveryEvents(reg),
 		intake:        intakeRequests(reg),
 		duplicates:    counter("herald_duplicates_total", "Reports that matched no row: the lease was lost, so the message may be delivered twice."),

@@ -69,6 +69,10 @@ func (r *Runner) report(stop <-chan struct{}) {
 	}
 }
 
+// heldCodes are the codes of sends a runner holds back without trying them, which
+// herald_held_total counts.
+var heldCodes = map[string]bool{"circuit_open": true, "host_busy": true, "provider_down": true}
+
 // flush reports one batch: complete for deliveries, fail for failures (released
 // as not tried, retry now, when shutdown came before the send). A database
 // error is retried with backoff; at shutdown for at most ShutdownGrace, after which
@@ -144,7 +148,11 @@ func (r *Runner) flush(batch []outcome) {
 		if o.err == nil {
 			sent[o.msg.Channel]++
 		} else {
-			r.m.failed.WithLabelValues(o.msg.Channel, string(sender.Classify(o.err).Class)).Inc()
+			f := sender.Classify(o.err)
+			r.m.failed.WithLabelValues(o.msg.Channel, string(f.Class)).Inc()
+			if heldCodes[f.Code] {
+				r.m.held.WithLabelValues(o.msg.Channel, f.Code).Inc()
+			}
 		}
 	}
 	for ch, k := range sent {

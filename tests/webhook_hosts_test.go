@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,7 +52,8 @@ func TestSlowReceiverHoldsFewSends(t *testing.T) {
 	for i := range 10 {
 		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(fast.URL, "127.0.0.1", "localhost", 1)+"/in", i)
 	}
-	cmd, logs := runnerProcess(t, dbURL, "HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS="+secret,
+	addr := freeAddr(t)
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS="+secret,
 		"HERALD_WEBHOOK_ALLOW=127.0.0.1/32", "HERALD_WEBHOOK_TIMEOUT=2m", "HERALD_WEBHOOK_HOST_CONCURRENCY=2",
 		"HERALD_CONCURRENCY=8", "HERALD_CONCURRENCY_FIXED=true", "HERALD_BATCH_SIZE=8", "HERALD_POLL_INTERVAL=100ms")
 	eventually(t, 30*time.Second, "the fast receiver's ten webhooks while the slow one holds its sends", func() bool {
@@ -69,6 +72,16 @@ func TestSlowReceiverHoldsFewSends(t *testing.T) {
 	}
 	if n := countWhere(t, pool, `last_error_code = 'host_busy'`); n == 0 {
 		t.Fatalf("no message was held for its busy host\n%s", logs.String())
+	}
+	waitHTTP(t, addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^herald_held_total\{channel="hooks",reason="host_busy"\} [1-9]`).Match(body) {
+		t.Fatalf("/metrics does not count the held sends:\n%s", body)
 	}
 	waitExit(t, cmd, logs, 15*time.Second)
 }
