@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/instructions.sh — instructions per statement of SQL scripts, counted by
-# callgrind: the measure that does not move with a shared machine's noise, for
+# callgrind: the measure that moves least with a shared machine's noise, for
 # comparing two forms of a function (throughput and CPU time move by ±10–15 % here;
-# an instruction count by under 1 %).
+# an instruction count by about 1 % within one run, and by up to 6 % between runs,
+# each on its own scratch cluster: compare forms within one run, with -s setups).
 #
 # Usage: bench/instructions.sh [-n N] [-p] [-s SETUP_SQL] [-f SQL_FILE] script.sql ...
 #
