@@ -325,10 +325,21 @@ func TestDSNFromAMailServer(t *testing.T) {
 	if code, out := dsn(local, events); code != 0 || !strings.Contains(out, "recorded 1") {
 		t.Fatalf("a local bounce: exit %d %s", code, out)
 	}
-	// A report of delivery (asked for with HERALD_SMTP_DSN=success,…): delivered.
-	success := postfixDSN(msgID(5), "fay@example.net", "fay@example.net", "delivered", "2.0.0", "250 2.0.0 Ok: queued as 4Xq2")
-	if code, out := dsn(success, events); code != 0 || !strings.Contains(out, "recorded 1") {
-		t.Fatalf("a report of delivery: exit %d %s", code, out)
+	// A report of delivery (asked for with HERALD_SMTP_DSN=success,…), which returns no
+	// headers: the envelope id (ENVID, xtext) names the message; delivered. A forged
+	// one (another key's tag) names nothing.
+	noHeaders := func(envid string) string {
+		r := postfixDSN(msgID(5), "fay@example.net", "fay@example.net", "delivered", "2.0.0", "250 2.0.0 Ok: queued as 4Xq2")
+		r = strings.Replace(r, "X-Postfix-Queue-ID: 4F1A2\r\n", "X-Postfix-Queue-ID: 4F1A2\r\nOriginal-Envelope-Id: "+envid+"\r\n", 1)
+		return strings.Replace(r, "Message-ID: "+msgID(5)+"\r\n", "", 1)
+	}
+	forged := strings.Trim(email.MessageID(ids[5], []byte("another key"), "example.com"), "<>")
+	if code, out := dsn(noHeaders(forged), events); code != 0 || !strings.Contains(out, "no event about a message herald signed") {
+		t.Fatalf("a forged envelope id: exit %d %s", code, out)
+	}
+	envid := strings.Replace(strings.Trim(msgID(5), "<>"), ".", "+2E", 1)
+	if code, out := dsn(noHeaders(envid), events); code != 0 || !strings.Contains(out, "recorded 1") {
+		t.Fatalf("a report of delivery by envelope id: exit %d %s", code, out)
 	}
 	got := []string{outcome(t, pool, ids[0]), outcome(t, pool, ids[1]), outcome(t, pool, ids[2]), outcome(t, pool, ids[3]), outcome(t, pool, ids[4]),
 		outcome(t, pool, ids[5])}

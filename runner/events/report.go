@@ -15,6 +15,7 @@ import (
 	"mime/quotedprintable"
 	"net/mail"
 	"net/textproto"
+	"strconv"
 	"strings"
 
 	"github.com/herald/herald/runner/sender/email"
@@ -91,7 +92,14 @@ func ReadReport(r io.Reader, keys [][]byte) (string, json.RawMessage, int, error
 			orig = m.Header
 		}
 	}
-	id, signed, _ := email.ParseMessageID(orig.Get("Message-Id"), keys)
+	named := orig.Get("Message-Id")
+	id, signed, _ := email.ParseMessageID(named, keys)
+	if !signed && source == "dsn" {
+		// No headers returned (or not herald's): the envelope id the SMTP sender gave
+		// (ENVID, the same signed Message-ID) names the message.
+		named = unxtext(blocks[0].Get("Original-Envelope-Id"))
+		id, signed, _ = email.ParseMessageID(named, keys)
+	}
 	if !signed {
 		return source, nil, max(len(blocks)-1, 1), nil // not herald's, or forged
 	}
@@ -100,7 +108,7 @@ func ReadReport(r io.Reader, keys [][]byte) (string, json.RawMessage, int, error
 		sum := sha256.Sum256(report)
 		reportID = hex.EncodeToString(sum[:16])
 	}
-	base := event{MessageID: &id, ProviderMessageID: "<" + strings.Trim(strings.TrimSpace(orig.Get("Message-Id")), "<>") + ">"}
+	base := event{MessageID: &id, ProviderMessageID: "<" + strings.Trim(strings.TrimSpace(named), "<>") + ">"}
 	var evs []event
 	var ignored int
 	if source == "arf" {
@@ -164,4 +172,25 @@ func decoded(p *multipart.Part) io.Reader {
 		return base64.NewDecoder(base64.StdEncoding, p) // line breaks are skipped
 	}
 	return p
+}
+
+// unxtext decodes RFC 3461 xtext ("+" and two hexadecimal digits for a byte); what is
+// not xtext is returned as it is.
+func unxtext(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "+") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '+' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

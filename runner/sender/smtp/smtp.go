@@ -197,7 +197,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	defer func() { <-s.slots }()
 	var res sender.Result
 	var refused []*replyError
-	refused, err = s.transmit(ctx, msg, m.Recipient)
+	refused, err = s.transmit(ctx, msg, m.Recipient, e.MessageID)
 	if err == nil && len(refused) > 0 {
 		// Only copies, for good: the To and the other copies got the message without
 		// them (a bad cc must not fail, nor suppress, the To), each recorded with its
@@ -226,18 +226,18 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 // data) is delivered whatever comes after it. On a reused connection that the server
 // had closed (no reply, or 421, before any of the message was sent) it is sent once
 // more on a fresh one.
-func (s *Sender) transmit(ctx context.Context, msg *mail.Msg, to string) ([]*replyError, error) {
+func (s *Sender) transmit(ctx context.Context, msg *mail.Msg, to, messageID string) ([]*replyError, error) {
 	conn, reused, err := s.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t := s.transact(conn, msg, to)
+	t := s.transact(conn, msg, to, messageID)
 	if t.err != nil && reused && !t.dataSent && sessionGone(t.err) {
 		_ = s.client.CloseWithSMTPClient(conn)
 		if conn, err = s.dial(ctx); err != nil {
 			return nil, err
 		}
-		t = s.transact(conn, msg, to)
+		t = s.transact(conn, msg, to, messageID)
 	}
 	switch {
 	case t.reusable:
@@ -269,8 +269,10 @@ type transaction struct {
 // sent only when the To (to) is accepted and no copy is refused for now (4yz, the
 // message is tried again whole); copies refused for good (5yz) are left out and
 // returned. A transaction ended before the data is reset (RSET); one ended after the
-// server said 354 can only be ended by closing the connection.
-func (s *Sender) transact(c *gosmtp.Client, msg *mail.Msg, to string) transaction {
+// server said 354 can only be ended by closing the connection. With delivery reports
+// asked for (Config.DSN), the envelope id (ENVID) is the Message-ID, so a report that
+// returns no headers still names the message.
+func (s *Sender) transact(c *gosmtp.Client, msg *mail.Msg, to, messageID string) transaction {
 	from, err := msg.GetSender(false)
 	if err != nil {
 		return transaction{err: sender.Permanent(fmt.Errorf("from: %w", err)), reusable: true}
@@ -288,6 +290,9 @@ func (s *Sender) transact(c *gosmtp.Client, msg *mail.Msg, to string) transactio
 	}
 	if ok, _ := c.Extension("DSN"); ok && s.dsn != "" {
 		mailParams += " RET=HDRS"
+		if envid := xtext(strings.Trim(messageID, "<>")); envid != "" && len(envid) <= 100 { // RFC 3461 §4.4
+			mailParams += " ENVID=" + envid
+		}
 		rcptParams = " NOTIFY=" + s.dsn
 	}
 	cmds := []string{"MAIL FROM:" + from + mailParams} // go-mail's addresses come in <>
@@ -381,6 +386,20 @@ func (s *Sender) transact(c *gosmtp.Client, msg *mail.Msg, to string) transactio
 		return transaction{err: err, dataSent: true} // no reply: taken or not, nobody knows
 	}
 	return transaction{refused: refused, dataSent: true, reusable: true}
+}
+
+// xtext encodes s as RFC 3461 §4 does: "+", "=" and what is not printable ASCII as
+// "+" and two hexadecimal digits.
+func xtext(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < '!' || c > '~' || c == '+' || c == '=' {
+			fmt.Fprintf(&b, "+%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // abandon is why the transaction must end before its data, from the replies so far

@@ -729,8 +729,9 @@ func TestSMTPRoundTripsPerMessage(t *testing.T) {
 
 // HERALD_SMTP_DSN asks a relay that offers DSN for the reports it names on every
 // recipient, with the headers returned (the signed Message-ID herald mail-report
-// reads); a relay that does not offer DSN gets no parameters it would refuse; a list
-// that is not one is refused at start.
+// reads) and that Message-ID as the envelope id (for a report that returns no
+// headers); a relay that does not offer DSN gets no parameters it would refuse; a
+// list that is not one is refused at start.
 func TestSMTPRequestsDeliveryReports(t *testing.T) {
 	t.Parallel()
 	for _, offered := range []bool{true, false} {
@@ -747,7 +748,7 @@ func TestSMTPRequestsDeliveryReports(t *testing.T) {
 		r.mu.Unlock()
 		want := "MAIL FROM:<bounces@example.com> BODY=8BITMIME | RCPT TO:<ana@example.net> | RCPT TO:<bo@example.net>"
 		if offered {
-			want = "MAIL FROM:<bounces@example.com> BODY=8BITMIME RET=HDRS | RCPT TO:<ana@example.net> NOTIFY=SUCCESS,FAILURE,DELAY | " +
+			want = "MAIL FROM:<bounces@example.com> BODY=8BITMIME RET=HDRS ENVID=herald-1@example.com | RCPT TO:<ana@example.net> NOTIFY=SUCCESS,FAILURE,DELAY | " +
 				"RCPT TO:<bo@example.net> NOTIFY=SUCCESS,FAILURE,DELAY"
 		}
 		if got != want {
