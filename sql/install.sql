@@ -97,6 +97,7 @@
 {{ template "functions/purge.sql" . }}
 {{ template "functions/forget.sql" . }}
 {{ template "functions/status.sql" . }}
+{{ template "functions/history.sql" . }}
 {{ template "functions/suppress.sql" . }}
 {{ template "functions/unsuppress.sql" . }}
 {{ template "functions/is_suppressed.sql" . }}

@@ -24,6 +24,7 @@ var nullMeans = map[string]bool{
 	"complete.provider_message_id": true, "complete.provider_message_ids": true,
 	"fail.retry_at": true, "fail.error_code": true, "fail.error_codes": true,
 	"pause_channel.until": true, "cancel.id": true, "cancel.idempotency_key": true, "status.id": true, "status.idempotency_key": true,
+	"history.id": true, "history.idempotency_key": true,
 }
 
 // nullSamples gives a valid value for each argument, by name (then function.name).

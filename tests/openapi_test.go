@@ -89,6 +89,8 @@ func TestIntakeMatchesItsOpenAPIDocument(t *testing.T) {
 		{"POST", "/v1/messages/batch", "[" + email("k4") + "," + email("k5") + "]", auth, 202, nil},
 		{"POST", "/v1/messages/batch", "[" + email("k6") + `,{"channel":"fax","recipient":"x","payload":{}}]`, auth, 400, nil},
 		{"GET", "/v1/messages/1", "", auth, 200, nil},
+		{"GET", "/v1/messages/1/history", "", auth, 200, nil},
+		{"GET", "/v1/messages/999999/history", "", auth, 404, nil},
 		{"GET", "/v1/messages/999999", "", auth, 404, nil},
 		{"GET", "/v1/messages/abc", "", auth, 400, nil},
 		{"GET", "/v1/messages?idempotency_key=k1", "", auth, 200, nil},

@@ -563,3 +563,21 @@ func TestCountProducersPlans(t *testing.T) {
 		t.Fatalf("count_producers should read messages_pending_producer_idx once it exists:\n%s", plan)
 	}
 }
+
+// herald.history reads a message's reports by delivery_events_message_idx, not by a
+// scan of every report received.
+func TestHistoryPlanProbesReportsIndex(t *testing.T) {
+	ctx, pool := setup(t)
+	id := enqueueEmail(t, pool, "ana@example.com")
+	mustExec(t, pool, `INSERT INTO herald.delivery_events (source, event_id, message_id, event, at, received_at)
+		SELECT 'generic', 'e' || g, g, 'delivered', now(), now() FROM generate_series(1, 20000) g`)
+	mustExec(t, pool, `ANALYZE herald.delivery_events`)
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SELECT * FROM herald.history($1)`, id); err != nil {
+		t.Fatal(err)
+	}
+	plan := planOf(t, *notices, "delivery_events")
+	if !strings.Contains(plan, "delivery_events_message_idx") {
+		t.Fatalf("history's plan does not use delivery_events_message_idx:\n%s", plan)
+	}
+}

@@ -4115,6 +4115,49 @@ COMMENT ON FUNCTION herald.forget(kind text, recipient text, now timestamp with 
 
 
 --
+-- Name: history(bigint, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.history(id bigint DEFAULT NULL::bigint, idempotency_key text DEFAULT NULL::text) RETURNS TABLE(at timestamp with time zone, event text, attempt integer, class text, code text, copy boolean)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  v_id bigint := herald._own_message(id => history.id, idempotency_key => history.idempotency_key);
+BEGIN
+  RETURN QUERY
+  SELECT h.at, h.event, h.attempt, h.class, h.code, h.copy
+  FROM herald.messages m
+  CROSS JOIN LATERAL (
+    SELECT m.created_at AS at, 'accepted'::text AS event, NULL::integer AS attempt, NULL::text AS class,
+           NULL::text AS code, false AS copy, 0 AS stage
+    UNION ALL
+    SELECT (e ->> 'at')::timestamptz, 'failed', (e ->> 'attempt')::integer, e ->> 'class', e ->> 'code', false, 1
+    FROM jsonb_array_elements(m.errors) AS e
+    UNION ALL
+    SELECT m.finished_at, m.status, CASE WHEN m.status = 'sent' THEN m.attempts END, NULL, NULL, false, 2
+    WHERE m.finished_at IS NOT NULL
+    UNION ALL
+    SELECT d.at, d.event, NULL, d.type, d.code,
+           d.recipient IS NOT NULL AND lower(d.recipient) <> lower(m.recipient), 3
+    FROM herald.delivery_events d
+    WHERE d.message_id = m.id
+  ) AS h
+  WHERE m.id = v_id
+  ORDER BY h.at, h.stage;
+END
+$$;
+
+
+--
+-- Name: FUNCTION history(id bigint, idempotency_key text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.history(id bigint, idempotency_key text) IS 'What happened to one of the caller''s messages, event by event: accepted, each failed attempt (class and code), its end, the providers'' reports after sent.';
+
+
+--
 -- Name: is_suppressed(text, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -6159,6 +6202,13 @@ ALTER TABLE ONLY public.herald_schema_version
 
 
 --
+-- Name: delivery_events_message_idx; Type: INDEX; Schema: herald; Owner: -
+--
+
+CREATE INDEX delivery_events_message_idx ON herald.delivery_events USING btree (message_id);
+
+
+--
 -- Name: log_statements_offset_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
@@ -7011,6 +7061,15 @@ GRANT ALL ON FUNCTION herald.fail(id bigint, lease_token bigint, error text, err
 
 REVOKE ALL ON FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.forget(kind text, recipient text, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION history(id bigint, idempotency_key text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.history(id bigint, idempotency_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.history(id bigint, idempotency_key text) TO herald_producer;
+GRANT ALL ON FUNCTION herald.history(id bigint, idempotency_key text) TO herald_admin;
 
 
 --

@@ -212,6 +212,38 @@ func GetStatusByKey(ctx context.Context, q Querier, key string) (*Status, error)
 	return getStatus(ctx, q, `FROM herald.status(idempotency_key => $1)`, key)
 }
 
+// Event is one entry of herald.history: what happened to a message and when.
+type Event struct {
+	At    time.Time `json:"at"`
+	Event string    `json:"event"`
+	// Attempt is a failed attempt's number, or a sent message's attempts.
+	Attempt *int `json:"attempt"`
+	// Class is a failure's class, or a report's type (hard, soft, …).
+	Class *string `json:"class"`
+	Code  *string `json:"code"`
+	// Copy is true for a report about a cc or bcc copy.
+	Copy bool `json:"copy"`
+}
+
+// GetHistory reads herald.history(id) on q, oldest first: ErrNotFound unless the
+// message exists and belongs to the caller's producer (or the caller is herald_admin).
+func GetHistory(ctx context.Context, q Querier, id int64) ([]Event, error) {
+	var b []byte // one row, so that any Querier (a transaction too) will do
+	if err := q.QueryRow(ctx, `SELECT coalesce(json_agg(json_build_object('at', h.at, 'event', h.event, 'attempt', h.attempt,
+		'class', h.class, 'code', h.code, 'copy', h.copy) ORDER BY h.n), '[]')
+		FROM herald.history(id => $1) WITH ORDINALITY AS h (at, event, attempt, class, code, copy, n)`, id).Scan(&b); err != nil {
+		return nil, keyError(err)
+	}
+	var evs []Event
+	if err := json.Unmarshal(b, &evs); err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 { // a message has at least its accepted event
+		return nil, ErrNotFound
+	}
+	return evs, nil
+}
+
 func getStatus(ctx context.Context, q Querier, from string, arg any) (*Status, error) {
 	var s Status
 	err := q.QueryRow(ctx, `SELECT message_id, channel, status, attempts, max_attempts, run_at, created_at, finished_at,

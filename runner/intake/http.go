@@ -1,6 +1,7 @@
 // Package intake accepts notifications from services that cannot hold a Postgres
 // connection: an HTTP API (POST /v1/messages, POST /v1/messages/batch,
-// GET and DELETE /v1/messages/{id} and /v1/messages?idempotency_key=, described by
+// GET and DELETE /v1/messages/{id} and /v1/messages?idempotency_key=,
+// GET /v1/messages/{id}/history, described by
 // the OpenAPI document at GET /v1/openapi.json) and the functions the command line
 // shares with it. It
 // validates no value itself: a message goes through herald.enqueue (a batch through
@@ -99,12 +100,13 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
 // routes are the intake's handlers by ServeMux pattern.
 func (h *handler) routes() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
-		"POST /v1/messages":        h.auth(h.post),
-		"POST /v1/messages/batch":  h.auth(h.postBatch),
-		"GET /v1/messages/{id}":    h.auth(h.get),
-		"GET /v1/messages":         h.auth(h.getByKey),
-		"DELETE /v1/messages/{id}": h.auth(h.cancel),
-		"DELETE /v1/messages":      h.auth(h.cancelByKey),
+		"POST /v1/messages":             h.auth(h.post),
+		"POST /v1/messages/batch":       h.auth(h.postBatch),
+		"GET /v1/messages/{id}":         h.auth(h.get),
+		"GET /v1/messages/{id}/history": h.auth(h.history),
+		"GET /v1/messages":              h.auth(h.getByKey),
+		"DELETE /v1/messages/{id}":      h.auth(h.cancel),
+		"DELETE /v1/messages":           h.auth(h.cancelByKey),
 		"GET /v1/openapi.json": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(openAPI)
@@ -311,6 +313,24 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	s, err := GetStatus(r.Context(), c.q, id)
 	h.status(w, s, err, "id")
+}
+
+// history answers what happened to a message by id, event by event (herald.history),
+// counted as get is: 200 {"events": […]}, 404 when it is unknown or not the token's.
+func (h *handler) history(w http.ResponseWriter, r *http.Request, c caller) {
+	id, ok := pathID(w, r)
+	if !ok || !h.allow(w, c, 1) {
+		return
+	}
+	evs, err := GetHistory(r.Context(), c.q, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		notFound(w, "id")
+	case err != nil:
+		h.fail(w, err)
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+	}
 }
 
 // getByKey answers the status of the message enqueued with ?idempotency_key=,

@@ -420,6 +420,8 @@ CREATE TABLE herald.delivery_events (
   received_at timestamptz NOT NULL,
   CONSTRAINT delivery_events_once UNIQUE (source, event_id)
 );
+-- herald.history: a message's reports.
+CREATE INDEX delivery_events_message_idx ON herald.delivery_events (message_id);
 COMMENT ON TABLE herald.delivery_events IS 'Delivery events from providers, each stored once (source, event_id); message_id NULL when unmatched.';
 COMMENT ON COLUMN herald.delivery_events.recipient IS 'The address the provider reported the event for; NULL: not reported (the message''s recipient). A cc or bcc address: a copy''s event, which sets no outcome.';
 COMMENT ON COLUMN herald.delivery_events.reason IS 'The provider''s text (first 500 characters); for workers and admins, never shown to producers.';
