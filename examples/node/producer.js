@@ -1,6 +1,6 @@
-// A herald producer in Node with node-postgres (pg): enqueue, batch, status, a
-// scheduled reminder withdrawn by its key, and a validation error handled by its code
-// and field.
+// A herald producer in Node with node-postgres (pg): enqueue, batch, status, history,
+// a scheduled reminder withdrawn by its key, and a validation error handled by its
+// code and field.
 //
 //   npm ci --prefix examples/node && DATABASE_URL=postgres://… node examples/node/producer.js
 //
@@ -32,6 +32,11 @@ async function main() {
     // What happened to it (a producer sees only its own messages).
     const s = (await client.query('SELECT status, attempts FROM herald.status($1)', [first])).rows[0];
     console.log(`message ${first}: ${s.status}, ${s.attempts} attempts; batch ${ids}`);
+
+    // Its history, event by event: accepted, each failed attempt's class and code, the
+    // end it came to, the providers' reports (docs/sql.md, "herald.history").
+    const events = (await client.query('SELECT event FROM herald.history($1)', [first])).rows.map((r) => r.event);
+    assert.deepStrictEqual(events, ['accepted']);
 
     // A reminder for tomorrow, withdrawn by its key when the appointment is called off.
     await client.query("SELECT herald.enqueue('sms', '+14155550100', $1, run_at => now() + interval '1 day', "

@@ -1,4 +1,4 @@
-"""A herald producer in Python with psycopg 3: enqueue, batch, status, a scheduled
+"""A herald producer in Python with psycopg 3: enqueue, batch, status, history, a scheduled
 reminder withdrawn by its key, and a validation error handled by its code and field.
 
     DATABASE_URL=postgres://… python3 examples/python/producer.py
@@ -37,6 +37,12 @@ def main() -> int:
         status, attempts = conn.execute(
             "SELECT status, attempts FROM herald.status(%s)", (first,)).fetchone()
         print(f"message {first}: {status}, {attempts} attempts; batch {ids}")
+
+        # Its history, event by event: accepted, each failed attempt's class and code,
+        # the end it came to, the providers' reports (docs/sql.md, "herald.history").
+        events = [e for (e,) in conn.execute(
+            "SELECT event FROM herald.history(idempotency_key => 'order-42')").fetchall()]
+        assert events == ["accepted"], events
 
         # A reminder for tomorrow, withdrawn by its key when the appointment is called off.
         conn.execute("SELECT herald.enqueue('sms', '+14155550100', %s, run_at => now() + interval '1 day',"
