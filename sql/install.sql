@@ -96,6 +96,7 @@
 {{ template "functions/redrive.sql" . }}
 {{ template "functions/purge.sql" . }}
 {{ template "functions/forget.sql" . }}
+{{ template "functions/subject_access.sql" . }}
 {{ template "functions/status.sql" . }}
 {{ template "functions/history.sql" . }}
 {{ template "functions/suppress.sql" . }}

@@ -5119,6 +5119,56 @@ COMMENT ON FUNCTION herald.status(id bigint, idempotency_key text) IS 'What happ
 
 
 --
+-- Name: subject_access(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.subject_access(kind text, recipient text) RETURNS TABLE(message_id bigint, role text, producer text, channel text, status text, created_at timestamp with time zone, finished_at timestamp with time zone, outcome text, outcome_at timestamp with time zone, payload jsonb, suppressed boolean)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+DECLARE
+  v_key text;
+BEGIN
+  IF subject_access.kind IS NULL OR subject_access.kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
+    PERFORM herald._reject('22V12', 'kind', format('%s is not a channel kind (email, sms, webhook, custom)',
+                                                   coalesce(quote_literal(subject_access.kind), 'NULL')));
+  END IF;
+  IF subject_access.recipient IS NULL OR subject_access.recipient = '' THEN
+    PERFORM herald._reject('22V12', 'recipient', 'must be a non-empty string');
+  END IF;
+  v_key := herald._mailbox_key(kind => subject_access.kind, recipient => subject_access.recipient);
+  RETURN QUERY
+  WITH found AS (
+    SELECT m.id, 'to'::text AS role, m.producer::text, m.channel, m.status, m.created_at, m.finished_at, m.outcome,
+           m.outcome_at, m.payload
+    FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+    WHERE c.kind = subject_access.kind
+      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
+    UNION ALL
+    SELECT m.id, 'copy', m.producer::text, m.channel, m.status, m.created_at, m.finished_at, NULL, NULL, m.payload
+    FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+    WHERE subject_access.kind = 'email' AND c.kind = 'email' AND (m.payload ? 'cc' OR m.payload ? 'bcc')
+      AND EXISTS (SELECT FROM jsonb_array_elements(coalesce(m.payload -> 'cc', '[]') || coalesce(m.payload -> 'bcc', '[]')) a
+                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') = v_key)
+  )
+  SELECT f.id, f.role, f.producer, f.channel, f.status, f.created_at, f.finished_at, f.outcome, f.outcome_at, f.payload,
+         EXISTS (SELECT FROM herald._suppression(kind => subject_access.kind, recipient => subject_access.recipient, now => now()))
+  FROM found f
+  ORDER BY f.created_at, f.id;
+END
+$$;
+
+
+--
+-- Name: FUNCTION subject_access(kind text, recipient text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.subject_access(kind text, recipient text) IS 'What herald holds about a person (right of access): the messages to them or copying them, with state, outcome and payload.';
+
+
+--
 -- Name: suppress(text, text[], text, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -7238,6 +7288,14 @@ GRANT ALL ON FUNCTION herald.resume_channel(channel text, by text, now timestamp
 REVOKE ALL ON FUNCTION herald.status(id bigint, idempotency_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.status(id bigint, idempotency_key text) TO herald_producer;
 GRANT ALL ON FUNCTION herald.status(id bigint, idempotency_key text) TO herald_admin;
+
+
+--
+-- Name: FUNCTION subject_access(kind text, recipient text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.subject_access(kind text, recipient text) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.subject_access(kind text, recipient text) TO herald_admin;
 
 
 --
