@@ -43,8 +43,7 @@ func (o *outage) observe(channel string, err error, n int) (down, began bool) {
 // downFailure is err, a failure while channel's provider is down, given back as
 // rate_limited until `until` (code provider_down): the outage is not the message's.
 func downFailure(err error, n int, until time.Time) error {
-	return sender.WithCode(sender.RateLimited(fmt.Errorf("the provider failed %d times in a row or more: %w", n, err), until),
-		"provider_down")
+	return sender.Held(fmt.Errorf("the provider failed %d times in a row or more: %w", n, err), until, "provider_down")
 }
 
 // pauseForOutage pauses channel in SQL for Config.OutageWait (by runner, until then:

@@ -69,10 +69,6 @@ func (r *Runner) report(stop <-chan struct{}) {
 	}
 }
 
-// heldCodes are the codes of sends a runner holds back without trying them, which
-// herald_held_total counts.
-var heldCodes = map[string]bool{"circuit_open": true, "host_busy": true, "provider_down": true}
-
 // flush reports one batch: complete for deliveries, fail for failures (released
 // as not tried, retry now, when shutdown came before the send). A database
 // error is retried with backoff; at shutdown for at most ShutdownGrace, after which
@@ -150,7 +146,7 @@ func (r *Runner) flush(batch []outcome) {
 		} else {
 			f := sender.Classify(o.err)
 			r.m.failed.WithLabelValues(o.msg.Channel, string(f.Class)).Inc()
-			if heldCodes[f.Code] {
+			if f.Held {
 				r.m.held.WithLabelValues(o.msg.Channel, f.Code).Inc()
 			}
 		}

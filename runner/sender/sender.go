@@ -112,7 +112,11 @@ type Failure struct {
 	// send: no connection, a timeout, an HTTP 5xx, SMTP 421. Many in a row mean it is
 	// down (the runner pauses the channel rather than spend the messages' attempts).
 	Unavailable bool
-	Err         error
+	// Held marks a send the runner held back without trying it (a receiver host's
+	// circuit open, its sends at their bound, the provider down): rate_limited, the
+	// attempt given back, counted by Code in herald_held_total.
+	Held bool
+	Err  error
 }
 
 // Error says the class and the cause.
@@ -162,6 +166,11 @@ func FromNetwork(err error) error {
 // RateLimited wraps err as a rate-limited failure to retry at retryAt.
 func RateLimited(err error, retryAt time.Time) error {
 	return &Failure{Class: ClassRateLimited, RetryAt: retryAt, Err: err}
+}
+
+// Held is a send held back untried until retryAt, for the reason code (Failure.Held).
+func Held(err error, retryAt time.Time, code string) error {
+	return &Failure{Class: ClassRateLimited, RetryAt: retryAt, Code: code, Held: true, Err: err}
 }
 
 // WithCode sets the Code of the Failure behind err (a transient one for any other

@@ -291,12 +291,10 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		now := time.Now()
 		// The host's slot first: a trial the circuit lets through is then always sent.
 		if wait, ok := s.hosts.acquire(host, now); !ok {
-			err = sender.WithCode(sender.RateLimited(fmt.Errorf("%s has %d sends in flight: not tried", host, s.hosts.limit),
-				now.Add(wait)), "host_busy")
+			err = sender.Held(fmt.Errorf("%s has %d sends in flight: not tried", host, s.hosts.limit), now.Add(wait), "host_busy")
 		} else if until, n, open := s.circuit.hold(host, now); open {
 			s.hosts.release(host, 0)
-			err = sender.WithCode(sender.RateLimited(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", host, n), until),
-				"circuit_open")
+			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", host, n), until, "circuit_open")
 		} else {
 			res, err = s.post(ctx, m, u)
 			s.hosts.release(host, time.Since(now))
