@@ -95,6 +95,8 @@
 {{ template "functions/resume_channel.sql" . }}
 {{ template "functions/redrive.sql" . }}
 {{ template "functions/purge.sql" . }}
+{{ template "functions/_person_key.sql" . }}
+{{ template "functions/_person_messages.sql" . }}
 {{ template "functions/forget.sql" . }}
 {{ template "functions/subject_access.sql" . }}
 {{ template "functions/status.sql" . }}

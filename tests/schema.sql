@@ -1902,6 +1902,59 @@ COMMENT ON FUNCTION herald._payload_problem(kind text, payload jsonb) IS 'Privat
 
 
 --
+-- Name: _person_key(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._person_key(kind text, recipient text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+  IF kind IS NULL OR kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
+    PERFORM herald._reject('22V12', 'kind', format('%s is not a channel kind (email, sms, webhook, custom)',
+                                                   coalesce(quote_literal(kind), 'NULL')));
+  END IF;
+  IF recipient IS NULL OR recipient = '' THEN
+    PERFORM herald._reject('22V12', 'recipient', 'must be a non-empty string');
+  END IF;
+  RETURN herald._mailbox_key(kind => kind, recipient => recipient);
+END
+$$;
+
+
+--
+-- Name: FUNCTION _person_key(kind text, recipient text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._person_key(kind text, recipient text) IS 'Private: the checked mailbox of the person herald.forget or herald.subject_access is asked about.';
+
+
+--
+-- Name: _person_messages(text, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._person_messages(kind text, mailbox text) RETURNS TABLE(id bigint, role text)
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT m.id, 'to'
+  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+  WHERE c.kind = _person_messages.kind AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = mailbox
+  UNION ALL
+  SELECT m.id, 'copy'
+  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
+  WHERE _person_messages.kind = 'email' AND c.kind = 'email' AND (m.payload ? 'cc' OR m.payload ? 'bcc')
+    AND EXISTS (SELECT FROM jsonb_array_elements(coalesce(m.payload -> 'cc', '[]') || coalesce(m.payload -> 'bcc', '[]')) a
+                WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') = mailbox)
+$$;
+
+
+--
+-- Name: FUNCTION _person_messages(kind text, mailbox text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._person_messages(kind text, mailbox text) IS 'Private: the messages sent to a mailbox or copying it (herald.forget, herald.subject_access).';
+
+
+--
 -- Name: _producer(); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -3988,22 +4041,16 @@ DECLARE
   v_said text; -- the address as free text says it: the regular expression of its forms
   v_n integer;
   v_all bigint[];
+  v_copies bigint[];
   v_ids bigint[];
   v_ordered bigint[];
   v_cancelled integer;
 BEGIN
-  IF forget.kind IS NULL OR forget.kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
-    PERFORM herald._reject('22V12', 'kind', format('%s is not a channel kind (email, sms, webhook, custom)',
-                                                   coalesce(quote_literal(forget.kind), 'NULL')));
-  END IF;
-  IF forget.recipient IS NULL OR forget.recipient = '' THEN
-    PERFORM herald._reject('22V12', 'recipient', 'must be a non-empty string');
-  END IF;
-  v_key := herald._mailbox_key(kind => forget.kind, recipient => forget.recipient);
-
-  SELECT array_agg(m.id) INTO v_all -- one scan finds them; the rest goes by primary key
-  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
-  WHERE c.kind = forget.kind AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key;
+  v_key := herald._person_key(kind => forget.kind, recipient => forget.recipient);
+  -- Found once; the rest goes by primary key.
+  SELECT array_agg(p.id) FILTER (WHERE p.role = 'to'), array_agg(p.id) FILTER (WHERE p.role = 'copy')
+  INTO v_all, v_copies
+  FROM herald._person_messages(kind => forget.kind, mailbox => v_key) p;
 
   WITH cancelled AS (
     UPDATE herald.messages m
@@ -4038,10 +4085,7 @@ BEGIN
                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') <> v_key),
           'bcc', (SELECT jsonb_agg(a) FROM jsonb_array_elements(m.payload -> 'bcc') a
                   WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') <> v_key)))
-    FROM herald.channels c
-    WHERE c.name = m.channel AND c.kind = 'email' AND (m.payload ? 'cc' OR m.payload ? 'bcc')
-      AND EXISTS (SELECT FROM jsonb_array_elements(coalesce(m.payload -> 'cc', '[]') || coalesce(m.payload -> 'bcc', '[]')) a
-                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') = v_key);
+    WHERE m.id = ANY (v_copies);
     GET DIAGNOSTICS copies = ROW_COUNT;
   END IF;
 
@@ -5131,32 +5175,14 @@ CREATE FUNCTION herald.subject_access(kind text, recipient text) RETURNS TABLE(m
 DECLARE
   v_key text;
 BEGIN
-  IF subject_access.kind IS NULL OR subject_access.kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
-    PERFORM herald._reject('22V12', 'kind', format('%s is not a channel kind (email, sms, webhook, custom)',
-                                                   coalesce(quote_literal(subject_access.kind), 'NULL')));
-  END IF;
-  IF subject_access.recipient IS NULL OR subject_access.recipient = '' THEN
-    PERFORM herald._reject('22V12', 'recipient', 'must be a non-empty string');
-  END IF;
-  v_key := herald._mailbox_key(kind => subject_access.kind, recipient => subject_access.recipient);
+  v_key := herald._person_key(kind => subject_access.kind, recipient => subject_access.recipient);
   RETURN QUERY
-  WITH found AS (
-    SELECT m.id, 'to'::text AS role, m.producer::text, m.channel, m.status, m.created_at, m.finished_at, m.outcome,
-           m.outcome_at, m.payload
-    FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
-    WHERE c.kind = subject_access.kind
-      AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key
-    UNION ALL
-    SELECT m.id, 'copy', m.producer::text, m.channel, m.status, m.created_at, m.finished_at, NULL, NULL, m.payload
-    FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
-    WHERE subject_access.kind = 'email' AND c.kind = 'email' AND (m.payload ? 'cc' OR m.payload ? 'bcc')
-      AND EXISTS (SELECT FROM jsonb_array_elements(coalesce(m.payload -> 'cc', '[]') || coalesce(m.payload -> 'bcc', '[]')) a
-                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') = v_key)
-  )
-  SELECT f.id, f.role, f.producer, f.channel, f.status, f.created_at, f.finished_at, f.outcome, f.outcome_at, f.payload,
+  SELECT m.id, p.role, m.producer::text, m.channel, m.status, m.created_at, m.finished_at,
+         CASE WHEN p.role = 'to' THEN m.outcome END, CASE WHEN p.role = 'to' THEN m.outcome_at END, m.payload,
          EXISTS (SELECT FROM herald._suppression(kind => subject_access.kind, recipient => subject_access.recipient, now => now()))
-  FROM found f
-  ORDER BY f.created_at, f.id;
+  FROM herald._person_messages(kind => subject_access.kind, mailbox => v_key) p
+  JOIN herald.messages m ON m.id = p.id
+  ORDER BY m.created_at, m.id;
 END
 $$;
 
@@ -6775,6 +6801,20 @@ REVOKE ALL ON FUNCTION herald._payload_fields(kind text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._payload_problem(kind text, payload jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _person_key(kind text, recipient text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._person_key(kind text, recipient text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _person_messages(kind text, mailbox text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._person_messages(kind text, mailbox text) FROM PUBLIC;
 
 
 --

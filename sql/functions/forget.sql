@@ -8,8 +8,9 @@
 -- set-aside events or receipts name it (a copy's refusal), the address becomes
 -- [forgotten] (texts). A message being sent stays (in_flight: call again once it
 -- finished); so does the suppression entry. Returns the counts. Errors: 22V12 kind,
--- recipient. Index: none: scans of herald.messages, herald.log_statements and
--- herald.delivery_events (a rare admin act), then primary keys. Locks: the rows it
+-- recipient. Index: none: scans of herald.messages (herald._person_messages, then the
+-- texts), herald.log_statements and herald.delivery_events (a rare admin act), then
+-- primary keys. Locks: the rows it
 -- changes. Admin only.
 CREATE OR REPLACE FUNCTION herald.forget(kind text, recipient text, now timestamptz DEFAULT now())
 RETURNS TABLE (messages integer, copies integer, delivery_events integer, log_events integer, in_flight integer,
@@ -26,22 +27,16 @@ DECLARE
   v_said text; -- the address as free text says it: the regular expression of its forms
   v_n integer;
   v_all bigint[];
+  v_copies bigint[];
   v_ids bigint[];
   v_ordered bigint[];
   v_cancelled integer;
 BEGIN
-  IF forget.kind IS NULL OR forget.kind NOT IN ('email', 'sms', 'webhook', 'custom') THEN
-    PERFORM herald._reject('22V12', 'kind', format('%s is not a channel kind (email, sms, webhook, custom)',
-                                                   coalesce(quote_literal(forget.kind), 'NULL')));
-  END IF;
-  IF forget.recipient IS NULL OR forget.recipient = '' THEN
-    PERFORM herald._reject('22V12', 'recipient', 'must be a non-empty string');
-  END IF;
-  v_key := herald._mailbox_key(kind => forget.kind, recipient => forget.recipient);
-
-  SELECT array_agg(m.id) INTO v_all -- one scan finds them; the rest goes by primary key
-  FROM herald.messages m JOIN herald.channels c ON c.name = m.channel
-  WHERE c.kind = forget.kind AND herald._mailbox_key(kind => c.kind, recipient => m.recipient) = v_key;
+  v_key := herald._person_key(kind => forget.kind, recipient => forget.recipient);
+  -- Found once; the rest goes by primary key.
+  SELECT array_agg(p.id) FILTER (WHERE p.role = 'to'), array_agg(p.id) FILTER (WHERE p.role = 'copy')
+  INTO v_all, v_copies
+  FROM herald._person_messages(kind => forget.kind, mailbox => v_key) p;
 
   WITH cancelled AS (
     UPDATE herald.messages m
@@ -76,10 +71,7 @@ BEGIN
                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') <> v_key),
           'bcc', (SELECT jsonb_agg(a) FROM jsonb_array_elements(m.payload -> 'bcc') a
                   WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') <> v_key)))
-    FROM herald.channels c
-    WHERE c.name = m.channel AND c.kind = 'email' AND (m.payload ? 'cc' OR m.payload ? 'bcc')
-      AND EXISTS (SELECT FROM jsonb_array_elements(coalesce(m.payload -> 'cc', '[]') || coalesce(m.payload -> 'bcc', '[]')) a
-                  WHERE herald._mailbox_key(kind => 'email', recipient => a #>> '{}') = v_key);
+    WHERE m.id = ANY (v_copies);
     GET DIAGNOSTICS copies = ROW_COUNT;
   END IF;
 
