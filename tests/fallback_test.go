@@ -2,7 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -167,11 +166,6 @@ func TestFallbackRelayTakesOverAnOutage(t *testing.T) {
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('backup', 'email')`)
 	mustExec(t, pool, `UPDATE herald.channels SET fallback = 'backup', backoff_base = '100 milliseconds' WHERE name = 'email'`)
 	primary, second := sendertest.StartSMTP(t, true), sendertest.StartSMTP(t, true)
-	smtpEnv := func(prefix string, s *sendertest.SMTPServer) []string {
-		host, port, _ := net.SplitHostPort(s.Addr)
-		return []string{prefix + "HOST=" + host, prefix + "PORT=" + port, prefix + "CA_FILE=" + s.CAFile,
-			prefix + "USERNAME=" + s.User, prefix + "PASSWORD=" + s.Password}
-	}
 	env := append(append(smtpEnv("HERALD_SMTP_", primary), smtpEnv("HERALD_BACKUP_SMTP_", second)...),
 		"HERALD_SENDER_EMAIL=smtp", "HERALD_SENDER_BACKUP=smtp", "HERALD_EMAIL_FROM=noreply@example.com",
 		"HERALD_BACKUP_FROM=noreply@example.com", "HERALD_POLL_INTERVAL=100ms", "HERALD_OUTAGE_FAILURES=3",

@@ -131,6 +131,14 @@ func TestPerEndpointWebhookSecretsEndToEnd(t *testing.T) {
 	waitExit(t, cmd, logs, 15*time.Second)
 }
 
+// smtpEnv is the runner's environment for reaching s as an SMTP account whose
+// variables start with prefix (HERALD_SMTP_, HERALD_<CHANNEL>_SMTP_).
+func smtpEnv(prefix string, s *sendertest.SMTPServer) []string {
+	host, port, _ := net.SplitHostPort(s.Addr)
+	return []string{prefix + "HOST=" + host, prefix + "PORT=" + port, prefix + "CA_FILE=" + s.CAFile,
+		prefix + "USERNAME=" + s.User, prefix + "PASSWORD=" + s.Password}
+}
+
 // Two accounts of one provider, each for channels of its own: 'alerts' (e-mail) goes
 // through a second SMTP relay and 'otp' (SMS) through a second Twilio account with a
 // messaging service, configured as HERALD_<CHANNEL>_<PROVIDER>_*; 'email' and 'sms'
@@ -146,11 +154,6 @@ func TestPerChannelProviderAccounts(t *testing.T) {
 	relayA, relayB := sendertest.StartSMTP(t, true), sendertest.StartSMTP(t, true)
 	twA, recA := sendertest.FakeTwilio(t)
 	twB, recB := sendertest.FakeTwilio(t)
-	smtpEnv := func(prefix string, s *sendertest.SMTPServer) []string {
-		host, port, _ := net.SplitHostPort(s.Addr)
-		return []string{prefix + "HOST=" + host, prefix + "PORT=" + port, prefix + "CA_FILE=" + s.CAFile,
-			prefix + "USERNAME=" + s.User, prefix + "PASSWORD=" + s.Password}
-	}
 	addr := freeAddr(t)
 	callback := "http://" + addr + "/v1/events/twilio"
 	env := append(append(smtpEnv("HERALD_SMTP_", relayA), smtpEnv("HERALD_ALERTS_SMTP_", relayB)...),
