@@ -23,7 +23,6 @@
 {{ template "functions/_base64.sql" . }}
 {{ template "functions/_payload_problem.sql" . }}
 {{ template "functions/_gsm7.sql" . }}
-{{ template "functions/_segments.sql" . }}
 {{ template "functions/_sms_segments.sql" . }}
 {{ template "functions/_sms_within.sql" . }}
 {{ template "functions/_refused_networks.sql" . }}

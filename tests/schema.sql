@@ -2523,24 +2523,6 @@ COMMENT ON FUNCTION herald._repeats(specs herald.message_spec[], policy herald.p
 
 
 --
--- Name: _segments(integer, integer, integer); Type: FUNCTION; Schema: herald; Owner: -
---
-
-CREATE FUNCTION herald._segments(units integer, single integer, part integer) RETURNS integer
-    LANGUAGE sql IMMUTABLE
-    AS $$
-  SELECT CASE WHEN units <= single THEN 1 ELSE ceil(units::numeric / part)::integer END
-$$;
-
-
---
--- Name: FUNCTION _segments(units integer, single integer, part integer); Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON FUNCTION herald._segments(units integer, single integer, part integer) IS 'Private: the segments of a text of so many units, given a lone segment''s and a part''s size.';
-
-
---
 -- Name: _sender_allowed(text, text[]); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2600,11 +2582,15 @@ COMMENT ON FUNCTION herald._settle_rechecks() IS 'Private: release the next mess
 CREATE FUNCTION herald._sms_segments(body text) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE
     AS $_$
+DECLARE
+  gsm boolean := body ~ ('^' || herald._gsm7() || '*$');
+  -- septets (GSM-7: the extension table's characters take two), else UTF-16 units
+  units integer := length(body) + CASE WHEN gsm THEN regexp_count(body, herald._gsm7(extension_only => true))
+                                       ELSE regexp_count(body, '[\U00010000-\U0010ffff]') END;
+  single integer := CASE WHEN gsm THEN 160 ELSE 70 END; -- a lone segment's
+  part integer := CASE WHEN gsm THEN 153 ELSE 67 END;   -- each part's, beside its header
 BEGIN
-  IF body ~ ('^' || herald._gsm7() || '*$') THEN
-    RETURN herald._segments(units => length(body) + regexp_count(body, herald._gsm7(extension_only => true)), single => 160, part => 153);
-  END IF;
-  RETURN herald._segments(units => length(body) + regexp_count(body, '[\U00010000-\U0010ffff]'), single => 70, part => 67);
+  RETURN CASE WHEN units <= single THEN 1 ELSE ceil(units::numeric / part)::integer END;
 END
 $_$;
 
@@ -6913,13 +6899,6 @@ REVOKE ALL ON FUNCTION herald._release_after(ids bigint[], producers text[], key
 --
 
 REVOKE ALL ON FUNCTION herald._repeats(specs herald.message_spec[], policy herald.producers, ids bigint[], now timestamp with time zone, OUT positions bigint[], OUT first_ids bigint[], OUT valid boolean) FROM PUBLIC;
-
-
---
--- Name: FUNCTION _segments(units integer, single integer, part integer); Type: ACL; Schema: herald; Owner: -
---
-
-REVOKE ALL ON FUNCTION herald._segments(units integer, single integer, part integer) FROM PUBLIC;
 
 
 --

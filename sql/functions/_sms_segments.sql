@@ -11,11 +11,15 @@ RETURNS integer
 LANGUAGE plpgsql
 IMMUTABLE
 AS $$
+DECLARE
+  gsm boolean := body ~ ('^' || herald._gsm7() || '*$');
+  -- septets (GSM-7: the extension table's characters take two), else UTF-16 units
+  units integer := length(body) + CASE WHEN gsm THEN regexp_count(body, herald._gsm7(extension_only => true))
+                                       ELSE regexp_count(body, '[\U00010000-\U0010ffff]') END;
+  single integer := CASE WHEN gsm THEN 160 ELSE 70 END; -- a lone segment's
+  part integer := CASE WHEN gsm THEN 153 ELSE 67 END;   -- each part's, beside its header
 BEGIN
-  IF body ~ ('^' || herald._gsm7() || '*$') THEN
-    RETURN herald._segments(units => length(body) + regexp_count(body, herald._gsm7(extension_only => true)), single => 160, part => 153);
-  END IF;
-  RETURN herald._segments(units => length(body) + regexp_count(body, '[\U00010000-\U0010ffff]'), single => 70, part => 67);
+  RETURN CASE WHEN units <= single THEN 1 ELSE ceil(units::numeric / part)::integer END;
 END
 $$;
 
