@@ -16,10 +16,10 @@ import (
 // SQLSTATE naming it.
 var nullMeans = map[string]bool{
 	"enqueue.run_at": true, "enqueue.priority": true, "enqueue.idempotency_key": true,
-	"enqueue.ordering_key": true, "enqueue.max_attempts": true, "enqueue.metadata": true, "enqueue.expires_at": true,
+	"enqueue.ordering_key": true, "enqueue.max_attempts": true, "enqueue.metadata": true, "enqueue.expires_at": true, "enqueue.recipient_zone": true,
 	"enqueue_many.run_ats": true, "enqueue_many.priorities": true, "enqueue_many.idempotency_keys": true,
 	"enqueue_many.ordering_keys": true, "enqueue_many.max_attempts": true, "enqueue_many.metadata": true,
-	"enqueue_many.expires_ats": true, "suppress.expires_at": true,
+	"enqueue_many.expires_ats": true, "enqueue_many.recipient_zones": true, "suppress.expires_at": true,
 	"claim_batch.lease": true, "claim_batch.channels": true,
 	"complete.provider_message_id": true, "complete.provider_message_ids": true,
 	"fail.retry_at": true, "fail.error_code": true, "fail.error_codes": true,
@@ -45,6 +45,7 @@ var nullSamples = map[string]string{
 	"group":             "'g'", "partitions": "1", "start": "'latest'", "partition": "0", "upto": "0", "offset": "0",
 	"max": "10", "before_offset": "0", "older_than": "'1 day'",
 	"expires_at": "(now() + interval '1 hour')", "expires_ats": "ARRAY[now() + interval '1 hour']",
+	"recipient_zone": "'Europe/Berlin'", "recipient_zones": "'{Europe/Berlin}'",
 	"reason": "'r'", "by": "'operator'", "pause_channel.until": "NULL", // an operator's pause has no end
 	"events": `'[{"event_id":"e1","event":"delivered","message_id":1}]'`, "source": "'generic'", "record_copy_refusal.code": "'550 5.1.1'",
 	"end_suspension.producer": "'p'", "kind": "'email'",

@@ -326,6 +326,14 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"email", "a@example.com", email, "expires_at => $4::timestamptz + interval '1 second'"},
 		{"email", "a@example.com", email, "expires_at => $4::timestamptz"},
 		{"email", "a@example.com", email, "expires_at => $4::timestamptz - interval '1 second'"},
+		// recipient_zone: an IANA name PostgreSQL has; not a POSIX specification it would also take
+		{"email", "a@example.com", email, "recipient_zone => 'America/New_York'"},
+		{"email", "a@example.com", email, "recipient_zone => 'Etc/GMT-14'"},
+		{"email", "a@example.com", email, "recipient_zone => 'UTC'"},
+		{"email", "a@example.com", email, "recipient_zone => 'UTC+3'"},
+		{"email", "a@example.com", email, "recipient_zone => 'Abc/5'"},
+		{"email", "a@example.com", email, "recipient_zone => 'Mars/Olympus_Mons'"},
+		{"email", "a@example.com", email, "recipient_zone => ''"},
 		// the optional fields (herald._payload_problem)
 		{"email", "a@example.com", `{"subject":"s\r\nBcc: x@evil.example","text":"t"}`, ""},
 		{"email", "a@example.com", `{"subject":"s","text":"t","headers":{"X-A":"1"}}`, ""},
@@ -402,23 +410,24 @@ func TestValidAgreesWithValidate(t *testing.T) {
 	valids, invalids := 0, 0
 	for _, k := range cases {
 		args := map[string]string{"run_at": "NULL", "priority": "NULL", "min_priority": "0", "senders": "NULL", "max_attempts": "NULL",
-			"metadata": "NULL", "idempotency_key": "NULL", "ordering_key": "NULL", "expires_at": "NULL"}
+			"metadata": "NULL", "idempotency_key": "NULL", "ordering_key": "NULL", "expires_at": "NULL", "recipient_zone": "NULL"}
 		for _, pair := range strings.Split(k.extra, "; ") {
 			if name, value, ok := strings.Cut(pair, " => "); ok {
 				args[name] = value
 			}
 		}
 		policy := fmt.Sprintf("jsonb_populate_record(NULL::herald.producers, jsonb_build_object('producer', 'p', 'min_priority', %s, 'senders', %s::text[]))", args["min_priority"], args["senders"])
-		list := fmt.Sprintf("%s, %s, %s, c.producers, c.recipient_prefixes, %s, %s::jsonb, %s, %s, %s", args["run_at"], args["priority"], policy,
-			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"])
+		list := fmt.Sprintf("%s, %s, %s, c.producers, c.recipient_prefixes, %s, %s::jsonb, %s, %s, %s, %s", args["run_at"], args["priority"], policy,
+			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"], args["recipient_zone"])
 		var valid bool
 		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, c.max_segments, $2, $3::jsonb, `+list+`, $4)
 			FROM (SELECT $1::text AS name) x LEFT JOIN herald.channels c ON c.name = x.name`,
 			k.channel, k.recipient, k.payload, t0).Scan(&valid); err != nil {
 			t.Fatalf("%+v: %v", k, err)
 		}
-		spec := fmt.Sprintf("ROW($1, $2, $3::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s)::herald.message_spec", args["run_at"],
-			args["priority"], args["idempotency_key"], args["ordering_key"], args["max_attempts"], args["metadata"], args["expires_at"])
+		spec := fmt.Sprintf("ROW($1, $2, $3::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)::herald.message_spec", args["run_at"],
+			args["priority"], args["idempotency_key"], args["ordering_key"], args["max_attempts"], args["metadata"], args["expires_at"],
+			args["recipient_zone"])
 		_, err := pool.Exec(ctx, `SELECT herald._validate(`+spec+`, `+policy+`, $4, '')`, k.channel, k.recipient, k.payload, t0)
 		if valid != (err == nil) {
 			t.Errorf("%s %q %s %s: _valid says %v, _validate says %v", k.channel, k.recipient, k.payload, k.extra, valid, err)

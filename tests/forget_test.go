@@ -161,19 +161,21 @@ func TestForgetArguments(t *testing.T) {
 }
 
 // herald.subject_access answers a person's request for what herald holds about them
-// (right of access): every message to their mailbox (any case, any +tag) and every
-// e-mail that copied them, with its state and payload, oldest first; not a lookalike
-// address's; nothing once they are forgotten. Only an admin may ask.
+// (right of access): every message to their mailbox (any case, any +tag; with the time
+// zone its producer gave) and every e-mail that copied them, with its state and
+// payload, oldest first; not a lookalike address's; nothing once they are forgotten.
+// Only an admin may ask.
 func TestSubjectAccessListsWhatHeraldHolds(t *testing.T) {
 	ctx, pool := setup(t)
-	to := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ANA+news@example.com', '{"subject":"Weekly","text":"t"}')`)
+	to := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ANA+news@example.com', '{"subject":"Weekly","text":"t"}',
+		recipient_zone => 'Europe/Lisbon')`)
 	copied := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'cy@example.com', '{"subject":"Team","text":"t","bcc":["ana@example.com"]}')`)
 	mustExec(t, pool, `SELECT herald.enqueue('email', 'xana@example.com', '{"subject":"Not hers","text":"t"}')`)
 	mustExec(t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"Not an e-mail"}')`)
 	mustExec(t, pool, `SELECT herald.suppress('email', ARRAY['ana@example.com'], 'unsubscribed')`)
-	got := scalar[string](t, pool, `SELECT string_agg(concat_ws(' ', message_id, role, status, payload->>'subject', suppressed), '; ')
+	got := scalar[string](t, pool, `SELECT string_agg(concat_ws(' ', message_id, role, status, recipient_zone, payload->>'subject', suppressed), '; ')
 		FROM herald.subject_access('email', 'Ana@Example.com')`)
-	if want := fmt.Sprintf("%d to queued Weekly t; %d copy queued Team t", to, copied); got != want {
+	if want := fmt.Sprintf("%d to queued Europe/Lisbon Weekly t; %d copy queued Team t", to, copied); got != want {
 		t.Fatalf("subject access: %s\nwant %s", got, want)
 	}
 	producer := loginPool(t, pool, "herald_test_access_producer", "herald_producer")

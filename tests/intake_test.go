@@ -127,6 +127,8 @@ func TestIntakeRejectsBadMessages(t *testing.T) {
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"metadata":[1]}`, "invalid_metadata", "metadata"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":""}`, "invalid_idempotency_key", "idempotency_key"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"ordering_key":""}`, "invalid_ordering_key", "ordering_key"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"recipient_zone":"UTC+3"}`, "invalid_recipient_zone", "recipient_zone"},
+		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"recipient_zone":-5}`, "invalid_message", "recipient_zone"},
 		{`{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"colour":"red"}`, "invalid_message", "colour"},
 		{`{"channel":5,"recipient":"a@example.com","payload":{"subject":"s","text":"t"}}`, "invalid_message", "channel"},
 		{`{"channel":"email"`, "invalid_json", ""},

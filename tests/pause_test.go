@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/intake"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/sendertest"
@@ -527,4 +529,128 @@ func TestQuietHoursHoldAChannel(t *testing.T) {
 	wantPgError(t, err, "23514", "")
 	_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_zone = 'Mars/Olympus' WHERE name = 'lunch'`)
 	wantPgError(t, err, "22023", "")
+}
+
+// A channel whose quiet hours are each recipient's (quiet_per_recipient, 21:00 to 08:00):
+// a message is stored due at the end of its recipient's night, in the zone it names
+// (quiet_zone when none), across a daylight-saving change; one that was due before
+// the night began and is still queued is not handed out but moved to the morning, its
+// attempt not spent, and the claimer is woken to claim the rest at once. A zone that
+// is not an IANA name is refused naming the field (SQL, batch, arrays), storing nothing.
+func TestQuietHoursInTheRecipientsZone(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_from, quiet_until, quiet_zone, quiet_per_recipient)
+		VALUES ('promo', 'sms', '21:00', '08:00', 'Europe/Berlin', true)`)
+	at := func(s string) time.Time {
+		ts, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	enq := func(channel, to string, zone any, now time.Time) int64 {
+		t.Helper()
+		return scalar[int64](t, pool, `SELECT herald.enqueue($1, $2, '{"text":"sale"}', recipient_zone => $3, now => $4)`,
+			channel, to, zone, now)
+	}
+	runAt := func(id int64) time.Time {
+		return scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, id)
+	}
+
+	// 02:00 UTC in June: 22:00 in New York, 11:00 in Tokyo, 04:00 in Berlin.
+	night := at("2030-06-01T02:00:00Z")
+	ny := enq("promo", "+12125550100", "America/New_York", night)
+	tokyo := enq("promo", "+81355550100", "Asia/Tokyo", night)
+	berlin := enq("promo", "+4915112345678", nil, night)
+	plain := enq("sms", "+12125550101", "America/New_York", night) // a channel without quiet hours ignores the zone
+	for id, want := range map[int64]string{ny: "2030-06-01T12:00:00Z", tokyo: "2030-06-01T02:00:00Z",
+		berlin: "2030-06-01T06:00:00Z", plain: "2030-06-01T02:00:00Z"} {
+		if got := runAt(id); !got.Equal(at(want)) {
+			t.Errorf("message %d due %s, want %s", id, got.UTC(), want)
+		}
+	}
+	var got []int64
+	for _, c := range claim(t, pool, 10, night) {
+		got = append(got, c.ID)
+	}
+	if slices.Sort(got); !slices.Equal(got, []int64{tokyo, plain}) {
+		t.Fatalf("claimed %v at night, want Tokyo's %d and the plain channel's %d", got, tokyo, plain)
+	}
+	if cs := claim(t, pool, 10, at("2030-06-01T06:00:00Z")); len(cs) != 1 || cs[0].ID != berlin {
+		t.Fatalf("at 08:00 in Berlin claimed %+v, want %d", cs, berlin)
+	}
+	if cs := claim(t, pool, 10, at("2030-06-01T12:00:00Z")); len(cs) != 1 || cs[0].ID != ny {
+		t.Fatalf("at 08:00 in New York claimed %+v, want %d", cs, ny)
+	}
+
+	// Due at 20:50 in New York, still queued at 21:10: moved to 08:00, the claim woken.
+	late := enq("promo", "+12125550102", "America/New_York", at("2030-06-02T00:50:00Z"))
+	early := enq("promo", "+81355550101", "Asia/Tokyo", at("2030-06-02T00:55:00Z"))
+	listener, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, `LISTEN herald_queue`); err != nil {
+		t.Fatal(err)
+	}
+	if cs := claim(t, pool, 1, at("2030-06-02T01:10:00Z")); len(cs) != 0 {
+		t.Fatalf("claimed %+v at 21:10 in New York, want none (the one due is in its recipient's night)", cs)
+	}
+	var attempts int
+	var status string
+	if err := pool.QueryRow(ctx, `SELECT attempts, status FROM herald.messages WHERE id = $1`, late).Scan(&attempts, &status); err != nil {
+		t.Fatal(err)
+	}
+	if !runAt(late).Equal(at("2030-06-02T12:00:00Z")) || attempts != 0 || status != "queued" {
+		t.Fatalf("the late message: due %s, %d attempts, %s; want queued for 12:00 UTC, no attempt", runAt(late).UTC(), attempts, status)
+	}
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := listener.Conn().WaitForNotification(wait); err != nil {
+		t.Fatalf("no herald_queue notification after a claim left its batch short: %v", err)
+	}
+	if cs := claim(t, pool, 1, at("2030-06-02T01:10:00Z")); len(cs) != 1 || cs[0].ID != early {
+		t.Fatalf("the next claim: %+v, want Tokyo's %d", cs, early)
+	}
+
+	// Not a zone name: refused, naming the field; nothing stored.
+	before := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`)
+	_, err = pool.Exec(ctx, `SELECT herald.enqueue('promo', '+12125550103', '{"text":"x"}', recipient_zone => 'UTC-5')`)
+	wantPgError(t, err, "22V19", "recipient_zone")
+	_, err = pool.Exec(ctx, `SELECT herald.enqueue_batch('[{"channel":"promo","recipient":"+12125550103","payload":{"text":"x"},"recipient_zone":"America/New_York"},
+		{"channel":"promo","recipient":"+12125550104","payload":{"text":"x"},"recipient_zone":"Mars/Olympus_Mons"}]')`)
+	wantPgError(t, err, "22V19", "messages[1].recipient_zone")
+	_, err = pool.Exec(ctx, `SELECT herald.enqueue_many('{promo,promo}', '{+12125550103,+12125550104}', ARRAY['{"text":"x"}', '{"text":"y"}']::jsonb[],
+		recipient_zones => '{NULL,EST}')`)
+	wantPgError(t, err, "22V19", "messages[1].recipient_zone")
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != before {
+		t.Fatalf("%d messages stored by refused calls", n-before)
+	}
+	// The Go producer API passes the zone on (one message, and the bulk path).
+	zone := "Asia/Tokyo"
+	one, err := intake.Enqueue(ctx, pool, intake.Message{Channel: "promo", Recipient: "+81355550102",
+		Payload: json.RawMessage(`{"text":"x"}`), RecipientZone: &zone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := intake.EnqueueMany(ctx, pool, []intake.Message{
+		{Channel: "promo", Recipient: "+81355550103", Payload: json.RawMessage(`{"text":"x"}`)},
+		{Channel: "promo", Recipient: "+81355550104", Payload: json.RawMessage(`{"text":"x"}`), RecipientZone: &zone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := scalar[[]*string](t, pool, `SELECT array_agg(recipient_zone ORDER BY id) FROM herald.messages WHERE id = ANY ($1)`,
+		append(many, one)); len(z) != 3 || z[0] == nil || *z[0] != zone || z[1] != nil || z[2] == nil || *z[2] != zone {
+		t.Fatalf("stored zones %v, want Asia/Tokyo, NULL, Asia/Tokyo", z)
+	}
+	// The setting needs quiet hours to keep.
+	_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_per_recipient = true WHERE name = 'sms'`)
+	wantPgError(t, err, "23514", "")
+
+	// Daylight saving begins in Berlin at 02:00 on 30 March 2031: 08:00 that morning is
+	// 06:00 UTC, nine hours after 23:00 the evening before (22:00 UTC), not ten.
+	if id := enq("promo", "+4915112345679", "Europe/Berlin", at("2031-03-29T22:00:00Z")); !runAt(id).Equal(at("2031-03-30T06:00:00Z")) {
+		t.Errorf("due %s across the change to summer time, want 06:00 UTC", runAt(id).UTC())
+	}
 }

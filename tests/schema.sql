@@ -43,7 +43,8 @@ CREATE TYPE herald.message_spec AS (
 	ordering_key text,
 	max_attempts integer,
 	metadata jsonb,
-	expires_at timestamp with time zone
+	expires_at timestamp with time zone,
+	recipient_zone text
 );
 
 
@@ -233,6 +234,7 @@ CREATE TABLE herald.messages (
     producer text NOT NULL COLLATE pg_catalog."C",
     channel text NOT NULL,
     recipient text NOT NULL,
+    recipient_zone text,
     payload jsonb NOT NULL,
     metadata jsonb,
     priority smallint DEFAULT 0 NOT NULL,
@@ -279,6 +281,13 @@ COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its
 --
 
 COMMENT ON COLUMN herald.messages.producer IS 'Who enqueued it (herald._producer): the role, or intake:<token name>; scopes idempotency keys and herald.status.';
+
+
+--
+-- Name: COLUMN messages.recipient_zone; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.messages.recipient_zone IS 'The recipient''s IANA time zone, given by the producer: a channel with quiet_per_recipient keeps its quiet hours in it. NULL: the channel''s quiet_zone.';
 
 
 --
@@ -564,7 +573,7 @@ CREATE FUNCTION herald._callback_spec(p herald.producers, m herald.messages, kin
     THEN ROW(p.callback_channel, p.callback_url,
              jsonb_build_object('event', kind, 'offset', "offset", 'at', at, 'idempotency_key', m.idempotency_key,
                                 'message', to_jsonb(herald._message_status(m))),
-             NULL, NULL, NULL, 'message:' || m.id, NULL, NULL, NULL)::herald.message_spec
+             NULL, NULL, NULL, 'message:' || m.id, NULL, NULL, NULL, NULL)::herald.message_spec
   END
 $$;
 
@@ -995,11 +1004,15 @@ BEGIN
   END IF;
 
   INSERT INTO herald.messages AS m
-    (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
+    (id, producer, channel, recipient, recipient_zone, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
-  SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.payload, s.metadata,
+  SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.recipient_zone, s.payload, s.metadata,
          coalesce(s.priority, greatest(v_policy.min_priority, 0)),
-         greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
+         CASE WHEN c.quiet_per_recipient
+              THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                                     quiet_zone => coalesce(s.recipient_zone, c.quiet_zone), at => greatest(s.run_at, _enqueue.now))
+              ELSE greatest(s.run_at, _enqueue.now)
+         END, s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
          CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' WHEN v_held[s.ordinality] THEN 'held' ELSE 'queued' END,
@@ -1011,7 +1024,8 @@ BEGIN
                       channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
-                      expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
+                      expires_at => s.expires_at, recipient_zone => s.recipient_zone, now => _enqueue.now,
+                      checked_kind => v_kind);
   GET DIAGNOSTICS v_stored = ROW_COUNT;
 
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN
@@ -1452,9 +1466,9 @@ BEGIN
     END IF;
     FOR k IN SELECT jsonb_object_keys(item) LOOP
       IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
-                   'ordering_key', 'max_attempts', 'metadata', 'expires_at') THEN
+                   'ordering_key', 'max_attempts', 'metadata', 'expires_at', 'recipient_zone') THEN
         PERFORM herald._reject(code => '22V11', field => p || '.' || k, message => 'is not a message field',
-          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at');
+          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, recipient_zone');
       END IF;
     END LOOP;
     specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => '22V11'),
@@ -1466,7 +1480,8 @@ BEGIN
                     herald._json_text(item => item, key => 'ordering_key', prefix => p, code => '22V11'),
                     herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => '22V07'),
                     nullif(item -> 'metadata', 'null'),
-                    herald._json_timestamptz(item => item, key => 'expires_at', prefix => p, code => '22V17'))::herald.message_spec;
+                    herald._json_timestamptz(item => item, key => 'expires_at', prefix => p, code => '22V17'),
+                    herald._json_text(item => item, key => 'recipient_zone', prefix => p, code => '22V11'))::herald.message_spec;
   END LOOP;
   RETURN specs;
 END
@@ -2011,8 +2026,8 @@ BEGIN
       message => format('channel %L is of kind %s: callbacks go out on a webhook channel', NEW.callback_channel, v_kind));
   END IF;
   BEGIN
-    PERFORM herald._validate(spec => ROW(NEW.callback_channel, NEW.callback_url, '{}', NULL, NULL, NULL, NULL, NULL, NULL,
-                                         NULL)::herald.message_spec,
+    PERFORM herald._validate(spec => jsonb_populate_record(NULL::herald.message_spec,
+                               jsonb_build_object('channel', NEW.callback_channel, 'recipient', NEW.callback_url, 'payload', '{}'::jsonb)),
                              policy => v_policy, now => now(), field_prefix => '');
   EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_column = COLUMN_NAME, v_message = MESSAGE_TEXT,
@@ -2134,6 +2149,32 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone) IS 'Private: whether a time falls in a channel''s quiet hours (inlined).';
+
+
+--
+-- Name: _quiet_end(time without time zone, time without time zone, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+  v_local timestamp := at AT TIME ZONE quiet_zone;
+BEGIN
+  IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_zone => quiet_zone, now => at) THEN
+    RETURN at;
+  END IF;
+  RETURN (v_local::date + CASE WHEN quiet_from > quiet_until AND v_local::time >= quiet_from THEN 1 ELSE 0 END
+          + quiet_until) AT TIME ZONE quiet_zone;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone) IS 'Private: when the quiet hours a time falls in end (the time itself outside them).';
 
 
 --
@@ -2502,7 +2543,8 @@ BEGIN
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
            policy => _repeats.policy, channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
-           ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
+           ordering_key => r.ordering_key, expires_at => r.expires_at, recipient_zone => r.recipient_zone,
+           now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
   FROM (SELECT s.*, min(s.ordinality) OVER (PARTITION BY s.idempotency_key) AS first_ord,
                (SELECT m.id FROM herald.messages m
@@ -2858,6 +2900,32 @@ COMMENT ON FUNCTION herald._suppressions_normalize() IS 'Private: the function o
 
 
 --
+-- Name: _time_zone(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._time_zone(name text) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    AS $_$
+BEGIN
+  IF name IS NULL OR length(name) > 64 OR name !~ '^(UTC|Etc/GMT[+-](1[0-4]|[0-9])|[A-Z][A-Za-z]*(/[A-Za-z][A-Za-z_-]*)+)$' THEN
+    RETURN false;
+  END IF;
+  PERFORM timezone(name, timestamptz '2000-01-01 00:00+00');
+  RETURN true;
+EXCEPTION WHEN invalid_parameter_value THEN
+  RETURN false;
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _time_zone(name text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._time_zone(name text) IS 'Private: whether a text is the name of a time zone PostgreSQL knows (UTC, Area/Location).';
+
+
+--
 -- Name: _unsuppressed_copies(jsonb, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2882,10 +2950,10 @@ COMMENT ON FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp wit
 
 
 --
--- Name: _valid(text, integer, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _valid(text, integer, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamp with time zone, text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $_$
   SELECT coalesce(
@@ -2923,16 +2991,17 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
     AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]'))
-    AND (expires_at IS NULL OR expires_at > greatest(run_at, now)),
+    AND (expires_at IS NULL OR expires_at > greatest(run_at, now))
+    AND (recipient_zone IS NULL OR herald._time_zone(name => recipient_zone)),
     false)
 $_$;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
 
 
 --
@@ -3053,6 +3122,11 @@ BEGIN
     PERFORM herald._reject(code => '22V17', field => p || 'expires_at',
       message => format('%s is not after the time the message is due (%s)', spec.expires_at, greatest(spec.run_at, now)));
   END IF;
+  IF spec.recipient_zone IS NOT NULL AND NOT herald._time_zone(name => spec.recipient_zone) THEN
+    PERFORM herald._reject(code => '22V19', field => p || 'recipient_zone',
+      message => format('%L is not the name of a time zone', spec.recipient_zone),
+      hint => 'an IANA name such as America/New_York or Europe/Berlin (the names of pg_timezone_names), or UTC');
+  END IF;
 END
 $_$;
 
@@ -3132,6 +3206,7 @@ DECLARE
   v_paused_to text[];
   v_paused_why text[];
   v_rerouting boolean := false;
+  v_recipient_quiet boolean; -- a channel's quiet hours are its recipients' own
   v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
   v_limited boolean;
   v_rl_channels text[];
@@ -3155,7 +3230,7 @@ BEGIN
   PERFORM herald._listening('herald_queue');
 
   -- The channels served (open, asked for), and those a runner paused that have a
-  -- fallback; neither in quiet hours.
+  -- fallback; neither in quiet hours (unless those are each recipient's: below).
   SELECT array_agg(c.name ORDER BY c.name) FILTER (WHERE c.serving),
          array_agg(c.kind ORDER BY c.name) FILTER (WHERE c.serving),
          array_agg(c.lease ORDER BY c.name) FILTER (WHERE c.serving),
@@ -3163,13 +3238,14 @@ BEGIN
          array_agg(c.name ORDER BY c.name) FILTER (WHERE NOT c.serving),
          array_agg(c.kind ORDER BY c.name) FILTER (WHERE NOT c.serving),
          array_agg(c.fallback ORDER BY c.name) FILTER (WHERE NOT c.serving),
-         array_agg(c.paused_reason ORDER BY c.name) FILTER (WHERE NOT c.serving)
-  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why
-  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving
+         array_agg(c.paused_reason ORDER BY c.name) FILTER (WHERE NOT c.serving),
+         bool_or(c.quiet_per_recipient)
+  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why, v_recipient_quiet
+  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving, c.quiet_per_recipient
         FROM herald.channels c
         WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
                OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
-          AND (c.quiet_from IS NULL OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+          AND (c.quiet_from IS NULL OR c.quiet_per_recipient OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
                                                          quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
   IF v_channels IS NULL THEN
     RETURN;
@@ -3253,6 +3329,22 @@ BEGIN
            array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
     FROM suppressed s
     HAVING count(*) > 0
+  ), quiet AS (
+    -- On a channel whose quiet hours are its recipients' own, a message in them is due
+    -- again at their end, its attempt not spent.
+    UPDATE herald.messages m
+    SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                                   quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now)
+    FROM ready r
+    JOIN herald.channels c ON c.name = r.channel
+    WHERE v_recipient_quiet AND m.id = r.id AND c.quiet_per_recipient
+      AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                            quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now) > claim_batch.now
+      AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
+    RETURNING m.id
+  ), woke AS (
+    -- Those left the batch short: the claimer's listener is woken to claim again.
+    SELECT herald._notify(channels => ARRAY['herald_queue']) AS done FROM (SELECT FROM quiet LIMIT 1) AS moved
   ), claimed AS (
     UPDATE herald.messages m
     SET status = 'processing',
@@ -3264,7 +3356,8 @@ BEGIN
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
-    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b EXCEPT ALL SELECT q.id FROM quiet q))
+      AND (SELECT count(*) FROM woke) >= 0 -- (a CTE without data changes runs only when read)
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at, m.ordering_key
   ), rerouted AS (
@@ -3680,10 +3773,10 @@ COMMENT ON FUNCTION herald.end_suspension(producer text, now timestamp with time
 
 
 --
--- Name: enqueue(text, text, jsonb, timestamp with time zone, integer, text, text, integer, jsonb, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: enqueue(text, text, jsonb, timestamp with time zone, integer, text, text, integer, jsonb, timestamp with time zone, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, ordering_key text DEFAULT NULL::text, max_attempts integer DEFAULT NULL::integer, metadata jsonb DEFAULT NULL::jsonb, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, now timestamp with time zone DEFAULT now()) RETURNS bigint
+CREATE FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT NULL::integer, idempotency_key text DEFAULT NULL::text, ordering_key text DEFAULT NULL::text, max_attempts integer DEFAULT NULL::integer, metadata jsonb DEFAULT NULL::jsonb, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, recipient_zone text DEFAULT NULL::text, now timestamp with time zone DEFAULT now()) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3691,7 +3784,7 @@ BEGIN
   -- PL/pgSQL rather than SQL: a SQL function that is not inlined is planned at every call.
   RETURN (herald._enqueue(
             specs => ARRAY[ROW(channel, recipient, payload, run_at, priority, idempotency_key,
-                               ordering_key, max_attempts, metadata, expires_at)::herald.message_spec],
+                               ordering_key, max_attempts, metadata, expires_at, recipient_zone)::herald.message_spec],
             now => now,
             single => true))[1];
 END
@@ -3699,10 +3792,10 @@ $$;
 
 
 --
--- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10 and 22V17 name the field.';
+COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10 and 22V17 name the field.';
 
 
 --
@@ -3731,7 +3824,7 @@ BEGIN
   -- number of members first, so `< R` (R: four members) holds for objects of at most
   -- three, and ?& then proves the three keys.
   SELECT array_agg(ROW(e ->> 'channel', e ->> 'recipient', nullif(e -> 'payload', 'null'),
-                       NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
+                       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
          bool_and(coalesce(e < '{"": null, "a": null, "b": null, "c": null}'
                            AND e ?& '{channel,recipient,payload}'
                            AND jsonb_typeof(e -> 'channel') = 'string'
@@ -3752,10 +3845,11 @@ BEGIN
           || (@.expires_at.type() != "string" && @.expires_at.type() != "null")
           || (@.idempotency_key.type() != "string" && @.idempotency_key.type() != "null")
           || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
+          || (@.recipient_zone.type() != "string" && @.recipient_zone.type() != "null")
           || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
           || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
        AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
-                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata,expires_at}'::text[] <> '{}') THEN
+                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata,expires_at,recipient_zone}'::text[] <> '{}') THEN
       BEGIN
         specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
       EXCEPTION WHEN data_exception THEN
@@ -3780,10 +3874,10 @@ COMMENT ON FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with time
 
 
 --
--- Name: enqueue_many(text[], text[], jsonb[], timestamp with time zone[], integer[], text[], text[], integer[], jsonb[], timestamp with time zone[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: enqueue_many(text[], text[], jsonb[], timestamp with time zone[], integer[], text[], text[], integer[], jsonb[], timestamp with time zone[], text[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], idempotency_keys text[] DEFAULT NULL::text[], ordering_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], metadata jsonb[] DEFAULT NULL::jsonb[], expires_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], now timestamp with time zone DEFAULT now()) RETURNS bigint[]
+CREATE FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], idempotency_keys text[] DEFAULT NULL::text[], ordering_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], metadata jsonb[] DEFAULT NULL::jsonb[], expires_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], recipient_zones text[] DEFAULT NULL::text[], now timestamp with time zone DEFAULT now()) RETURNS bigint[]
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3795,17 +3889,19 @@ BEGIN
   END IF;
   PERFORM herald._check_arrays(
     fields => ARRAY['channels', 'recipients', 'payloads', 'run_ats', 'priorities', 'idempotency_keys',
-                    'ordering_keys', 'max_attempts', 'metadata', 'expires_ats'],
+                    'ordering_keys', 'max_attempts', 'metadata', 'expires_ats', 'recipient_zones'],
     lengths => ARRAY[n, cardinality(recipients), cardinality(payloads), cardinality(run_ats),
                      cardinality(priorities), cardinality(idempotency_keys), cardinality(ordering_keys),
-                     cardinality(max_attempts), cardinality(metadata), cardinality(expires_ats)],
+                     cardinality(max_attempts), cardinality(metadata), cardinality(expires_ats),
+                     cardinality(recipient_zones)],
     required => 3, code => '22V11');
   RETURN herald._enqueue(
-    specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md, u.ea)::herald.message_spec
+    specs => ARRAY(SELECT ROW(u.c, u.r, u.p, u.ra, u.pr, u.ik, u.ok, u.ma, u.md, u.ea, u.rz)::herald.message_spec
                    FROM (SELECT unnest(channels) AS c, unnest(recipients) AS r, unnest(payloads) AS p,
                                 unnest(run_ats) AS ra, unnest(priorities) AS pr, unnest(idempotency_keys) AS ik,
                                 unnest(ordering_keys) AS ok, unnest(max_attempts) AS ma,
-                                unnest(metadata) AS md, unnest(expires_ats) AS ea) AS u),
+                                unnest(metadata) AS md, unnest(expires_ats) AS ea,
+                                unnest(recipient_zones) AS rz) AS u),
     now => enqueue_many.now,
     single => false);
 END
@@ -3813,10 +3909,10 @@ $$;
 
 
 --
--- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], recipient_zones text[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone) IS 'Store many notifications given as parallel arrays, all or nothing; ids in input order.';
+COMMENT ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], recipient_zones text[], now timestamp with time zone) IS 'Store many notifications given as parallel arrays, all or nothing; ids in input order.';
 
 
 --
@@ -5152,7 +5248,7 @@ COMMENT ON FUNCTION herald.status(id bigint, idempotency_key text) IS 'What happ
 -- Name: subject_access(text, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.subject_access(kind text, recipient text) RETURNS TABLE(message_id bigint, role text, producer text, channel text, status text, created_at timestamp with time zone, finished_at timestamp with time zone, outcome text, outcome_at timestamp with time zone, payload jsonb, suppressed boolean)
+CREATE FUNCTION herald.subject_access(kind text, recipient text) RETURNS TABLE(message_id bigint, role text, producer text, channel text, status text, created_at timestamp with time zone, finished_at timestamp with time zone, outcome text, outcome_at timestamp with time zone, recipient_zone text, payload jsonb, suppressed boolean)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET jit TO 'off'
@@ -5164,7 +5260,8 @@ BEGIN
   v_key := herald._person_key(kind => subject_access.kind, recipient => subject_access.recipient);
   RETURN QUERY
   SELECT m.id, p.role, m.producer::text, m.channel, m.status, m.created_at, m.finished_at,
-         CASE WHEN p.role = 'to' THEN m.outcome END, CASE WHEN p.role = 'to' THEN m.outcome_at END, m.payload,
+         CASE WHEN p.role = 'to' THEN m.outcome END, CASE WHEN p.role = 'to' THEN m.outcome_at END,
+         CASE WHEN p.role = 'to' THEN m.recipient_zone END, m.payload,
          EXISTS (SELECT FROM herald._suppression(kind => subject_access.kind, recipient => subject_access.recipient, now => now()))
   FROM herald._person_messages(kind => subject_access.kind, mailbox => v_key) p
   JOIN herald.messages m ON m.id = p.id
@@ -5316,6 +5413,7 @@ CREATE TABLE herald.channels (
     quiet_from time without time zone,
     quiet_until time without time zone,
     quiet_zone text DEFAULT 'UTC'::text NOT NULL,
+    quiet_per_recipient boolean DEFAULT false NOT NULL,
     fallback text,
     max_segments integer DEFAULT 10,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
@@ -5332,6 +5430,7 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
     CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
     CONSTRAINT channels_quiet_hours_whole CHECK ((((quiet_from IS NULL) = (quiet_until IS NULL)) AND (quiet_from <> quiet_until))),
+    CONSTRAINT channels_quiet_per_recipient_hours CHECK (((NOT quiet_per_recipient) OR (quiet_from IS NOT NULL))),
     CONSTRAINT channels_quiet_zone_known CHECK ((timezone(quiet_zone, '2000-01-01 00:00:00+00'::timestamp with time zone) IS NOT NULL)),
     CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
     CONSTRAINT channels_range_digits_range CHECK (((range_digits >= 2) AND (range_digits <= 14))),
@@ -5502,7 +5601,14 @@ COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (be
 -- Name: COLUMN channels.quiet_zone; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York).';
+COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York); with quiet_per_recipient, that of messages naming none.';
+
+
+--
+-- Name: COLUMN channels.quiet_per_recipient; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from.';
 
 
 --
@@ -6832,6 +6938,13 @@ REVOKE ALL ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_un
 
 
 --
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _range_key(recipient text, digits smallint); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -6979,6 +7092,13 @@ REVOKE ALL ON FUNCTION herald._suppressions_normalize() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _time_zone(name text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._time_zone(name text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _unsuppressed_copies(payload jsonb, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -6986,10 +7106,10 @@ REVOKE ALL ON FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp 
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text) FROM PUBLIC;
 
 
 --
@@ -7071,12 +7191,12 @@ GRANT ALL ON FUNCTION herald.end_suspension(producer text, now timestamp with ti
 
 
 --
--- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone) TO herald_producer;
-GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone) TO herald_admin;
 
 
 --
@@ -7089,12 +7209,12 @@ GRANT ALL ON FUNCTION herald.enqueue_batch(messages jsonb, now timestamp with ti
 
 
 --
--- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], recipient_zones text[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone) TO herald_producer;
-GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], recipient_zones text[], now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], recipient_zones text[], now timestamp with time zone) TO herald_producer;
+GRANT ALL ON FUNCTION herald.enqueue_many(channels text[], recipients text[], payloads jsonb[], run_ats timestamp with time zone[], priorities integer[], idempotency_keys text[], ordering_keys text[], max_attempts integer[], metadata jsonb[], expires_ats timestamp with time zone[], recipient_zones text[], now timestamp with time zone) TO herald_admin;
 
 
 --

@@ -35,6 +35,7 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	orderingKey := fs.String("ordering-key", "", "messages with the same key go one at a time, in order")
 	maxAttempts := fs.String("max-attempts", "", "1..100; default the channel's")
 	metadata := fs.String("metadata", "", "a JSON object kept with the message")
+	zone := fs.String("recipient-zone", "", "the recipient's IANA time zone (America/New_York): a quiet_per_recipient channel keeps its quiet hours in it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald enqueue --channel C --recipient R --payload JSON [flags]")
 		fmt.Fprintln(stderr, "       herald enqueue < message.json      (an object, or an array of objects for a batch)")
@@ -75,7 +76,7 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			msg[k] = json.RawMessage(*v)
 		}
 		for k, v := range map[string]string{"run_at": *runAt, "expires_at": *expiresAt, "priority": *priority, "idempotency_key": *idem,
-			"ordering_key": *orderingKey, "max_attempts": *maxAttempts} {
+			"ordering_key": *orderingKey, "max_attempts": *maxAttempts, "recipient_zone": *zone} {
 			if v != "" {
 				msg[k] = v
 			}

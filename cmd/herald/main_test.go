@@ -87,6 +87,7 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 		{"enqueue", "--channel", "fax", "--recipient", "a@example.com", "--payload", `{}`},
 		// more urgent than the default without a herald.producers row
 		{"enqueue", "--channel", "email", "--recipient", "a@example.com", "--payload", `{"subject":"s","text":"t"}`, "--priority", "-1"},
+		{"enqueue", "--channel", "sms", "--recipient", "+14155550100", "--payload", `{"text":"x"}`, "--recipient-zone", "GMT+5"},
 	} {
 		code, out, errOut = run(t, bad...)
 		if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 {
@@ -94,6 +95,9 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 		}
 		if slices.Contains(bad, "--priority") && !strings.HasPrefix(errOut, "herald enqueue: priority_not_granted: priority: ") {
 			t.Fatalf("%v: stderr %q, want the priority refused as not granted", bad, errOut)
+		}
+		if slices.Contains(bad, "--recipient-zone") && !strings.HasPrefix(errOut, "herald enqueue: invalid_recipient_zone: recipient_zone: ") {
+			t.Fatalf("%v: stderr %q, want the zone refused naming it", bad, errOut)
 		}
 	}
 	stdin = strings.NewReader(`[{"channel":"sms","recipient":"+14155550100","payload":{"text":"a"}},{"channel":"sms","recipient":"x","payload":{"text":"b"}}]`)

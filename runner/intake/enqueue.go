@@ -21,9 +21,9 @@ func Enqueue(ctx context.Context, q Querier, m Message) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, `SELECT herald.enqueue(channel => $1, recipient => $2, payload => $3,
 		run_at => $4, priority => $5, idempotency_key => $6, ordering_key => $7,
-		max_attempts => $8, metadata => $9, expires_at => $10)`,
+		max_attempts => $8, metadata => $9, expires_at => $10, recipient_zone => $11)`,
 		m.Channel, m.Recipient, jsonArg(m.Payload), m.RunAt, m.Priority, m.IdempotencyKey,
-		m.OrderingKey, m.MaxAttempts, jsonArg(m.Metadata), m.ExpiresAt).Scan(&id)
+		m.OrderingKey, m.MaxAttempts, jsonArg(m.Metadata), m.ExpiresAt, m.RecipientZone).Scan(&id)
 	if err != nil {
 		return 0, inputOr(err)
 	}
@@ -32,8 +32,8 @@ func Enqueue(ctx context.Context, q Querier, m Message) (int64, error) {
 
 // DecodeMessage reads one message from a JSON object with the fields of
 // herald.enqueue: channel, recipient, payload, run_at (RFC 3339), priority,
-// idempotency_key, ordering_key, max_attempts, metadata, expires_at (RFC 3339); null
-// is the same as absent.
+// idempotency_key, ordering_key, max_attempts, metadata, expires_at (RFC 3339),
+// recipient_zone; null is the same as absent.
 // It checks only what JSON decides (one object, known fields, each of its JSON type);
 // the values are herald.enqueue's to judge. Errors are *InputError naming the field.
 func DecodeMessage(body []byte) (Message, error) {
@@ -63,6 +63,8 @@ func DecodeMessage(body []byte) (Message, error) {
 			err = json.Unmarshal(v, &m.IdempotencyKey)
 		case "ordering_key":
 			err = json.Unmarshal(v, &m.OrderingKey)
+		case "recipient_zone":
+			err = json.Unmarshal(v, &m.RecipientZone)
 		case "payload":
 			m.Payload = v
 		case "metadata":

@@ -49,6 +49,7 @@ var codes = map[string]string{
 	"22V11": "invalid_message",
 	"22V12": "invalid_argument",
 	"22V17": "invalid_expires_at",
+	"22V19": "invalid_recipient_zone",
 }
 
 // notGranted maps the fields of herald's 42501 errors that are the producer's input

@@ -11,7 +11,7 @@ import (
 // Message is one notification for Enqueue and EnqueueMany: the arguments of
 // herald.enqueue as Go values. nil means the default: no run_at (now), priority 0 (or
 // the producer's min_priority when above 0), no keys, the channel's max_attempts, no
-// metadata, the channel's time-to-live.
+// metadata, the channel's time-to-live, the channel's quiet_zone.
 type Message struct {
 	Channel        string
 	Recipient      string
@@ -23,6 +23,7 @@ type Message struct {
 	MaxAttempts    *int
 	Metadata       json.RawMessage // a JSON object, or nil
 	ExpiresAt      *time.Time      // not sent by then: expired (capped by the channel's ttl)
+	RecipientZone  *string         // the recipient's IANA time zone (quiet_per_recipient channels)
 }
 
 // Querier is what the producer functions (Enqueue, EnqueueBatch, EnqueueMany,
@@ -49,6 +50,7 @@ func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error
 		maxAttempts []*int
 		metadata    []json.RawMessage
 		expiresAts  []*time.Time
+		zones       []*string
 	)
 	// Optional arrays are sent only when some message sets the field (NULL = all
 	// defaults), which keeps the common batch small on the wire.
@@ -75,10 +77,14 @@ func EnqueueMany(ctx context.Context, q Querier, msgs []Message) ([]int64, error
 		if m.ExpiresAt != nil {
 			put(&expiresAts, n, i, m.ExpiresAt)
 		}
+		if m.RecipientZone != nil {
+			put(&zones, n, i, m.RecipientZone)
+		}
 	}
 	var ids []int64
-	err := q.QueryRow(ctx, `SELECT herald.enqueue_many($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		channels, recipients, payloads, runAts, priorities, idemKeys, orderKeys, maxAttempts, metadata, expiresAts).Scan(&ids)
+	err := q.QueryRow(ctx, `SELECT herald.enqueue_many($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		channels, recipients, payloads, runAts, priorities, idemKeys, orderKeys, maxAttempts, metadata, expiresAts,
+		zones).Scan(&ids)
 	if err != nil {
 		return nil, inputOr(err)
 	}

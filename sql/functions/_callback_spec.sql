@@ -17,7 +17,7 @@ AS $$
     THEN ROW(p.callback_channel, p.callback_url,
              jsonb_build_object('event', kind, 'offset', "offset", 'at', at, 'idempotency_key', m.idempotency_key,
                                 'message', to_jsonb(herald._message_status(m))),
-             NULL, NULL, NULL, 'message:' || m.id, NULL, NULL, NULL)::herald.message_spec
+             NULL, NULL, NULL, 'message:' || m.id, NULL, NULL, NULL, NULL)::herald.message_spec
   END
 $$;
 REVOKE ALL ON FUNCTION herald._callback_spec(herald.producers, herald.messages, text, bigint, timestamptz) FROM PUBLIC;

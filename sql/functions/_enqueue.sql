@@ -1,18 +1,18 @@
 -- herald._enqueue(specs, now, single, as_producer) — the one writer of herald.messages:
 -- store messages and their 'accepted' log event, all or nothing; ids in input order
 -- (`now` other than now() is herald_admin's). Each belongs to as_producer (only status
--- callbacks name one) or herald._producer(), on a channel open to it (channels.producers); its herald.producers row gives the most
--- urgent priority (none: 0; above 0 the default), the e-mail from it may set, and
--- 53400 'producer' when count_producers found it at max_pending, it is suspended
--- (unless all are repeats), or past its send_limit (herald._spend_producer). A repeated idempotency key (per producer, herald._repeats)
--- is answered with the first id, not stored. expires_at: least(spec's, due + ttl).
--- A suppressed recipient (herald._suppression) is stored 'suppressed', with its log
--- event; one behind a pending message of its ordering key 'held' (herald._held). Rows
--- are stored where herald._valid holds; else herald._validate names the first bad one
--- (COLUMN 'messages[i].field', or 'field' when single) and the call is undone; then a
--- channel's recipient and range limits apply (herald._spend_recipients, 53400 'recipient').
--- REPEATABLE READ: a repeat committed after the snapshot is 23505. Locks: ROW EXCLUSIVE
--- on messages, log_statements; those of the helpers. Index: producers' primary key.
+-- callbacks name one) or herald._producer(), on a channel open to it; its
+-- herald.producers row gives the most urgent priority (none: 0; above 0 the default),
+-- the e-mail from it may set, and 53400 'producer' when at max_pending, suspended
+-- (unless all are repeats) or past its send_limit (herald._spend_producer). A repeated
+-- idempotency key (herald._repeats) is answered with the first id, not stored.
+-- expires_at: least(spec's, due + ttl). On a channel with quiet_per_recipient a message
+-- is due at the end of its recipient's quiet hours. Suppressed recipients are stored
+-- 'suppressed' (a log event); one behind a pending message of its ordering key 'held'.
+-- Stored where herald._valid holds, else herald._validate names the first bad one
+-- (COLUMN 'messages[i].field' or 'field'); then herald._spend_recipients (53400
+-- 'recipient'). REPEATABLE READ: a repeat committed after the snapshot is 23505. Locks:
+-- ROW EXCLUSIVE on messages, log_statements; the helpers'. Index: producers' pkey.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean,
                                           as_producer text DEFAULT NULL)
 RETURNS bigint[]
@@ -102,11 +102,15 @@ BEGIN
   END IF;
 
   INSERT INTO herald.messages AS m
-    (id, producer, channel, recipient, payload, metadata, priority, run_at, ordering_key,
+    (id, producer, channel, recipient, recipient_zone, payload, metadata, priority, run_at, ordering_key,
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
-  SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.payload, s.metadata,
+  SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.recipient_zone, s.payload, s.metadata,
          coalesce(s.priority, greatest(v_policy.min_priority, 0)),
-         greatest(s.run_at, _enqueue.now), s.ordering_key, s.idempotency_key,
+         CASE WHEN c.quiet_per_recipient
+              THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                                     quiet_zone => coalesce(s.recipient_zone, c.quiet_zone), at => greatest(s.run_at, _enqueue.now))
+              ELSE greatest(s.run_at, _enqueue.now)
+         END, s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
          CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' WHEN v_held[s.ordinality] THEN 'held' ELSE 'queued' END,
@@ -118,7 +122,8 @@ BEGIN
                       channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
                       max_attempts => s.max_attempts, metadata => s.metadata,
                       idempotency_key => s.idempotency_key, ordering_key => s.ordering_key,
-                      expires_at => s.expires_at, now => _enqueue.now, checked_kind => v_kind);
+                      expires_at => s.expires_at, recipient_zone => s.recipient_zone, now => _enqueue.now,
+                      checked_kind => v_kind);
   GET DIAGNOSTICS v_stored = ROW_COUNT;
 
   IF v_stored + cardinality(v_skip) < n OR NOT v_valid THEN

@@ -25,9 +25,9 @@ BEGIN
     END IF;
     FOR k IN SELECT jsonb_object_keys(item) LOOP
       IF k NOT IN ('channel', 'recipient', 'payload', 'run_at', 'priority', 'idempotency_key',
-                   'ordering_key', 'max_attempts', 'metadata', 'expires_at') THEN
+                   'ordering_key', 'max_attempts', 'metadata', 'expires_at', 'recipient_zone') THEN
         PERFORM herald._reject(code => '22V11', field => p || '.' || k, message => 'is not a message field',
-          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at');
+          hint => 'fields: channel, recipient, payload, run_at, priority, idempotency_key, ordering_key, max_attempts, metadata, expires_at, recipient_zone');
       END IF;
     END LOOP;
     specs[i] := ROW(herald._json_text(item => item, key => 'channel', prefix => p, code => '22V11'),
@@ -39,7 +39,8 @@ BEGIN
                     herald._json_text(item => item, key => 'ordering_key', prefix => p, code => '22V11'),
                     herald._json_integer(item => item, key => 'max_attempts', prefix => p, code => '22V07'),
                     nullif(item -> 'metadata', 'null'),
-                    herald._json_timestamptz(item => item, key => 'expires_at', prefix => p, code => '22V17'))::herald.message_spec;
+                    herald._json_timestamptz(item => item, key => 'expires_at', prefix => p, code => '22V17'),
+                    herald._json_text(item => item, key => 'recipient_zone', prefix => p, code => '22V11'))::herald.message_spec;
   END LOOP;
   RETURN specs;
 END

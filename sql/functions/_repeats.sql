@@ -24,7 +24,8 @@ BEGIN
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
            policy => _repeats.policy, channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
-           ordering_key => r.ordering_key, expires_at => r.expires_at, now => _repeats.now), false)), true)
+           ordering_key => r.ordering_key, expires_at => r.expires_at, recipient_zone => r.recipient_zone,
+           now => _repeats.now), false)), true)
   INTO positions, first_ids, valid
   FROM (SELECT s.*, min(s.ordinality) OVER (PARTITION BY s.idempotency_key) AS first_ord,
                (SELECT m.id FROM herald.messages m

@@ -27,6 +27,7 @@ CREATE OR REPLACE FUNCTION herald._valid(
   idempotency_key text,
   ordering_key text,
   expires_at timestamptz,
+  recipient_zone text,
   now timestamptz,
   checked_kind text DEFAULT NULL
 ) RETURNS boolean
@@ -68,10 +69,11 @@ AS $$
     AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
     AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]'))
-    AND (expires_at IS NULL OR expires_at > greatest(run_at, now)),
+    AND (expires_at IS NULL OR expires_at > greatest(run_at, now))
+    AND (recipient_zone IS NULL OR herald._time_zone(name => recipient_zone)),
     false)
 $$;
 
-REVOKE ALL ON FUNCTION herald._valid(text, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._valid(text, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._valid(text, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, text, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, text, timestamptz, text) IS
   'Private: true when a message passes every enqueue rule (inlined set-based check).';

@@ -1,8 +1,7 @@
 -- herald._validate(spec, policy, now, field_prefix) — raise the error naming the first
--- field of one message that breaks an enqueue rule, from the producer whose
--- herald.producers row is policy; nothing when it passes. The rules, stated once
--- (herald._valid is their set-based twin), raised through herald._reject with COLUMN
--- = field_prefix || field (docs/sql.md, "Errors"):
+-- field of one message (from the producer whose herald.producers row is policy) that
+-- breaks an enqueue rule; nothing when it passes. The rules, stated once (herald._valid
+-- is their set-based twin), via herald._reject, COLUMN = field_prefix || field:
 --   22V01 channel unknown  42501 channel not open to the producer  22V02 recipient
 --         syntax of the kind, 1..320 chars  42501 recipient outside recipient_prefixes
 --   22V03 payload  what the kind needs (email: subject and text, html, body or template_id;
@@ -12,7 +11,8 @@
 --   22V06 priority -100..100   42501 priority below min_priority, payload.from not in senders
 --   22V07 max_attempts 1..100   22V08 metadata object, 8 kB   22V09 idempotency_key /
 --   22V10 ordering_key  1..255 characters   22V17 expires_at  after run_at (and now)
--- Optional fields may be NULL (defaults). Reads herald.channels by primary key. Locks: none.
+--   22V19 recipient_zone  a time zone name (herald._time_zone). Optional fields may be
+-- NULL (defaults). Reads herald.channels by primary key. Locks: none.
 CREATE OR REPLACE FUNCTION herald._validate(spec herald.message_spec, policy herald.producers, now timestamptz, field_prefix text)
 RETURNS void
 LANGUAGE plpgsql
@@ -128,6 +128,11 @@ BEGIN
   IF spec.expires_at <= greatest(spec.run_at, now) THEN
     PERFORM herald._reject(code => '22V17', field => p || 'expires_at',
       message => format('%s is not after the time the message is due (%s)', spec.expires_at, greatest(spec.run_at, now)));
+  END IF;
+  IF spec.recipient_zone IS NOT NULL AND NOT herald._time_zone(name => spec.recipient_zone) THEN
+    PERFORM herald._reject(code => '22V19', field => p || 'recipient_zone',
+      message => format('%L is not the name of a time zone', spec.recipient_zone),
+      hint => 'an IANA name such as America/New_York or Europe/Berlin (the names of pg_timezone_names), or UTC');
   END IF;
 END
 $$;

@@ -2,17 +2,17 @@
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
 -- all), not paused nor in its quiet hours (herald._quiet), within its rate (the whole
 -- tokens of its herald.rate_buckets row, for all runners together), no earlier message
--- of its producer's ordering_key pending (such a one is 'held'); and the messages of a
--- channel a runner paused, outside its quiet hours, whose fallback is one of those:
--- moved to the fallback (within its rate; a 'rerouted' log event). Lowest priority
--- first; within a priority the channels take turns being first (herald._ready). They
--- become processing, attempts + 1, lease_expires_at = now + lease (NULL: the channel's),
--- under one new lease_token (the fencing token of complete/fail/extend_lease). One whose
--- recipient is suppressed ends 'suppressed' instead (a log event); suppressed cc/bcc are
--- left out of the payload. Index: messages_claim_idx, messages_ordering_key_idx,
--- messages_pkey. Locks: the claimed rows and the rate-limited channels' buckets until
--- the transaction ends: call it in autocommit. Errors: 22V12 worker (empty, over 200
--- chars), batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; generic plan.
+-- of its producer's ordering_key pending (such a one is 'held'); and the due messages of
+-- a channel a runner paused whose fallback is one of those: moved to the fallback (a
+-- 'rerouted' log event). Lowest priority first; channels take turns (herald._ready).
+-- They become processing, attempts + 1, lease_expires_at = now + lease (NULL: the
+-- channel's), under one new lease_token (the fencing token of complete/fail/extend_lease).
+-- Not handed out: a suppressed recipient's (ends 'suppressed', a log event; suppressed
+-- cc/bcc are left out), or one in its recipient's quiet hours on a quiet_per_recipient
+-- channel (due at their end; NOTIFY herald_queue: claim again). Index: messages_claim_idx,
+-- messages_ordering_key_idx, messages_pkey. Locks: the claimed rows and rate-limited
+-- channels' buckets until the transaction ends: call it in autocommit. Errors: 22V12
+-- worker, batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; generic plan.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
   batch_size integer DEFAULT 100,
@@ -50,6 +50,7 @@ DECLARE
   v_paused_to text[];
   v_paused_why text[];
   v_rerouting boolean := false;
+  v_recipient_quiet boolean; -- a channel's quiet hours are its recipients' own
   v_suppressing boolean := EXISTS (SELECT FROM herald.suppressions);
   v_limited boolean;
   v_rl_channels text[];
@@ -73,7 +74,7 @@ BEGIN
   PERFORM herald._listening('herald_queue');
 
   -- The channels served (open, asked for), and those a runner paused that have a
-  -- fallback; neither in quiet hours.
+  -- fallback; neither in quiet hours (unless those are each recipient's: below).
   SELECT array_agg(c.name ORDER BY c.name) FILTER (WHERE c.serving),
          array_agg(c.kind ORDER BY c.name) FILTER (WHERE c.serving),
          array_agg(c.lease ORDER BY c.name) FILTER (WHERE c.serving),
@@ -81,13 +82,14 @@ BEGIN
          array_agg(c.name ORDER BY c.name) FILTER (WHERE NOT c.serving),
          array_agg(c.kind ORDER BY c.name) FILTER (WHERE NOT c.serving),
          array_agg(c.fallback ORDER BY c.name) FILTER (WHERE NOT c.serving),
-         array_agg(c.paused_reason ORDER BY c.name) FILTER (WHERE NOT c.serving)
-  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why
-  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving
+         array_agg(c.paused_reason ORDER BY c.name) FILTER (WHERE NOT c.serving),
+         bool_or(c.quiet_per_recipient)
+  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why, v_recipient_quiet
+  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving, c.quiet_per_recipient
         FROM herald.channels c
         WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
                OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
-          AND (c.quiet_from IS NULL OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+          AND (c.quiet_from IS NULL OR c.quiet_per_recipient OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
                                                          quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
   IF v_channels IS NULL THEN
     RETURN;
@@ -171,6 +173,22 @@ BEGIN
            array_agg(herald._key_hash(s.ordering_key, s.recipient) ORDER BY s.id)
     FROM suppressed s
     HAVING count(*) > 0
+  ), quiet AS (
+    -- On a channel whose quiet hours are its recipients' own, a message in them is due
+    -- again at their end, its attempt not spent.
+    UPDATE herald.messages m
+    SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                                   quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now)
+    FROM ready r
+    JOIN herald.channels c ON c.name = r.channel
+    WHERE v_recipient_quiet AND m.id = r.id AND c.quiet_per_recipient
+      AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+                            quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now) > claim_batch.now
+      AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
+    RETURNING m.id
+  ), woke AS (
+    -- Those left the batch short: the claimer's listener is woken to claim again.
+    SELECT herald._notify(channels => ARRAY['herald_queue']) AS done FROM (SELECT FROM quiet LIMIT 1) AS moved
   ), claimed AS (
     UPDATE herald.messages m
     SET status = 'processing',
@@ -182,7 +200,8 @@ BEGIN
     -- By primary key, whatever the planner guesses for LIMIT batch_size (a parameter,
     -- which a generic plan takes for a tenth of the table: it then hashed the whole
     -- table for every claim).
-    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b))
+    WHERE m.id = ANY (ARRAY(SELECT r.id FROM ready r EXCEPT ALL SELECT b.id FROM barred b EXCEPT ALL SELECT q.id FROM quiet q))
+      AND (SELECT count(*) FROM woke) >= 0 -- (a CTE without data changes runs only when read)
     RETURNING m.id, m.channel, m.recipient, m.payload, m.metadata, m.attempts,
               m.lease_token, m.lease_expires_at, m.expires_at, m.priority, m.run_at, m.ordering_key
   ), rerouted AS (

@@ -2,7 +2,7 @@
 -- array (1 to 10,000 objects with the fields of herald.enqueue; run_at an ISO 8601
 -- string; null = absent), all or nothing; returns their ids in input order.
 -- Errors name the first bad element, COLUMN 'messages[<i>].<field>' (i from 0): 22V01–
--- 22V10, 22V17 and 42501 priority as herald.enqueue, 22V11 for messages (not an array, empty,
+-- 22V10, 22V17, 22V19 and 42501 priority as herald.enqueue, 22V11 for messages (not an array, empty,
 -- too long), messages[i] (not an object) and messages[i].<field> (unknown, or of the
 -- wrong JSON type; a run_at that is not a timestamp is 22V05, expires_at 22V17, a
 -- priority that is not an integer 22V06, max_attempts 22V07).
@@ -37,7 +37,7 @@ BEGIN
   -- number of members first, so `< R` (R: four members) holds for objects of at most
   -- three, and ?& then proves the three keys.
   SELECT array_agg(ROW(e ->> 'channel', e ->> 'recipient', nullif(e -> 'payload', 'null'),
-                       NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
+                       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::herald.message_spec),
          bool_and(coalesce(e < '{"": null, "a": null, "b": null, "c": null}'
                            AND e ?& '{channel,recipient,payload}'
                            AND jsonb_typeof(e -> 'channel') = 'string'
@@ -58,10 +58,11 @@ BEGIN
           || (@.expires_at.type() != "string" && @.expires_at.type() != "null")
           || (@.idempotency_key.type() != "string" && @.idempotency_key.type() != "null")
           || (@.ordering_key.type() != "string" && @.ordering_key.type() != "null")
+          || (@.recipient_zone.type() != "string" && @.recipient_zone.type() != "null")
           || (@.priority.type() != "number" && @.priority.type() != "string" && @.priority.type() != "null")
           || (@.max_attempts.type() != "number" && @.max_attempts.type() != "string" && @.max_attempts.type() != "null"))'
        AND NOT EXISTS (SELECT FROM (SELECT jsonb_path_query(messages, 'lax $[*]') AS e) AS elements
-                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata,expires_at}'::text[] <> '{}') THEN
+                       WHERE e - '{channel,recipient,payload,run_at,priority,idempotency_key,ordering_key,max_attempts,metadata,expires_at,recipient_zone}'::text[] <> '{}') THEN
       BEGIN
         specs := ARRAY(SELECT jsonb_populate_recordset(NULL::herald.message_spec, messages));
       EXCEPTION WHEN data_exception THEN

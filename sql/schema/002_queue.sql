@@ -50,6 +50,7 @@ CREATE TABLE herald.channels (
   quiet_from         time,
   quiet_until        time,
   quiet_zone         text NOT NULL DEFAULT 'UTC',
+  quiet_per_recipient boolean NOT NULL DEFAULT false,
   fallback           text,
   max_segments       integer DEFAULT 10,
   CONSTRAINT channels_name_kind_key UNIQUE (name, kind),
@@ -79,6 +80,7 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_max_segments_range CHECK (max_segments BETWEEN 1 AND 50),
   CONSTRAINT channels_quiet_hours_whole CHECK ((quiet_from IS NULL) = (quiet_until IS NULL) AND quiet_from <> quiet_until),
   -- An unknown zone fails here with 22023 'time zone "…" not recognized'.
+  CONSTRAINT channels_quiet_per_recipient_hours CHECK (NOT quiet_per_recipient OR quiet_from IS NOT NULL),
   CONSTRAINT channels_quiet_zone_known CHECK (timezone(quiet_zone, timestamptz '2000-01-01 00:00+00') IS NOT NULL),
   CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
                                               AND array_position(producers, NULL) IS NULL),
@@ -114,7 +116,8 @@ COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers
 COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
 COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until, claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
 COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
-COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York).';
+COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York); with quiet_per_recipient, that of messages naming none.';
+COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from.';
 COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
 COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
@@ -203,6 +206,7 @@ CREATE TABLE herald.messages (
   producer            text COLLATE "C" NOT NULL,
   channel             text NOT NULL,
   recipient           text NOT NULL,
+  recipient_zone      text,
   payload             jsonb NOT NULL,
   metadata            jsonb,
   priority            smallint NOT NULL DEFAULT 0,
@@ -241,6 +245,7 @@ CREATE TABLE herald.messages (
   autovacuum_vacuum_cost_delay = 0
 );
 COMMENT ON TABLE herald.messages IS 'One row per notification: what to send, its pipeline state, and its delivery outcome.';
+COMMENT ON COLUMN herald.messages.recipient_zone IS 'The recipient''s IANA time zone, given by the producer: a channel with quiet_per_recipient keeps its quiet hours in it. NULL: the channel''s quiet_zone.';
 COMMENT ON COLUMN herald.messages.priority IS 'Lower runs first: -100..100, within the producer''s herald.producers.min_priority..100 (0..100 without a row).';
 COMMENT ON COLUMN herald.messages.expires_at IS 'Deadline: not sent by then, the message ends expired (least of the producer''s expires_at and due time + channel ttl).';
 COMMENT ON COLUMN herald.messages.outcome IS 'What the provider reported after sent (herald.record_delivery_events): delivered, deferred, bounced, complained, unsubscribed, undelivered.';
@@ -302,7 +307,8 @@ CREATE TYPE herald.message_spec AS (
   ordering_key    text,
   max_attempts    integer,
   metadata        jsonb,
-  expires_at      timestamptz
+  expires_at      timestamptz,
+  recipient_zone  text
 );
 COMMENT ON TYPE herald.message_spec IS 'A message to enqueue: the fields of herald.enqueue; NULL takes the default.';
 

@@ -47,8 +47,8 @@ BEGIN
       message => format('channel %L is of kind %s: callbacks go out on a webhook channel', NEW.callback_channel, v_kind));
   END IF;
   BEGIN
-    PERFORM herald._validate(spec => ROW(NEW.callback_channel, NEW.callback_url, '{}', NULL, NULL, NULL, NULL, NULL, NULL,
-                                         NULL)::herald.message_spec,
+    PERFORM herald._validate(spec => jsonb_populate_record(NULL::herald.message_spec,
+                               jsonb_build_object('channel', NEW.callback_channel, 'recipient', NEW.callback_url, 'payload', '{}'::jsonb)),
                              policy => v_policy, now => now(), field_prefix => '');
   EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_column = COLUMN_NAME, v_message = MESSAGE_TEXT,
