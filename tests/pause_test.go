@@ -465,8 +465,9 @@ func TestStartCheckRefuseAndHeraldCheck(t *testing.T) {
 
 // A channel's quiet hours (21:00 to 08:00 in Europe/Berlin here): claims hand out none
 // of its messages then, new or retried, while other channels go on; at 08:00 local
-// time they go out. Hours within a day (12:00 to 13:00) work the same; a half-set pair
-// or an unknown zone is refused when written.
+// time they go out. Hours within a day (12:00 to 13:00) work the same, and so do quiet
+// days (Sundays in Paris, midnight to midnight); a half-set pair, an unknown zone or a
+// list of days that is not 1 to 6 of the ISO days 1..7 is refused when written.
 func TestQuietHoursHoldAChannel(t *testing.T) {
 	ctx, pool := setup(t)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_from, quiet_until, quiet_zone, backoff_base)
@@ -525,10 +526,26 @@ func TestQuietHoursHoldAChannel(t *testing.T) {
 	if cs := claim(t, pool, 10, at("2030-01-16T13:00:00Z")); len(cs) != 1 {
 		t.Fatalf("claimed %d after the lunch hour, want 1", len(cs))
 	}
+	// Quiet days: Sundays in Paris, all day.
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_days, quiet_zone) VALUES ('weekdays', 'sms', '{7}', 'Europe/Paris')`)
+	sunday := enq("weekdays", at("2030-06-01T23:30:00+02:00")) // late on Saturday
+	if cs := claim(t, pool, 10, at("2030-06-02T00:00:00+02:00")); len(cs) != 0 {
+		t.Fatalf("claimed %+v at midnight on Sunday", cs)
+	}
+	if cs := claim(t, pool, 10, at("2030-06-02T23:59:59+02:00")); len(cs) != 0 {
+		t.Fatalf("claimed %+v late on Sunday", cs)
+	}
+	if cs := claim(t, pool, 10, at("2030-06-03T00:00:00+02:00")); len(cs) != 1 || cs[0].ID != sunday {
+		t.Fatalf("claimed %+v on Monday, want %d", cs, sunday)
+	}
 	_, err := pool.Exec(ctx, `UPDATE herald.channels SET quiet_from = '22:00' WHERE name = 'sms'`)
 	wantPgError(t, err, "23514", "")
 	_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_zone = 'Mars/Olympus' WHERE name = 'lunch'`)
 	wantPgError(t, err, "22023", "")
+	for _, days := range []string{"{0}", "{1,2,3,4,5,6,7}", "{1,NULL}", "{}"} {
+		_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_days = $1 WHERE name = 'weekdays'`, days)
+		wantPgError(t, err, "23514", "")
+	}
 }
 
 // A channel whose quiet hours are each recipient's (quiet_per_recipient, 21:00 to 08:00):
@@ -647,6 +664,17 @@ func TestQuietHoursInTheRecipientsZone(t *testing.T) {
 	// The setting needs quiet hours to keep.
 	_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_per_recipient = true WHERE name = 'sms'`)
 	wantPgError(t, err, "23514", "")
+
+	// Quiet days in the recipient's time: a weekend in Tokyo ends at Monday 00:00 there
+	// (Sunday 15:00 UTC), one in New York at Monday 00:00 there (04:00 UTC).
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_days, quiet_per_recipient) VALUES ('weekdays', 'sms', '{6,7}', true)`)
+	saturday := at("2030-06-01T12:00:00Z")
+	if id := enq("weekdays", "+81355550105", "Asia/Tokyo", saturday); !runAt(id).Equal(at("2030-06-02T15:00:00Z")) {
+		t.Errorf("Tokyo's weekend: due %s, want Sunday 15:00 UTC", runAt(id).UTC())
+	}
+	if id := enq("weekdays", "+12125550105", "America/New_York", saturday); !runAt(id).Equal(at("2030-06-03T04:00:00Z")) {
+		t.Errorf("New York's weekend: due %s, want Monday 04:00 UTC", runAt(id).UTC())
+	}
 
 	// Daylight saving begins in Berlin at 02:00 on 30 March 2031: 08:00 that morning is
 	// 06:00 UTC, nine hours after 23:00 the evening before (22:00 UTC), not ten.

@@ -1009,7 +1009,7 @@ BEGIN
   SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.recipient_zone, s.payload, s.metadata,
          coalesce(s.priority, greatest(v_policy.min_priority, 0)),
          CASE WHEN c.quiet_per_recipient
-              THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+              THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                      quiet_zone => coalesce(s.recipient_zone, c.quiet_zone), at => greatest(s.run_at, _enqueue.now))
               ELSE greatest(s.run_at, _enqueue.now)
          END, s.ordering_key, s.idempotency_key,
@@ -2130,51 +2130,63 @@ COMMENT ON FUNCTION herald._punycode(label text) IS 'Private: the RFC 3492 Punyc
 
 
 --
--- Name: _quiet(time without time zone, time without time zone, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _quiet(time without time zone, time without time zone, smallint[], text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone) RETURNS boolean
+CREATE FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, now timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
   SELECT quiet_from IS NOT NULL
-     AND CASE WHEN quiet_from < quiet_until
-              THEN (now AT TIME ZONE quiet_zone)::time >= quiet_from AND (now AT TIME ZONE quiet_zone)::time < quiet_until
-              ELSE (now AT TIME ZONE quiet_zone)::time >= quiet_from OR (now AT TIME ZONE quiet_zone)::time < quiet_until
-         END
+         AND CASE WHEN quiet_from < quiet_until
+                  THEN (now AT TIME ZONE quiet_zone)::time >= quiet_from AND (now AT TIME ZONE quiet_zone)::time < quiet_until
+                  ELSE (now AT TIME ZONE quiet_zone)::time >= quiet_from OR (now AT TIME ZONE quiet_zone)::time < quiet_until
+             END
+      OR quiet_days IS NOT NULL AND extract(isodow FROM now AT TIME ZONE quiet_zone)::smallint = ANY (quiet_days)
 $$;
 
 
 --
--- Name: FUNCTION _quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone) IS 'Private: whether a time falls in a channel''s quiet hours (inlined).';
+COMMENT ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, now timestamp with time zone) IS 'Private: whether a time falls in a channel''s quiet hours or days (inlined).';
 
 
 --
--- Name: _quiet_end(time without time zone, time without time zone, text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone) RETURNS timestamp with time zone
+CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
-  v_local timestamp := at AT TIME ZONE quiet_zone;
+  v_at timestamptz := at;
+  v_local timestamp;
 BEGIN
-  IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_zone => quiet_zone, now => at) THEN
-    RETURN at;
-  END IF;
-  RETURN (v_local::date + CASE WHEN quiet_from > quiet_until AND v_local::time >= quiet_from THEN 1 ELSE 0 END
-          + quiet_until) AT TIME ZONE quiet_zone;
+  -- At most six quiet days and the hours around them: a few steps reach the end.
+  FOR i IN 1 .. 16 LOOP
+    IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
+                         quiet_zone => quiet_zone, now => v_at) THEN
+      RETURN v_at;
+    END IF;
+    v_local := v_at AT TIME ZONE quiet_zone;
+    IF quiet_days IS NOT NULL AND extract(isodow FROM v_local)::smallint = ANY (quiet_days) THEN
+      v_at := (v_local::date + 1)::timestamp AT TIME ZONE quiet_zone;
+    ELSE
+      v_at := (v_local::date + CASE WHEN quiet_from > quiet_until AND v_local::time >= quiet_from THEN 1 ELSE 0 END
+               + quiet_until) AT TIME ZONE quiet_zone;
+    END IF;
+  END LOOP;
+  RETURN v_at;
 END
 $$;
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone) IS 'Private: when the quiet hours a time falls in end (the time itself outside them).';
+COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone) IS 'Private: when the quiet time a time falls in ends (the time itself outside it).';
 
 
 --
@@ -3245,8 +3257,9 @@ BEGIN
         FROM herald.channels c
         WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
                OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
-          AND (c.quiet_from IS NULL OR c.quiet_per_recipient OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
-                                                         quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
+          AND (c.quiet_from IS NULL AND c.quiet_days IS NULL OR c.quiet_per_recipient
+               OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                                    quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
   IF v_channels IS NULL THEN
     RETURN;
   END IF;
@@ -3333,12 +3346,12 @@ BEGIN
     -- On a channel whose quiet hours are its recipients' own, a message in them is due
     -- again at their end, its attempt not spent.
     UPDATE herald.messages m
-    SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+    SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                    quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now)
     FROM ready r
     JOIN herald.channels c ON c.name = r.channel
     WHERE v_recipient_quiet AND m.id = r.id AND c.quiet_per_recipient
-      AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+      AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                             quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now) > claim_batch.now
       AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
     RETURNING m.id
@@ -5412,6 +5425,7 @@ CREATE TABLE herald.channels (
     range_digits smallint DEFAULT 7 NOT NULL,
     quiet_from time without time zone,
     quiet_until time without time zone,
+    quiet_days smallint[],
     quiet_zone text DEFAULT 'UTC'::text NOT NULL,
     quiet_per_recipient boolean DEFAULT false NOT NULL,
     fallback text,
@@ -5429,8 +5443,9 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
     CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
     CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
+    CONSTRAINT channels_quiet_days_listed CHECK ((((cardinality(quiet_days) >= 1) AND (cardinality(quiet_days) <= 6)) AND (quiet_days <@ '{1,2,3,4,5,6,7}'::smallint[]))),
     CONSTRAINT channels_quiet_hours_whole CHECK ((((quiet_from IS NULL) = (quiet_until IS NULL)) AND (quiet_from <> quiet_until))),
-    CONSTRAINT channels_quiet_per_recipient_hours CHECK (((NOT quiet_per_recipient) OR (quiet_from IS NOT NULL))),
+    CONSTRAINT channels_quiet_per_recipient_hours CHECK (((NOT quiet_per_recipient) OR (quiet_from IS NOT NULL) OR (quiet_days IS NOT NULL))),
     CONSTRAINT channels_quiet_zone_known CHECK ((timezone(quiet_zone, '2000-01-01 00:00:00+00'::timestamp with time zone) IS NOT NULL)),
     CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
     CONSTRAINT channels_range_digits_range CHECK (((range_digits >= 2) AND (range_digits <= 14))),
@@ -5587,7 +5602,7 @@ COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + m
 -- Name: COLUMN channels.quiet_from; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until, claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
+COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until (and all of quiet_days), claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
 
 
 --
@@ -5595,6 +5610,13 @@ COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local ti
 --
 
 COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
+
+
+--
+-- Name: COLUMN channels.quiet_days; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_days IS 'Days of the week that are quiet all day, ISO numbers in the quiet zone''s local time (7: Sunday; 6 and 7: the weekend), as quiet_from..quiet_until are quiet every day; NULL: none.';
 
 
 --
@@ -5608,7 +5630,7 @@ COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet
 -- Name: COLUMN channels.quiet_per_recipient; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from.';
+COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from or quiet_days.';
 
 
 --
@@ -6931,17 +6953,17 @@ REVOKE ALL ON FUNCTION herald._punycode(label text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, now timestamp with time zone) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_zone text, at timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -107,7 +107,7 @@ BEGIN
   SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.recipient_zone, s.payload, s.metadata,
          coalesce(s.priority, greatest(v_policy.min_priority, 0)),
          CASE WHEN c.quiet_per_recipient
-              THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+              THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                      quiet_zone => coalesce(s.recipient_zone, c.quiet_zone), at => greatest(s.run_at, _enqueue.now))
               ELSE greatest(s.run_at, _enqueue.now)
          END, s.ordering_key, s.idempotency_key,

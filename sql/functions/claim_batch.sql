@@ -89,8 +89,9 @@ BEGIN
         FROM herald.channels c
         WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
                OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
-          AND (c.quiet_from IS NULL OR c.quiet_per_recipient OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
-                                                         quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
+          AND (c.quiet_from IS NULL AND c.quiet_days IS NULL OR c.quiet_per_recipient
+               OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                                    quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
   IF v_channels IS NULL THEN
     RETURN;
   END IF;
@@ -177,12 +178,12 @@ BEGIN
     -- On a channel whose quiet hours are its recipients' own, a message in them is due
     -- again at their end, its attempt not spent.
     UPDATE herald.messages m
-    SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+    SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                    quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now)
     FROM ready r
     JOIN herald.channels c ON c.name = r.channel
     WHERE v_recipient_quiet AND m.id = r.id AND c.quiet_per_recipient
-      AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until,
+      AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                             quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now) > claim_batch.now
       AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
     RETURNING m.id

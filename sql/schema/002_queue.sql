@@ -49,6 +49,7 @@ CREATE TABLE herald.channels (
   range_digits       smallint NOT NULL DEFAULT 7,
   quiet_from         time,
   quiet_until        time,
+  quiet_days         smallint[],
   quiet_zone         text NOT NULL DEFAULT 'UTC',
   quiet_per_recipient boolean NOT NULL DEFAULT false,
   fallback           text,
@@ -80,7 +81,9 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_max_segments_range CHECK (max_segments BETWEEN 1 AND 50),
   CONSTRAINT channels_quiet_hours_whole CHECK ((quiet_from IS NULL) = (quiet_until IS NULL) AND quiet_from <> quiet_until),
   -- An unknown zone fails here with 22023 'time zone "…" not recognized'.
-  CONSTRAINT channels_quiet_per_recipient_hours CHECK (NOT quiet_per_recipient OR quiet_from IS NOT NULL),
+  CONSTRAINT channels_quiet_days_listed CHECK (cardinality(quiet_days) BETWEEN 1 AND 6
+                                               AND quiet_days <@ '{1,2,3,4,5,6,7}'::smallint[]),
+  CONSTRAINT channels_quiet_per_recipient_hours CHECK (NOT quiet_per_recipient OR quiet_from IS NOT NULL OR quiet_days IS NOT NULL),
   CONSTRAINT channels_quiet_zone_known CHECK (timezone(quiet_zone, timestamptz '2000-01-01 00:00+00') IS NOT NULL),
   CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
                                               AND array_position(producers, NULL) IS NULL),
@@ -114,10 +117,11 @@ COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipien
 COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
 COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, from all producers together, against SMS pumping through many numbers of one range; past it enqueue refuses (53400 recipient). NULL: no limit.';
 COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
-COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until, claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
+COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until (and all of quiet_days), claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
+COMMENT ON COLUMN herald.channels.quiet_days IS 'Days of the week that are quiet all day, ISO numbers in the quiet zone''s local time (7: Sunday; 6 and 7: the weekend), as quiet_from..quiet_until are quiet every day; NULL: none.';
 COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
 COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York); with quiet_per_recipient, that of messages naming none.';
-COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from.';
+COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from or quiet_days.';
 COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
 COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
