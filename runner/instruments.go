@@ -35,6 +35,7 @@ type instruments struct {
 	queueDepth    *prometheus.GaugeVec
 	logLag        *prometheus.GaugeVec
 	paused        *prometheus.GaugeVec
+	quiet         *prometheus.GaugeVec
 	sendSeconds   *prometheus.HistogramVec
 	claimSeconds  prometheus.Histogram
 }
@@ -116,11 +117,13 @@ func newInstruments() *instruments {
 		suspended: gauge("herald_producers_suspended",
 			"Producers suspended for their bounce or complaint rate when this runner last counted (herald.count_producers)."),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
-			Help: "Messages queued, held and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
+			Help: "Messages queued and due, scheduled, held and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
 		logLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_log_consumer_lag_offsets",
 			Help: "Offsets between a consumer group's furthest-behind partition and the end of the ordered log, sampled from herald.consumer_lag."}, []string{"group"}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_channel_paused",
 			Help: "1 while the channel is paused in herald.channels (read every probe interval)."}, []string{"channel"}),
+		quiet: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_channel_quiet",
+			Help: "1 while the channel is in its quiet hours or days, sampled from herald.quiet_channels() with the queue depth."}, []string{"channel"}),
 		sendSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_send_duration_seconds",
 			Help: "Time a sender took per message.", Buckets: latencyBuckets}, []string{"channel"}),
 		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_claim_duration_seconds",
@@ -129,6 +132,7 @@ func newInstruments() *instruments {
 	f(m.queueDepth)
 	f(m.logLag)
 	f(m.paused)
+	f(m.quiet)
 	f(m.sendSeconds)
 	f(m.claimSeconds)
 	f(collectors.NewGoCollector())

@@ -133,6 +133,7 @@ func exposedLabels(t *testing.T) map[string]map[string]bool {
 	m.logLag.WithLabelValues("herald.callbacks").Set(0)
 	m.sendSeconds.WithLabelValues("email").Observe(0)
 	m.paused.WithLabelValues("email").Set(0)
+	m.quiet.WithLabelValues("email").Set(0)
 	fams, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

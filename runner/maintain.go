@@ -185,20 +185,31 @@ func (r *Runner) sampleLogLag(ctx context.Context) {
 	}
 }
 
-// sampleQueueDepth copies herald.queue_depth (queued and processing per channel, read
-// through the partial indexes) into the queue-depth gauge.
+// sampleQueueDepth copies herald.queue_depth (due, scheduled, held and processing
+// per channel, read through the partial indexes) into the queue-depth gauge, and
+// herald.quiet_channels() into the quiet gauge (1 for each quiet channel, 0 for the
+// others), so that a backlog alert can leave a quiet channel alone.
 func (r *Runner) sampleQueueDepth(ctx context.Context) {
-	rows, err := r.pool.Query(ctx, `SELECT channel, status, count FROM herald.queue_depth`)
+	rows, err := r.pool.Query(ctx, `SELECT d.channel, d.status, d.count, q.channel IS NOT NULL
+		FROM herald.queue_depth d LEFT JOIN herald.quiet_channels() q ON q.channel = d.channel`)
 	if err != nil {
 		return
 	}
 	defer rows.Close()
 	r.m.queueDepth.Reset()
+	r.m.quiet.Reset()
 	for rows.Next() {
 		var ch, st string
 		var n int64
-		if rows.Scan(&ch, &st, &n) == nil {
-			r.m.queueDepth.WithLabelValues(ch, st).Set(float64(n))
+		var quiet bool
+		if rows.Scan(&ch, &st, &n, &quiet) != nil {
+			continue
 		}
+		r.m.queueDepth.WithLabelValues(ch, st).Set(float64(n))
+		v := 0.0
+		if quiet {
+			v = 1
+		}
+		r.m.quiet.WithLabelValues(ch).Set(v)
 	}
 }

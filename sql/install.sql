@@ -112,6 +112,7 @@
 {{ template "functions/record_opt_out.sql" . }}
 {{ template "functions/queue_stats.sql" . }}
 {{ template "functions/queue_depth.sql" . }}
+{{ template "functions/quiet_channels.sql" . }}
 {{ template "functions/producer_backlog.sql" . }}
 {{ template "functions/dead_letters.sql" . }}
 {{ template "functions/throughput.sql" . }}

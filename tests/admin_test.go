@@ -109,9 +109,9 @@ func TestStatusAndQueueStats(t *testing.T) {
 	}
 }
 
-// herald.queue_depth counts queued, held and processing messages per channel (0 where
-// there are none, for every channel), and reads them through the partial indexes:
-// with a long history of sent messages kept, its plan scans no table.
+// herald.queue_depth counts queued (due), scheduled, held and processing messages per
+// channel (0 where there are none, for every channel), and reads them through the
+// partial indexes: with a long history of sent messages kept, its plan scans no table.
 func TestQueueDepth(t *testing.T) {
 	ctx, pool := setup(t)
 	enqueueMany(t, pool, 3000, "email")
@@ -139,10 +139,11 @@ func TestQueueDepth(t *testing.T) {
 		t.Fatal(err)
 	}
 	channels := scalar[int64](t, pool, `SELECT count(*) FROM herald.channels`)
-	if depth["email/queued"] != 6 || depth["email/processing"] != 4 || depth["sms/queued"] != 1 || depth["sms/held"] != 1 ||
-		depth["sms/processing"] != 0 || depth["email/held"] != 0 || int64(len(depth)) != 3*channels {
+	if depth["email/queued"] != 6 || depth["email/processing"] != 4 || depth["sms/scheduled"] != 1 || depth["sms/queued"] != 0 ||
+		depth["sms/held"] != 1 || depth["sms/processing"] != 0 || depth["email/held"] != 0 || depth["email/scheduled"] != 0 ||
+		int64(len(depth)) != 4*channels {
 		b, _ := json.Marshal(depth)
-		t.Fatalf("queue_depth %s (want every one of %d channels thrice)", b, channels)
+		t.Fatalf("queue_depth %s (want every one of %d channels four times)", b, channels)
 	}
 
 	plan := explain(t, pool, `SELECT * FROM herald.queue_depth`)

@@ -682,3 +682,42 @@ func TestQuietHoursInTheRecipientsZone(t *testing.T) {
 		t.Errorf("due %s across the change to summer time, want 06:00 UTC", runAt(id).UTC())
 	}
 }
+
+// herald.quiet_channels() lists the channels in their quiet time now, with its end, and
+// not a channel whose quiet hours are its recipients' (never quiet as a whole, its
+// messages scheduled instead); a runner's herald_channel_quiet gauge says the same,
+// for the shipped backlog alert to leave such a backlog alone.
+func TestQuietChannelsSayWhyABacklogWaits(t *testing.T) {
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	// Hours from an hour ago to an hour ahead (UTC) are quiet now; two to three hours
+	// ahead are not; today (UTC) as a quiet day is quiet until midnight.
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_from, quiet_until, quiet_days, quiet_per_recipient)
+		SELECT x.name, 'sms', (now() AT TIME ZONE 'UTC' + x.from_h)::time, (now() AT TIME ZONE 'UTC' + x.until_h)::time, x.days, x.local
+		FROM (VALUES ('night', interval '-1 hour', interval '1 hour', NULL::smallint[], false),
+		             ('later', interval '2 hours', interval '3 hours', NULL, false),
+		             ('local', interval '-1 hour', interval '1 hour', NULL, true)) AS x (name, from_h, until_h, days, local)`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_days)
+		VALUES ('today', 'sms', ARRAY[extract(isodow FROM now() AT TIME ZONE 'UTC')]::smallint[])`)
+	got := scalar[string](t, pool, `SELECT string_agg(channel || ' ' || CASE
+		  WHEN channel = 'night' AND quiet_until BETWEEN now() + interval '59 minutes' AND now() + interval '61 minutes' THEN 'in an hour'
+		  WHEN channel = 'today' AND quiet_until = date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 day' THEN 'at midnight'
+		  ELSE quiet_until::text END, ', ' ORDER BY channel) FROM herald.quiet_channels()`)
+	if got != "night in an hour, today at midnight" {
+		t.Fatalf("quiet channels: %s", got)
+	}
+	r, stop := startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"sms": newRecorder()},
+		PollInterval: 50 * time.Millisecond, StatsInterval: 50 * time.Millisecond})
+	defer stop()
+	eventually(t, 10*time.Second, "the quiet gauge", func() bool {
+		want := map[string]float64{"night": 1, "today": 1, "later": 0, "local": 0, "sms": 0}
+		for _, m := range scrape(t, r.Handler())["herald_channel_quiet"].GetMetric() {
+			for ch, v := range want {
+				if labelsAre(m, "channel", ch) && m.GetGauge().GetValue() == v {
+					delete(want, ch)
+				}
+			}
+		}
+		return len(want) == 0
+	})
+}

@@ -4681,6 +4681,32 @@ COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zo
 
 
 --
+-- Name: quiet_channels(); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald.quiet_channels() RETURNS TABLE(channel text, quiet_until timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  SELECT c.name,
+         herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                           quiet_zone => c.quiet_zone, at => now())
+  FROM herald.channels c
+  WHERE (c.quiet_from IS NOT NULL OR c.quiet_days IS NOT NULL) AND NOT c.quiet_per_recipient
+    AND herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                      quiet_zone => c.quiet_zone, now => now())
+  ORDER BY c.name
+$$;
+
+
+--
+-- Name: FUNCTION quiet_channels(); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald.quiet_channels() IS 'The channels in their quiet hours or days now, and when those end.';
+
+
+--
 -- Name: reap_stale(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -6115,11 +6141,18 @@ COMMENT ON TABLE herald.producer_buckets IS 'Per-producer budgets behind herald.
 CREATE VIEW herald.queue_depth AS
  WITH counted AS (
          SELECT m.channel,
-            'queued'::text AS status,
+                CASE
+                    WHEN (m.run_at > now()) THEN 'scheduled'::text
+                    ELSE 'queued'::text
+                END AS status,
             count(*) AS count
            FROM herald.messages m
           WHERE (m.status = 'queued'::text)
-          GROUP BY m.channel
+          GROUP BY m.channel,
+                CASE
+                    WHEN (m.run_at > now()) THEN 'scheduled'::text
+                    ELSE 'queued'::text
+                END
         UNION ALL
          SELECT m.channel,
             'held'::text AS text,
@@ -6139,7 +6172,7 @@ CREATE VIEW herald.queue_depth AS
     s.status,
     COALESCE(k.count, (0)::bigint) AS count
    FROM ((herald.channels c
-     CROSS JOIN ( VALUES ('queued'::text), ('held'::text), ('processing'::text)) s(status))
+     CROSS JOIN ( VALUES ('queued'::text), ('scheduled'::text), ('held'::text), ('processing'::text)) s(status))
      LEFT JOIN counted k ON (((k.channel = c.name) AND (k.status = s.status))));
 
 
@@ -6147,7 +6180,7 @@ CREATE VIEW herald.queue_depth AS
 -- Name: VIEW queue_depth; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON VIEW herald.queue_depth IS 'Messages queued, held and processing per channel, read through the partial indexes.';
+COMMENT ON VIEW herald.queue_depth IS 'Messages queued and due, scheduled, held and processing per channel, read through the partial indexes.';
 
 
 --
@@ -7361,6 +7394,15 @@ GRANT ALL ON FUNCTION herald.producer_wait() TO herald_admin;
 
 REVOKE ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) TO herald_admin;
+
+
+--
+-- Name: FUNCTION quiet_channels(); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald.quiet_channels() FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.quiet_channels() TO herald_worker;
+GRANT ALL ON FUNCTION herald.quiet_channels() TO herald_admin;
 
 
 --
