@@ -1,16 +1,21 @@
 package webhook
 
 import (
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/publicsuffix"
 )
 
-// hosts bounds the sends in flight to one receiver host, so that one slow receiver
-// (a customer's endpoint that answers after 25 seconds, with a backlog of thousands)
-// cannot take every send slot of the runner while the other receivers' webhooks wait
-// behind it. A send past the bound is not tried: its message waits about as long as
-// the host's sends take (their moving average, or while none has finished the time
-// since the first began; 1 second to 1 minute) and is claimed again. Only hosts with
+// hosts bounds the sends in flight to one receiver site (siteOf), so that one slow
+// receiver (a customer's endpoint that answers after 25 seconds, with a backlog of
+// thousands) cannot take every send slot of the runner while the other receivers'
+// webhooks wait behind it, nor can one that spreads its URLs over many names of its
+// domain. A send past the bound is not tried: its message waits about as long as
+// the site's sends take (their moving average, or while none has finished the time
+// since the first began; 1 second to 1 minute) and is claimed again. Only sites with
 // sends in flight are kept.
 type hosts struct {
 	limit int // below 1: no bound
@@ -74,4 +79,20 @@ func (h *hosts) release(host string, took time.Duration) {
 	if l.inFlight--; l.inFlight <= 0 {
 		delete(h.load, host)
 	}
+}
+
+// siteOf is the key of a receiver's bound: the registrable domain of host (its public
+// suffix and one label more, by the Public Suffix List with its private section:
+// a.hooks.example.com and b.example.com are example.com, shop.herokuapp.com is
+// itself), lower case and without a trailing dot; an IP address, or a name with no
+// registrable domain (localhost), is its own site.
+func siteOf(host string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return host
+	}
+	if site, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
+		return site
+	}
+	return host
 }

@@ -1,8 +1,20 @@
 package webhook
 
 import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/egress"
 )
 
 // A host past its bound is refused with a wait: while none of its sends has finished,
@@ -55,5 +67,100 @@ func TestHostBound(t *testing.T) {
 		if _, ok := unbounded.acquire("x", t0); !ok {
 			t.Fatal("bounded below 1")
 		}
+	}
+}
+
+// The bound's key is the registrable domain: subdomains share it, a hosting
+// platform's customers (the Public Suffix List's private section) and addresses do not.
+func TestSiteOf(t *testing.T) {
+	for host, want := range map[string]string{
+		"hooks.example.com": "example.com", "A.B.Example.COM.": "example.com", "example.com": "example.com",
+		"shop.example.co.uk": "example.co.uk", "x1.evil.test": "evil.test",
+		"shop.herokuapp.com": "shop.herokuapp.com", "a.shop.herokuapp.com": "shop.herokuapp.com",
+		"127.0.0.1": "127.0.0.1", "10.0.0.1": "10.0.0.1", "::1": "::1", "localhost": "localhost",
+	} {
+		if got := siteOf(host); got != want {
+			t.Errorf("siteOf(%q) = %q, want %q", host, got, want)
+		}
+	}
+}
+
+// An attack on the bound: a producer spreads a slow receiver's URLs over six names of
+// its domain (a1.evil.test … a6.evil.test, every name reaching the same server here).
+// With a bound of 2, two requests arrive and the other four are held untried
+// (host_busy), while a receiver of another domain is sent to at once.
+func TestBoundHoldsASiteUnderManyNames(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	arrived := map[string]int{}
+	came := make(chan string, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived[r.Host]++
+		mu.Unlock()
+		came <- r.Host
+		if r.Host != "good.example" {
+			<-release
+		}
+	}))
+	defer srv.Close()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // before srv.Close, which waits for the handlers
+	s, err := New(Config{Secrets: []string{SecretPrefix + base64.StdEncoding.EncodeToString(make([]byte, 32))}, HostConcurrency: 2,
+		Egress: egress.Policy{Allow: []string{"127.0.0.1/32"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every name resolves to the test server (the test's DNS).
+	s.client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
+	send := func(host string) error {
+		_, err := s.Send(context.Background(), sender.Message{ID: 1, Recipient: "http://" + host + "/hook", Payload: json.RawMessage(`{}`)})
+		return err
+	}
+	results := make(chan error, 6)
+	for i := 1; i <= 6; i++ {
+		go func() { results <- send(fmt.Sprintf("a%d.evil.test", i)) }()
+	}
+	next := func() error {
+		select {
+		case err := <-results:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer from a send in 10 s: past the bound, it was sent")
+			return nil
+		}
+	}
+	held := 0
+	for range 4 {
+		var f *sender.Failure
+		if err := next(); !errors.As(err, &f) || !f.Held || f.Code != "host_busy" {
+			t.Fatalf("a send past the bound: %v, want held with code host_busy", err)
+		}
+		held++
+	}
+	<-came
+	<-came
+	if err := send("good.example"); err != nil {
+		t.Fatalf("another domain's receiver, while evil.test holds its bound: %v", err)
+	}
+	free()
+	for range 2 {
+		if err := next(); err != nil {
+			t.Fatalf("a send within the bound: %v", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for host, k := range arrived {
+		if host != "good.example" {
+			n += k
+		}
+	}
+	if n != 2 || held != 4 {
+		t.Fatalf("%d requests of evil.test arrived (%v), %d held; want 2 and 4", n, arrived, held)
 	}
 }

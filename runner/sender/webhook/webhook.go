@@ -94,9 +94,10 @@ type Config struct {
 	// CircuitCooldown is how long an open circuit waits before one trial request
 	// (default 30s); each failed trial doubles it, up to 32 times.
 	CircuitCooldown time.Duration
-	// HostConcurrency is the most sends in flight to one receiver host (default 32;
-	// below 0: no bound): a message past it waits (rate_limited, code host_busy, the
-	// attempt given back), so one slow receiver holds no more of the runner's sends.
+	// HostConcurrency is the most sends in flight to one receiver site, the registrable
+	// domain of the URL's host (default 32; below 0: no bound): a message past it waits
+	// (rate_limited, code host_busy, the attempt given back), so one slow receiver,
+	// under however many names of its domain, holds no more of the runner's sends.
 	HostConcurrency int
 }
 
@@ -287,17 +288,17 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	}
 	var res sender.Result
 	if err == nil {
-		host := strings.ToLower(u.Host)
+		host, site := strings.ToLower(u.Host), siteOf(u.Hostname())
 		now := time.Now()
-		// The host's slot first: a trial the circuit lets through is then always sent.
-		if wait, ok := s.hosts.acquire(host, now); !ok {
-			err = sender.Held(fmt.Errorf("%s has %d sends in flight: not tried", host, s.hosts.limit), now.Add(wait), "host_busy")
+		// The site's slot first: a trial the circuit lets through is then always sent.
+		if wait, ok := s.hosts.acquire(site, now); !ok {
+			err = sender.Held(fmt.Errorf("%s has %d sends in flight: not tried", site, s.hosts.limit), now.Add(wait), "host_busy")
 		} else if until, n, open := s.circuit.hold(host, now); open {
-			s.hosts.release(host, 0)
+			s.hosts.release(site, 0)
 			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", host, n), until, "circuit_open")
 		} else {
 			res, err = s.post(ctx, m, u)
-			s.hosts.release(host, time.Since(now))
+			s.hosts.release(site, time.Since(now))
 			if ctx.Err() == nil { // a send cut short by the runner's shutdown says nothing of the host
 				s.circuit.record(host, hostDown(err), time.Now())
 			}
