@@ -42,6 +42,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	mustExec(t, pool, `SELECT herald.dispatch_callbacks()`)
 
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('sms_backup', 'sms')`)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_days) -- quiet all of today, until midnight UTC
+		VALUES ('promo', 'sms', ARRAY[extract(isodow FROM now() AT TIME ZONE 'UTC')]::smallint[])`)
+	midnight := scalar[time.Time](t, pool, `SELECT date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 day'`)
 	mustExec(t, pool, `UPDATE herald.channels SET paused = true, paused_reason = 'SMTP 535: authentication failed', paused_at = now(),
 		paused_by = 'runner', fallback = 'sms_backup' WHERE name = 'sms'`)
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, min_priority, max_pending, send_limit, max_bounce_rate, suspended_until, suspended_reason)
@@ -86,7 +89,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		resp.Body.Close()
 	}
 	if s := scalar[string](t, pool, `SELECT status || ' ' || (SELECT string_agg(name || '=' || paused, ',' ORDER BY name) FROM herald.channels)
-		|| ' ' || (SELECT suspended_until > now() FROM herald.producers WHERE producer = 'bulk') FROM herald.messages WHERE id = $1`, id); s != "dead callbacks=false,email=false,sms=true,sms_backup=false true" {
+		|| ' ' || (SELECT suspended_until > now() FROM herald.producers WHERE producer = 'bulk') FROM herald.messages WHERE id = $1`, id); s != "dead callbacks=false,email=false,promo=false,sms=true,sms_backup=false true" {
 		t.Fatalf("after refused actions: %s", s)
 	}
 
@@ -117,6 +120,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	step("read the paused channels", err)
 	producers, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("producers")))
 	step("read who fills the queue", err)
+	quiet, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("quiet")))
+	step("read the quiet channels", err)
+	if want := "promo " + midnight.Local().Format("2006-01-02 15:04:05"); !strings.Contains(strings.Join(strings.Fields(quiet), " "), want) {
+		t.Fatalf("quiet channels: %q, want %q", quiet, want)
+	}
 	if !regexp.MustCompile(`bulk\s+email\s+7\s+0\s+0\s+50\s+5000\s+20000 / 1 day\s+2100-01-02 \d\d:04:05: 30 of 200 messages`).MatchString(producers) {
 		t.Fatalf("producers table: %q", producers)
 	}
@@ -169,7 +177,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("after End suspension: %q", done)
 	}
 	if s := scalar[string](t, pool, `SELECT (SELECT string_agg(name || '=' || paused || ':' || coalesce(paused_by, '') || ':' || coalesce(paused_reason, ''), ',' ORDER BY name) FROM herald.channels)
-		|| ' ' || (SELECT coalesce(suspended_until > now(), false) FROM herald.producers WHERE producer = 'bulk')`); s != "callbacks=false::,email=true:operator:abuse from the sign-up form,sms=false::,sms_backup=false:: false" {
+		|| ' ' || (SELECT coalesce(suspended_until > now(), false) FROM herald.producers WHERE producer = 'bulk')`); s != "callbacks=false::,email=true:operator:abuse from the sign-up form,promo=false::,sms=false::,sms_backup=false:: false" {
 		t.Fatalf("after the switches: %s", s)
 	}
 	// The status callback its channel refused: shown with the reason; sent again while

@@ -157,6 +157,13 @@ type Paused struct {
 	Since, Until              *time.Time
 }
 
+// Quiet is a channel in its quiet hours or days (herald.quiet_channels) and when
+// they end.
+type Quiet struct {
+	Channel string
+	Until   time.Time
+}
+
 // Producer is one row of herald.producer_backlog with the producer's priority floor,
 // backlog bound (MaxPending, empty when none), send limit ("N / window", empty when
 // none) and suspension (until when and why, empty when none).
@@ -227,6 +234,14 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		err = row.Scan(&p.Channel, &p.Reason, &p.Since, &p.Until, &p.Fallback)
 		return
 	}); err != nil {
+		c.fail(w, err)
+		return
+	}
+	if data["Quiet"], err = collect(ctx, c.pool, `SELECT channel, quiet_until FROM herald.quiet_channels()`,
+		func(row pgx.CollectableRow) (q Quiet, err error) {
+			err = row.Scan(&q.Channel, &q.Until)
+			return
+		}); err != nil {
 		c.fail(w, err)
 		return
 	}
