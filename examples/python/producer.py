@@ -25,9 +25,11 @@ def main() -> int:
         (again,) = conn.execute(sql, ("ana@example.com", payload, "order-42")).fetchone()
         assert again == first, (first, again)
 
-        # A batch: all or nothing, ids in input order.
+        # A batch: all or nothing, ids in input order. recipient_zone is the person's time
+        # zone: a channel with quiet_per_recipient keeps its quiet hours in it.
         batch = [
-            {"channel": "sms", "recipient": "+14155550100", "payload": {"text": "Code 123456"}},
+            {"channel": "sms", "recipient": "+14155550100", "payload": {"text": "Code 123456"},
+             "recipient_zone": "America/Los_Angeles"},
             {"channel": "email", "recipient": "bo@example.com", "payload": {"subject": "Hi", "text": "Hello"}},
         ]
         (ids,) = conn.execute("SELECT herald.enqueue_batch(%s)", (Jsonb(batch),)).fetchone()
@@ -57,6 +59,9 @@ def main() -> int:
             ("SELECT herald.enqueue_batch(%s)",
              (Jsonb(batch + [{"channel": "sms", "recipient": "12", "payload": {"text": "x"}}]),),
              "22V02", "messages[2].recipient"),
+            # an abbreviation is not a zone: 'PST' says nothing of summer time
+            ("SELECT herald.enqueue('sms', '+14155550100', %s, recipient_zone => 'PST')",
+             (Jsonb({"text": "x"}),), "22V19", "recipient_zone"),
         ]:
             try:
                 conn.execute(sql, args)
