@@ -721,3 +721,28 @@ func TestQuietChannelsSayWhyABacklogWaits(t *testing.T) {
 		return len(want) == 0
 	})
 }
+
+// A stored recipient_zone the server's zone database no longer has (Debian moved
+// legacy names such as US/Eastern to tzdata-legacy; uninstalled, they stop resolving)
+// poisons no claim: the message keeps the channel's quiet_zone instead, and the claim
+// hands out the others.
+func TestQuietHoursOfAZoneNoLongerKnown(t *testing.T) {
+	_, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_from, quiet_until, quiet_zone, quiet_per_recipient)
+		VALUES ('promo', 'sms', '21:00', '08:00', 'Europe/Berlin', true)`)
+	noon := time.Date(2030, 6, 3, 10, 0, 0, 0, time.UTC) // 12:00 in Berlin
+	gone := scalar[int64](t, pool, `SELECT herald.enqueue('promo', '+12125550100', '{"text":"x"}', recipient_zone => 'America/New_York', now => $1)`, noon)
+	awake := scalar[int64](t, pool, `SELECT herald.enqueue('promo', '+81355550100', '{"text":"x"}', recipient_zone => 'Asia/Tokyo', now => $1)`,
+		noon.Add(-3*time.Hour)) // 16:00 in Tokyo
+	mustExec(t, pool, `UPDATE herald.messages SET recipient_zone = 'Atlantis/Poseidonia', run_at = $2 WHERE id = $1`, gone, noon.Add(-2*time.Hour))
+	night := time.Date(2030, 6, 3, 22, 30, 0, 0, time.UTC) // 00:30 in Berlin, 07:30 in Tokyo: both quiet
+	if cs := claim(t, pool, 10, night); len(cs) != 0 {
+		t.Fatalf("claimed %+v at night", cs)
+	}
+	if got := scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, gone); !got.Equal(time.Date(2030, 6, 4, 6, 0, 0, 0, time.UTC)) {
+		t.Fatalf("the message of an unknown zone is due %s, want 08:00 in Berlin (06:00 UTC)", got.UTC())
+	}
+	if cs := claim(t, pool, 10, time.Date(2030, 6, 4, 6, 0, 0, 0, time.UTC)); len(cs) != 2 {
+		t.Fatalf("at 08:00 in Berlin (15:00 in Tokyo) claimed %d, want both %d and %d", len(cs), gone, awake)
+	}
+}

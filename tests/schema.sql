@@ -1010,7 +1010,8 @@ BEGIN
          coalesce(s.priority, greatest(v_policy.min_priority, 0)),
          CASE WHEN c.quiet_per_recipient
               THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                                     quiet_zone => coalesce(s.recipient_zone, c.quiet_zone), at => greatest(s.run_at, _enqueue.now))
+                                     quiet_zone => c.quiet_zone, at => greatest(s.run_at, _enqueue.now),
+                                     recipient_zone => s.recipient_zone)
               ELSE greatest(s.run_at, _enqueue.now)
          END, s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
@@ -2153,28 +2154,37 @@ COMMENT ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until
 
 
 --
--- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone) RETURNS timestamp with time zone
+CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text DEFAULT NULL::text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
+  v_zone text := quiet_zone;
   v_at timestamptz := at;
   v_local timestamp;
 BEGIN
+  IF recipient_zone IS NOT NULL THEN
+    BEGIN
+      PERFORM timezone(recipient_zone, at);
+      v_zone := recipient_zone;
+    EXCEPTION WHEN invalid_parameter_value THEN
+      NULL; -- not a zone any more: the channel's
+    END;
+  END IF;
   -- At most six quiet days and the hours around them: a few steps reach the end.
   FOR i IN 1 .. 16 LOOP
     IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
-                         quiet_zone => quiet_zone, now => v_at) THEN
+                         quiet_zone => v_zone, now => v_at) THEN
       RETURN v_at;
     END IF;
-    v_local := v_at AT TIME ZONE quiet_zone;
+    v_local := v_at AT TIME ZONE v_zone;
     IF quiet_days IS NOT NULL AND extract(isodow FROM v_local)::smallint = ANY (quiet_days) THEN
-      v_at := (v_local::date + 1)::timestamp AT TIME ZONE quiet_zone;
+      v_at := (v_local::date + 1)::timestamp AT TIME ZONE v_zone;
     ELSE
       v_at := (v_local::date + CASE WHEN quiet_from > quiet_until AND v_local::time >= quiet_from THEN 1 ELSE 0 END
-               + quiet_until) AT TIME ZONE quiet_zone;
+               + quiet_until) AT TIME ZONE v_zone;
     END IF;
   END LOOP;
   RETURN v_at;
@@ -2183,10 +2193,10 @@ $$;
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone) IS 'Private: when the quiet time a time falls in ends (the time itself outside it).';
+COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text) IS 'Private: when the quiet time a time falls in ends (the time itself outside it).';
 
 
 --
@@ -3347,12 +3357,14 @@ BEGIN
     -- again at their end, its attempt not spent.
     UPDATE herald.messages m
     SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                                   quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now)
+                                   quiet_zone => c.quiet_zone, at => claim_batch.now,
+                                   recipient_zone => m.recipient_zone)
     FROM ready r
     JOIN herald.channels c ON c.name = r.channel
     WHERE v_recipient_quiet AND m.id = r.id AND c.quiet_per_recipient
       AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                            quiet_zone => coalesce(m.recipient_zone, c.quiet_zone), at => claim_batch.now) > claim_batch.now
+                            quiet_zone => c.quiet_zone, at => claim_batch.now,
+                            recipient_zone => m.recipient_zone) > claim_batch.now
       AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
     RETURNING m.id
   ), woke AS (
@@ -6993,10 +7005,10 @@ REVOKE ALL ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_un
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text) FROM PUBLIC;
 
 
 --

@@ -1,42 +1,52 @@
--- herald._quiet_end(quiet_from, quiet_until, quiet_days, quiet_zone, at) — when the
--- quiet time that `at` falls in ends: the first instant at or after `at` outside a
--- channel's quiet hours and quiet days (herald._quiet); `at` itself when it falls in
--- neither. Hours end at quiet_until, a quiet day at the next local midnight, and the
--- two chain (Saturday 22:00 with 21:00-08:00 and Sundays quiet: Monday 08:00).
--- Counted in local dates and times, so a daylight-saving change moves the end with
--- the clocks (08:00 in Berlin is 06:00 UTC in summer, 07:00 in winter). For
--- herald._enqueue (a message of a channel with quiet_per_recipient is stored due at
--- the end of its recipient's quiet time) and herald.claim_batch (which moves one it
--- finds in it there). PL/pgSQL, not inlined: the statements that may call it (every
--- enqueue's INSERT, every claim) would otherwise build its whole expression at each
--- execution, called or not. STABLE (the zone database). Locks: none.
+-- herald._quiet_end(quiet_from, quiet_until, quiet_days, quiet_zone, at, recipient_zone)
+-- — when the quiet time that `at` falls in ends: the first instant at or after `at`
+-- outside a channel's quiet hours and days (herald._quiet), kept in recipient_zone
+-- when given, else quiet_zone; `at` itself outside them. Hours end at quiet_until, a
+-- quiet day at the next local midnight, and the two chain (Saturday 22:00 with
+-- 21:00-08:00 and Sundays quiet: Monday 08:00); local dates and times, so a
+-- daylight-saving change moves the end with the clocks. A recipient_zone the server's
+-- zone database no longer has (tzdata dropped a legacy name after the message was
+-- stored) counts as quiet_zone rather than failing every claim (a subtransaction,
+-- only for a message that names a zone). For herald._enqueue and herald.claim_batch
+-- (quiet_per_recipient) and herald.quiet_channels. PL/pgSQL, not inlined: statements
+-- that may call it would otherwise build its whole expression at each execution.
+-- STABLE (the zone database). Locks: none.
 CREATE OR REPLACE FUNCTION herald._quiet_end(quiet_from time, quiet_until time, quiet_days smallint[], quiet_zone text,
-                                             at timestamptz)
+                                             at timestamptz, recipient_zone text DEFAULT NULL)
 RETURNS timestamptz
 LANGUAGE plpgsql
 STABLE
 AS $$
 DECLARE
+  v_zone text := quiet_zone;
   v_at timestamptz := at;
   v_local timestamp;
 BEGIN
+  IF recipient_zone IS NOT NULL THEN
+    BEGIN
+      PERFORM timezone(recipient_zone, at);
+      v_zone := recipient_zone;
+    EXCEPTION WHEN invalid_parameter_value THEN
+      NULL; -- not a zone any more: the channel's
+    END;
+  END IF;
   -- At most six quiet days and the hours around them: a few steps reach the end.
   FOR i IN 1 .. 16 LOOP
     IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
-                         quiet_zone => quiet_zone, now => v_at) THEN
+                         quiet_zone => v_zone, now => v_at) THEN
       RETURN v_at;
     END IF;
-    v_local := v_at AT TIME ZONE quiet_zone;
+    v_local := v_at AT TIME ZONE v_zone;
     IF quiet_days IS NOT NULL AND extract(isodow FROM v_local)::smallint = ANY (quiet_days) THEN
-      v_at := (v_local::date + 1)::timestamp AT TIME ZONE quiet_zone;
+      v_at := (v_local::date + 1)::timestamp AT TIME ZONE v_zone;
     ELSE
       v_at := (v_local::date + CASE WHEN quiet_from > quiet_until AND v_local::time >= quiet_from THEN 1 ELSE 0 END
-               + quiet_until) AT TIME ZONE quiet_zone;
+               + quiet_until) AT TIME ZONE v_zone;
     END IF;
   END LOOP;
   RETURN v_at;
 END
 $$;
-REVOKE ALL ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz) IS
+REVOKE ALL ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text) IS
   'Private: when the quiet time a time falls in ends (the time itself outside it).';
