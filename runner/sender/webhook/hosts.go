@@ -84,15 +84,20 @@ func (h *hosts) release(host string, took time.Duration) {
 // siteOf is the key of a receiver's bound: the registrable domain of host (its public
 // suffix and one label more, by the Public Suffix List with its private section:
 // a.hooks.example.com and b.example.com are example.com, shop.herokuapp.com is
-// itself), lower case and without a trailing dot; an IP address, or a name with no
-// registrable domain (localhost), is its own site.
-func siteOf(host string) string {
+// itself), lower case and without a trailing dot, whatever the port; an IP address
+// is its own site, whatever the port. A name with no registrable domain (localhost,
+// an internal name the operator allows) is one site per port: such receivers are
+// the operator's own, told apart by their ports.
+func siteOf(host, port string) string {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if _, err := netip.ParseAddr(host); err == nil {
 		return host
 	}
 	if site, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
 		return site
+	}
+	if port != "" {
+		return host + ":" + port
 	}
 	return host
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -70,17 +71,20 @@ func TestHostBound(t *testing.T) {
 	}
 }
 
-// The bound's key is the registrable domain: subdomains share it, a hosting
-// platform's customers (the Public Suffix List's private section) and addresses do not.
+// The bound's key is the registrable domain, whatever the port: subdomains share it,
+// a hosting platform's customers (the Public Suffix List's private section) and
+// addresses do not; a name without one (localhost) is keyed with its port.
 func TestSiteOf(t *testing.T) {
-	for host, want := range map[string]string{
-		"hooks.example.com": "example.com", "A.B.Example.COM.": "example.com", "example.com": "example.com",
-		"shop.example.co.uk": "example.co.uk", "x1.evil.test": "evil.test",
+	for hostPort, want := range map[string]string{
+		"hooks.example.com": "example.com", "A.B.Example.COM.": "example.com", "example.com:8443": "example.com",
+		"shop.example.co.uk": "example.co.uk", "x1.evil.test:1": "evil.test", "x2.evil.test:2": "evil.test",
 		"shop.herokuapp.com": "shop.herokuapp.com", "a.shop.herokuapp.com": "shop.herokuapp.com",
-		"127.0.0.1": "127.0.0.1", "10.0.0.1": "10.0.0.1", "::1": "::1", "localhost": "localhost",
+		"203.0.113.7:1": "203.0.113.7", "203.0.113.7:2": "203.0.113.7", "[::1]:80": "::1",
+		"localhost": "localhost", "localhost:8080": "localhost:8080", "hooks-internal:9000": "hooks-internal:9000",
 	} {
-		if got := siteOf(host); got != want {
-			t.Errorf("siteOf(%q) = %q, want %q", host, got, want)
+		u := &url.URL{Host: hostPort}
+		if got := siteOf(u.Hostname(), u.Port()); got != want {
+			t.Errorf("siteOf(%q) = %q, want %q", hostPort, got, want)
 		}
 	}
 }

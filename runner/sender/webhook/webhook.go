@@ -288,7 +288,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	}
 	var res sender.Result
 	if err == nil {
-		host, site := strings.ToLower(u.Host), siteOf(u.Hostname())
+		host, site := strings.ToLower(u.Host), siteOf(u.Hostname(), u.Port())
 		now := time.Now()
 		// The site's slot first: a trial the circuit lets through is then always sent.
 		if wait, ok := s.hosts.acquire(site, now); !ok {
