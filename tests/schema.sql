@@ -1011,7 +1011,7 @@ BEGIN
          CASE WHEN c.quiet_per_recipient
               THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                      quiet_zone => c.quiet_zone, at => greatest(s.run_at, _enqueue.now),
-                                     recipient_zone => s.recipient_zone)
+                                     recipient_zone => s.recipient_zone, zone_checked => true) -- by _valid, below
               ELSE greatest(s.run_at, _enqueue.now)
          END, s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
@@ -2154,10 +2154,10 @@ COMMENT ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until
 
 
 --
--- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone, text, boolean); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text DEFAULT NULL::text) RETURNS timestamp with time zone
+CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text DEFAULT NULL::text, zone_checked boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
@@ -2165,9 +2165,11 @@ DECLARE
   v_at timestamptz := at;
   v_local timestamp;
 BEGIN
-  IF recipient_zone IS NOT NULL THEN
+  IF recipient_zone IS NOT NULL AND zone_checked THEN
+    v_zone := recipient_zone;
+  ELSIF recipient_zone IS NOT NULL THEN
     BEGIN
-      PERFORM timezone(recipient_zone, at);
+      v_local := at AT TIME ZONE recipient_zone; -- an assignment: no query to plan
       v_zone := recipient_zone;
     EXCEPTION WHEN invalid_parameter_value THEN
       NULL; -- not a zone any more: the channel's
@@ -2193,10 +2195,10 @@ $$;
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_checked boolean); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text) IS 'Private: when the quiet time a time falls in ends (the time itself outside it).';
+COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_checked boolean) IS 'Private: when the quiet time a time falls in ends (the time itself outside it).';
 
 
 --
@@ -2928,11 +2930,13 @@ COMMENT ON FUNCTION herald._suppressions_normalize() IS 'Private: the function o
 CREATE FUNCTION herald._time_zone(name text) RETURNS boolean
     LANGUAGE plpgsql STABLE
     AS $_$
+DECLARE
+  v_local timestamp;
 BEGIN
   IF name IS NULL OR length(name) > 64 OR name !~ '^(UTC|Etc/GMT[+-](1[0-4]|[0-9])|[A-Z][A-Za-z]*(/[A-Za-z][A-Za-z_-]*)+)$' THEN
     RETURN false;
   END IF;
-  PERFORM timezone(name, timestamptz '2000-01-01 00:00+00');
+  v_local := timezone(name, timestamptz '2000-01-01 00:00+00'); -- an assignment: no query to plan
   RETURN true;
 EXCEPTION WHEN invalid_parameter_value THEN
   RETURN false;
@@ -7005,10 +7009,10 @@ REVOKE ALL ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_un
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_checked boolean); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_checked boolean) FROM PUBLIC;
 
 
 --
