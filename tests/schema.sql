@@ -3358,18 +3358,18 @@ BEGIN
     HAVING count(*) > 0
   ), quiet AS (
     -- On a channel whose quiet hours are its recipients' own, a message in them is due
-    -- again at their end, its attempt not spent. (OFFSET 0: the end computed once.)
+    -- again at their end, its attempt not spent.
     UPDATE herald.messages m
-    SET run_at = q.until
-    FROM (SELECT r.id, herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                                         quiet_zone => c.quiet_zone, at => claim_batch.now,
-                                         recipient_zone => z.recipient_zone) AS until
-          FROM ready r
-          JOIN herald.channels c ON c.name = r.channel
-          JOIN herald.messages z ON z.id = r.id
-          WHERE v_recipient_quiet AND c.quiet_per_recipient AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
-          OFFSET 0) AS q
-    WHERE m.id = q.id AND q.until > claim_batch.now
+    SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                                   quiet_zone => c.quiet_zone, at => claim_batch.now,
+                                   recipient_zone => m.recipient_zone)
+    FROM ready r
+    JOIN herald.channels c ON c.name = r.channel
+    WHERE v_recipient_quiet AND m.id = r.id AND c.quiet_per_recipient
+      AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                            quiet_zone => c.quiet_zone, at => claim_batch.now,
+                            recipient_zone => m.recipient_zone) > claim_batch.now
+      AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
     RETURNING m.id
   ), woke AS (
     -- Those left the batch short: the claimer's listener is woken to claim again.
