@@ -2,8 +2,9 @@
 # bench/instructions.sh — instructions per statement of SQL scripts, counted by
 # callgrind: the measure that moves least with a shared machine's noise, for
 # comparing two forms of a function (throughput and CPU time move by ±10–15 % here;
-# an instruction count by about 1 % within one run, and by up to 6 % between runs,
-# each on its own scratch cluster: compare forms within one run, with -s setups).
+# an instruction count by about 1 % within one run; between runs, each on its own
+# scratch cluster, by up to 6 % for an enqueue and up to 40 % for a drain script
+# (cause not found): compare forms within one run, interleaved).
 #
 # Usage: bench/instructions.sh [-n N] [-p] [-s SETUP_SQL] [-f SQL_FILE] script.sql ...
 #
