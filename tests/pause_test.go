@@ -223,7 +223,9 @@ func TestSpentQuotaStopsTheChannel(t *testing.T) {
 		t.Fatalf("the relay was asked for %d of %d recipients before the channel stopped, want 1..%d (the claims made before the first report)", tried, n, n/4)
 	}
 	if unused != n {
-		t.Fatalf("%d of %d messages queued with their attempt unused", unused, n)
+		odd := scalar[string](t, pool, `SELECT string_agg(concat_ws(' ', id, status, attempts, last_error_class, last_error_code, last_error), '; ')
+			FROM herald.messages WHERE NOT (status = 'queued' AND attempts = 0)`)
+		t.Fatalf("%d of %d messages queued with their attempt unused; the others now: %s", unused, n, odd)
 	}
 	if quota != int64(tried) {
 		t.Fatalf("%d messages carry the quota failure, %d were tried", quota, tried)
