@@ -34,8 +34,8 @@
 {{ template "functions/_mailbox_key.sql" . }}
 {{ template "functions/_range_key.sql" . }}
 {{ template "functions/_quiet.sql" . }}
-{{ template "functions/_quiet_end.sql" . }}
 {{ template "functions/_time_zone.sql" . }}
+{{ template "functions/_quiet_end.sql" . }}
 {{ template "functions/_budget_after.sql" . }}
 {{ template "functions/_over_budget.sql" . }}
 {{ template "functions/_suppression.sql" . }}

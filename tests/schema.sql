@@ -1011,7 +1011,7 @@ BEGIN
          CASE WHEN c.quiet_per_recipient
               THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                      quiet_zone => c.quiet_zone, at => greatest(s.run_at, _enqueue.now),
-                                     recipient_zone => s.recipient_zone, zone_checked => true) -- by _valid, below
+                                     recipient_zone => s.recipient_zone)
               ELSE greatest(s.run_at, _enqueue.now)
          END, s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
@@ -2154,27 +2154,17 @@ COMMENT ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until
 
 
 --
--- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone, text, boolean); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text DEFAULT NULL::text, zone_checked boolean DEFAULT false) RETURNS timestamp with time zone
+CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text DEFAULT NULL::text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
-  v_zone text := quiet_zone;
+  v_zone text := CASE WHEN herald._time_zone(name => recipient_zone) THEN recipient_zone ELSE quiet_zone END;
   v_at timestamptz := at;
   v_local timestamp;
 BEGIN
-  IF recipient_zone IS NOT NULL AND zone_checked THEN
-    v_zone := recipient_zone;
-  ELSIF recipient_zone IS NOT NULL THEN
-    BEGIN
-      v_local := at AT TIME ZONE recipient_zone; -- an assignment: no query to plan
-      v_zone := recipient_zone;
-    EXCEPTION WHEN invalid_parameter_value THEN
-      NULL; -- not a zone any more: the channel's
-    END;
-  END IF;
   -- At most six quiet days and the hours around them: a few steps reach the end.
   FOR i IN 1 .. 16 LOOP
     IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
@@ -2195,10 +2185,10 @@ $$;
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_checked boolean); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_checked boolean) IS 'Private: when the quiet time a time falls in ends (the time itself outside it).';
+COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text) IS 'Private: when the quiet time a time falls in ends (the time itself outside it).';
 
 
 --
@@ -7009,10 +6999,10 @@ REVOKE ALL ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_un
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_checked boolean); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_checked boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text) FROM PUBLIC;
 
 
 --

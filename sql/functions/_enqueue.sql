@@ -109,7 +109,7 @@ BEGIN
          CASE WHEN c.quiet_per_recipient
               THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                      quiet_zone => c.quiet_zone, at => greatest(s.run_at, _enqueue.now),
-                                     recipient_zone => s.recipient_zone, zone_checked => true) -- by _valid, below
+                                     recipient_zone => s.recipient_zone)
               ELSE greatest(s.run_at, _enqueue.now)
          END, s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,

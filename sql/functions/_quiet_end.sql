@@ -1,39 +1,27 @@
--- herald._quiet_end(quiet_from, quiet_until, quiet_days, quiet_zone, at, recipient_zone,
--- zone_checked) — when the quiet time that `at` falls in ends: the first instant at or
+-- herald._quiet_end(quiet_from, quiet_until, quiet_days, quiet_zone, at, recipient_zone)
+-- — when the quiet time that `at` falls in ends: the first instant at or
 -- after `at` outside a channel's quiet hours and days (herald._quiet), kept in
 -- recipient_zone when given, else quiet_zone; `at` itself outside them. Hours end at
 -- quiet_until, a quiet day at the next local midnight, and the two chain (Saturday 22:00 with
 -- 21:00-08:00 and Sundays quiet: Monday 08:00); local dates and times, so a
 -- daylight-saving change moves the end with the clocks. A recipient_zone the server's
 -- zone database no longer has (tzdata dropped a legacy name after the message was
--- stored) counts as quiet_zone rather than failing every claim (a subtransaction per
--- message that names a zone, unless zone_checked: the caller just looked it up, as
--- herald._enqueue's herald._valid does). For herald._enqueue and herald.claim_batch
--- (quiet_per_recipient) and herald.quiet_channels. PL/pgSQL, not inlined: statements
+-- stored, herald._time_zone) counts as quiet_zone rather than failing every claim.
+-- For herald._enqueue and herald.claim_batch (quiet_per_recipient) and
+-- herald.quiet_channels. PL/pgSQL, not inlined: statements
 -- that may call it would otherwise build its whole expression at each execution.
 -- STABLE (the zone database). Locks: none.
 CREATE OR REPLACE FUNCTION herald._quiet_end(quiet_from time, quiet_until time, quiet_days smallint[], quiet_zone text,
-                                             at timestamptz, recipient_zone text DEFAULT NULL,
-                                             zone_checked boolean DEFAULT false)
+                                             at timestamptz, recipient_zone text DEFAULT NULL)
 RETURNS timestamptz
 LANGUAGE plpgsql
 STABLE
 AS $$
 DECLARE
-  v_zone text := quiet_zone;
+  v_zone text := CASE WHEN herald._time_zone(name => recipient_zone) THEN recipient_zone ELSE quiet_zone END;
   v_at timestamptz := at;
   v_local timestamp;
 BEGIN
-  IF recipient_zone IS NOT NULL AND zone_checked THEN
-    v_zone := recipient_zone;
-  ELSIF recipient_zone IS NOT NULL THEN
-    BEGIN
-      v_local := at AT TIME ZONE recipient_zone; -- an assignment: no query to plan
-      v_zone := recipient_zone;
-    EXCEPTION WHEN invalid_parameter_value THEN
-      NULL; -- not a zone any more: the channel's
-    END;
-  END IF;
   -- At most six quiet days and the hours around them: a few steps reach the end.
   FOR i IN 1 .. 16 LOOP
     IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
@@ -51,6 +39,6 @@ BEGIN
   RETURN v_at;
 END
 $$;
-REVOKE ALL ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text, boolean) FROM PUBLIC;
-COMMENT ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text, boolean) IS
+REVOKE ALL ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text) IS
   'Private: when the quiet time a time falls in ends (the time itself outside it).';

@@ -4,9 +4,9 @@
 -- most 64 characters. False for POSIX specifications, which PostgreSQL also takes
 -- ('UTC+3' is three hours west of UTC; 'Abc/5'), offsets, abbreviations, and names
 -- the database does not have. For the recipient_zone of an enqueue (herald._valid,
--- herald._validate). PL/pgSQL: the lookup raises 22023 for an unknown name, caught
--- here (a subtransaction, only for a message that names a zone; pg_timezone_names
--- reads every zone file). STABLE. Locks: none.
+-- herald._validate) and a stored one (herald._quiet_end). PL/pgSQL: the lookup raises
+-- 22023 for an unknown name, caught here (a subtransaction, only for a message that
+-- names a zone; pg_timezone_names reads every zone file). STABLE. Locks: none.
 CREATE OR REPLACE FUNCTION herald._time_zone(name text)
 RETURNS boolean
 LANGUAGE plpgsql
