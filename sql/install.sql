@@ -34,6 +34,7 @@
 {{ template "functions/_mailbox_key.sql" . }}
 {{ template "functions/_range_key.sql" . }}
 {{ template "functions/_quiet.sql" . }}
+{{ template "functions/_channel_quiet.sql" . }}
 {{ template "functions/_time_zone.sql" . }}
 {{ template "functions/_quiet_end.sql" . }}
 {{ template "functions/_budget_after.sql" . }}

@@ -402,6 +402,8 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._notify_clock_due(g)`,
 		`EXISTS (SELECT FROM herald._suppression('email', g::text, now()))`,
 		`herald._backoff(g, interval '1 second', interval '1 hour')`,
+		`herald._quiet(time '21:00' + g * interval '1 minute', time '08:00', ARRAY[g]::smallint[], 'UTC', now())`,
+		`herald._channel_quiet(time '21:00' + g * interval '1 minute', time '08:00', ARRAY[g]::smallint[], 'UTC', g > 1, now())`,
 	} {
 		rows, err := pool.Query(ctx, `EXPLAIN (VERBOSE, COSTS OFF) SELECT `+call+` FROM generate_series(1, 2) g`)
 		if err != nil {

@@ -640,6 +640,26 @@ COMMENT ON FUNCTION herald._caller() IS 'Private: the calling role (SET ROLE, el
 
 
 --
+-- Name: _channel_quiet(time without time zone, time without time zone, smallint[], text, boolean, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT NOT quiet_per_recipient
+         AND herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
+                           quiet_zone => quiet_zone, now => now)
+$$;
+
+
+--
+-- Name: FUNCTION _channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone) IS 'Private: whether a channel is closed as a whole by its quiet hours or days (inlined).';
+
+
+--
 -- Name: _check_arrays(text[], integer[], integer, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -3261,9 +3281,9 @@ BEGIN
         FROM herald.channels c
         WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
                OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
-          AND (c.quiet_from IS NULL AND c.quiet_days IS NULL OR c.quiet_per_recipient
-               OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                                    quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
+          AND NOT herald._channel_quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                                        quiet_zone => c.quiet_zone, quiet_per_recipient => c.quiet_per_recipient,
+                                        now => claim_batch.now)) AS c;
   IF v_channels IS NULL THEN
     RETURN;
   END IF;
@@ -4698,9 +4718,8 @@ CREATE FUNCTION herald.quiet_channels() RETURNS TABLE(channel text, quiet_until 
          herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                            quiet_zone => c.quiet_zone, at => now())
   FROM herald.channels c
-  WHERE (c.quiet_from IS NOT NULL OR c.quiet_days IS NOT NULL) AND NOT c.quiet_per_recipient
-    AND herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                      quiet_zone => c.quiet_zone, now => now())
+  WHERE herald._channel_quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                              quiet_zone => c.quiet_zone, quiet_per_recipient => c.quiet_per_recipient, now => now())
   ORDER BY c.name
 $$;
 
@@ -6684,6 +6703,13 @@ REVOKE ALL ON FUNCTION herald._callbacks_group() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._caller() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone) FROM PUBLIC;
 
 
 --

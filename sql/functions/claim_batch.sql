@@ -1,6 +1,6 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
--- all), not paused nor in its quiet hours (herald._quiet), within its rate (the whole
+-- all), not paused nor in its quiet hours (herald._channel_quiet), within its rate (the whole
 -- tokens of its herald.rate_buckets row, for all runners together), no earlier message
 -- of its producer's ordering_key pending (such a one is 'held'); and the due messages of
 -- a channel a runner paused whose fallback is one of those: moved to the fallback (a
@@ -89,9 +89,9 @@ BEGIN
         FROM herald.channels c
         WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
                OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
-          AND (c.quiet_from IS NULL AND c.quiet_days IS NULL OR c.quiet_per_recipient
-               OR NOT herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                                    quiet_zone => c.quiet_zone, now => claim_batch.now))) AS c;
+          AND NOT herald._channel_quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                                        quiet_zone => c.quiet_zone, quiet_per_recipient => c.quiet_per_recipient,
+                                        now => claim_batch.now)) AS c;
   IF v_channels IS NULL THEN
     RETURN;
   END IF;

@@ -1,5 +1,5 @@
 -- herald.quiet_channels() — the channels in their quiet time now (quiet hours or quiet
--- days in their quiet_zone, herald._quiet), whose messages claim_batch holds back,
+-- days in their quiet_zone, herald._channel_quiet), whose messages claim_batch holds back,
 -- with when that time ends (quiet_until, herald._quiet_end). A channel with
 -- quiet_per_recipient is never listed: it is never quiet as a whole (its messages wait
 -- as scheduled ones, herald.queue_depth). The runner samples it with
@@ -17,9 +17,8 @@ AS $$
          herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                            quiet_zone => c.quiet_zone, at => now())
   FROM herald.channels c
-  WHERE (c.quiet_from IS NOT NULL OR c.quiet_days IS NOT NULL) AND NOT c.quiet_per_recipient
-    AND herald._quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                      quiet_zone => c.quiet_zone, now => now())
+  WHERE herald._channel_quiet(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                              quiet_zone => c.quiet_zone, quiet_per_recipient => c.quiet_per_recipient, now => now())
   ORDER BY c.name
 $$;
 
