@@ -68,6 +68,10 @@ func (r *Runner) free() int { return r.conc.current() - int(r.busy.Load()) }
 // reports whether it got as many as it asked for.
 func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	n := min(r.cfg.BatchSize, r.free())
+	channels := r.holds.open(r.channels)
+	if len(channels) == 0 {
+		return false, nil // every channel held: wait for a report to lift one
+	}
 	if n <= 0 || ctx.Err() != nil {
 		if n <= 0 {
 			r.conc.saturate() // every slot busy: the limit is what holds the runner back
@@ -85,7 +89,7 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(r.cfg.ShutdownGrace, cancel) })()
 	rows, err := r.pool.Query(qctx, `SELECT id, channel, recipient, payload, metadata, attempt, lease_token, lease_expires_at, expires_at
-		FROM herald.claim_batch($1, $2, $3 * interval '1 microsecond', $4)`, r.cfg.Worker, n, r.cfg.Lease.Microseconds(), r.channels)
+		FROM herald.claim_batch($1, $2, $3 * interval '1 microsecond', $4)`, r.cfg.Worker, n, r.cfg.Lease.Microseconds(), channels)
 	if err != nil {
 		return false, err
 	}
@@ -115,7 +119,7 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 		m.Payload, m.Metadata = blocks.keep(payload), blocks.keep(metadata)
 		// The runner's own clock: the lease began after start, whatever the
 		// database's clock says, so start + lease is never later than its end.
-		fl[len(fl)-1].leaseUntil = start.Add(r.cfg.Lease)
+		fl[len(fl)-1].claimed, fl[len(fl)-1].leaseUntil = start, start.Add(r.cfg.Lease)
 		// The deadline on the same clock: the database's claim time is
 		// lease_expires_at - lease, and it came after start.
 		m.Deadline = start.Add(r.cfg.Lease + expiresAt.Sub(m.LeaseUntil))

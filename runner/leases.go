@@ -31,6 +31,16 @@ func (r *Runner) leaseLapsing(id int64) bool {
 	return f == nil || time.Until(f.leaseUntil) < r.cfg.Lease/6
 }
 
+// claimedAt returns when the claim of message id began (zero if it is not in flight).
+func (r *Runner) claimedAt(id int64) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f := r.flights[id]; f != nil {
+		return f.claimed
+	}
+	return time.Time{}
+}
+
 func (r *Runner) extendLeases(ctx context.Context) {
 	now := time.Now()
 	var ids, tokens []int64

@@ -8,13 +8,15 @@ import (
 )
 
 // post hands one outcome to the reporter. The reporter is woken only by the first
-// outcome of an empty outbox and by a full batch, not by every send.
-func (r *Runner) post(o outcome) {
+// outcome of an empty outbox, by a full batch and by a failure that stops a channel
+// (urgent: reported at once), not by every send.
+func (r *Runner) post(o outcome, urgent bool) {
 	r.outMu.Lock()
 	r.outbox = append(r.outbox, o)
 	n := len(r.outbox)
+	r.outNow = r.outNow || urgent
 	r.outMu.Unlock()
-	if n == 1 || n >= r.cfg.BatchSize {
+	if n == 1 || n >= r.cfg.BatchSize || urgent {
 		select {
 		case r.outKick <- struct{}{}:
 		default:
@@ -32,7 +34,7 @@ func (r *Runner) report(stop <-chan struct{}) {
 	flushAll := func() {
 		r.outMu.Lock()
 		all := r.outbox
-		r.outbox = spare[:0]
+		r.outbox, r.outNow = spare[:0], false
 		r.outMu.Unlock()
 		for rest := all; len(rest) > 0; {
 			k := min(len(rest), r.cfg.BatchSize)
@@ -46,10 +48,10 @@ func (r *Runner) report(stop <-chan struct{}) {
 		select {
 		case <-r.outKick:
 			r.outMu.Lock()
-			n := len(r.outbox)
+			n, now := len(r.outbox), r.outNow
 			r.outMu.Unlock()
 			switch {
-			case n >= r.cfg.BatchSize:
+			case n >= r.cfg.BatchSize || now:
 				flushAll()
 				if armed {
 					timer.Stop()
@@ -138,6 +140,7 @@ func (r *Runner) flush(batch []outcome) {
 	}
 	if len(failIDs) > 0 {
 		r.retry(len(batch), func() error { return r.fail(failIDs, failTokens, errs, classes, codes, retryAt) })
+		r.liftHolds(batch)
 	}
 	sent := map[string]int{}
 	for _, o := range batch {
@@ -160,6 +163,25 @@ func (r *Runner) flush(batch []outcome) {
 	}
 	r.m.inflight.Set(float64(len(r.flights)))
 	r.mu.Unlock()
+}
+
+// liftHolds ends the holds of the channels whose stopping failures batch reported
+// (SQL's pause stands in for them now, or SQL decided against one), and asks for a
+// claim.
+func (r *Runner) liftHolds(batch []outcome) {
+	lifted := false
+	for _, o := range batch {
+		if stopsChannel(o.err) {
+			r.holds.lift(o.msg.Channel, time.Now())
+			lifted = true
+		}
+	}
+	if lifted {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // retry runs a report until it succeeds; at most ShutdownGrace + Lease, after which

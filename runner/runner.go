@@ -55,6 +55,8 @@ type Runner struct {
 	outMu      sync.Mutex
 	outbox     []outcome     // results waiting for the reporter (guarded by outMu)
 	outKick    chan struct{} // capacity 1: the outbox got its first result, or a full batch
+	outNow     bool          // the outbox holds a failure that stops a channel (guarded by outMu)
+	holds      holds         // channels this runner stopped until their pause is reported
 	pastGrace  atomic.Bool
 	listenerUp atomic.Bool
 	deaf       atomic.Bool // LISTEN connected, but its check notification never came
@@ -64,6 +66,7 @@ type Runner struct {
 // flight is a claimed message until its result is reported.
 type flight struct {
 	msg        sender.Message
+	claimed    time.Time // when its claim began
 	leaseUntil time.Time // guarded by Runner.mu
 }
 

@@ -73,7 +73,7 @@ func (r *Runner) grow(ctx context.Context) {
 func (r *Runner) worker(ctx context.Context) {
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
 	for m := range r.work {
-		o := outcome{msg: m}
+		o, urgent := outcome{msg: m}, false
 		if r.pastGrace.Load() {
 			// Shutdown's grace is over: a message still queued is not sent now; it is
 			// released as not tried (rate_limited, retry now: the attempt is given back).
@@ -83,6 +83,10 @@ func (r *Runner) worker(ctx context.Context) {
 			// herald.fail ends it expired.
 			o.err = sender.WithCode(sender.RateLimited(errors.New("expired before the send started; not sent"), time.Now()), "expired")
 			r.m.expiredUnsent.Inc()
+		} else if r.holds.blocks(m.Channel, func() time.Time { return r.claimedAt(m.ID) }) {
+			// A send of its channel was refused for the whole channel (a spent quota,
+			// credentials) since it was claimed: not tried against the same refusal.
+			o.err = channelHeld()
 		} else if r.leaseLapsing(m.ID) {
 			// The lease expired, or will before a lease keeper tick can extend it, while
 			// the message waited: another runner may own it now. Not sent; reported as
@@ -98,12 +102,16 @@ func (r *Runner) worker(ctx context.Context) {
 				r.m.concurrency.Set(float64(limit))
 			}
 			r.m.sendSeconds.WithLabelValues(m.Channel).Observe(took.Seconds())
+			if o.err != nil && stopsChannel(o.err) {
+				r.holds.stop(m.Channel) // before the slot is freed: the next claim leaves the channel out
+				urgent = true
+			}
 			if o.err == nil && debug {
 				r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
 					"provider_message_id", o.res.ProviderMessageID, "seconds", took.Seconds())
 			}
 		}
-		r.post(o)
+		r.post(o, urgent)
 		r.busy.Add(-1)
 		r.sends.Done()
 		select {
