@@ -2,7 +2,9 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -175,5 +177,136 @@ func TestIntakeRetryAfterIsTheCountInterval(t *testing.T) {
 		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "42" {
 			t.Errorf("%v: %d, Retry-After %q, want 429 and 42", c.args, resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
+	}
+}
+
+// A producer flooding the intake of `herald run` cannot stall deliveries nor shut out
+// the other producers. Attack: two tokens' requests are held in the database (their
+// budgets' rows locked, as a slow enqueue would be) until the HTTP services' pool is
+// full. The runner still sends a message enqueued meanwhile (it has a pool of its
+// own); a token's requests past HERALD_INTAKE_MAX_IN_FLIGHT get 429 unread, nothing
+// stored; and when connections come free, a third token gets one although the
+// flooding token has requests waiting (a token uses at most half the pool).
+func TestIntakeFloodLeavesTheRunnerAndOthersTheirConnections(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, send_limit, send_window)
+		VALUES ('intake:flood', 1000000, '1 second'), ('intake:flood2', 1000000, '1 second')`)
+	addr := freeAddr(t)
+	runnerProcessArgs(t, url, []string{"run"}, "HERALD_HTTP_ADDR="+addr, "HERALD_SENDER_EMAIL=noop",
+		"HERALD_INTAKE_TOKENS=flood:tok-flood,flood2:tok-flood2,other:tok-other",
+		"HERALD_DB_POOL=4", "HERALD_HTTP_DB_POOL=4", "HERALD_INTAKE_MAX_IN_FLIGHT=4")
+	waitHTTP(t, addr)
+	client := &http.Client{Timeout: 15 * time.Second}
+	post := func(token string) (int, apiError) { // safe in any goroutine: a failure is code 0
+		var e apiError
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			e.Error.Message = err.Error()
+			return 0, e
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e
+	}
+	for _, tok := range []string{"tok-flood", "tok-flood2"} { // their budgets' rows
+		if code, e := post(tok); code != 202 {
+			t.Fatalf("%s: %d %+v", tok, code, e)
+		}
+	}
+	// lock holds the row of producer's budget; it returns its session's pid and the
+	// release.
+	lock := func(producer string) (int32, func()) {
+		tx, err := pool.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int32
+		if err := tx.QueryRow(t.Context(), `SELECT pg_backend_pid() FROM herald.producer_buckets WHERE producer = $1 FOR UPDATE`, producer).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		return pid, func() { tx.Rollback(context.Background()) }
+	}
+	// blockedBy counts the HTTP pool's connections waiting for lock holder pid, or in
+	// line behind one that does.
+	blockedBy := func(pid int32) int64 {
+		return scalar[int64](t, pool, `WITH RECURSIVE w (pid) AS (
+			  SELECT $1::integer
+			  UNION
+			  SELECT a.pid FROM pg_stat_activity a JOIN w ON w.pid = ANY (pg_blocking_pids(a.pid))
+			  WHERE a.application_name = 'herald run http')
+			SELECT count(*) - 1 FROM w`, pid)
+	}
+	type answer struct {
+		token string
+		code  int
+		e     apiError
+	}
+	answers := make(chan answer, 16)
+	send := func(token string) {
+		go func() { code, e := post(token); answers <- answer{token, code, e} }()
+	}
+	next := func(what string) answer {
+		t.Helper()
+		select {
+		case a := <-answers:
+			return a
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no answer in 10 s: %s", what)
+			return answer{}
+		}
+	}
+	pid1, release1 := lock("intake:flood")
+	pid2, release2 := lock("intake:flood2")
+	defer release1()
+	defer release2()
+	for range 4 {
+		send("tok-flood")
+	}
+	eventually(t, 10*time.Second, "the flooding token's requests held in the database", func() bool { return blockedBy(pid1) >= 2 })
+	send("tok-flood2")
+	send("tok-flood2")
+	eventually(t, 10*time.Second, "two connections each (the HTTP pool full; a token uses at most half)", func() bool {
+		return blockedBy(pid1) == 2 && blockedBy(pid2) == 2
+	})
+
+	// The fifth of one token: refused unread (one of its five is answered, 429).
+	send("tok-flood")
+	if a := next("the fifth request of a token"); a.token != "tok-flood" || a.code != 429 || a.e.Error.Code != "too_many_in_flight" {
+		t.Fatalf("the fifth request of a token with four in flight: %+v, want tok-flood's 429 too_many_in_flight", a)
+	}
+	// Deliveries go on.
+	var id int64
+	if err := pool.QueryRow(t.Context(), `SELECT herald.enqueue('email', 'direct@example.com', '{"subject":"s","text":"t"}')`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the runner to send a message while the intake's pool is full", func() bool {
+		return countWhere(t, pool, `id = $1 AND status = 'sent'`, id) == 1
+	})
+
+	// flood2's two come through; flood's waiting requests take none of the freed
+	// connections (flood uses its half already): another token gets one.
+	release2()
+	for range 2 {
+		if a := next("flood2's requests"); a.token != "tok-flood2" || a.code != 202 {
+			t.Fatalf("after its row was released: %+v, want tok-flood2's 202", a)
+		}
+	}
+	if code, e := post("tok-other"); code != 202 {
+		t.Fatalf("another token while one floods: %d %+v", code, e)
+	}
+	release1()
+	for range 4 {
+		if a := next("flood's requests"); a.token != "tok-flood" || a.code != 202 {
+			t.Fatalf("after its row was released: %+v, want tok-flood's 202", a)
+		}
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg(producer || ' ' || n, ', ' ORDER BY producer)
+		FROM (SELECT producer, count(*) AS n FROM herald.messages WHERE producer LIKE 'intake:%' GROUP BY producer) x`); got != "intake:flood 5, intake:flood2 3, intake:other 1" {
+		t.Fatalf("stored: %s, want flood 5 (the refused one not), flood2 3, other 1", got)
 	}
 }

@@ -84,7 +84,7 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		body, _ = json.Marshal(msg)
 	}
 
-	pool, code := openPool(ctx, stderr, "herald enqueue")
+	pool, code := openPool(ctx, stderr, "herald enqueue", cliPool)
 	if pool == nil {
 		return code
 	}
@@ -157,7 +157,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
-	pool, code := openPool(ctx, stderr, "herald status")
+	pool, code := openPool(ctx, stderr, "herald status", cliPool)
 	if pool == nil {
 		return code
 	}
@@ -200,7 +200,7 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
-	pool, code := openPool(ctx, stderr, "herald cancel")
+	pool, code := openPool(ctx, stderr, "herald cancel", cliPool)
 	if pool == nil {
 		return code
 	}
@@ -261,7 +261,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: herald stats\n\nMessages per channel and status (herald.queue_stats). Exit codes: 0, 3 database unreachable.")
 		return exitUsage
 	}
-	pool, code := openPool(ctx, stderr, "herald stats")
+	pool, code := openPool(ctx, stderr, "herald stats", cliPool)
 	if pool == nil {
 		return code
 	}

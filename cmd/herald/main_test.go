@@ -198,6 +198,11 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 		{"HERALD_INTAKE_MAX_BATCH", "1k", "serve"},
 		{"HERALD_INTAKE_RATE", "fast", "serve"},
 		{"HERALD_INTAKE_RATE", "-1", "serve"},
+		{"HERALD_INTAKE_MAX_IN_FLIGHT", "-1", "serve"},
+		{"HERALD_INTAKE_MAX_IN_FLIGHT", "some", "serve"},
+		{"HERALD_DB_POOL", "3", "run"},
+		{"HERALD_DB_POOL", "big", "run"},
+		{"HERALD_HTTP_DB_POOL", "0", "run"},
 		{"HERALD_SES_TOPIC_ARNS", "arn:aws:sns:eu-west-1:123456789012:ses https://sns.example/topic", "run"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

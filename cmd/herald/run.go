@@ -40,6 +40,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	quota := fs.Duration("quota-interval", ev.duration("HERALD_QUOTA_INTERVAL", runner.DefaultQuotaInterval), "how often the bounded producers are counted (herald.count_producers; env HERALD_QUOTA_INTERVAL)")
 	outageN := fs.Int("outage-failures", ev.int("HERALD_OUTAGE_FAILURES", runner.DefaultOutageFailures), "a provider's failures in a row (no answer, 5xx) after which its channel pauses instead of spending attempts; -1: never (env HERALD_OUTAGE_FAILURES)")
 	outageWait := fs.Duration("outage-wait", ev.duration("HERALD_OUTAGE_WAIT", runner.DefaultOutageWait), "how long such a channel pauses before the probe tries it (env HERALD_OUTAGE_WAIT)")
+	dbPool := fs.Int("db-pool", ev.int("HERALD_DB_POOL", defaultRunnerPool), fmt.Sprintf("database connections of the runner: claims, reports, leases, maintenance; at least %d (env HERALD_DB_POOL)", minRunnerPool))
 	in := addIntakeFlags(fs, ev)
 	in.quotaRetry = quota // the intake's Retry-After is this runner's count interval
 	fs.Usage = func() {
@@ -70,6 +71,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fs.Usage()
+		return exitUsage
+	}
+	if *dbPool < minRunnerPool {
+		fmt.Fprintf(stderr, "herald run: HERALD_DB_POOL=%d: want at least %d connections\n", *dbPool, minRunnerPool)
+		return exitUsage
+	}
+	if *in.dbPool < 1 {
+		fmt.Fprintf(stderr, "herald run: HERALD_HTTP_DB_POOL=%d: want at least 1 connection\n", *in.dbPool)
 		return exitUsage
 	}
 	if *concFixed != "true" && *concFixed != "false" {
@@ -103,7 +112,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		os.Exit(exitFailure)
 	}()
 
-	pool, code := openPool(ctx, stderr, "herald run")
+	pool, code := openPool(ctx, stderr, "herald run", *dbPool)
 	if pool == nil {
 		return code
 	}
@@ -127,7 +136,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		mux.Handle("GET /metrics", r.Handler())
 		mux.Handle("GET /healthz", r.Handler())
 		evCfg.Counted, in.counted = r.CountDeliveryEvents, r.CountIntakeRequest
-		if err := registerServices(ctx, mux, pool, settings, in, consoleToken, evCfg, logger); err != nil {
+		// The HTTP services' own pool: a flood of requests waits for its connections,
+		// never for the runner's.
+		httpPool, code := openPool(ctx, stderr, "herald run http", *in.dbPool)
+		if httpPool == nil {
+			return code
+		}
+		defer httpPool.Close()
+		if err := registerServices(ctx, mux, httpPool, settings, in, consoleToken, evCfg, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: %v\n", err)
 			return exitUsage
 		}

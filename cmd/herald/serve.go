@@ -29,6 +29,11 @@ type intakeFlags struct {
 	maxBatch *int
 	maxBody  *int64
 	rate     *float64
+	inFlight *int
+	// dbPool is the connections of the HTTP services' own pool (intake, console,
+	// delivery events): apart from a runner's, so producers cannot starve its claims
+	// and reports.
+	dbPool *int
 	// quotaRetry is the Retry-After of a refusal for max_pending: the runners' count
 	// interval (herald run's --quota-interval; HERALD_QUOTA_INTERVAL for herald serve).
 	quotaRetry *time.Duration
@@ -47,8 +52,21 @@ func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 		maxBody:  fs.Int64("intake-max-body", int64(ev.int("HERALD_INTAKE_MAX_BODY", intake.DefaultMaxBodyBytes)), "largest request body in bytes (env HERALD_INTAKE_MAX_BODY)"),
 		rate: fs.Float64("intake-rate", ev.number("HERALD_INTAKE_RATE", intake.DefaultRate),
 			"most messages a second each token may enqueue through this process, more gets 429; 0: no limit (env HERALD_INTAKE_RATE)"),
+		inFlight: fs.Int("intake-max-in-flight", ev.int("HERALD_INTAKE_MAX_IN_FLIGHT", intake.DefaultMaxInFlight),
+			"most requests each token may have in progress at once in this process, more gets 429 unread; 0: no bound (env HERALD_INTAKE_MAX_IN_FLIGHT)"),
+		dbPool: fs.Int("http-db-pool", ev.int("HERALD_HTTP_DB_POOL", defaultHTTPPool),
+			"database connections of the HTTP services (intake, console, delivery events), a pool of their own (env HERALD_HTTP_DB_POOL)"),
 	}
 }
+
+// Pool sizes: the runner's (claims, reports, leases, maintenance; LISTEN takes one
+// more unless HERALD_LISTEN_URL) and the HTTP services'.
+const (
+	defaultRunnerPool = 8
+	minRunnerPool     = 4
+	defaultHTTPPool   = 8
+	cliPool           = 2 // the one-shot commands (enqueue, status, cancel…)
+)
 
 // intakeSettings is what the flags resolve to.
 type intakeSettings struct {
@@ -97,6 +115,9 @@ func (f intakeFlags) resolve(ev *environ) (intakeSettings, error) {
 	if *f.rate < 0 {
 		return s, fmt.Errorf("HERALD_INTAKE_RATE=%g: want messages a second, or 0 for no limit", *f.rate)
 	}
+	if *f.inFlight < 0 {
+		return s, fmt.Errorf("HERALD_INTAKE_MAX_IN_FLIGHT=%d: want requests at once, or 0 for no bound", *f.inFlight)
+	}
 	if len(s.tokens) == 0 && !open {
 		return s, errors.New("the HTTP intake has no token: set HERALD_INTAKE_TOKENS (or HERALD_INTAKE_TOKENS_FILE), " +
 			"turn it off with HERALD_INTAKE=off, or serve it open to anyone with HERALD_INTAKE_OPEN=true (development only)")
@@ -119,8 +140,12 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 			return err
 		}
 	}
+	inFlight := *f.inFlight
+	if inFlight == 0 {
+		inFlight = -1 // no bound
+	}
 	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate,
-		QuotaRetry: *f.quotaRetry, Logger: logger, Counted: f.counted})
+		MaxInFlight: inFlight, QuotaRetry: *f.quotaRetry, Logger: logger, Counted: f.counted})
 	return nil
 }
 
@@ -204,12 +229,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err == nil && !settings.on && consoleToken == "" && !evCfg.Any() {
 		err = errors.New("HERALD_INTAKE=off, no HERALD_CONSOLE_TOKEN and no delivery-event endpoint: herald serve would serve nothing")
 	}
+	if err == nil && *in.dbPool < 1 {
+		err = fmt.Errorf("HERALD_HTTP_DB_POOL=%d: want at least 1 connection", *in.dbPool)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	pool, code := openPool(ctx, stderr, "herald serve")
+	pool, code := openPool(ctx, stderr, "herald serve", *in.dbPool)
 	if pool == nil {
 		return code
 	}
@@ -243,14 +271,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// openPool opens a pool on DATABASE_URL (or PG*). A nil pool comes with the exit code.
-func openPool(ctx context.Context, stderr io.Writer, who string) (*pgxpool.Pool, int) {
+// openPool opens a pool of size connections on DATABASE_URL (or PG*), named who in
+// pg_stat_activity (application_name). A nil pool comes with the exit code.
+func openPool(ctx context.Context, stderr io.Writer, who string, size int) (*pgxpool.Pool, int) {
 	conf, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: bad database settings: %v\n", who, err)
 		return nil, exitUsage
 	}
-	conf.MaxConns = 8
+	conf.MaxConns = int32(size)
 	conf.ConnConfig.RuntimeParams["application_name"] = who
 	pool, err := pgxpool.NewWithConfig(ctx, conf)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -46,6 +47,16 @@ type Config struct {
 	// burst is the larger of Rate and MaxBatch, so a full batch always fits. 0: no
 	// limit.
 	Rate float64
+	// MaxInFlight bounds the requests each token may have in progress at once in this
+	// process (one count for an open intake), default 16: more get 429
+	// too_many_in_flight with Retry-After 1, before their body is read. It bounds the
+	// memory one producer's requests hold (MaxInFlight × MaxBodyBytes) and their share
+	// of the database connections the others wait for. Below 0: no bound.
+	MaxInFlight int
+	// TokenConns bounds the requests of each token that use the database at once
+	// (default half the pool's MaxConns, at least 1): the others wait their turn with
+	// their body unread, so one producer's burst leaves connections to the rest.
+	TokenConns int
 	// QuotaRetry is the Retry-After of a call refused for the producer's max_pending:
 	// how often runners count producers' backlogs (HERALD_QUOTA_INTERVAL; default 10s).
 	QuotaRetry time.Duration
@@ -62,12 +73,15 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultMaxBatch     = 1000
 	DefaultRate         = 1000
+	DefaultMaxInFlight  = 16
 )
 
 type handler struct {
 	pool     *pgxpool.Pool
 	cfg      Config
 	limiters map[string]*rate.Limiter // by token name ("" when open); nil: no limit
+	inFlight map[string]*atomic.Int64 // requests in progress by token name ("" when open)
+	conns    map[string]chan struct{} // by token name: a slot per request using the database
 }
 
 // Register adds the intake's routes to mux.
@@ -84,7 +98,16 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
 	if cfg.QuotaRetry <= 0 {
 		cfg.QuotaRetry = 10 * time.Second
 	}
-	h := &handler{pool: pool, cfg: cfg}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.TokenConns <= 0 {
+		cfg.TokenConns = max(1, int(pool.Config().MaxConns)/2)
+	}
+	h := &handler{pool: pool, cfg: cfg, inFlight: map[string]*atomic.Int64{}, conns: map[string]chan struct{}{}}
+	for _, name := range append([]string{""}, tokenNames(cfg.Tokens)...) {
+		h.inFlight[name], h.conns[name] = &atomic.Int64{}, make(chan struct{}, cfg.TokenConns)
+	}
 	if cfg.Rate > 0 {
 		burst := max(int(cfg.Rate), cfg.MaxBatch)
 		h.limiters = map[string]*rate.Limiter{"": rate.NewLimiter(rate.Limit(cfg.Rate), burst)}
@@ -169,7 +192,10 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 			defer func() { h.cfg.Counted(token, w.status, w.code) }()
 		}
 		if len(h.cfg.Tokens) == 0 {
-			next(w, r, caller{q: h.pool})
+			if h.enter(w, r, "") {
+				defer h.leave("")
+				next(w, r, caller{q: h.pool})
+			}
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -185,8 +211,51 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 			return
 		}
 		token = match.Name
-		next(w, r, caller{token: match.Name, q: AsProducer(h.pool, match.Name)})
+		if h.enter(w, r, token) {
+			defer h.leave(token)
+			next(w, r, caller{token: match.Name, q: AsProducer(h.pool, match.Name)})
+		}
 	}
+}
+
+// enter admits a request of token: it counts it in progress, or answers 429
+// too_many_in_flight (Retry-After 1, the body unread) when the token already has
+// MaxInFlight; then it waits for one of the token's TokenConns slots (false, nothing
+// answered, if the client leaves first: counted as status 499). leave ends an admitted request.
+func (h *handler) enter(w http.ResponseWriter, r *http.Request, token string) bool {
+	n := h.inFlight[token]
+	if n.Add(1) > int64(h.cfg.MaxInFlight) && h.cfg.MaxInFlight >= 0 {
+		n.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, &InputError{Code: "too_many_in_flight",
+			Message: fmt.Sprintf("this token has %d requests in progress, the most it may; retry when one is answered", h.cfg.MaxInFlight)})
+		return false
+	}
+	select {
+	case h.conns[token] <- struct{}{}:
+		return true
+	case <-r.Context().Done():
+		n.Add(-1)
+		if c, ok := w.(*counted); ok { // nothing is answered: counted as the client's leaving
+			c.status, c.code = 499, "client_closed"
+		}
+		return false
+	}
+}
+
+// leave ends a request of token that enter admitted.
+func (h *handler) leave(token string) {
+	<-h.conns[token]
+	h.inFlight[token].Add(-1)
+}
+
+// tokenNames are the names of tokens.
+func tokenNames(tokens []Token) []string {
+	names := make([]string, len(tokens))
+	for i, t := range tokens {
+		names[i] = t.Name
+	}
+	return names
 }
 
 // allow takes n messages from the caller's bucket, or answers 429 with the seconds
