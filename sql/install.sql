@@ -32,6 +32,7 @@
 {{ template "functions/_key_hash.sql" . }}
 {{ template "functions/_suppression_key.sql" . }}
 {{ template "functions/_mailbox_key.sql" . }}
+{{ template "functions/_url_host.sql" . }}
 {{ template "functions/_range_key.sql" . }}
 {{ template "functions/_quiet.sql" . }}
 {{ template "functions/_channel_quiet.sql" . }}

@@ -260,3 +260,79 @@ func TestRangeLimitStopsSMSPumping(t *testing.T) {
 	_, err = pool.Exec(ctx, `UPDATE herald.channels SET range_limit = 5 WHERE name = 'email'`)
 	wantPgError(t, err, "23514", "")
 }
+
+// Attack: a producer aims webhooks at a third party's site, each at another URL (other
+// paths, host names under the site's wildcard DNS, ports, letter case, a final dot) so
+// that no recipient gets two and every runner sends its share. A webhook channel's
+// range_limit (5 an hour per site: the host's last range_labels labels) lets 5 through
+// from all producers together and refuses the rest (53400 recipient naming the site,
+// HTTP 429 with the wait), storing nothing; other sites, and other IP addresses, are
+// served; range_labels = 3 tells example.co.uk's shops apart.
+func TestRangeLimitBoundsAWebhookSite(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, range_limit, range_window) VALUES ('hooks', 'webhook', 5, '1 hour')`)
+	producer := loginPool(t, pool, "herald_test_hook_producer", "herald_producer")
+	role := loginPool(t, pool, "herald_test_intake", "herald_intake")
+	srv := httptest.NewServer(intake.Handler(role, intake.Config{Tokens: []intake.Token{{Name: "app", Secret: "tok-app"}}}))
+	defer srv.Close()
+	urls := []string{"https://victim.example/a", "https://api.victim.example/b", "https://A.B.Victim.Example:8443/c?d=1",
+		"http://victim.example./e", "https://victim.example/f#g", "https://x1.victim.example/", "https://victim.example:443/h",
+		"https://VICTIM.EXAMPLE/i", "https://x2.victim.example/j", "https://x3.victim.example/k"}
+	stored, refused := 0, 0
+	for i, u := range urls {
+		if i%2 == 0 {
+			_, err := producer.Exec(ctx, `SELECT herald.enqueue('hooks', $1, '{"event":"ping"}')`, u)
+			if err == nil {
+				stored++
+				continue
+			}
+			if e := wantPgError(t, err, "53400", "recipient"); !strings.Contains(e.Message, "site") || !strings.Contains(e.Message, "range_limit") {
+				t.Fatalf("refusal: %s", e.Message)
+			}
+			refused++
+			continue
+		}
+		var e apiError
+		switch got := do(t, "POST", srv.URL+"/v1/messages", "application/json",
+			fmt.Sprintf(`{"channel":"hooks","recipient":%q,"payload":{"event":"ping"}}`, u), map[string]string{"Authorization": "Bearer tok-app"}, &e); got {
+		case 202:
+			stored++
+		case 429:
+			if e.Error.Code != "recipient_limit_exceeded" {
+				t.Fatalf("HTTP refusal: %+v", e.Error)
+			}
+			refused++
+		default:
+			t.Fatalf("HTTP enqueue %s: %d %+v", u, got, e.Error)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE channel = 'hooks'`); n != 5 || stored != 5 || refused != 5 {
+		t.Fatalf("%d stored (%d counted) and %d refused, want 5 and 5", n, stored, refused)
+	}
+	// Other sites and other addresses have budgets of their own.
+	for _, u := range []string{"https://other.example/a", "https://192.0.2.1/a", "https://192.0.2.2/a", "https://[2001:db8::1]:8443/a"} {
+		if _, err := producer.Exec(ctx, `SELECT herald.enqueue('hooks', $1, '{"event":"ping"}')`, u); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+	}
+	// The wait for a new URL of the site: 5 an hour is one every 12 minutes.
+	if wait := scalar[int32](t, pool, `SELECT herald.recipient_wait('hooks', 'https://new.victim.example/')`); wait < 700 || wait > 720 {
+		t.Fatalf("recipient_wait for the site: %d s, want about 720", wait)
+	}
+	// Three labels make a site under a two-label public suffix.
+	mustExec(t, pool, `UPDATE herald.channels SET range_limit = 1, range_labels = 3 WHERE name = 'hooks'`)
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{{"https://a.shop.example.co.uk/", true}, {"https://b.shop.example.co.uk/", false}, {"https://bakery.co.uk/", true}} {
+		_, err := producer.Exec(ctx, `SELECT herald.enqueue('hooks', $1, '{"event":"ping"}')`, c.url)
+		if c.ok && err != nil {
+			t.Fatalf("%s: %v", c.url, err)
+		}
+		if !c.ok {
+			wantPgError(t, err, "53400", "recipient")
+		}
+	}
+	_, err := pool.Exec(ctx, `UPDATE herald.channels SET range_labels = 0 WHERE name = 'hooks'`)
+	wantPgError(t, err, "23514", "")
+}

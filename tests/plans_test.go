@@ -404,6 +404,8 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._backoff(g, interval '1 second', interval '1 hour')`,
 		`herald._quiet(time '21:00' + g * interval '1 minute', time '08:00', ARRAY[g]::smallint[], 'UTC', now())`,
 		`herald._channel_quiet(time '21:00' + g * interval '1 minute', time '08:00', ARRAY[g]::smallint[], 'UTC', g > 1, now())`,
+		`herald._url_host(g::text)`,
+		`(SELECT herald._range_key(c, g::text) FROM herald.channels c WHERE c.range_labels < g)`, // a row, as its callers pass
 	} {
 		rows, err := pool.Query(ctx, `EXPLAIN (VERBOSE, COSTS OFF) SELECT `+call+` FROM generate_series(1, 2) g`)
 		if err != nil {

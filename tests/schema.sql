@@ -2212,21 +2212,290 @@ COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_u
 
 
 --
--- Name: _range_key(text, smallint); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: channels; Type: TABLE; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._range_key(recipient text, digits smallint) RETURNS text
+CREATE TABLE herald.channels (
+    name text NOT NULL,
+    kind text NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    backoff_base interval DEFAULT '00:00:10'::interval NOT NULL,
+    backoff_max interval DEFAULT '01:00:00'::interval NOT NULL,
+    lease interval DEFAULT '00:00:30'::interval NOT NULL,
+    max_payload_bytes integer DEFAULT 65536 NOT NULL,
+    ttl interval DEFAULT '5 days'::interval NOT NULL,
+    rate double precision,
+    burst integer,
+    paused boolean DEFAULT false NOT NULL,
+    paused_reason text,
+    paused_at timestamp with time zone,
+    paused_by text,
+    paused_until timestamp with time zone,
+    resumed_at timestamp with time zone,
+    pause_relapses integer DEFAULT 0 NOT NULL,
+    quota_wait interval DEFAULT '01:00:00'::interval NOT NULL,
+    producers text[],
+    recipient_prefixes text[],
+    recipient_limit integer,
+    recipient_window interval DEFAULT '01:00:00'::interval NOT NULL,
+    range_limit integer,
+    range_window interval DEFAULT '01:00:00'::interval NOT NULL,
+    range_digits smallint DEFAULT 7 NOT NULL,
+    range_labels smallint DEFAULT 2 NOT NULL,
+    quiet_from time without time zone,
+    quiet_until time without time zone,
+    quiet_days smallint[],
+    quiet_zone text DEFAULT 'UTC'::text NOT NULL,
+    quiet_per_recipient boolean DEFAULT false NOT NULL,
+    fallback text,
+    max_segments integer DEFAULT 10,
+    CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
+    CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
+    CONSTRAINT channels_fallback_not_webhook CHECK (((fallback IS NULL) OR (kind <> 'webhook'::text))),
+    CONSTRAINT channels_fallback_other CHECK ((fallback <> name)),
+    CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
+    CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
+    CONSTRAINT channels_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
+    CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
+    CONSTRAINT channels_max_segments_range CHECK (((max_segments >= 1) AND (max_segments <= 50))),
+    CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
+    CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
+    CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
+    CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
+    CONSTRAINT channels_quiet_days_listed CHECK ((((cardinality(quiet_days) >= 1) AND (cardinality(quiet_days) <= 6)) AND (quiet_days <@ '{1,2,3,4,5,6,7}'::smallint[]))),
+    CONSTRAINT channels_quiet_hours_whole CHECK ((((quiet_from IS NULL) = (quiet_until IS NULL)) AND (quiet_from <> quiet_until))),
+    CONSTRAINT channels_quiet_per_recipient_hours CHECK (((NOT quiet_per_recipient) OR (quiet_from IS NOT NULL) OR (quiet_days IS NOT NULL))),
+    CONSTRAINT channels_quiet_zone_known CHECK ((timezone(quiet_zone, '2000-01-01 00:00:00+00'::timestamp with time zone) IS NOT NULL)),
+    CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
+    CONSTRAINT channels_range_digits_range CHECK (((range_digits >= 2) AND (range_digits <= 14))),
+    CONSTRAINT channels_range_labels_range CHECK (((range_labels >= 1) AND (range_labels <= 10))),
+    CONSTRAINT channels_range_limit_kind CHECK (((range_limit IS NULL) OR (((range_limit >= 1) AND (range_limit <= 1000000)) AND (kind = ANY (ARRAY['sms'::text, 'webhook'::text]))))),
+    CONSTRAINT channels_range_window_range CHECK (((range_window >= '00:00:01'::interval) AND (range_window <= '7 days'::interval))),
+    CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
+    CONSTRAINT channels_recipient_limit_range CHECK (((recipient_limit >= 1) AND (recipient_limit <= 1000000))),
+    CONSTRAINT channels_recipient_prefixes_form CHECK (((recipient_prefixes IS NULL) OR (((cardinality(recipient_prefixes) >= 1) AND (cardinality(recipient_prefixes) <= 1000)) AND (array_position(recipient_prefixes, NULL::text) IS NULL) AND
+CASE kind
+    WHEN 'sms'::text THEN (array_to_string(recipient_prefixes, ' '::text) ~ '^\+[1-9][0-9]{0,14}( \+[1-9][0-9]{0,14})*$'::text)
+    WHEN 'webhook'::text THEN (array_to_string(recipient_prefixes, ' '::text) ~ '^https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*( https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*)*$'::text)
+    ELSE false
+END))),
+    CONSTRAINT channels_recipient_window_range CHECK (((recipient_window >= '00:00:01'::interval) AND (recipient_window <= '7 days'::interval))),
+    CONSTRAINT channels_ttl_range CHECK (((ttl >= '00:00:01'::interval) AND (ttl <= '1 year'::interval)))
+)
+WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
+
+
+--
+-- Name: TABLE channels; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
+
+
+--
+-- Name: COLUMN channels.ttl; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.ttl IS 'Time-to-live of a message once due: not sent by run_at + ttl, it ends expired (a producer''s expires_at may only shorten it).';
+
+
+--
+-- Name: COLUMN channels.rate; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.rate IS 'Messages per second all runners together may claim (claim_batch enforces it, herald.rate_buckets); NULL: no limit.';
+
+
+--
+-- Name: COLUMN channels.burst; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.burst IS 'How many messages the rate lets out at once after a quiet spell; NULL: one second''s worth (at least 1).';
+
+
+--
+-- Name: COLUMN channels.paused; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
+
+
+--
+-- Name: COLUMN channels.paused_reason; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, for operators (the console shows it); set with paused.';
+
+
+--
+-- Name: COLUMN channels.paused_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
+
+
+--
+-- Name: COLUMN channels.paused_by; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration or quota failure; a runner''s probe may resume).';
+
+
+--
+-- Name: COLUMN channels.paused_until; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent quota or a relapse: no runner resumes the channel before then; NULL: as soon as a probe passes.';
+
+
+--
+-- Name: COLUMN channels.resumed_at; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.resumed_at IS 'When a runner''s probe last resumed the channel; a runner''s pause within backoff_max of it is a relapse.';
+
+
+--
+-- Name: COLUMN channels.pause_relapses; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.pause_relapses IS 'Runner pauses in a row that came within backoff_max of a probe''s resume (a fault the probe does not see): each waits twice as long (backoff_base * 2^n, at most backoff_max).';
+
+
+--
+-- Name: COLUMN channels.quota_wait; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quota_wait IS 'How long the channel pauses when its provider says the account''s sending quota is spent (herald.fail class quota without retry_at).';
+
+
+--
+-- Name: COLUMN channels.producers; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue on the channel (role names, intake:<name>); NULL: every producer. What a webhook receiver of the channel trusts.';
+
+
+--
+-- Name: COLUMN channels.recipient_prefixes; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.recipient_prefixes IS 'Where the channel may send: an sms recipient must start with one of these E.164 prefixes, a webhook URL with one of these URL prefixes (each up to a ''/'' after the host); NULL: anywhere. Checked at enqueue.';
+
+
+--
+-- Name: COLUMN channels.recipient_limit; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipient may be sent on the channel per recipient_window, from all producers together (herald.recipient_buckets): at once, then one per recipient_window / recipient_limit; past it enqueue refuses (53400 recipient). NULL: no limit.';
+
+
+--
+-- Name: COLUMN channels.recipient_window; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
+
+
+--
+-- Name: COLUMN channels.range_limit; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, against SMS pumping through many numbers of one range; webhook: all URLs of one site (the same last range_labels labels of the host; an IP address whole), against webhooks aimed at a third party; from all producers together; past it enqueue refuses (53400 recipient). NULL: no limit.';
+
+
+--
+-- Name: COLUMN channels.range_window; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
+
+
+--
+-- Name: COLUMN channels.range_digits; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
+
+
+--
+-- Name: COLUMN channels.range_labels; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.range_labels IS 'How many last labels of a webhook URL''s host make its site for range_limit (2: a.example.com and b.example.com are example.com; 3 for example.co.uk).';
+
+
+--
+-- Name: COLUMN channels.quiet_from; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until (and all of quiet_days), claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
+
+
+--
+-- Name: COLUMN channels.quiet_until; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
+
+
+--
+-- Name: COLUMN channels.quiet_days; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_days IS 'Days of the week that are quiet all day, ISO numbers in the quiet zone''s local time (7: Sunday; 6 and 7: the weekend), as quiet_from..quiet_until are quiet every day; NULL: none.';
+
+
+--
+-- Name: COLUMN channels.quiet_zone; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York); with quiet_per_recipient, that of messages naming none.';
+
+
+--
+-- Name: COLUMN channels.quiet_per_recipient; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from or quiet_days.';
+
+
+--
+-- Name: COLUMN channels.fallback; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
+
+
+--
+-- Name: COLUMN channels.max_segments; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
+
+
+--
+-- Name: _range_key(herald.channels, text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._range_key(channel herald.channels, recipient text) RETURNS text
     LANGUAGE sql IMMUTABLE
-    AS $$
-  SELECT 'range:' || left(recipient, 1 + digits)
-$$;
+    AS $_$
+  SELECT CASE (channel).kind
+           WHEN 'sms' THEN 'range:' || left(recipient, 1 + (channel).range_digits)
+           WHEN 'webhook' THEN 'site:' || CASE
+             WHEN herald._url_host(recipient) ~ '^(\[.*\]|[0-9.]+)$' THEN herald._url_host(recipient)
+             ELSE substring(herald._url_host(recipient) FROM '[^.]+(?:\.[^.]+){0,' || ((channel).range_labels - 1)::text || '}$')
+           END
+         END
+$_$;
 
 
 --
--- Name: FUNCTION _range_key(recipient text, digits smallint); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _range_key(channel herald.channels, recipient text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._range_key(recipient text, digits smallint) IS 'Private: the number range of an SMS recipient, as herald.recipient_buckets keys it.';
+COMMENT ON FUNCTION herald._range_key(channel herald.channels, recipient text) IS 'Private: the number range of an SMS recipient, or the site of a webhook URL, as herald.recipient_buckets keys it.';
 
 
 --
@@ -2751,7 +3020,7 @@ BEGIN
     WHERE c.recipient_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
     GROUP BY 1, 2, 4, 5
     UNION ALL
-    SELECT c.name, herald._range_key(recipient => s.recipient, digits => c.range_digits),
+    SELECT c.name, herald._range_key(channel => c, recipient => s.recipient),
            count(*)::integer, c.range_limit, c.range_window
     FROM unnest(specs) WITH ORDINALITY AS s
     JOIN herald.channels c ON c.name = s.channel
@@ -2775,7 +3044,7 @@ BEGIN
   WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
                             budget_window => a.span, budget_limit => a.lim) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
-    SELECT s.ordinality AS first, s.recipient, c.name AS channel, o.recipient <> m.key AS ranged,
+    SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.kind, o.recipient <> m.key AS ranged,
            CASE WHEN o.recipient <> m.key THEN c.range_limit ELSE c.recipient_limit END AS lim,
            CASE WHEN o.recipient <> m.key THEN c.range_window ELSE c.recipient_window END AS span
     INTO v_over
@@ -2784,13 +3053,14 @@ BEGIN
     CROSS JOIN LATERAL (SELECT herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS key) AS m
     JOIN unnest(v_channels, v_recipients) AS o (channel, recipient)
       ON o.channel = c.name
-     AND o.recipient IN (m.key, herald._range_key(recipient => s.recipient, digits => c.range_digits))
+     AND o.recipient IN (m.key, herald._range_key(channel => c, recipient => s.recipient))
     ORDER BY s.ordinality
     LIMIT 1;
     PERFORM herald._reject(code => '53400',
       field => CASE WHEN single THEN 'recipient' ELSE format('messages[%s].recipient', v_over.first - 1) END,
       message => CASE WHEN v_over.ranged
-        THEN format('numbers of the range of %s may be sent at most %s messages per %s on channel %L (its range_limit)',
+        THEN format('%s of %s may be sent at most %s messages per %s on channel %L (its range_limit)',
+                    CASE v_over.kind WHEN 'webhook' THEN 'the URLs of the site' ELSE 'the numbers of the range' END,
                     v_over.recipient, v_over.lim, v_over.span, v_over.channel)
         ELSE format('%s may be sent at most %s messages per %s on channel %L (its recipient_limit)',
                     v_over.recipient, v_over.lim, v_over.span, v_over.channel) END,
@@ -2983,6 +3253,24 @@ $$;
 --
 
 COMMENT ON FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp with time zone) IS 'Private: an e-mail payload without the cc and bcc addresses on the suppression list.';
+
+
+--
+-- Name: _url_host(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._url_host(url text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT rtrim(lower(substring(url FROM '^[^:]+://(?:[^@/?#]*@)?(\[[^]/?#]*\]|[^:/?#]*)')), '.')
+$$;
+
+
+--
+-- Name: FUNCTION _url_host(url text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._url_host(url text) IS 'Private: the lower-case host of a URL, without user info, port or final dot.';
 
 
 --
@@ -4848,14 +5136,14 @@ BEGIN
     PERFORM herald._reject(code => '22V01', field => 'channel', message => format('unknown channel %L', channel));
   END IF;
   -- One more message moves each budget's clear_at on by a step; the wait is how far the
-  -- furthest runs over: the recipient's (recipient_limit), its number range's (range_limit).
+  -- furthest runs over: the recipient's (recipient_limit), its range's (range_limit).
   SELECT max(extract(epoch FROM herald._over_budget(
            clear_at => herald._budget_after(clear_at => b.clear_at, now => recipient_wait.now, spent => w.span / w.lim),
            now => recipient_wait.now, budget_window => w.span, budget_limit => w.lim)))
   INTO v_seconds
   FROM (VALUES (herald._mailbox_key(kind => v_channel.kind, recipient => recipient_wait.recipient),
                 v_channel.recipient_limit, v_channel.recipient_window),
-               (herald._range_key(recipient => recipient_wait.recipient, digits => v_channel.range_digits),
+               (herald._range_key(channel => v_channel, recipient => recipient_wait.recipient),
                 v_channel.range_limit, v_channel.range_window)) AS w (key, lim, span)
   JOIN herald.recipient_buckets b ON b.channel = v_channel.name AND b.recipient = w.key
   WHERE w.lim IS NOT NULL;
@@ -5442,260 +5730,6 @@ $$;
 --
 
 COMMENT ON FUNCTION herald.unsuppress(kind text, recipients text[]) IS 'Send to recipients of a channel kind again.';
-
-
---
--- Name: channels; Type: TABLE; Schema: herald; Owner: -
---
-
-CREATE TABLE herald.channels (
-    name text NOT NULL,
-    kind text NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
-    backoff_base interval DEFAULT '00:00:10'::interval NOT NULL,
-    backoff_max interval DEFAULT '01:00:00'::interval NOT NULL,
-    lease interval DEFAULT '00:00:30'::interval NOT NULL,
-    max_payload_bytes integer DEFAULT 65536 NOT NULL,
-    ttl interval DEFAULT '5 days'::interval NOT NULL,
-    rate double precision,
-    burst integer,
-    paused boolean DEFAULT false NOT NULL,
-    paused_reason text,
-    paused_at timestamp with time zone,
-    paused_by text,
-    paused_until timestamp with time zone,
-    resumed_at timestamp with time zone,
-    pause_relapses integer DEFAULT 0 NOT NULL,
-    quota_wait interval DEFAULT '01:00:00'::interval NOT NULL,
-    producers text[],
-    recipient_prefixes text[],
-    recipient_limit integer,
-    recipient_window interval DEFAULT '01:00:00'::interval NOT NULL,
-    range_limit integer,
-    range_window interval DEFAULT '01:00:00'::interval NOT NULL,
-    range_digits smallint DEFAULT 7 NOT NULL,
-    quiet_from time without time zone,
-    quiet_until time without time zone,
-    quiet_days smallint[],
-    quiet_zone text DEFAULT 'UTC'::text NOT NULL,
-    quiet_per_recipient boolean DEFAULT false NOT NULL,
-    fallback text,
-    max_segments integer DEFAULT 10,
-    CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
-    CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
-    CONSTRAINT channels_fallback_not_webhook CHECK (((fallback IS NULL) OR (kind <> 'webhook'::text))),
-    CONSTRAINT channels_fallback_other CHECK ((fallback <> name)),
-    CONSTRAINT channels_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
-    CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
-    CONSTRAINT channels_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
-    CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
-    CONSTRAINT channels_max_segments_range CHECK (((max_segments >= 1) AND (max_segments <= 50))),
-    CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
-    CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
-    CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
-    CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
-    CONSTRAINT channels_quiet_days_listed CHECK ((((cardinality(quiet_days) >= 1) AND (cardinality(quiet_days) <= 6)) AND (quiet_days <@ '{1,2,3,4,5,6,7}'::smallint[]))),
-    CONSTRAINT channels_quiet_hours_whole CHECK ((((quiet_from IS NULL) = (quiet_until IS NULL)) AND (quiet_from <> quiet_until))),
-    CONSTRAINT channels_quiet_per_recipient_hours CHECK (((NOT quiet_per_recipient) OR (quiet_from IS NOT NULL) OR (quiet_days IS NOT NULL))),
-    CONSTRAINT channels_quiet_zone_known CHECK ((timezone(quiet_zone, '2000-01-01 00:00:00+00'::timestamp with time zone) IS NOT NULL)),
-    CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
-    CONSTRAINT channels_range_digits_range CHECK (((range_digits >= 2) AND (range_digits <= 14))),
-    CONSTRAINT channels_range_limit_sms CHECK (((range_limit IS NULL) OR (((range_limit >= 1) AND (range_limit <= 1000000)) AND (kind = 'sms'::text)))),
-    CONSTRAINT channels_range_window_range CHECK (((range_window >= '00:00:01'::interval) AND (range_window <= '7 days'::interval))),
-    CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
-    CONSTRAINT channels_recipient_limit_range CHECK (((recipient_limit >= 1) AND (recipient_limit <= 1000000))),
-    CONSTRAINT channels_recipient_prefixes_form CHECK (((recipient_prefixes IS NULL) OR (((cardinality(recipient_prefixes) >= 1) AND (cardinality(recipient_prefixes) <= 1000)) AND (array_position(recipient_prefixes, NULL::text) IS NULL) AND
-CASE kind
-    WHEN 'sms'::text THEN (array_to_string(recipient_prefixes, ' '::text) ~ '^\+[1-9][0-9]{0,14}( \+[1-9][0-9]{0,14})*$'::text)
-    WHEN 'webhook'::text THEN (array_to_string(recipient_prefixes, ' '::text) ~ '^https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*( https?://[a-z0-9.-]+(:[0-9]{1,5})?/[^ ]*)*$'::text)
-    ELSE false
-END))),
-    CONSTRAINT channels_recipient_window_range CHECK (((recipient_window >= '00:00:01'::interval) AND (recipient_window <= '7 days'::interval))),
-    CONSTRAINT channels_ttl_range CHECK (((ttl >= '00:00:01'::interval) AND (ttl <= '1 year'::interval)))
-)
-WITH (autovacuum_analyze_threshold='0', autovacuum_analyze_scale_factor='0');
-
-
---
--- Name: TABLE channels; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON TABLE herald.channels IS 'Per-channel delivery policy: validation kind, attempts, backoff, lease, payload limit, pause switch.';
-
-
---
--- Name: COLUMN channels.ttl; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.ttl IS 'Time-to-live of a message once due: not sent by run_at + ttl, it ends expired (a producer''s expires_at may only shorten it).';
-
-
---
--- Name: COLUMN channels.rate; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.rate IS 'Messages per second all runners together may claim (claim_batch enforces it, herald.rate_buckets); NULL: no limit.';
-
-
---
--- Name: COLUMN channels.burst; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.burst IS 'How many messages the rate lets out at once after a quiet spell; NULL: one second''s worth (at least 1).';
-
-
---
--- Name: COLUMN channels.paused; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.paused IS 'A paused channel still accepts messages; claim_batch hands none of them out.';
-
-
---
--- Name: COLUMN channels.paused_reason; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.paused_reason IS 'Why the channel is paused, for operators (the console shows it); set with paused.';
-
-
---
--- Name: COLUMN channels.paused_at; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.paused_at IS 'When the channel was paused; set with paused.';
-
-
---
--- Name: COLUMN channels.paused_by; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.paused_by IS 'operator (herald.pause_channel; only an operator resumes) or runner (a configuration or quota failure; a runner''s probe may resume).';
-
-
---
--- Name: COLUMN channels.paused_until; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.paused_until IS 'A runner''s pause for a spent quota or a relapse: no runner resumes the channel before then; NULL: as soon as a probe passes.';
-
-
---
--- Name: COLUMN channels.resumed_at; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.resumed_at IS 'When a runner''s probe last resumed the channel; a runner''s pause within backoff_max of it is a relapse.';
-
-
---
--- Name: COLUMN channels.pause_relapses; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.pause_relapses IS 'Runner pauses in a row that came within backoff_max of a probe''s resume (a fault the probe does not see): each waits twice as long (backoff_base * 2^n, at most backoff_max).';
-
-
---
--- Name: COLUMN channels.quota_wait; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.quota_wait IS 'How long the channel pauses when its provider says the account''s sending quota is spent (herald.fail class quota without retry_at).';
-
-
---
--- Name: COLUMN channels.producers; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.producers IS 'The producers that may enqueue on the channel (role names, intake:<name>); NULL: every producer. What a webhook receiver of the channel trusts.';
-
-
---
--- Name: COLUMN channels.recipient_prefixes; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.recipient_prefixes IS 'Where the channel may send: an sms recipient must start with one of these E.164 prefixes, a webhook URL with one of these URL prefixes (each up to a ''/'' after the host); NULL: anywhere. Checked at enqueue.';
-
-
---
--- Name: COLUMN channels.recipient_limit; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipient may be sent on the channel per recipient_window, from all producers together (herald.recipient_buckets): at once, then one per recipient_window / recipient_limit; past it enqueue refuses (53400 recipient). NULL: no limit.';
-
-
---
--- Name: COLUMN channels.recipient_window; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
-
-
---
--- Name: COLUMN channels.range_limit; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, from all producers together, against SMS pumping through many numbers of one range; past it enqueue refuses (53400 recipient). NULL: no limit.';
-
-
---
--- Name: COLUMN channels.range_window; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
-
-
---
--- Name: COLUMN channels.range_digits; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
-
-
---
--- Name: COLUMN channels.quiet_from; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until (and all of quiet_days), claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
-
-
---
--- Name: COLUMN channels.quiet_until; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
-
-
---
--- Name: COLUMN channels.quiet_days; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.quiet_days IS 'Days of the week that are quiet all day, ISO numbers in the quiet zone''s local time (7: Sunday; 6 and 7: the weekend), as quiet_from..quiet_until are quiet every day; NULL: none.';
-
-
---
--- Name: COLUMN channels.quiet_zone; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York); with quiet_per_recipient, that of messages naming none.';
-
-
---
--- Name: COLUMN channels.quiet_per_recipient; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from or quiet_days.';
-
-
---
--- Name: COLUMN channels.fallback; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
-
-
---
--- Name: COLUMN channels.max_segments; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
 
 
 --
@@ -7032,10 +7066,18 @@ REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quie
 
 
 --
--- Name: FUNCTION _range_key(recipient text, digits smallint); Type: ACL; Schema: herald; Owner: -
+-- Name: TABLE channels; Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._range_key(recipient text, digits smallint) FROM PUBLIC;
+GRANT SELECT ON TABLE herald.channels TO herald_worker;
+GRANT ALL ON TABLE herald.channels TO herald_admin;
+
+
+--
+-- Name: FUNCTION _range_key(channel herald.channels, recipient text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._range_key(channel herald.channels, recipient text) FROM PUBLIC;
 
 
 --
@@ -7190,6 +7232,13 @@ REVOKE ALL ON FUNCTION herald._time_zone(name text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._unsuppressed_copies(payload jsonb, now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _url_host(url text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._url_host(url text) FROM PUBLIC;
 
 
 --
@@ -7556,14 +7605,6 @@ GRANT ALL ON FUNCTION herald.unsubscribe(message_id bigint, now timestamp with t
 
 REVOKE ALL ON FUNCTION herald.unsuppress(kind text, recipients text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION herald.unsuppress(kind text, recipients text[]) TO herald_admin;
-
-
---
--- Name: TABLE channels; Type: ACL; Schema: herald; Owner: -
---
-
-GRANT SELECT ON TABLE herald.channels TO herald_worker;
-GRANT ALL ON TABLE herald.channels TO herald_admin;
 
 
 --

@@ -1,7 +1,7 @@
 -- herald._spend_recipients(specs, barred, single, now) — count the messages just stored
 -- against their recipients' budgets (herald.recipient_buckets) on channels with a
--- recipient_limit, and against their number ranges' (herald._range_key) on sms
--- channels with a range_limit: each moves the budget's clear_at on by window / limit
+-- recipient_limit, and against their ranges' (herald._range_key: an SMS number range, a
+-- webhook URL's site) on channels with a range_limit: each moves the budget's clear_at on by window / limit
 -- (herald._budget_after). A budget left over its limit (herald._over_budget)
 -- refuses the call with 53400 'recipient' (or 'messages[i].recipient', the first message
 -- to it); the caller's transaction then undoes it all. NULL specs (repeats) and the
@@ -29,7 +29,7 @@ BEGIN
     WHERE c.recipient_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
     GROUP BY 1, 2, 4, 5
     UNION ALL
-    SELECT c.name, herald._range_key(recipient => s.recipient, digits => c.range_digits),
+    SELECT c.name, herald._range_key(channel => c, recipient => s.recipient),
            count(*)::integer, c.range_limit, c.range_window
     FROM unnest(specs) WITH ORDINALITY AS s
     JOIN herald.channels c ON c.name = s.channel
@@ -53,7 +53,7 @@ BEGIN
   WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
                             budget_window => a.span, budget_limit => a.lim) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
-    SELECT s.ordinality AS first, s.recipient, c.name AS channel, o.recipient <> m.key AS ranged,
+    SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.kind, o.recipient <> m.key AS ranged,
            CASE WHEN o.recipient <> m.key THEN c.range_limit ELSE c.recipient_limit END AS lim,
            CASE WHEN o.recipient <> m.key THEN c.range_window ELSE c.recipient_window END AS span
     INTO v_over
@@ -62,13 +62,14 @@ BEGIN
     CROSS JOIN LATERAL (SELECT herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS key) AS m
     JOIN unnest(v_channels, v_recipients) AS o (channel, recipient)
       ON o.channel = c.name
-     AND o.recipient IN (m.key, herald._range_key(recipient => s.recipient, digits => c.range_digits))
+     AND o.recipient IN (m.key, herald._range_key(channel => c, recipient => s.recipient))
     ORDER BY s.ordinality
     LIMIT 1;
     PERFORM herald._reject(code => '53400',
       field => CASE WHEN single THEN 'recipient' ELSE format('messages[%s].recipient', v_over.first - 1) END,
       message => CASE WHEN v_over.ranged
-        THEN format('numbers of the range of %s may be sent at most %s messages per %s on channel %L (its range_limit)',
+        THEN format('%s of %s may be sent at most %s messages per %s on channel %L (its range_limit)',
+                    CASE v_over.kind WHEN 'webhook' THEN 'the URLs of the site' ELSE 'the numbers of the range' END,
                     v_over.recipient, v_over.lim, v_over.span, v_over.channel)
         ELSE format('%s may be sent at most %s messages per %s on channel %L (its recipient_limit)',
                     v_over.recipient, v_over.lim, v_over.span, v_over.channel) END,
