@@ -134,6 +134,7 @@
 {{ template "triggers/messages_notify.sql" . }}
 {{ template "triggers/suppressions_normalize.sql" . }}
 {{ template "triggers/producers_callbacks.sql" . }}
+{{ template "triggers/channels_quiet_zone.sql" . }}
 
 DO $$
 DECLARE

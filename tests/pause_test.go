@@ -482,7 +482,8 @@ func TestStartCheckRefuseAndHeraldCheck(t *testing.T) {
 // A channel's quiet hours (21:00 to 08:00 in Europe/Berlin here): claims hand out none
 // of its messages then, new or retried, while other channels go on; at 08:00 local
 // time they go out. Hours within a day (12:00 to 13:00) work the same, and so do quiet
-// days (Sundays in Paris, midnight to midnight); a half-set pair, an unknown zone or a
+// days (Sundays in Paris, midnight to midnight); a half-set pair, a zone that is not an
+// IANA name (POSIX, abbreviations, unknown: 22V19 quiet_zone) or a
 // list of days that is not 1 to 6 of the ISO days 1..7 is refused when written.
 func TestQuietHoursHoldAChannel(t *testing.T) {
 	ctx, pool := setup(t)
@@ -556,8 +557,17 @@ func TestQuietHoursHoldAChannel(t *testing.T) {
 	}
 	_, err := pool.Exec(ctx, `UPDATE herald.channels SET quiet_from = '22:00' WHERE name = 'sms'`)
 	wantPgError(t, err, "23514", "")
-	_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_zone = 'Mars/Olympus' WHERE name = 'lunch'`)
-	wantPgError(t, err, "22023", "")
+	// quiet_zone follows recipient_zone's rule: a POSIX zone PostgreSQL would take
+	// ('UTC+3' is three hours west), an abbreviation or an unknown name is refused.
+	for _, zone := range []string{"Mars/Olympus", "UTC+3", "EST", "+03:00", "Abc/5"} {
+		_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_zone = $1 WHERE name = 'lunch'`, zone)
+		wantPgError(t, err, "22V19", "quiet_zone")
+		_, err = pool.Exec(ctx, `INSERT INTO herald.channels (name, kind, quiet_zone) VALUES ('zoned', 'sms', $1)`, zone)
+		wantPgError(t, err, "22V19", "quiet_zone")
+	}
+	if z := scalar[string](t, pool, `SELECT quiet_zone FROM herald.channels WHERE name = 'lunch'`); z != "UTC" {
+		t.Fatalf("quiet_zone now %q", z)
+	}
 	for _, days := range []string{"{0}", "{1,2,3,4,5,6,7}", "{1,NULL}", "{}"} {
 		_, err = pool.Exec(ctx, `UPDATE herald.channels SET quiet_days = $1 WHERE name = 'weekdays'`, days)
 		wantPgError(t, err, "23514", "")

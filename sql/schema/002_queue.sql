@@ -86,7 +86,6 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_quiet_days_listed CHECK (cardinality(quiet_days) BETWEEN 1 AND 6
                                                AND quiet_days <@ '{1,2,3,4,5,6,7}'::smallint[]),
   CONSTRAINT channels_quiet_per_recipient_hours CHECK (NOT quiet_per_recipient OR quiet_from IS NOT NULL OR quiet_days IS NOT NULL),
-  CONSTRAINT channels_quiet_zone_known CHECK (timezone(quiet_zone, timestamptz '2000-01-01 00:00+00') IS NOT NULL),
   CONSTRAINT channels_producers_listed CHECK (cardinality(producers) BETWEEN 1 AND 1000
                                               AND array_position(producers, NULL) IS NULL),
   -- sms: E.164 prefixes (+1, +4420); webhook: URL prefixes up to a path's '/'
