@@ -221,17 +221,10 @@ func TestRangeLimitStopsSMSPumping(t *testing.T) {
 			refused++
 			continue
 		}
-		var e apiError
-		switch got := do(t, "POST", srv.URL+"/v1/messages", "application/json", code(number), map[string]string{"Authorization": "Bearer tok-signup"}, &e); got {
-		case 202:
+		if postWithinLimit(t, srv.URL, "tok-signup", code(number)) {
 			stored++
-		case 429:
-			if e.Error.Code != "recipient_limit_exceeded" {
-				t.Fatalf("HTTP refusal: %+v", e.Error)
-			}
+		} else {
 			refused++
-		default:
-			t.Fatalf("HTTP enqueue %d: %d %+v", i, got, e.Error)
 		}
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE recipient LIKE '+8801712%'`); n != 5 || stored != 5 || refused != 15 {
@@ -292,18 +285,10 @@ func TestRangeLimitBoundsAWebhookSite(t *testing.T) {
 			refused++
 			continue
 		}
-		var e apiError
-		switch got := do(t, "POST", srv.URL+"/v1/messages", "application/json",
-			fmt.Sprintf(`{"channel":"hooks","recipient":%q,"payload":{"event":"ping"}}`, u), map[string]string{"Authorization": "Bearer tok-app"}, &e); got {
-		case 202:
+		if postWithinLimit(t, srv.URL, "tok-app", fmt.Sprintf(`{"channel":"hooks","recipient":%q,"payload":{"event":"ping"}}`, u)) {
 			stored++
-		case 429:
-			if e.Error.Code != "recipient_limit_exceeded" {
-				t.Fatalf("HTTP refusal: %+v", e.Error)
-			}
+		} else {
 			refused++
-		default:
-			t.Fatalf("HTTP enqueue %s: %d %+v", u, got, e.Error)
 		}
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE channel = 'hooks'`); n != 5 || stored != 5 || refused != 5 {
@@ -335,4 +320,24 @@ func TestRangeLimitBoundsAWebhookSite(t *testing.T) {
 	}
 	_, err := pool.Exec(ctx, `UPDATE herald.channels SET range_labels = 0 WHERE name = 'hooks'`)
 	wantPgError(t, err, "23514", "")
+}
+
+// postWithinLimit posts message to the intake at url with token: true when it is
+// stored (202), false when a recipient or range limit refuses it (429
+// recipient_limit_exceeded); any other answer fails the test.
+func postWithinLimit(t *testing.T, url, token, message string) bool {
+	t.Helper()
+	var e apiError
+	switch got := do(t, "POST", url+"/v1/messages", "application/json", message, map[string]string{"Authorization": "Bearer " + token}, &e); got {
+	case 202:
+		return true
+	case 429:
+		if e.Error.Code != "recipient_limit_exceeded" {
+			t.Fatalf("HTTP refusal of %s: %+v", message, e.Error)
+		}
+		return false
+	default:
+		t.Fatalf("HTTP enqueue of %s: %d %+v", message, got, e.Error)
+		return false
+	}
 }
