@@ -59,12 +59,12 @@ func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 	}
 }
 
-// Pool sizes: the runner's (claims, reports, leases, maintenance; LISTEN takes one
-// more unless HERALD_LISTEN_URL) and the HTTP services'.
+// Pool sizes: the runner's (claims, reports, leases, maintenance; LISTEN holds one
+// more) and the HTTP services'.
 const (
 	defaultRunnerPool = 8
 	minRunnerPool     = 4
-	defaultHTTPPool   = 8
+	defaultHTTPPool   = 4
 	cliPool           = 2 // the one-shot commands (enqueue, status, cancel…)
 )
 
