@@ -41,7 +41,8 @@ func waitHTTP(t *testing.T, addr string) {
 	})
 }
 
-// `herald serve` is the intake alone: it accepts a message (202), answers /healthz,
+// `herald serve` is the intake alone: it accepts a message (202), refuses 100 KiB of
+// headers (431, nothing stored), answers /healthz,
 // counts its answers (by token, status and code) and the delivery events its
 // endpoints record in /metrics, and exits 0 on SIGTERM. `herald run` with HERALD_INTAKE=off serves no intake.
 func TestServeAndIntakeOff(t *testing.T) {
@@ -91,6 +92,12 @@ func TestServeAndIntakeOff(t *testing.T) {
 	if code := do(t, "GET", "http://"+addr+"/healthz", "", "", nil, &health); code != 200 || health["database"] != "ok" {
 		t.Fatalf("herald serve /healthz: %d %v", code, health)
 	}
+	// Headers past 64 KiB are refused before the token is read: a client holds no
+	// more than that per connection. A valid message with them is not stored.
+	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail, map[string]string{
+		"Authorization": "Bearer tok-SECRET-serve", "X-Padding": strings.Repeat("p", 100<<10)}, nil); code != 431 {
+		t.Fatalf("a request with 100 KiB of headers: %d, want 431", code)
+	}
 	waitExit(t, cmd, logs, 10*time.Second)
 	if strings.Contains(logs.String(), "SECRET") {
 		t.Fatalf("the token is in the logs:\n%s", logs.String())
@@ -100,6 +107,9 @@ func TestServeAndIntakeOff(t *testing.T) {
 	}
 	if n := countWhere(t, pool, `id = $1`, ok.ID); n != 1 {
 		t.Fatal("the accepted message is not stored")
+	}
+	if n := countWhere(t, pool, `producer = 'intake:svc'`); n != 1 {
+		t.Fatalf("%d messages of the token stored, want the one accepted", n)
 	}
 
 	addr = freeAddr(t)

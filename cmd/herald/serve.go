@@ -179,6 +179,12 @@ func registerConsole(mux *http.ServeMux, pool *pgxpool.Pool, token string, logge
 	return nil
 }
 
+// maxHeaderBytes bounds a request's headers, read before any token is checked: what
+// herald's endpoints read of them (a bearer token, traceparent, an idempotency key,
+// providers' signatures) fits many times over, and a client that is nobody holds
+// that much per connection, not net/http's default of 1 MiB.
+const maxHeaderBytes = 64 << 10
+
 // serveHTTP serves handler on addr until ctx ends, then shuts down gracefully. It
 // returns once the listener is up (or failed); the returned stop waits for shutdown.
 func serveHTTP(ctx context.Context, addr string, handler http.Handler, logger *slog.Logger) (stop func(), err error) {
@@ -187,7 +193,7 @@ func serveHTTP(ctx context.Context, addr string, handler http.Handler, logger *s
 		return nil, err
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-		WriteTimeout: 15 * time.Second, IdleTimeout: 60 * time.Second}
+		WriteTimeout: 15 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: maxHeaderBytes}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
