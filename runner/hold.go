@@ -18,7 +18,7 @@ import (
 // against the provider. Those are released untried (channelHeld). Other channels go
 // on.
 type holds struct {
-	any    atomic.Bool // a channel was ever held: blocks is a load until then
+	any    atomic.Bool // a channel was ever held: blocks and open are a load until then
 	mu     sync.Mutex
 	byName map[string]hold
 }
@@ -68,6 +68,9 @@ func (h *holds) blocks(channel string, claimed func() time.Time) bool {
 
 // open returns the channels of all that are not held (all itself when none is).
 func (h *holds) open(all []string) []string {
+	if !h.any.Load() {
+		return all
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	held := func(ch string) bool { c, ok := h.byName[ch]; return ok && c.lifted.IsZero() }

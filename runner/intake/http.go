@@ -221,7 +221,8 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 // enter admits a request of token: it counts it in progress, or answers 429
 // too_many_in_flight (Retry-After 1, the body unread) when the token already has
 // MaxInFlight; then it waits for one of the token's TokenConns slots (false, nothing
-// answered, if the client leaves first: counted as status 499). leave ends an admitted request.
+// answered, if the client leaves first: counted as status 499). leave ends an
+// admitted request.
 func (h *handler) enter(w http.ResponseWriter, r *http.Request, token string) bool {
 	n := h.inFlight[token]
 	if n.Add(1) > int64(h.cfg.MaxInFlight) && h.cfg.MaxInFlight >= 0 {
