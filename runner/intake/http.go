@@ -50,12 +50,12 @@ type Config struct {
 	// MaxInFlight bounds the requests each token may have in progress at once in this
 	// process (one count for an open intake), default 16: more get 429
 	// too_many_in_flight with Retry-After 1, before their body is read. It bounds the
-	// memory one producer's requests hold (MaxInFlight × MaxBodyBytes) and their share
-	// of the database connections the others wait for. Below 0: no bound.
+	// memory one producer's requests hold (MaxInFlight × MaxBodyBytes). Below 0: no
+	// bound.
 	MaxInFlight int
 	// TokenConns bounds the requests of each token that use the database at once
-	// (default half the pool's MaxConns, at least 1): the others wait their turn with
-	// their body unread, so one producer's burst leaves connections to the rest.
+	// (default half the pool's MaxConns, at least 1): the others wait their turn, so
+	// one producer's burst leaves connections to the rest.
 	TokenConns int
 	// QuotaRetry is the Retry-After of a call refused for the producer's max_pending:
 	// how often runners count producers' backlogs (HERALD_QUOTA_INTERVAL; default 10s).
@@ -86,6 +86,14 @@ type handler struct {
 
 // Register adds the intake's routes to mux.
 func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
+	h := newHandler(pool, cfg)
+	for pattern, f := range h.routes() {
+		mux.HandleFunc(pattern, f)
+	}
+}
+
+// newHandler is the intake on pool with cfg's defaults filled in.
+func newHandler(pool *pgxpool.Pool, cfg Config) *handler {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -115,9 +123,7 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
 			h.limiters[t.Name] = rate.NewLimiter(rate.Limit(cfg.Rate), burst)
 		}
 	}
-	for pattern, f := range h.routes() {
-		mux.HandleFunc(pattern, f)
-	}
+	return h
 }
 
 // routes are the intake's handlers by ServeMux pattern.
@@ -164,6 +170,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) http.Handler {
 type caller struct {
 	token string
 	q     Querier
+	body  []byte // a POST's body, read within MaxBodyBytes before the database slot
 }
 
 // counted is a ResponseWriter that keeps the status and the error code answered, for
@@ -192,10 +199,7 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 			defer func() { h.cfg.Counted(token, w.status, w.code) }()
 		}
 		if len(h.cfg.Tokens) == 0 {
-			if h.enter(w, r, "") {
-				defer h.leave("")
-				next(w, r, caller{q: h.pool})
-			}
+			h.admit(w, r, caller{q: h.pool}, next)
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -211,43 +215,40 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 			return
 		}
 		token = match.Name
-		if h.enter(w, r, token) {
-			defer h.leave(token)
-			next(w, r, caller{token: match.Name, q: AsProducer(h.pool, match.Name)})
-		}
+		h.admit(w, r, caller{token: match.Name, q: AsProducer(h.pool, match.Name)}, next)
 	}
 }
 
-// enter admits a request of token: it counts it in progress, or answers 429
-// too_many_in_flight (Retry-After 1, the body unread) when the token already has
-// MaxInFlight; then it waits for one of the token's TokenConns slots (false, nothing
-// answered, if the client leaves first: counted as status 499). leave ends an
-// admitted request.
-func (h *handler) enter(w http.ResponseWriter, r *http.Request, token string) bool {
-	n := h.inFlight[token]
+// admit runs next for c's request within the token's bounds: counted in progress, or
+// answered 429 too_many_in_flight (Retry-After 1, the body unread) when the token
+// already has MaxInFlight; a POST's body read (h.body: 415, 413, 400); then, once one
+// of the token's TokenConns slots is free, next. A client that leaves while waiting is
+// answered nothing (counted as status 499). A slow body holds no slot.
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, c caller, next func(http.ResponseWriter, *http.Request, caller)) {
+	n := h.inFlight[c.token]
 	if n.Add(1) > int64(h.cfg.MaxInFlight) && h.cfg.MaxInFlight >= 0 {
 		n.Add(-1)
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, &InputError{Code: "too_many_in_flight",
 			Message: fmt.Sprintf("this token has %d requests in progress, the most it may; retry when one is answered", h.cfg.MaxInFlight)})
-		return false
+		return
+	}
+	defer n.Add(-1)
+	if r.Method == http.MethodPost {
+		var ok bool
+		if c.body, ok = h.body(w, r); !ok {
+			return
+		}
 	}
 	select {
-	case h.conns[token] <- struct{}{}:
-		return true
+	case h.conns[c.token] <- struct{}{}:
+		defer func() { <-h.conns[c.token] }()
+		next(w, r, c)
 	case <-r.Context().Done():
-		n.Add(-1)
-		if c, ok := w.(*counted); ok { // nothing is answered: counted as the client's leaving
-			c.status, c.code = 499, "client_closed"
+		if cw, ok := w.(*counted); ok { // nothing is answered: counted as the client's leaving
+			cw.status, cw.code = 499, "client_closed"
 		}
-		return false
 	}
-}
-
-// leave ends a request of token that enter admitted.
-func (h *handler) leave(token string) {
-	<-h.conns[token]
-	h.inFlight[token].Add(-1)
 }
 
 // tokenNames are the names of tokens.
@@ -306,11 +307,7 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 }
 
 func (h *handler) post(w http.ResponseWriter, r *http.Request, c caller) {
-	b, ok := h.body(w, r)
-	if !ok {
-		return
-	}
-	m, err := DecodeMessage(b)
+	m, err := DecodeMessage(c.body)
 	if err == nil {
 		err = idempotencyHeader(&m, r.Header.Get("Idempotency-Key"))
 		m.Metadata = tracedMetadata(m.Metadata, r.Header)
@@ -344,10 +341,7 @@ func idempotencyHeader(m *Message, header string) error {
 }
 
 func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
-	b, ok := h.body(w, r)
-	if !ok {
-		return
-	}
+	b := c.body
 	n, err := batchLen(b, h.cfg.MaxBatch)
 	if err != nil {
 		h.fail(w, err)
