@@ -13,7 +13,8 @@
 // (callbacks.go: dispatch_callbacks against a plain log consumer; by name), forget
 // (forget.go: erasing one person against a bare DELETE; by name), sign (sign.go: a
 // webhook's Ed25519 signature against its HMAC one; by name), smtp (smtp.go: sends
-// through the SMTP sender to a relay a round trip away; by name), drain (with the
+// through the SMTP sender to a relay a round trip away; by name), intake (intake.go:
+// the HTTP intake's per-token bounds against none; by name), drain (with the
 // runners' memory), latency and soak; the defaults are the quick version `make bench` runs
 // (under 3 minutes on 2 cores), flags choose the full sizes. The database is
 // DATABASE_URL, or the project-local cluster started by tests/devdb.sh; the bench

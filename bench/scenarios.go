@@ -25,6 +25,7 @@ var scenarios = map[string]scenario{
 	"smtp":           smtpDeliver,
 	"latency":        latency,
 	"soak":           soak,
+	"intake":         intakeBench,
 }
 
 // order is the order scenarios run in by default.

@@ -54,8 +54,8 @@ type Config struct {
 	// bound.
 	MaxInFlight int
 	// TokenConns bounds the requests of each token that use the database at once
-	// (default half the pool's MaxConns, at least 1): the others wait their turn, so
-	// one producer's burst leaves connections to the rest.
+	// (default the pool's MaxConns less one, at least 1): the others wait their turn,
+	// so one producer's burst leaves a connection to the rest.
 	TokenConns int
 	// QuotaRetry is the Retry-After of a call refused for the producer's max_pending:
 	// how often runners count producers' backlogs (HERALD_QUOTA_INTERVAL; default 10s).
@@ -110,7 +110,7 @@ func newHandler(pool *pgxpool.Pool, cfg Config) *handler {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	if cfg.TokenConns <= 0 {
-		cfg.TokenConns = max(1, int(pool.Config().MaxConns)/2)
+		cfg.TokenConns = max(1, int(pool.Config().MaxConns)-1)
 	}
 	h := &handler{pool: pool, cfg: cfg, inFlight: map[string]*atomic.Int64{}, conns: map[string]chan struct{}{}}
 	for _, name := range append([]string{""}, tokenNames(cfg.Tokens)...) {
