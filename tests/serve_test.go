@@ -201,8 +201,11 @@ func TestIntakeFloodLeavesTheRunnerAndOthersTheirConnections(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
+	// A send_limit only so that their enqueues lock a budget row. Its window is a day:
+	// a request held longer than the window would be refused (a budget is counted
+	// from the enqueue's transaction start, and a loaded machine held one over 1 s).
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, send_limit, send_window)
-		VALUES ('intake:flood', 1000000, '1 second'), ('intake:flood2', 1000000, '1 second')`)
+		VALUES ('intake:flood', 1000000, '1 day'), ('intake:flood2', 1000000, '1 day')`)
 	addr := freeAddr(t)
 	runnerProcessArgs(t, url, []string{"run"}, "HERALD_HTTP_ADDR="+addr, "HERALD_SENDER_EMAIL=noop",
 		"HERALD_INTAKE_TOKENS=flood:tok-flood,flood2:tok-flood2,other:tok-other",
