@@ -38,6 +38,7 @@
 {{ template "functions/_channel_quiet.sql" . }}
 {{ template "functions/_time_zone.sql" . }}
 {{ template "functions/_quiet_end.sql" . }}
+{{ template "functions/_budget_clock.sql" . }}
 {{ template "functions/_budget_after.sql" . }}
 {{ template "functions/_over_budget.sql" . }}
 {{ template "functions/_suppression.sql" . }}

@@ -574,6 +574,39 @@ func TestSendLimitBoundsWhatAProducerSpends(t *testing.T) {
 	}
 }
 
+// Budgets count at the real time, not at the enqueue transaction's start: a producer
+// enqueuing in a transaction older than its window (a long business transaction,
+// here 1.2 s against 1-second windows), after another of its enqueues spent from the
+// same producer and recipient budgets, is not refused while both have room (before,
+// its stale now() made the budgets look a second overdrawn: 53400).
+func TestBudgetsCountAtTheRealTime(t *testing.T) {
+	ctx, pool := setup(t)
+	slow := loginPool(t, pool, "herald_test_budget_slow", "herald_producer")
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, send_limit, send_window) VALUES ('herald_test_budget_slow', 10, '1 second')`)
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_limit = 10, recipient_window = '1 second' WHERE name = 'email'`)
+	const enqueue = `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t"}')`
+	tx, err := slow.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// The transaction's work: it ages its now() past the windows (the sleep is the
+	// long transaction itself, not a wait for another party).
+	if _, err := tx.Exec(ctx, `SELECT pg_sleep(1.2)`); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, slow, enqueue) // another enqueue of the producer, to the same recipient, meanwhile
+	if _, err := tx.Exec(ctx, enqueue); err != nil {
+		t.Fatalf("an enqueue in a transaction older than the window, with 8 of 10 left: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countWhere(t, pool, `producer = 'herald_test_budget_slow'`); n != 2 {
+		t.Fatalf("%d stored, want 2", n)
+	}
+}
+
 // A producer cannot run up the bill with texts to premium-rate numbers (SMS pumping)
 // on a channel an admin limited to some countries, nor send a channel's signed
 // webhooks to a host outside its receivers: herald.channels.recipient_prefixes,

@@ -204,6 +204,24 @@ COMMENT ON FUNCTION herald._budget_after(clear_at timestamp with time zone, now 
 
 
 --
+-- Name: _budget_clock(timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._budget_clock(now timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql
+    AS $$
+  SELECT CASE WHEN now = pg_catalog.now() THEN clock_timestamp() ELSE now END
+$$;
+
+
+--
+-- Name: FUNCTION _budget_clock(now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._budget_clock(now timestamp with time zone) IS 'Private: the time a budget is counted at: the real time for the transaction''s own clock, else the clock given (inlined).';
+
+
+--
 -- Name: _callback_names(); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2998,16 +3016,17 @@ CREATE FUNCTION herald._spend_producer(policy herald.producers, n integer, now t
     LANGUAGE plpgsql
     AS $$
 DECLARE
+  v_clock timestamptz := herald._budget_clock(now => now);
   v_clear timestamptz;
 BEGIN
   INSERT INTO herald.producer_buckets AS b (producer, clear_at)
-  VALUES ((policy).producer, herald._budget_after(clear_at => NULL, now => _spend_producer.now,
+  VALUES ((policy).producer, herald._budget_after(clear_at => NULL, now => v_clock,
                                                   spent => (policy).send_window / (policy).send_limit * n))
   ON CONFLICT (producer) DO UPDATE
-  SET clear_at = herald._budget_after(clear_at => b.clear_at, now => _spend_producer.now,
-                                      spent => excluded.clear_at - _spend_producer.now)
+  SET clear_at = herald._budget_after(clear_at => b.clear_at, now => herald._budget_clock(now => _spend_producer.now),
+                                      spent => excluded.clear_at - v_clock)
   RETURNING b.clear_at INTO v_clear;
-  IF herald._over_budget(clear_at => v_clear, now => _spend_producer.now, budget_window => (policy).send_window,
+  IF herald._over_budget(clear_at => v_clear, now => herald._budget_clock(now => _spend_producer.now), budget_window => (policy).send_window,
                          budget_limit => (policy).send_limit) > interval '0' THEN
     PERFORM herald._reject(code => '53400', field => 'producer',
       message => format('producer %L may enqueue at most %s messages per %s (its send_limit)',
@@ -3033,6 +3052,7 @@ CREATE FUNCTION herald._spend_recipients(specs herald.message_spec[], barred big
     LANGUAGE plpgsql
     AS $$
 DECLARE
+  v_clock timestamptz := herald._budget_clock(now => now);
   v_channels text[];
   v_recipients text[];
   v_over record;
@@ -3052,21 +3072,21 @@ BEGIN
     WHERE c.range_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
     GROUP BY 1, 2, 4, 5
   ), spent AS (
-    -- excluded.clear_at - now is what these messages add: n steps of span / lim.
+    -- excluded.clear_at - v_clock is what these messages add: n steps of span / lim.
     INSERT INTO herald.recipient_buckets AS b (channel, recipient, clear_at)
     SELECT a.channel, a.recipient,
-           herald._budget_after(clear_at => NULL, now => _spend_recipients.now, spent => a.span / a.lim * a.n)
+           herald._budget_after(clear_at => NULL, now => v_clock, spent => a.span / a.lim * a.n)
     FROM asked a
     ORDER BY a.channel, a.recipient
     ON CONFLICT (channel, recipient) DO UPDATE
-    SET clear_at = herald._budget_after(clear_at => b.clear_at, now => _spend_recipients.now,
-                                        spent => excluded.clear_at - _spend_recipients.now)
+    SET clear_at = herald._budget_after(clear_at => b.clear_at, now => herald._budget_clock(now => _spend_recipients.now),
+                                        spent => excluded.clear_at - v_clock)
     RETURNING b.channel, b.recipient, b.clear_at
   )
   SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
   FROM spent k
   JOIN asked a ON a.channel = k.channel AND a.recipient = k.recipient
-  WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
+  WHERE herald._over_budget(clear_at => k.clear_at, now => herald._budget_clock(now => _spend_recipients.now),
                             budget_window => a.span, budget_limit => a.lim) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
     SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.kind, o.recipient <> m.key AS ranged,
@@ -6734,6 +6754,13 @@ REVOKE ALL ON FUNCTION herald._base64(text text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._budget_after(clear_at timestamp with time zone, now timestamp with time zone, spent interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _budget_clock(now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._budget_clock(now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -201,9 +201,7 @@ func TestIntakeFloodLeavesTheRunnerAndOthersTheirConnections(t *testing.T) {
 	t.Parallel()
 	url := testdb.New(t)
 	pool := testdb.Pool(t, url)
-	// A send_limit only so that their enqueues lock a budget row. Its window is a day:
-	// a request held longer than the window would be refused (a budget is counted
-	// from the enqueue's transaction start, and a loaded machine held one over 1 s).
+	// A send_limit only so that their enqueues lock a budget row.
 	mustExec(t, pool, `INSERT INTO herald.producers (producer, send_limit, send_window)
 		VALUES ('intake:flood', 1000000, '1 day'), ('intake:flood2', 1000000, '1 day')`)
 	addr := freeAddr(t)

@@ -1,13 +1,13 @@
 -- herald._spend_recipients(specs, barred, single, now) — count the messages just stored
 -- against their recipients' budgets (herald.recipient_buckets) on channels with a
--- recipient_limit, and against their ranges' (herald._range_key: an SMS number range, a
--- webhook URL's site) on channels with a range_limit: each moves the budget's clear_at on by window / limit
--- (herald._budget_after). A budget left over its limit (herald._over_budget)
--- refuses the call with 53400 'recipient' (or 'messages[i].recipient', the first message
--- to it); the caller's transaction then undoes it all. NULL specs (repeats) and the
--- positions in barred (suppressed) count nothing. Called by herald._enqueue after it
--- stored the messages. Rows are locked in (channel, key) order, so concurrent enqueues
--- do not deadlock on them. Index: recipient_buckets' primary key. Locks: the budgets'
+-- recipient_limit, and their ranges' (herald._range_key: an SMS number range, a webhook
+-- URL's site) on channels with a range_limit: each moves the budget's clear_at on by
+-- window / limit (herald._budget_after, at herald._budget_clock). A budget left over
+-- its limit (herald._over_budget) refuses the call with 53400 'recipient' (or
+-- 'messages[i].recipient', the first message to it); the caller's transaction then
+-- undoes it all. NULL specs (repeats) and the positions in barred (suppressed) count
+-- nothing. Called by herald._enqueue after it stored the messages. Rows are locked in
+-- (channel, key) order, so concurrent enqueues do not deadlock on them. Index: recipient_buckets' primary key. Locks: the budgets'
 -- rows until the transaction ends (enqueues to one recipient or range take turns).
 CREATE OR REPLACE FUNCTION herald._spend_recipients(
   specs herald.message_spec[], barred bigint[], single boolean, now timestamptz
@@ -17,6 +17,7 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 DECLARE
+  v_clock timestamptz := herald._budget_clock(now => now);
   v_channels text[];
   v_recipients text[];
   v_over record;
@@ -36,21 +37,21 @@ BEGIN
     WHERE c.range_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
     GROUP BY 1, 2, 4, 5
   ), spent AS (
-    -- excluded.clear_at - now is what these messages add: n steps of span / lim.
+    -- excluded.clear_at - v_clock is what these messages add: n steps of span / lim.
     INSERT INTO herald.recipient_buckets AS b (channel, recipient, clear_at)
     SELECT a.channel, a.recipient,
-           herald._budget_after(clear_at => NULL, now => _spend_recipients.now, spent => a.span / a.lim * a.n)
+           herald._budget_after(clear_at => NULL, now => v_clock, spent => a.span / a.lim * a.n)
     FROM asked a
     ORDER BY a.channel, a.recipient
     ON CONFLICT (channel, recipient) DO UPDATE
-    SET clear_at = herald._budget_after(clear_at => b.clear_at, now => _spend_recipients.now,
-                                        spent => excluded.clear_at - _spend_recipients.now)
+    SET clear_at = herald._budget_after(clear_at => b.clear_at, now => herald._budget_clock(now => _spend_recipients.now),
+                                        spent => excluded.clear_at - v_clock)
     RETURNING b.channel, b.recipient, b.clear_at
   )
   SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
   FROM spent k
   JOIN asked a ON a.channel = k.channel AND a.recipient = k.recipient
-  WHERE herald._over_budget(clear_at => k.clear_at, now => _spend_recipients.now,
+  WHERE herald._over_budget(clear_at => k.clear_at, now => herald._budget_clock(now => _spend_recipients.now),
                             budget_window => a.span, budget_limit => a.lim) > interval '0';
   IF v_channels IS NOT NULL THEN -- the first message to one of them
     SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.kind, o.recipient <> m.key AS ranged,
