@@ -405,6 +405,7 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._quiet(time '21:00' + g * interval '1 minute', time '08:00', ARRAY[g]::smallint[], 'UTC', now())`,
 		`herald._channel_quiet(time '21:00' + g * interval '1 minute', time '08:00', ARRAY[g]::smallint[], 'UTC', g > 1, now())`,
 		`herald._url_host(g::text)`,
+		`herald._budget_clock(now() + g * interval '1 second')`,
 		`(SELECT herald._range_key(c, g::text) FROM herald.channels c WHERE c.range_labels < g)`, // a row, as its callers pass
 	} {
 		rows, err := pool.Query(ctx, `EXPLAIN (VERBOSE, COSTS OFF) SELECT `+call+` FROM generate_series(1, 2) g`)
