@@ -3259,12 +3259,14 @@ DECLARE
   v_local timestamp;
 BEGIN
   IF name IS NULL OR length(name) > 64 OR name !~ '^(UTC|Etc/GMT[+-](1[0-4]|[0-9])|[A-Z][A-Za-z]*(/[A-Za-z][A-Za-z_-]*)+)$' THEN
-    RETURN false;
+    RETURN false; -- before the inner block: no subtransaction for NULL or a malformed name
   END IF;
-  v_local := timezone(name, timestamptz '2000-01-01 00:00+00'); -- an assignment: no query to plan
+  BEGIN
+    v_local := timezone(name, timestamptz '2000-01-01 00:00+00'); -- an assignment: no query to plan
+  EXCEPTION WHEN invalid_parameter_value THEN
+    RETURN false;
+  END;
   RETURN true;
-EXCEPTION WHEN invalid_parameter_value THEN
-  RETURN false;
 END
 $_$;
 
@@ -4167,7 +4169,7 @@ $$;
 -- Name: FUNCTION enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10 and 22V17 name the field.';
+COMMENT ON FUNCTION herald.enqueue(channel text, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, idempotency_key text, ordering_key text, max_attempts integer, metadata jsonb, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone) IS 'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10, 22V17 and 22V19 name the field.';
 
 
 --

@@ -46,4 +46,4 @@ REVOKE ALL ON FUNCTION herald.enqueue(text, text, jsonb, timestamptz, integer, t
 GRANT EXECUTE ON FUNCTION herald.enqueue(text, text, jsonb, timestamptz, integer, text, text, integer, jsonb, timestamptz, text, timestamptz)
   TO herald_producer, herald_admin;
 COMMENT ON FUNCTION herald.enqueue(text, text, jsonb, timestamptz, integer, text, text, integer, jsonb, timestamptz, text, timestamptz) IS
-  'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10 and 22V17 name the field.';
+  'Store one notification and return its id (idempotent with idempotency_key); errors 22V01-22V10, 22V17 and 22V19 name the field.';
