@@ -80,8 +80,13 @@ type handler struct {
 	pool     *pgxpool.Pool
 	cfg      Config
 	limiters map[string]*rate.Limiter // by token name ("" when open); nil: no limit
-	inFlight map[string]*atomic.Int64 // requests in progress by token name ("" when open)
-	conns    map[string]chan struct{} // by token name: a slot per request using the database
+	bounds   map[string]*bounds       // by token name ("" when open)
+}
+
+// bounds are one token's requests in progress and its database slots (admit).
+type bounds struct {
+	inFlight atomic.Int64
+	conns    chan struct{} // a slot per request using the database (capacity TokenConns)
 }
 
 // Register adds the intake's routes to mux.
@@ -112,9 +117,9 @@ func newHandler(pool *pgxpool.Pool, cfg Config) *handler {
 	if cfg.TokenConns <= 0 {
 		cfg.TokenConns = max(1, int(pool.Config().MaxConns)-1)
 	}
-	h := &handler{pool: pool, cfg: cfg, inFlight: map[string]*atomic.Int64{}, conns: map[string]chan struct{}{}}
-	for _, name := range append([]string{""}, tokenNames(cfg.Tokens)...) {
-		h.inFlight[name], h.conns[name] = &atomic.Int64{}, make(chan struct{}, cfg.TokenConns)
+	h := &handler{pool: pool, cfg: cfg, bounds: map[string]*bounds{"": {conns: make(chan struct{}, cfg.TokenConns)}}}
+	for _, t := range cfg.Tokens {
+		h.bounds[t.Name] = &bounds{conns: make(chan struct{}, cfg.TokenConns)}
 	}
 	if cfg.Rate > 0 {
 		burst := max(int(cfg.Rate), cfg.MaxBatch)
@@ -225,15 +230,15 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 // of the token's TokenConns slots is free, next. A client that leaves while waiting is
 // answered nothing (counted as status 499). A slow body holds no slot.
 func (h *handler) admit(w http.ResponseWriter, r *http.Request, c caller, next func(http.ResponseWriter, *http.Request, caller)) {
-	n := h.inFlight[c.token]
-	if n.Add(1) > int64(h.cfg.MaxInFlight) && h.cfg.MaxInFlight >= 0 {
-		n.Add(-1)
+	b := h.bounds[c.token]
+	if b.inFlight.Add(1) > int64(h.cfg.MaxInFlight) && h.cfg.MaxInFlight >= 0 {
+		b.inFlight.Add(-1)
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, &InputError{Code: "too_many_in_flight",
 			Message: fmt.Sprintf("this token has %d requests in progress, the most it may; retry when one is answered", h.cfg.MaxInFlight)})
 		return
 	}
-	defer n.Add(-1)
+	defer b.inFlight.Add(-1)
 	if r.Method == http.MethodPost {
 		var ok bool
 		if c.body, ok = h.body(w, r); !ok {
@@ -241,23 +246,14 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, c caller, next f
 		}
 	}
 	select {
-	case h.conns[c.token] <- struct{}{}:
-		defer func() { <-h.conns[c.token] }()
+	case b.conns <- struct{}{}:
+		defer func() { <-b.conns }()
 		next(w, r, c)
 	case <-r.Context().Done():
 		if cw, ok := w.(*counted); ok { // nothing is answered: counted as the client's leaving
 			cw.status, cw.code = 499, "client_closed"
 		}
 	}
-}
-
-// tokenNames are the names of tokens.
-func tokenNames(tokens []Token) []string {
-	names := make([]string, len(tokens))
-	for i, t := range tokens {
-		names[i] = t.Name
-	}
-	return names
 }
 
 // allow takes n messages from the caller's bucket, or answers 429 with the seconds
