@@ -187,22 +187,27 @@ func (r *Runner) sampleLogLag(ctx context.Context) {
 
 // sampleQueueDepth copies herald.queue_depth (due, scheduled, held and processing
 // per channel, read through the partial indexes) into the queue-depth gauge, and
-// herald.quiet_channels() into the quiet gauge (1 for each quiet channel, 0 for the
-// others), so that a backlog alert can leave a quiet channel alone.
+// herald.quiet_channels() into the quiet gauge (1 for each channel in quiet hours or
+// days that end, 0 for the others), so that a backlog alert can leave a quiet channel
+// alone. A channel held because the server does not know its quiet_zone (quiet_until
+// NULL) counts as not quiet, and is logged as an error when first seen so.
 func (r *Runner) sampleQueueDepth(ctx context.Context) {
-	rows, err := r.pool.Query(ctx, `SELECT d.channel, d.status, d.count, q.channel IS NOT NULL
-		FROM herald.queue_depth d LEFT JOIN herald.quiet_channels() q ON q.channel = d.channel`)
+	rows, err := r.pool.Query(ctx, `SELECT d.channel, d.status, d.count, q.quiet_until IS NOT NULL, c.quiet_zone
+		FROM herald.queue_depth d LEFT JOIN herald.quiet_channels() q ON q.channel = d.channel
+		LEFT JOIN herald.channels c ON c.name = q.channel AND q.quiet_until IS NULL`)
 	if err != nil {
 		return
 	}
 	defer rows.Close()
 	r.m.queueDepth.Reset()
 	r.m.quiet.Reset()
+	zoneless := map[string]string{}
 	for rows.Next() {
 		var ch, st string
 		var n int64
 		var quiet bool
-		if rows.Scan(&ch, &st, &n, &quiet) != nil {
+		var zone *string
+		if rows.Scan(&ch, &st, &n, &quiet, &zone) != nil {
 			continue
 		}
 		r.m.queueDepth.WithLabelValues(ch, st).Set(float64(n))
@@ -211,5 +216,23 @@ func (r *Runner) sampleQueueDepth(ctx context.Context) {
 			v = 1
 		}
 		r.m.quiet.WithLabelValues(ch).Set(v)
+		if zone != nil {
+			zoneless[ch] = *zone
+		}
 	}
+	if rows.Err() != nil {
+		return
+	}
+	for ch, zone := range zoneless {
+		if _, known := r.zoneless[ch]; !known {
+			r.log.Error("channel held: its quiet_zone is not a time zone the database server knows, so its quiet hours cannot be told; set one it has (herald.channels.quiet_zone) or install the zone data",
+				"channel", ch, "quiet_zone", zone)
+		}
+	}
+	for ch := range r.zoneless {
+		if _, still := zoneless[ch]; !still {
+			r.log.Info("channel no longer held for its quiet_zone", "channel", ch)
+		}
+	}
+	r.zoneless = zoneless
 }

@@ -59,8 +59,9 @@ type Runner struct {
 	holds      holds         // channels this runner stopped until their pause is reported
 	pastGrace  atomic.Bool
 	listenerUp atomic.Bool
-	deaf       atomic.Bool // LISTEN connected, but its check notification never came
-	outage     outage      // per channel, its provider's transient failures in a row
+	deaf       atomic.Bool       // LISTEN connected, but its check notification never came
+	outage     outage            // per channel, its provider's transient failures in a row
+	zoneless   map[string]string // channels held for a quiet_zone the server does not know, with it (maintain's)
 }
 
 // flight is a claimed message until its result is reported.

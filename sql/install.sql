@@ -34,9 +34,9 @@
 {{ template "functions/_mailbox_key.sql" . }}
 {{ template "functions/_url_host.sql" . }}
 {{ template "functions/_range_key.sql" . }}
+{{ template "functions/_time_zone.sql" . }}
 {{ template "functions/_quiet.sql" . }}
 {{ template "functions/_channel_quiet.sql" . }}
-{{ template "functions/_time_zone.sql" . }}
 {{ template "functions/_quiet_end.sql" . }}
 {{ template "functions/_budget_clock.sql" . }}
 {{ template "functions/_budget_after.sql" . }}

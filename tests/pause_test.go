@@ -772,3 +772,59 @@ func TestQuietHoursOfAZoneNoLongerKnown(t *testing.T) {
 		t.Fatalf("at 08:00 in Berlin (15:00 in Tokyo) claimed %d, want both %d and %d", len(cs), gone, awake)
 	}
 }
+
+// A channel's quiet_zone the server's zone database no longer has (written while it
+// had it; the trigger refuses it now) cannot say when the channel is quiet, so the
+// channel holds its messages — with quiet_per_recipient too, for those naming no zone
+// of their own — and nothing else stops: other channels are claimed, enqueues to it
+// are stored, herald.quiet_channels lists it with no end (quiet_until NULL), the
+// runner's quiet gauge leaves it out (a backlog behind it is not expected) and says
+// why in its log. With a zone the server has, its messages go.
+func TestAChannelZoneNoLongerKnownHoldsOnlyThatChannel(t *testing.T) {
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, quiet_from, quiet_until, quiet_zone, quiet_per_recipient)
+		VALUES ('promo', 'sms', '21:00', '08:00', 'Europe/Berlin', false), ('local', 'sms', '21:00', '08:00', 'Europe/Berlin', true)`)
+	mustExec(t, pool, `ALTER TABLE herald.channels DISABLE TRIGGER channels_quiet_zone`)
+	mustExec(t, pool, `UPDATE herald.channels SET quiet_zone = 'Atlantis/Poseidonia' WHERE name IN ('promo', 'local')`)
+	mustExec(t, pool, `ALTER TABLE herald.channels ENABLE TRIGGER channels_quiet_zone`)
+	noon := time.Date(2030, 6, 3, 10, 0, 0, 0, time.UTC) // 12:00 in Berlin, 19:00 in Tokyo
+	enq := func(channel, zone string) int64 {
+		t.Helper()
+		return scalar[int64](t, pool, `SELECT herald.enqueue($1, '+4915112345678', '{"text":"x"}', recipient_zone => nullif($2, ''), now => $3)`,
+			channel, zone, noon)
+	}
+	held := []int64{enq("promo", ""), enq("local", ""), enq("local", "Asia/Tokyo")}
+	sms := enq("sms", "")
+	if got := scalar[time.Time](t, pool, `SELECT run_at FROM herald.messages WHERE id = $1`, held[1]); !got.Equal(noon) {
+		t.Fatalf("a message without a zone on the channel of an unknown zone is due %s, want when enqueued", got.UTC())
+	}
+	if cs := claim(t, pool, 10, noon); len(cs) != 1 || cs[0].ID != sms {
+		t.Fatalf("claimed %+v, want only %d of the channel whose zone is known", cs, sms)
+	}
+	if got := scalar[string](t, pool, `SELECT string_agg(channel || ' ' || coalesce(quiet_until::text, 'no end'), ', ' ORDER BY channel)
+		FROM herald.quiet_channels()`); got != "local no end, promo no end" {
+		t.Fatalf("quiet channels: %s", got)
+	}
+	var log logBuffer
+	r, stop := startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"sms": newRecorder()},
+		PollInterval: 50 * time.Millisecond, StatsInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	eventually(t, 10*time.Second, "the quiet gauge and the log", func() bool {
+		n := 0
+		for _, m := range scrape(t, r.Handler())["herald_channel_quiet"].GetMetric() {
+			if (labelsAre(m, "channel", "promo") || labelsAre(m, "channel", "local")) && m.GetGauge().GetValue() == 0 {
+				n++
+			}
+		}
+		return n == 2 && strings.Contains(log.String(), `quiet_zone=Atlantis/Poseidonia`)
+	})
+	stop()
+	mustExec(t, pool, `UPDATE herald.channels SET quiet_zone = 'Europe/Berlin' WHERE name IN ('promo', 'local')`)
+	var got []int64
+	for _, c := range claim(t, pool, 10, noon) {
+		got = append(got, c.ID)
+	}
+	if slices.Sort(got); !slices.Equal(got, held) {
+		t.Fatalf("with the zone fixed claimed %v, want %v", got, held)
+	}
+}

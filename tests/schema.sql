@@ -664,9 +664,12 @@ COMMENT ON FUNCTION herald._caller() IS 'Private: the calling role (SET ROLE, el
 CREATE FUNCTION herald._channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  SELECT NOT quiet_per_recipient
-         AND herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
-                           quiet_zone => quiet_zone, now => now)
+  SELECT CASE WHEN quiet_from IS NULL AND quiet_days IS NULL THEN false
+              WHEN NOT herald._time_zone(name => quiet_zone) THEN true
+              ELSE NOT quiet_per_recipient
+                   AND herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
+                                     quiet_zone => quiet_zone, now => now)
+         END
 $$;
 
 
@@ -674,7 +677,7 @@ $$;
 -- Name: FUNCTION _channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone) IS 'Private: whether a channel is closed as a whole by its quiet hours or days (inlined).';
+COMMENT ON FUNCTION herald._channel_quiet(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, quiet_per_recipient boolean, now timestamp with time zone) IS 'Private: whether a channel is closed as a whole by its quiet hours or days, or by a quiet_zone the server does not know (inlined).';
 
 
 --
@@ -1072,12 +1075,11 @@ BEGIN
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
   SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.recipient_zone, s.payload, s.metadata,
          coalesce(s.priority, greatest(v_policy.min_priority, 0)),
-         CASE WHEN c.quiet_per_recipient
-              THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                                     quiet_zone => c.quiet_zone, at => greatest(s.run_at, _enqueue.now),
-                                     recipient_zone => s.recipient_zone)
-              ELSE greatest(s.run_at, _enqueue.now)
-         END, s.ordering_key, s.idempotency_key,
+         coalesce(CASE WHEN c.quiet_per_recipient
+                       THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                                              quiet_zone => c.quiet_zone, at => greatest(s.run_at, _enqueue.now),
+                                              recipient_zone => s.recipient_zone)
+                  END, greatest(s.run_at, _enqueue.now)), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
          CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' WHEN v_held[s.ordinality] THEN 'held' ELSE 'queued' END,
@@ -2218,17 +2220,21 @@ COMMENT ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_until
 
 
 --
--- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _quiet_end(time without time zone, time without time zone, smallint[], text, timestamp with time zone, text, boolean); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text DEFAULT NULL::text) RETURNS timestamp with time zone
+CREATE FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text DEFAULT NULL::text, zone_known boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
-  v_zone text := CASE WHEN herald._time_zone(name => recipient_zone) THEN recipient_zone ELSE quiet_zone END;
+  v_zone text := CASE WHEN herald._time_zone(name => recipient_zone) THEN recipient_zone
+                      WHEN zone_known OR herald._time_zone(name => quiet_zone) THEN quiet_zone END;
   v_at timestamptz := at;
   v_local timestamp;
 BEGIN
+  IF v_zone IS NULL THEN
+    RETURN NULL;
+  END IF;
   -- At most six quiet days and the hours around them: a few steps reach the end.
   FOR i IN 1 .. 16 LOOP
     IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
@@ -2249,10 +2255,10 @@ $$;
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_known boolean); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text) IS 'Private: when the quiet time a time falls in ends (the time itself outside it).';
+COMMENT ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_known boolean) IS 'Private: when the quiet time a time falls in ends (the time itself outside it; NULL when no zone is known).';
 
 
 --
@@ -3707,13 +3713,13 @@ BEGIN
     UPDATE herald.messages m
     SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                    quiet_zone => c.quiet_zone, at => claim_batch.now,
-                                   recipient_zone => m.recipient_zone)
+                                   recipient_zone => m.recipient_zone, zone_known => true)
     FROM ready r
     JOIN herald.channels c ON c.name = r.channel
     WHERE v_recipient_quiet AND m.id = r.id AND c.quiet_per_recipient
       AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                             quiet_zone => c.quiet_zone, at => claim_batch.now,
-                            recipient_zone => m.recipient_zone) > claim_batch.now
+                            recipient_zone => m.recipient_zone, zone_known => true) > claim_batch.now
       AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
     RETURNING m.id
   ), woke AS (
@@ -5063,7 +5069,7 @@ $$;
 -- Name: FUNCTION quiet_channels(); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.quiet_channels() IS 'The channels in their quiet hours or days now, and when those end.';
+COMMENT ON FUNCTION herald.quiet_channels() IS 'The channels in their quiet hours or days now, and when those end (NULL: never, as the server does not know its quiet_zone).';
 
 
 --
@@ -7134,10 +7140,10 @@ REVOKE ALL ON FUNCTION herald._quiet(quiet_from time without time zone, quiet_un
 
 
 --
--- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_known boolean); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._quiet_end(quiet_from time without time zone, quiet_until time without time zone, quiet_days smallint[], quiet_zone text, at timestamp with time zone, recipient_zone text, zone_known boolean) FROM PUBLIC;
 
 
 --

@@ -158,10 +158,10 @@ type Paused struct {
 }
 
 // Quiet is a channel in its quiet hours or days (herald.quiet_channels) and when
-// they end.
+// they end (nil: never, as the database server does not know its quiet_zone).
 type Quiet struct {
 	Channel string
-	Until   time.Time
+	Until   *time.Time
 }
 
 // Producer is one row of herald.producer_backlog with the producer's priority floor,

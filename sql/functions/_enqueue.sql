@@ -7,12 +7,12 @@
 -- (unless all are repeats) or past its send_limit (herald._spend_producer). A repeated
 -- idempotency key (herald._repeats) is answered with the first id, not stored.
 -- expires_at: least(spec's, due + ttl). On a channel with quiet_per_recipient a message
--- is due at the end of its recipient's quiet hours. Suppressed recipients are stored
--- 'suppressed' (a log event); one behind a pending message of its ordering key 'held'.
--- Stored where herald._valid holds, else herald._validate names the first bad one
--- (COLUMN 'messages[i].field' or 'field'); then herald._spend_recipients (53400
--- 'recipient'). REPEATABLE READ: a repeat committed after the snapshot is 23505. Locks:
--- ROW EXCLUSIVE on messages, log_statements; the helpers'. Index: producers' pkey.
+-- is due at the end of its recipient's quiet hours (no zone known: at once). Suppressed
+-- recipients are stored 'suppressed' (a log event); one behind a pending message of its
+-- ordering key 'held'. Stored where herald._valid holds, else herald._validate names the
+-- first bad one (COLUMN 'messages[i].field' or 'field'); then herald._spend_recipients
+-- (53400 'recipient'). REPEATABLE READ: a repeat committed after the snapshot is 23505.
+-- Locks: ROW EXCLUSIVE on messages, log_statements; the helpers'. Index: producers_pkey.
 CREATE OR REPLACE FUNCTION herald._enqueue(specs herald.message_spec[], now timestamptz, single boolean,
                                           as_producer text DEFAULT NULL)
 RETURNS bigint[]
@@ -106,12 +106,11 @@ BEGIN
      idempotency_key, max_attempts, created_at, expires_at, status, finished_at)
   SELECT v_ids[s.ordinality], v_policy.producer, c.name, s.recipient, s.recipient_zone, s.payload, s.metadata,
          coalesce(s.priority, greatest(v_policy.min_priority, 0)),
-         CASE WHEN c.quiet_per_recipient
-              THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
-                                     quiet_zone => c.quiet_zone, at => greatest(s.run_at, _enqueue.now),
-                                     recipient_zone => s.recipient_zone)
-              ELSE greatest(s.run_at, _enqueue.now)
-         END, s.ordering_key, s.idempotency_key,
+         coalesce(CASE WHEN c.quiet_per_recipient
+                       THEN herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
+                                              quiet_zone => c.quiet_zone, at => greatest(s.run_at, _enqueue.now),
+                                              recipient_zone => s.recipient_zone)
+                  END, greatest(s.run_at, _enqueue.now)), s.ordering_key, s.idempotency_key,
          coalesce(s.max_attempts, c.max_attempts), _enqueue.now,
          least(s.expires_at, greatest(s.run_at, _enqueue.now) + c.ttl),
          CASE WHEN s.ordinality = ANY (v_barred) THEN 'suppressed' WHEN v_held[s.ordinality] THEN 'held' ELSE 'queued' END,

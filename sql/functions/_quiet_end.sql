@@ -1,27 +1,33 @@
--- herald._quiet_end(quiet_from, quiet_until, quiet_days, quiet_zone, at, recipient_zone)
--- — when the quiet time that `at` falls in ends: the first instant at or
--- after `at` outside a channel's quiet hours and days (herald._quiet), kept in
--- recipient_zone when given, else quiet_zone; `at` itself outside them. Hours end at
--- quiet_until, a quiet day at the next local midnight, and the two chain (Saturday 22:00 with
--- 21:00-08:00 and Sundays quiet: Monday 08:00); local dates and times, so a
--- daylight-saving change moves the end with the clocks. A recipient_zone the server's
--- zone database no longer has (tzdata dropped a legacy name after the message was
--- stored, herald._time_zone) counts as quiet_zone rather than failing every claim.
--- For herald._enqueue and herald.claim_batch (quiet_per_recipient) and
--- herald.quiet_channels. PL/pgSQL, not inlined: statements
--- that may call it would otherwise build its whole expression at each execution.
+-- herald._quiet_end(quiet_from, quiet_until, quiet_days, quiet_zone, at, recipient_zone,
+-- zone_known) — when the quiet time `at` falls in ends: the first instant at or after
+-- `at` outside a channel's quiet hours and days (herald._quiet) in recipient_zone when
+-- given, else quiet_zone; `at` itself outside them. Hours end at quiet_until, a quiet
+-- day at the next local midnight, and the two chain (Saturday 22:00 with 21:00-08:00
+-- and Sundays quiet: Monday 08:00); in local time, so a daylight-saving change moves
+-- the end with the clocks. A zone the server's zone database no longer has (tzdata
+-- dropped a legacy name, herald._time_zone) fails no claim: a recipient_zone gives way
+-- to quiet_zone, and with neither known it is NULL (herald._channel_quiet closes such
+-- a channel). zone_known: the caller knows the server has quiet_zone (claim_batch: the
+-- channel is open), which spares its look-up (a subtransaction). For herald._enqueue,
+-- claim_batch (quiet_per_recipient) and herald.quiet_channels. PL/pgSQL, not inlined:
+-- statements that may call it would otherwise build its whole expression each time.
 -- STABLE (the zone database). Locks: none.
 CREATE OR REPLACE FUNCTION herald._quiet_end(quiet_from time, quiet_until time, quiet_days smallint[], quiet_zone text,
-                                             at timestamptz, recipient_zone text DEFAULT NULL)
+                                             at timestamptz, recipient_zone text DEFAULT NULL,
+                                             zone_known boolean DEFAULT false)
 RETURNS timestamptz
 LANGUAGE plpgsql
 STABLE
 AS $$
 DECLARE
-  v_zone text := CASE WHEN herald._time_zone(name => recipient_zone) THEN recipient_zone ELSE quiet_zone END;
+  v_zone text := CASE WHEN herald._time_zone(name => recipient_zone) THEN recipient_zone
+                      WHEN zone_known OR herald._time_zone(name => quiet_zone) THEN quiet_zone END;
   v_at timestamptz := at;
   v_local timestamp;
 BEGIN
+  IF v_zone IS NULL THEN
+    RETURN NULL;
+  END IF;
   -- At most six quiet days and the hours around them: a few steps reach the end.
   FOR i IN 1 .. 16 LOOP
     IF NOT herald._quiet(quiet_from => quiet_from, quiet_until => quiet_until, quiet_days => quiet_days,
@@ -39,6 +45,6 @@ BEGIN
   RETURN v_at;
 END
 $$;
-REVOKE ALL ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text) IS
-  'Private: when the quiet time a time falls in ends (the time itself outside it).';
+REVOKE ALL ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION herald._quiet_end(time, time, smallint[], text, timestamptz, text, boolean) IS
+  'Private: when the quiet time a time falls in ends (the time itself outside it; NULL when no zone is known).';

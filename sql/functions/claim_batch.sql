@@ -180,13 +180,13 @@ BEGIN
     UPDATE herald.messages m
     SET run_at = herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                                    quiet_zone => c.quiet_zone, at => claim_batch.now,
-                                   recipient_zone => m.recipient_zone)
+                                   recipient_zone => m.recipient_zone, zone_known => true)
     FROM ready r
     JOIN herald.channels c ON c.name = r.channel
     WHERE v_recipient_quiet AND m.id = r.id AND c.quiet_per_recipient
       AND herald._quiet_end(quiet_from => c.quiet_from, quiet_until => c.quiet_until, quiet_days => c.quiet_days,
                             quiet_zone => c.quiet_zone, at => claim_batch.now,
-                            recipient_zone => m.recipient_zone) > claim_batch.now
+                            recipient_zone => m.recipient_zone, zone_known => true) > claim_batch.now
       AND NOT r.id = ANY (ARRAY(SELECT b.id FROM barred b))
     RETURNING m.id
   ), woke AS (
