@@ -11,12 +11,12 @@ import (
 )
 
 // holds are the runner's own stops of channels whose provider refused a send for the
-// whole channel (sender.ClassQuota, sender.ClassConfiguration): from that reply until
-// its report has landed, when herald.fail has paused the channel in SQL for every
-// runner. Meanwhile the runner claims none of the channel's messages and sends none it
-// claimed before the pause landed: each would meet the same refusal, a call wasted
-// against the provider. Those are released untried (channelHeld). Other channels go
-// on.
+// whole channel (sender.ClassQuota, sender.ClassConfiguration) or was found down (the
+// outage streak): from that reply until its report has landed, when herald.fail or
+// pauseForOutage has paused the channel in SQL for every runner. Meanwhile the runner
+// claims none of the channel's messages and sends none it claimed before the pause
+// landed: each would meet the same refusal or outage, a call wasted against the
+// provider. Those are released untried (channelHeld). Other channels go on.
 type holds struct {
 	any    atomic.Bool // a channel was ever held: blocks and open are a load until then
 	mu     sync.Mutex
@@ -83,6 +83,6 @@ func (h *holds) open(all []string) []string {
 // channelHeld is the failure of a message released untried because its channel is
 // held (rate_limited, retry now: the SQL pause decides when it goes).
 func channelHeld() error {
-	return sender.Held(errors.New("not sent: another send of this channel was refused for the whole channel (quota or configuration); it waits for the channel's pause"),
+	return sender.Held(errors.New("not sent: another send of this channel was refused for the whole channel (quota or configuration) or found its provider down; it waits for the channel's pause"),
 		time.Now(), "channel_held")
 }

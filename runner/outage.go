@@ -15,7 +15,8 @@ import (
 // 421), and errors that are no Failure at all. Anything else — a delivery, a refusal of the message, a rate limit, an
 // SMTP 4yz about one recipient — shows the provider answering and ends the streak. A
 // webhook receiver's failures are the receiver's (sender.Failure.Receiver) and count
-// for nothing here.
+// for nothing here, nor do messages released untried. Each send is counted as it
+// ends, so the failure that finds the provider down holds the channel at once.
 type outage struct {
 	mu     sync.Mutex
 	streak map[string]int

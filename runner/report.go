@@ -83,10 +83,10 @@ func (r *Runner) flush(batch []outcome) {
 	var retryAt []*time.Time
 	var down []outcome // the failures that found a channel's provider down
 	for i := range batch {
-		if isDown, began := r.outage.observe(batch[i].msg.Channel, batch[i].err, r.cfg.OutageFailures); isDown {
-			if began {
-				down = append(down, batch[i])
-			}
+		if batch[i].began {
+			down = append(down, batch[i])
+		}
+		if batch[i].down {
 			batch[i].err = downFailure(batch[i].err, r.cfg.OutageFailures, time.Now().Add(r.cfg.OutageWait))
 		}
 	}
@@ -165,13 +165,13 @@ func (r *Runner) flush(batch []outcome) {
 	r.mu.Unlock()
 }
 
-// liftHolds ends the holds of the channels whose stopping failures batch reported
-// (SQL's pause stands in for them now, or SQL decided against one), and asks for a
-// claim.
+// liftHolds ends the holds of the channels whose stopping failures batch reported,
+// and of those whose outage pause it made (SQL's pause stands in for them now, or SQL
+// decided against one, or the pause failed), and asks for a claim.
 func (r *Runner) liftHolds(batch []outcome) {
 	lifted := false
 	for _, o := range batch {
-		if stopsChannel(o.err) {
+		if o.began || stopsChannel(o.err) {
 			r.holds.lift(o.msg.Channel, time.Now())
 			lifted = true
 		}

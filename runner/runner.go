@@ -73,9 +73,11 @@ type flight struct {
 
 // outcome is the result of one send, waiting to be reported.
 type outcome struct {
-	msg sender.Message
-	res sender.Result
-	err error
+	msg   sender.Message
+	res   sender.Result
+	err   error
+	down  bool // err came while the channel's provider is down (outage)
+	began bool // err is the failure that found it down: the channel is held until its pause lands
 }
 
 // New returns a Runner on pool. The pool should allow at least 4 connections: the

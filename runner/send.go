@@ -106,6 +106,10 @@ func (r *Runner) worker(ctx context.Context) {
 				r.holds.stop(m.Channel) // before the slot is freed: the next claim leaves the channel out
 				urgent = true
 			}
+			if o.down, o.began = r.outage.observe(m.Channel, o.err, r.cfg.OutageFailures); o.began {
+				r.holds.stop(m.Channel) // the provider is down: no more sends until the pause lands
+				urgent = true
+			}
 			if o.err == nil && debug {
 				r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
 					"provider_message_id", o.res.ProviderMessageID, "seconds", took.Seconds())

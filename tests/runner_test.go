@@ -961,3 +961,38 @@ func TestAProviderOutageSpendsNoAttempts(t *testing.T) {
 		t.Fatalf("%d messages dead or over their attempts after an outage", k)
 	}
 }
+
+// The failure that completes the outage streak stops the channel in the runner at
+// once, not when its report lands: a provider failing fast (a 503 answered at once)
+// was called over a hundred times for a streak of ten, as freed send slots claimed
+// and sent more in the report's lag. Now at most the sends under way then are made
+// (streak + concurrency − 1), and every message is still queued: only the failures
+// before the streak was complete spent an attempt.
+func TestADownProviderIsNotCalledPastItsStreak(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	const n, streak, conc = 300, 10, 4
+	enqueueMany(t, pool, n, "email")
+	var calls atomic.Int64
+	rec := newRecorder()
+	rec.behave = func(_ context.Context, m sender.Message) error {
+		calls.Add(1)
+		return sender.FromHTTP(503, nil, "Service Unavailable", time.Now())
+	}
+	startRunner(t, url, runner.Config{Senders: map[string]sender.Sender{"email": rec}, OutageFailures: streak,
+		OutageWait: time.Hour, Concurrency: conc, FixedConcurrency: true, PollInterval: 20 * time.Millisecond})
+	eventually(t, 20*time.Second, "the channel paused for the outage with nothing in flight", func() bool {
+		return scalar[bool](t, pool, `SELECT coalesce(paused_until IS NOT NULL, false)
+			AND NOT EXISTS (SELECT FROM herald.messages WHERE status = 'processing') FROM herald.channels WHERE name = 'email'`)
+	})
+	if got := calls.Load(); got < streak || got > streak+conc-1 {
+		t.Fatalf("the down provider was called %d times, want %d..%d (the streak and the sends under way at its end)", got, streak, streak+conc-1)
+	}
+	if k := countWhere(t, pool, `status <> 'queued'`); k != 0 {
+		t.Fatalf("%d messages left the queue", k)
+	}
+	if k := countWhere(t, pool, `attempts > 0`); k != streak-1 {
+		t.Fatalf("%d messages spent an attempt, want the %d failures before the streak was complete", k, streak-1)
+	}
+}
