@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -316,5 +317,90 @@ func TestIntakeFloodLeavesTheRunnerAndOthersTheirConnections(t *testing.T) {
 	if got := scalar[string](t, pool, `SELECT string_agg(producer || ' ' || n, ', ' ORDER BY producer)
 		FROM (SELECT producer, count(*) AS n FROM herald.messages WHERE producer LIKE 'intake:%' GROUP BY producer) x`); got != "intake:flood 5, intake:flood2 2, intake:other 1" {
 		t.Fatalf("stored: %s, want flood 5 (the refused one not), flood2 2, other 1", got)
+	}
+}
+
+// A request that runs out of HERALD_HTTP_TIMEOUT is answered 503 timeout while its
+// connection can still carry the answer, and its statement is cancelled in the
+// server: nothing is stored for it, neither for a request held on a lock nor for one
+// waiting its turn for a connection. (Without the deadline the enqueue waited out the
+// lock and committed after the 15 s write timeout had cut its answer off: the client
+// read EOF for a stored message, and a retry stored it twice.) A kept-alive
+// connection is closed after HERALD_HTTP_IDLE_TIMEOUT.
+func TestARequestOutOfTimeIsAnsweredAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, send_limit, send_window) VALUES ('intake:p', 1000000, '1 day')`)
+	addr := freeAddr(t)
+	runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS=p:tok",
+		"HERALD_HTTP_DB_POOL=2", "HERALD_HTTP_TIMEOUT=1s", "HERALD_HTTP_IDLE_TIMEOUT=1s")
+	waitHTTP(t, addr)
+	client := &http.Client{Timeout: 15 * time.Second}
+	post := func() (int, apiError, error) {
+		var e apiError
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, e, err
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e, nil
+	}
+	if code, e, err := post(); code != 202 { // the producer's budget row
+		t.Fatalf("%d %+v %v", code, e, err)
+	}
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), `SELECT FROM herald.producer_buckets WHERE producer = 'intake:p' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		code int
+		e    apiError
+		err  error
+	}
+	answers := make(chan answer, 2)
+	for range 2 { // one holds the token's only connection (the pool less one), blocked; one waits for it
+		go func() { code, e, err := post(); answers <- answer{code, e, err} }()
+	}
+	for range 2 {
+		if a := <-answers; a.code != 503 || a.e.Error.Code != "timeout" {
+			t.Fatalf("a request out of time: %d %+v %v, want 503 timeout", a.code, a.e, a.err)
+		}
+	}
+	eventually(t, 10*time.Second, "no statement of the intake left waiting on the lock", func() bool {
+		return scalar[int64](t, pool, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'herald serve' AND wait_event_type = 'Lock'`) == 0
+	})
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if code, e, err := post(); code != 202 {
+		t.Fatalf("%d %+v %v", code, e, err)
+	}
+	if n := countWhere(t, pool, `true`); n != 2 {
+		t.Fatalf("%d messages stored, want 2: those of the requests out of time were too", n)
+	}
+
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: herald\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("an idle kept-alive connection: %v, want it closed by the server (EOF)", err)
 	}
 }

@@ -203,6 +203,9 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 		{"HERALD_DB_POOL", "3", "run"},
 		{"HERALD_DB_POOL", "big", "run"},
 		{"HERALD_HTTP_DB_POOL", "0", "run"},
+		{"HERALD_HTTP_TIMEOUT", "0s", "run"},
+		{"HERALD_HTTP_TIMEOUT", "soon", "serve"},
+		{"HERALD_HTTP_IDLE_TIMEOUT", "500ms", "run"},
 		{"HERALD_SES_TOPIC_ARNS", "arn:aws:sns:eu-west-1:123456789012:ses https://sns.example/topic", "run"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -77,8 +77,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "herald run: HERALD_DB_POOL=%d: want at least %d connections\n", *dbPool, minRunnerPool)
 		return exitUsage
 	}
-	if *in.dbPool < 1 {
-		fmt.Fprintf(stderr, "herald run: HERALD_HTTP_DB_POOL=%d: want at least 1 connection\n", *in.dbPool)
+	if err := in.checkHTTP(); err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
 	}
 	if *concFixed != "true" && *concFixed != "false" {
@@ -147,7 +147,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "herald run: %v\n", err)
 			return exitUsage
 		}
-		if stopHTTP, err = serveHTTP(ctx, *httpAddr, mux, logger); err != nil {
+		if stopHTTP, err = serveHTTP(ctx, *httpAddr, mux, *in.timeout, *in.idle, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: listening on %s: %v\n", *httpAddr, err)
 			return exitUsage
 		}

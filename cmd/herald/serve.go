@@ -21,7 +21,8 @@ import (
 	"github.com/herald/herald/runner/intake"
 )
 
-// intakeFlags are the intake settings shared by `herald run` and `herald serve`.
+// intakeFlags are the intake and HTTP server settings shared by `herald run` and
+// `herald serve`.
 type intakeFlags struct {
 	enabled  *string
 	tokens   *string
@@ -34,6 +35,10 @@ type intakeFlags struct {
 	// delivery events): apart from a runner's, so producers cannot starve its claims
 	// and reports.
 	dbPool *int
+	// timeout bounds a request from its headers to its answer (reading the body,
+	// waiting its turn, the database): past it the handler's context ends and the
+	// answer is 503 timeout. idle bounds a kept-alive connection between requests.
+	timeout, idle *time.Duration
 	// quotaRetry is the Retry-After of a refusal for max_pending: the runners' count
 	// interval (herald run's --quota-interval; HERALD_QUOTA_INTERVAL for herald serve).
 	quotaRetry *time.Duration
@@ -56,7 +61,24 @@ func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
 			"most requests each token may have in progress at once in this process, more gets 429 unread; 0: no bound (env HERALD_INTAKE_MAX_IN_FLIGHT)"),
 		dbPool: fs.Int("http-db-pool", ev.int("HERALD_HTTP_DB_POOL", defaultHTTPPool),
 			"database connections of the HTTP services (intake, console, delivery events), a pool of their own (env HERALD_HTTP_DB_POOL)"),
+		timeout: fs.Duration("http-timeout", ev.duration("HERALD_HTTP_TIMEOUT", defaultHTTPTimeout),
+			"the most a request may take, from its headers to its answer; past it the answer is 503 timeout and nothing is stored (env HERALD_HTTP_TIMEOUT)"),
+		idle: fs.Duration("http-idle-timeout", ev.duration("HERALD_HTTP_IDLE_TIMEOUT", defaultHTTPIdle),
+			"how long a kept-alive connection may wait for its next request: longer than a load balancer's in front (env HERALD_HTTP_IDLE_TIMEOUT)"),
 	}
+}
+
+// checkHTTP refuses HTTP server settings no server can run with.
+func (f intakeFlags) checkHTTP() error {
+	switch {
+	case *f.dbPool < 1:
+		return fmt.Errorf("HERALD_HTTP_DB_POOL=%d: want at least 1 connection", *f.dbPool)
+	case *f.timeout < time.Second:
+		return fmt.Errorf("HERALD_HTTP_TIMEOUT=%s: want at least 1s", *f.timeout)
+	case *f.idle < time.Second:
+		return fmt.Errorf("HERALD_HTTP_IDLE_TIMEOUT=%s: want at least 1s", *f.idle)
+	}
+	return nil
 }
 
 // Pool sizes: the runner's (claims, reports, leases, maintenance; LISTEN holds one
@@ -185,15 +207,36 @@ func registerConsole(mux *http.ServeMux, pool *pgxpool.Pool, token string, logge
 // that much per connection, not net/http's default of 1 MiB.
 const maxHeaderBytes = 64 << 10
 
-// serveHTTP serves handler on addr until ctx ends, then shuts down gracefully. It
-// returns once the listener is up (or failed); the returned stop waits for shutdown.
-func serveHTTP(ctx context.Context, addr string, handler http.Handler, logger *slog.Logger) (stop func(), err error) {
+// HTTP server times: a request's (HERALD_HTTP_TIMEOUT) and a kept-alive connection's
+// between requests (HERALD_HTTP_IDLE_TIMEOUT: above the 60 s idle timeout of common
+// load balancers, which must close an idle connection before herald does, or a
+// request they send on it as herald closes it fails). Headers must come within
+// headerTime (or the request's time, if shorter); answerTime is what the answer has
+// to be written after the request's time is up.
+const (
+	defaultHTTPTimeout = 15 * time.Second
+	defaultHTTPIdle    = 2 * time.Minute
+	headerTime         = 5 * time.Second
+	answerTime         = 5 * time.Second
+)
+
+// serveHTTP serves handler on addr until ctx ends, then shuts down gracefully. Each
+// request's context ends after timeout, so its handler answers (503 timeout) while
+// the connection can still carry the answer, and abandons its database work rather
+// than finishing it unanswered. It returns once the listener is up (or failed); the
+// returned stop waits for shutdown.
+func serveHTTP(ctx context.Context, addr string, handler http.Handler, timeout, idle time.Duration, logger *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-		WriteTimeout: 15 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: maxHeaderBytes}
+	bounded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		handler.ServeHTTP(w, r.WithContext(rctx))
+	})
+	srv := &http.Server{Handler: bounded, ReadHeaderTimeout: min(headerTime, timeout), ReadTimeout: timeout,
+		WriteTimeout: timeout + answerTime, IdleTimeout: idle, MaxHeaderBytes: maxHeaderBytes}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -235,8 +278,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err == nil && !settings.on && consoleToken == "" && !evCfg.Any() {
 		err = errors.New("HERALD_INTAKE=off, no HERALD_CONSOLE_TOKEN and no delivery-event endpoint: herald serve would serve nothing")
 	}
-	if err == nil && *in.dbPool < 1 {
-		err = fmt.Errorf("HERALD_HTTP_DB_POOL=%d: want at least 1 connection", *in.dbPool)
+	if err == nil {
+		err = in.checkHTTP()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
@@ -267,7 +310,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		io.WriteString(w, `{"database":"ok"}`+"\n")
 	})
-	stop, err := serveHTTP(ctx, *httpAddr, mux, logger)
+	stop, err := serveHTTP(ctx, *httpAddr, mux, *in.timeout, *in.idle, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage

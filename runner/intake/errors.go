@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -100,6 +101,14 @@ func AsInputError(err error) (*InputError, bool) {
 		return nil, false
 	}
 	return ie, true
+}
+
+// timedOut reports whether err is the end of the request's time (its context's
+// deadline, herald's HERALD_HTTP_TIMEOUT) or a statement cancelled for taking too
+// long (57014: the deadline's cancel request, or a statement_timeout).
+func timedOut(err error) bool {
+	var pg *pgconn.PgError
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &pg) && pg.Code == "57014"
 }
 
 // Unavailable reports whether err means the database cannot be reached or cannot

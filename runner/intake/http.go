@@ -250,7 +250,9 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, c caller, next f
 		defer func() { <-b.conns }()
 		next(w, r, c)
 	case <-r.Context().Done():
-		if cw, ok := w.(*counted); ok { // nothing is answered: counted as the client's leaving
+		if errors.Is(r.Context().Err(), context.DeadlineExceeded) { // the request's time is up: 503 timeout
+			h.fail(w, r.Context().Err())
+		} else if cw, ok := w.(*counted); ok { // nothing is answered: counted as the client's leaving
 			cw.status, cw.code = 499, "client_closed"
 		}
 	}
@@ -504,8 +506,8 @@ func withWait(ctx context.Context, q Querier, err error, refused func(index *int
 
 // fail answers an error: 400 for bad input, 403 for input the producer is not
 // granted, 429 while it is at its max_pending or suspended or the recipient at its
-// limit, 503 when the database is unavailable, 500 (logged, with no detail) for
-// anything else.
+// limit, 503 when the request's time ran out (timeout) or the database is
+// unavailable, 500 (logged, with no detail) for anything else.
 func (h *handler) fail(w http.ResponseWriter, err error) {
 	var ie *InputError
 	switch {
@@ -520,6 +522,11 @@ func (h *handler) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusTooManyRequests, ie)
 	case errors.As(err, &ie):
 		writeError(w, http.StatusBadRequest, ie)
+	case timedOut(err):
+		h.cfg.Logger.Warn("intake: a request ran out of time", "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, &InputError{Code: "timeout",
+			Message: "the request ran out of time before the database answered; most likely nothing was stored: retry, with the same idempotency_key to be sure of storing it once"})
 	case Unavailable(err):
 		h.cfg.Logger.Warn("intake: database unavailable", "err", err)
 		w.Header().Set("Retry-After", "1")
