@@ -3,6 +3,7 @@ package sender
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,7 +16,8 @@ import (
 // FromHTTP classifies a provider's non-2xx HTTP answer:
 //
 //	429                      rate_limited, retry at Retry-After (seconds or a date), else
-//	                         at a reset header (X-RateLimit-Reset, epoch seconds), else in 1 minute
+//	                         at a reset header (X-RateLimit-Reset, epoch seconds), else in
+//	                         1 minute; never more than a year ahead (maxRetryAfter)
 //	5xx, 408                 transient (Retry-After honoured when given)
 //	401, 403                 configuration: the runner's key or sender identity is
 //	                         wrong, not the message (the channel is paused, no attempt
@@ -44,20 +46,33 @@ func FromHTTP(status int, h http.Header, detail string, now time.Time) error {
 	return f
 }
 
+// maxRetryAfter bounds a delay a provider or receiver asks for: past it a message has
+// expired anyway (a channel's ttl is at most a year), and a larger count of seconds
+// would overflow a time.Duration into a time in the past (a retry at once).
+const maxRetryAfter = 366 * 24 * time.Hour
+
 // retryAfter reads Retry-After (delay in seconds, or an HTTP date) or, failing that,
-// X-RateLimit-Reset (epoch seconds). Zero when neither is usable.
+// X-RateLimit-Reset (epoch seconds), and keeps it within maxRetryAfter of now (a time
+// beyond PostgreSQL's range would fail the whole report it is in). Zero when neither
+// is usable.
 func retryAfter(h http.Header, now time.Time) time.Time {
+	bounded := func(t time.Time) time.Time {
+		if limit := now.Add(maxRetryAfter); t.After(limit) {
+			return limit
+		}
+		return t
+	}
 	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
-			return now.Add(time.Duration(secs) * time.Second)
+		if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return now.Add(time.Duration(min(secs, uint64(maxRetryAfter/time.Second))) * time.Second)
 		}
 		if t, err := http.ParseTime(v); err == nil {
-			return t
+			return bounded(t)
 		}
 	}
 	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); v != "" {
 		if epoch, err := strconv.ParseInt(v, 10, 64); err == nil && epoch > now.Unix() {
-			return time.Unix(epoch, 0)
+			return bounded(time.Unix(min(epoch, now.Add(maxRetryAfter).Unix()), 0))
 		}
 	}
 	return time.Time{}
