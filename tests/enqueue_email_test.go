@@ -155,3 +155,53 @@ func TestUnicodeAddressesNameTheirASCIIForm(t *testing.T) {
 		}
 	}
 }
+
+// An e-mail goes to at most its channel's max_recipients addresses, its recipient,
+// cc and bcc together: 50 by default, what Amazon SES, Postmark and Resend take (SES
+// answered a message with more 554 "Recipient count exceeds 50" after it was stored:
+// dead). More is refused at enqueue naming the field, single or in a batch, and
+// nothing is stored; a channel whose provider takes more may allow up to 101 (the
+// recipient and 50 of each).
+func TestAnEmailGoesToAtMostMaxRecipients(t *testing.T) {
+	ctx, pool := setup(t)
+	payload := func(cc, bcc int) string {
+		addrs := func(prefix string, n int) string {
+			a := make([]string, n)
+			for i := range a {
+				a[i] = fmt.Sprintf(`"%s%d@example.com"`, prefix, i)
+			}
+			return "[" + strings.Join(a, ",") + "]"
+		}
+		p := `{"subject":"s","text":"t"`
+		if cc > 0 {
+			p += `,"cc":` + addrs("cc", cc)
+		}
+		if bcc > 0 {
+			p += `,"bcc":` + addrs("bcc", bcc)
+		}
+		return p + "}"
+	}
+	for _, c := range []struct {
+		cc, bcc int
+		field   string
+	}{{49, 1, "payload.bcc"}, {50, 0, "payload.cc"}, {30, 30, "payload.bcc"}} {
+		_, err := pool.Exec(ctx, `SELECT herald.enqueue('email', 'ana@example.com', $1::jsonb)`, payload(c.cc, c.bcc))
+		if e := wantPgError(t, err, "22V03", c.field); !strings.Contains(e.Message, fmt.Sprintf("goes to %d addresses", 1+c.cc+c.bcc)) ||
+			!strings.Contains(e.Message, "over the 50 of channel 'email' (its max_recipients)") {
+			t.Errorf("%d cc, %d bcc: %q", c.cc, c.bcc, e.Message)
+		}
+	}
+	_, err := pool.Exec(ctx, `SELECT herald.enqueue_batch(jsonb_build_array(
+		jsonb_build_object('channel', 'email', 'recipient', 'bo@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb),
+		jsonb_build_object('channel', 'email', 'recipient', 'ana@example.com', 'payload', $1::jsonb)))`, payload(25, 25))
+	wantPgError(t, err, "22V03", "messages[1].payload.bcc")
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("%d messages stored", n)
+	}
+	mustExec(t, pool, `SELECT herald.enqueue('email', 'ana@example.com', $1::jsonb)`, payload(25, 24))
+	mustExec(t, pool, `UPDATE herald.channels SET max_recipients = 101 WHERE name = 'email'`)
+	mustExec(t, pool, `SELECT herald.enqueue('email', 'ana@example.com', $1::jsonb)`, payload(50, 50))
+	if _, err := pool.Exec(ctx, `UPDATE herald.channels SET max_recipients = 102 WHERE name = 'email'`); err == nil {
+		t.Fatal("max_recipients 102 taken: the recipient and 50 of each are 101")
+	}
+}

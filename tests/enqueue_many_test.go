@@ -420,7 +420,7 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		list := fmt.Sprintf("%s, %s, %s, c.producers, c.recipient_prefixes, %s, %s::jsonb, %s, %s, %s, %s", args["run_at"], args["priority"], policy,
 			args["max_attempts"], args["metadata"], args["idempotency_key"], args["ordering_key"], args["expires_at"], args["recipient_zone"])
 		var valid bool
-		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, c.max_segments, $2, $3::jsonb, `+list+`, $4)
+		if err := pool.QueryRow(ctx, `SELECT herald._valid(c.kind, c.max_payload_bytes, c.max_segments, c.max_recipients, $2, $3::jsonb, `+list+`, $4)
 			FROM (SELECT $1::text AS name) x LEFT JOIN herald.channels c ON c.name = x.name`,
 			k.channel, k.recipient, k.payload, t0).Scan(&valid); err != nil {
 			t.Fatalf("%+v: %v", k, err)

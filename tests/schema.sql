@@ -1086,7 +1086,7 @@ BEGIN
          CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
-  WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments, recipient => s.recipient,
+  WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments, max_recipients => c.max_recipients, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority, policy => v_policy,
                       channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
                       max_attempts => s.max_attempts, metadata => s.metadata,
@@ -2299,6 +2299,7 @@ CREATE TABLE herald.channels (
     quiet_per_recipient boolean DEFAULT false NOT NULL,
     fallback text,
     max_segments integer DEFAULT 10,
+    max_recipients integer DEFAULT 50 NOT NULL,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_fallback_not_webhook CHECK (((fallback IS NULL) OR (kind <> 'webhook'::text))),
@@ -2307,6 +2308,7 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_lease_range CHECK (((lease >= '00:00:01'::interval) AND (lease <= '1 day'::interval))),
     CONSTRAINT channels_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
     CONSTRAINT channels_max_payload_range CHECK (((max_payload_bytes >= 64) AND (max_payload_bytes <= 1048576))),
+    CONSTRAINT channels_max_recipients_range CHECK (((max_recipients >= 1) AND (max_recipients <= 101))),
     CONSTRAINT channels_max_segments_range CHECK (((max_segments >= 1) AND (max_segments <= 50))),
     CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
@@ -2521,6 +2523,13 @@ COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (anoth
 --
 
 COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
+
+
+--
+-- Name: COLUMN channels.max_recipients; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.max_recipients IS 'email: the most addresses one message may go to, its recipient, cc and bcc together (Amazon SES, Postmark and Resend take 50; the SMTP standard has servers take at least 100); past it enqueue refuses (22V03 payload.cc or payload.bcc). Other kinds ignore it.';
 
 
 --
@@ -2891,7 +2900,7 @@ BEGIN
   FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
         WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
-         coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments,
+         coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments, max_recipients => c.max_recipients,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
            policy => _repeats.policy, channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,
@@ -3327,10 +3336,10 @@ COMMENT ON FUNCTION herald._url_host(url text) IS 'Private: the lower-case host 
 
 
 --
--- Name: _valid(text, integer, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamp with time zone, text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _valid(text, integer, integer, integer, text, jsonb, timestamp with time zone, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamp with time zone, text, timestamp with time zone, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
+CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, max_recipients integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $_$
   SELECT coalesce(
@@ -3344,6 +3353,8 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments
                                      THEN payload ->> 'subject' !~ '[\r\n]'
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
+                                          AND 1 + coalesce(jsonb_array_length(payload -> 'cc'), 0)
+                                                + coalesce(jsonb_array_length(payload -> 'bcc'), 0) <= max_recipients
                                           AND (NOT payload ? 'from'
                                                OR herald._sender_allowed(sender => payload ->> 'from', senders => (policy).senders))
                                 END
@@ -3375,10 +3386,10 @@ $_$;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, max_recipients integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
+COMMENT ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, max_recipients integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text) IS 'Private: true when a message passes every enqueue rule (inlined set-based check).';
 
 
 --
@@ -3461,6 +3472,13 @@ BEGIN
   ELSIF herald._payload_problem(kind => ch.kind, payload => spec.payload) IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
     FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
+  ELSIF ch.kind = 'email' AND 1 + coalesce(jsonb_array_length(spec.payload -> 'cc'), 0)
+                                + coalesce(jsonb_array_length(spec.payload -> 'bcc'), 0) > ch.max_recipients THEN
+    PERFORM herald._reject(code => '22V03', field => p || CASE WHEN spec.payload ? 'bcc' THEN 'payload.bcc' ELSE 'payload.cc' END,
+      message => format('the message goes to %s addresses (recipient, cc and bcc), over the %s of channel %L (its max_recipients)',
+                        1 + coalesce(jsonb_array_length(spec.payload -> 'cc'), 0) + coalesce(jsonb_array_length(spec.payload -> 'bcc'), 0),
+                        ch.max_recipients, ch.name),
+      hint => 'send it as several messages; an admin raises herald.channels.max_recipients if the provider takes more');
   ELSIF ch.kind = 'email' AND spec.payload ? 'from'
         AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => (policy).senders) THEN
     PERFORM herald._reject(code => '42501', field => p || 'payload.from',
@@ -7323,10 +7341,10 @@ REVOKE ALL ON FUNCTION herald._url_host(url text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _valid(kind text, max_payload_bytes integer, max_segments integer, max_recipients integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments integer, max_recipients integer, recipient text, payload jsonb, run_at timestamp with time zone, priority integer, policy herald.producers, channel_producers text[], channel_prefixes text[], max_attempts integer, metadata jsonb, idempotency_key text, ordering_key text, expires_at timestamp with time zone, recipient_zone text, now timestamp with time zone, checked_kind text) FROM PUBLIC;
 
 
 --

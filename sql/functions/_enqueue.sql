@@ -117,7 +117,7 @@ BEGIN
          CASE WHEN s.ordinality = ANY (v_barred) THEN _enqueue.now END
   FROM unnest(v_specs) WITH ORDINALITY AS s
   JOIN herald.channels c ON c.name = s.channel
-  WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments, recipient => s.recipient,
+  WHERE herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments, max_recipients => c.max_recipients, recipient => s.recipient,
                       payload => s.payload, run_at => s.run_at, priority => s.priority, policy => v_policy,
                       channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
                       max_attempts => s.max_attempts, metadata => s.metadata,

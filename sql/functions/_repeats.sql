@@ -20,7 +20,7 @@ BEGIN
   FROM (SELECT DISTINCT hashtext(s.idempotency_key) AS h FROM unnest(specs) AS s
         WHERE s.idempotency_key IS NOT NULL ORDER BY 1) AS keys;
   SELECT array_agg(r.ordinality), array_agg(coalesce(r.stored_id, _repeats.ids[r.first_ord])),
-         coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments,
+         coalesce(bool_and(coalesce(herald._valid(kind => c.kind, max_payload_bytes => c.max_payload_bytes, max_segments => c.max_segments, max_recipients => c.max_recipients,
            recipient => r.recipient, payload => r.payload, run_at => r.run_at, priority => r.priority,
            policy => _repeats.policy, channel_producers => c.producers, channel_prefixes => c.recipient_prefixes,
            max_attempts => r.max_attempts, metadata => r.metadata, idempotency_key => r.idempotency_key,

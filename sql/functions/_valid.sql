@@ -1,6 +1,6 @@
--- herald._valid(kind, max_payload_bytes, max_segments, recipient, …, now, checked_kind) —
--- true when one message passes every enqueue rule for a channel of that kind, payload
--- limit and SMS segment limit
+-- herald._valid(kind, max_payload_bytes, max_segments, max_recipients, recipient, …, now,
+-- checked_kind) — true when one message passes every enqueue rule for a channel of that
+-- kind, payload limit, SMS segment limit and e-mail recipient limit
 -- (kind NULL: unknown channel, false) open to channel_producers (NULL: all), sending
 -- to channel_prefixes (NULL: anywhere), from a producer with the policy of its
 -- herald.producers row. The set-based twin of herald._validate, which
@@ -15,6 +15,7 @@ CREATE OR REPLACE FUNCTION herald._valid(
   kind text,
   max_payload_bytes integer,
   max_segments integer,
+  max_recipients integer,
   recipient text,
   payload jsonb,
   run_at timestamptz,
@@ -45,6 +46,8 @@ AS $$
                                      THEN payload ->> 'subject' !~ '[\r\n]'
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
+                                          AND 1 + coalesce(jsonb_array_length(payload -> 'cc'), 0)
+                                                + coalesce(jsonb_array_length(payload -> 'bcc'), 0) <= max_recipients
                                           AND (NOT payload ? 'from'
                                                OR herald._sender_allowed(sender => payload ->> 'from', senders => (policy).senders))
                                 END
@@ -74,6 +77,6 @@ AS $$
     false)
 $$;
 
-REVOKE ALL ON FUNCTION herald._valid(text, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, text, timestamptz, text) FROM PUBLIC;
-COMMENT ON FUNCTION herald._valid(text, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, text, timestamptz, text) IS
+REVOKE ALL ON FUNCTION herald._valid(text, integer, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, text, timestamptz, text) FROM PUBLIC;
+COMMENT ON FUNCTION herald._valid(text, integer, integer, integer, text, jsonb, timestamptz, integer, herald.producers, text[], text[], integer, jsonb, text, text, timestamptz, text, timestamptz, text) IS
   'Private: true when a message passes every enqueue rule (inlined set-based check).';

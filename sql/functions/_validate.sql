@@ -4,8 +4,8 @@
 -- is their set-based twin), via herald._reject, COLUMN = field_prefix || field:
 --   22V01 channel unknown  42501 channel not open to the producer  22V02 recipient
 --         syntax of the kind, 1..320 chars  42501 recipient outside recipient_prefixes
---   22V03 payload  what the kind needs (email: subject and text, html, body or template_id;
---         sms: text, body or media_urls, up to 1600 characters and max_segments);
+--   22V03 payload  what the kind needs (email: subject and text, html, body or template_id,
+--         max_recipients; sms: text, body or media_urls, 1600 characters, max_segments);
 --         payload.<field> unknown to the kind or breaking its rules (_payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
 --   22V06 priority -100..100   42501 priority below min_priority, payload.from not in senders
@@ -91,6 +91,13 @@ BEGIN
   ELSIF herald._payload_problem(kind => ch.kind, payload => spec.payload) IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
     FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
+  ELSIF ch.kind = 'email' AND 1 + coalesce(jsonb_array_length(spec.payload -> 'cc'), 0)
+                                + coalesce(jsonb_array_length(spec.payload -> 'bcc'), 0) > ch.max_recipients THEN
+    PERFORM herald._reject(code => '22V03', field => p || CASE WHEN spec.payload ? 'bcc' THEN 'payload.bcc' ELSE 'payload.cc' END,
+      message => format('the message goes to %s addresses (recipient, cc and bcc), over the %s of channel %L (its max_recipients)',
+                        1 + coalesce(jsonb_array_length(spec.payload -> 'cc'), 0) + coalesce(jsonb_array_length(spec.payload -> 'bcc'), 0),
+                        ch.max_recipients, ch.name),
+      hint => 'send it as several messages; an admin raises herald.channels.max_recipients if the provider takes more');
   ELSIF ch.kind = 'email' AND spec.payload ? 'from'
         AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => (policy).senders) THEN
     PERFORM herald._reject(code => '42501', field => p || 'payload.from',

@@ -55,6 +55,7 @@ CREATE TABLE herald.channels (
   quiet_per_recipient boolean NOT NULL DEFAULT false,
   fallback           text,
   max_segments       integer DEFAULT 10,
+  max_recipients     integer NOT NULL DEFAULT 50,
   CONSTRAINT channels_name_kind_key UNIQUE (name, kind),
   -- A fallback sends the same kind of message, and is another channel: one whose
   -- sender takes this channel's payloads (herald.claim_batch reroutes to it).
@@ -81,6 +82,7 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_range_digits_range CHECK (range_digits BETWEEN 2 AND 14),
   CONSTRAINT channels_range_labels_range CHECK (range_labels BETWEEN 1 AND 10),
   CONSTRAINT channels_max_segments_range CHECK (max_segments BETWEEN 1 AND 50),
+  CONSTRAINT channels_max_recipients_range CHECK (max_recipients BETWEEN 1 AND 101),
   CONSTRAINT channels_quiet_hours_whole CHECK ((quiet_from IS NULL) = (quiet_until IS NULL) AND quiet_from <> quiet_until),
   -- An unknown zone fails here with 22023 'time zone "…" not recognized'.
   CONSTRAINT channels_quiet_days_listed CHECK (cardinality(quiet_days) BETWEEN 1 AND 6
@@ -123,6 +125,7 @@ COMMENT ON COLUMN herald.channels.quiet_days IS 'Days of the week that are quiet
 COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
 COMMENT ON COLUMN herald.channels.quiet_zone IS 'The IANA time zone of the quiet hours (Europe/Berlin, America/New_York); with quiet_per_recipient, that of messages naming none.';
 COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are each recipient''s local time (the message''s recipient_zone, else quiet_zone): a message is stored due at their end, and claim_batch moves one found in them to their end instead of handing it out. Needs quiet_from or quiet_days.';
+COMMENT ON COLUMN herald.channels.max_recipients IS 'email: the most addresses one message may go to, its recipient, cc and bcc together (Amazon SES, Postmark and Resend take 50; the SMTP standard has servers take at least 100); past it enqueue refuses (22V03 payload.cc or payload.bcc). Other kinds ignore it.';
 COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
 COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
