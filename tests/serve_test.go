@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -402,5 +404,40 @@ func TestARequestOutOfTimeIsAnsweredAndStoresNothing(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := conn.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("an idle kept-alive connection: %v, want it closed by the server (EOF)", err)
+	}
+}
+
+// A database that takes no writes (a standby, or a primary demoted in a failover,
+// reached at a stale address) makes an enqueue retryable, not an error: the intake
+// answers 503 database_unavailable with Retry-After, `herald enqueue` exits 3 (the
+// database), and nothing is stored. They were a 500 "internal error" and exit 1.
+func TestAReadOnlyDatabaseIsUnavailableNotAnError(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()); END $$`)
+	addr := freeAddr(t)
+	runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_OPEN=true")
+	waitHTTP(t, addr)
+	var e apiError
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || e.Error.Code != "database_unavailable" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("an enqueue on a read-only database: %d %+v, want 503 database_unavailable with Retry-After", resp.StatusCode, e)
+	}
+	cmd := exec.Command(buildHerald(t), "enqueue", "--channel", "email", "--recipient", "ana@example.com", "--payload", `{"subject":"s","text":"t"}`)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 3 || !strings.Contains(string(out), "read-only") {
+		t.Fatalf("herald enqueue on a read-only database: exit %d %q (%v), want 3 naming it", code, out, err)
+	}
+	if n := countWhere(t, pool, `true`); n != 0 {
+		t.Fatalf("%d messages stored", n)
 	}
 }

@@ -113,7 +113,8 @@ func timedOut(err error) bool {
 
 // Unavailable reports whether err means the database cannot be reached or cannot
 // serve now (connection failures, shutdown, too many connections, a serialization
-// failure to retry): the request may be retried later.
+// failure to retry, a read-only server: a standby, or a primary during a failover):
+// the request may be retried later.
 func Unavailable(err error) bool {
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
@@ -121,7 +122,7 @@ func Unavailable(err error) bool {
 		case "08", "53", "57", "40":
 			return true
 		}
-		return false
+		return pg.Code == "25006" // read_only_sql_transaction
 	}
 	return err != nil
 }
