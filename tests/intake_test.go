@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -400,6 +403,52 @@ func TestIntakeHTTPErrors(t *testing.T) {
 		t.Fatalf("GET with the database down: %d", code)
 	}
 	_ = testdb.RepoRoot
+}
+
+// A producer may gzip a body (Content-Encoding: gzip), and the body limit holds for
+// what it expands to: a bomb of a few kilobytes that expands to 100 MB is refused 413
+// as it passes the limit, without being expanded further, and stores nothing; so is a
+// body over the limit as sent. An encoding herald does not read is 415 naming it, and
+// data that is not gzip 400; neither stores anything.
+func TestIntakeTakesGzipBodiesWithinTheLimit(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{MaxBodyBytes: 128 << 10})
+	gz := func(b []byte) string {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.String()
+	}
+	batch := "[" + strings.TrimSuffix(strings.Repeat(goodEmail+",", 100), ",") + "]"
+	var accepted struct{ IDs []int64 }
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", gz([]byte(batch)), map[string]string{"Content-Encoding": "gzip"}, &accepted); code != 202 || len(accepted.IDs) != 100 {
+		t.Fatalf("a gzip batch: %d, %d ids", code, len(accepted.IDs))
+	}
+	bomb := gz(bytes.Repeat([]byte(" "), 100<<20))
+	if len(bomb) > 128<<10 {
+		t.Fatalf("the bomb is %d bytes as sent: it would be refused unread", len(bomb))
+	}
+	noise := make([]byte, 256<<10) // does not compress
+	rand.Read(noise)
+	var e apiError
+	for _, c := range []struct {
+		name, body, encoding string
+		code                 int
+		error                string
+	}{
+		{"a bomb", bomb, "gzip", 413, "body_too_large"},
+		{"over the limit as sent", gz(noise), "gzip", 413, "body_too_large"},
+		{"brotli", goodEmail, "br", 415, "unsupported_media_type"},
+		{"not gzip", goodEmail, "gzip", 400, "unreadable_body"},
+		{"cut off", gz([]byte(goodEmail))[:20], "gzip", 400, "unreadable_body"},
+	} {
+		if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", c.body, map[string]string{"Content-Encoding": c.encoding}, &e); code != c.code || e.Error.Code != c.error {
+			t.Errorf("%s: %d %+v, want %d %s", c.name, code, e.Error, c.code, c.error)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 100 {
+		t.Fatalf("%d messages stored, want the batch's 100", n)
+	}
 }
 
 // A token holder cannot flood the database through the intake: past its rate (here

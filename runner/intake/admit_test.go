@@ -1,7 +1,10 @@
 package intake
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -48,5 +51,45 @@ func TestASlowBodyHoldsNoDatabaseSlot(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("the next request: %d", resp.StatusCode)
+	}
+}
+
+// countingReader counts what is read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Attack: a gzip bomb, a body small as sent that expands to 100 MB. It is refused 413
+// once what it expands to passes the limit, and no more of it is read or expanded:
+// what the handler took from the request is a small part of what was sent.
+func TestAGzipBombIsNotExpandedPastTheLimit(t *testing.T) {
+	pool, err := pgxpool.New(t.Context(), "postgres://nobody@127.0.0.1:1/none") // never dialled
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	h := newHandler(pool, Config{MaxBodyBytes: 128 << 10})
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(bytes.Repeat([]byte(" "), 100<<20))
+	zw.Close()
+	sent := int64(buf.Len())
+	body := &countingReader{r: &buf}
+	req := httptest.NewRequest("POST", "/v1/messages", body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	w := httptest.NewRecorder()
+	if _, ok := h.body(w, req); ok || w.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a gzip bomb: %d %s, want 413", w.Code, w.Body)
+	}
+	if body.n > sent/10 {
+		t.Fatalf("%d of the bomb's %d bytes were read: it was expanded past the limit", body.n, sent)
 	}
 }

@@ -10,6 +10,7 @@
 package intake
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/subtle"
 	_ "embed"
@@ -278,7 +279,9 @@ func (h *handler) allow(w http.ResponseWriter, c caller, n int) bool {
 	return false
 }
 
-// body reads a JSON request body within the size limit, or answers 415/413/400.
+// body reads a JSON request body, as sent or gzip-compressed (Content-Encoding),
+// within the size limit both as sent and as decompressed (a small body that expands
+// without end is refused as it grows past it), or answers 415/413/400.
 func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -286,19 +289,34 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 			Message: "the body must be application/json"})
 		return nil, false
 	}
+	encoding := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if encoding != "" && encoding != "identity" && encoding != "gzip" {
+		writeError(w, http.StatusUnsupportedMediaType, &InputError{Code: "unsupported_media_type",
+			Message: fmt.Sprintf("Content-Encoding %q: the body must be sent as it is or gzip-compressed", encoding)})
+		return nil, false
+	}
 	inner := w // the server's own writer, so that an oversized body also closes the connection
 	if c, ok := w.(*counted); ok {
 		inner = c.ResponseWriter
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(inner, r.Body, h.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, &InputError{Code: "body_too_large",
-				Message: fmt.Sprintf("the body is over %d bytes", h.cfg.MaxBodyBytes)})
-		} else {
-			writeError(w, http.StatusBadRequest, &InputError{Code: "unreadable_body", Message: "the body could not be read"})
+	var src io.Reader = http.MaxBytesReader(inner, r.Body, h.cfg.MaxBodyBytes)
+	if encoding == "gzip" {
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, &InputError{Code: "unreadable_body", Message: "the body is not gzip data: " + err.Error()})
+			return nil, false
 		}
+		src = io.LimitReader(zr, h.cfg.MaxBodyBytes+1) // the limit holds for what it expands to, too
+	}
+	b, err := io.ReadAll(src)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig) || int64(len(b)) > h.cfg.MaxBodyBytes:
+		writeError(w, http.StatusRequestEntityTooLarge, &InputError{Code: "body_too_large",
+			Message: fmt.Sprintf("the body is over %d bytes (sent, or once decompressed)", h.cfg.MaxBodyBytes)})
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, &InputError{Code: "unreadable_body", Message: "the body could not be read"})
 		return nil, false
 	}
 	return b, true
