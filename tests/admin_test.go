@@ -4,6 +4,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,53 @@ func TestCancelRedrivePurge(t *testing.T) {
 	}
 	if len(left) != 2 || left[0] != busy || left[1] != pending {
 		t.Fatalf("left after purge: %v", left)
+	}
+}
+
+// Retention goes in batches, each call its own transaction: at most batch_size each
+// of messages, delivery events and whole budgets, returning the most of one kind, so
+// a caller repeats it while that is batch_size; unfinished messages and recent rows
+// stay. Two purges at once share the work without error. A batch_size outside
+// 1..1,000,000 is refused naming it, and deletes nothing.
+func TestPurgeGoesInBatches(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET recipient_limit = 5 WHERE name = 'sms'`)
+	mustExec(t, pool, `SELECT herald.enqueue('sms', '+1415555' || lpad(g::text, 4, '0'), '{"text":"x"}', now => $1)
+		FROM generate_series(1, 3) g`, t0)
+	mustExec(t, pool, `SELECT herald.enqueue('email', 'u' || g || '@example.com', '{"subject":"s","text":"t"}', now => $1)
+		FROM generate_series(1, 22) g`, t0)
+	mustExec(t, pool, `UPDATE herald.messages SET status = 'cancelled', finished_at = $1 WHERE channel = 'email'`, t0)
+	mustExec(t, pool, `INSERT INTO herald.delivery_events (source, event_id, event, at, received_at)
+		SELECT 'generic', 'e' || g, 'delivered', $1, $1 FROM generate_series(1, 14) g`, t0)
+	later := t0.Add(48 * time.Hour)
+	_, err := pool.Exec(ctx, `SELECT herald.purge('1 day', $1, 0)`, later)
+	wantPgError(t, err, "22V12", "batch_size")
+	var got []int64
+	for {
+		n := scalar[int64](t, pool, `SELECT herald.purge('1 day', $1, 10)`, later)
+		if got = append(got, n); n < 10 || len(got) > 5 {
+			break
+		}
+	}
+	if !slices.Equal(got, []int64{10, 10, 2}) {
+		t.Fatalf("purge in batches of 10 returned %v, want [10 10 2] (22 messages, 14 events, 3 budgets)", got)
+	}
+	if left := scalar[string](t, pool, `SELECT concat_ws(' ', (SELECT count(*) FROM herald.messages WHERE finished_at IS NOT NULL),
+		(SELECT count(*) FROM herald.messages), (SELECT count(*) FROM herald.delivery_events), (SELECT count(*) FROM herald.recipient_buckets))`); left != "0 3 0 0" {
+		t.Fatalf("left: finished, messages, events, budgets %s, want 0 3 0 0", left)
+	}
+	mustExec(t, pool, `UPDATE herald.messages SET status = 'cancelled', finished_at = $1`, t0)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := pool.Exec(ctx, `SELECT herald.purge('1 day', $1, 2)`, later); errs <- err }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("two purges at once: %v", err)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n > 1 {
+		t.Fatalf("%d of 3 messages left after two purges of 2", n)
 	}
 }
 

@@ -5032,37 +5032,51 @@ COMMENT ON FUNCTION herald.producer_wait() IS 'Seconds until the calling produce
 
 
 --
--- Name: purge(interval, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: purge(interval, timestamp with time zone, integer); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald.purge(older_than interval, now timestamp with time zone DEFAULT now()) RETURNS bigint
+CREATE FUNCTION herald.purge(older_than interval, now timestamp with time zone DEFAULT now(), batch_size integer DEFAULT 10000) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => purge.now); -- first: a forged clock changes nothing
-  deleted bigint;
+  v_messages bigint;
+  v_events bigint;
+  v_recipients bigint;
+  v_producers bigint;
 BEGIN
   IF older_than IS NULL OR older_than < interval '0' THEN
     PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
   END IF;
+  IF batch_size IS NULL OR batch_size NOT BETWEEN 1 AND 1000000 THEN
+    PERFORM herald._reject('22V12', 'batch_size', format('%s is outside 1..1000000', batch_size));
+  END IF;
   DELETE FROM herald.messages m
-  WHERE m.finished_at < purge.now - purge.older_than;
-  GET DIAGNOSTICS deleted = ROW_COUNT;
-  DELETE FROM herald.delivery_events d WHERE d.received_at < purge.now - purge.older_than;
-  -- Recipients whose budget is whole again: as if absent.
-  DELETE FROM herald.recipient_buckets b WHERE b.clear_at <= purge.now;
-  DELETE FROM herald.producer_buckets b WHERE b.clear_at <= purge.now;
-  RETURN deleted;
+  WHERE m.ctid = ANY (ARRAY(SELECT f.ctid FROM herald.messages f
+                            WHERE f.finished_at < purge.now - purge.older_than LIMIT purge.batch_size));
+  GET DIAGNOSTICS v_messages = ROW_COUNT;
+  DELETE FROM herald.delivery_events d
+  WHERE d.ctid = ANY (ARRAY(SELECT e.ctid FROM herald.delivery_events e
+                            WHERE e.received_at < purge.now - purge.older_than LIMIT purge.batch_size));
+  GET DIAGNOSTICS v_events = ROW_COUNT;
+  -- Budgets whole again: as if absent.
+  DELETE FROM herald.recipient_buckets b
+  WHERE b.ctid = ANY (ARRAY(SELECT r.ctid FROM herald.recipient_buckets r WHERE r.clear_at <= purge.now LIMIT purge.batch_size));
+  GET DIAGNOSTICS v_recipients = ROW_COUNT;
+  DELETE FROM herald.producer_buckets b
+  WHERE b.ctid = ANY (ARRAY(SELECT p.ctid FROM herald.producer_buckets p WHERE p.clear_at <= purge.now LIMIT purge.batch_size));
+  GET DIAGNOSTICS v_producers = ROW_COUNT;
+  RETURN greatest(v_messages, v_events, v_recipients, v_producers);
 END
 $$;
 
 
 --
--- Name: FUNCTION purge(older_than interval, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION purge(older_than interval, now timestamp with time zone, batch_size integer); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) IS 'Delete finished messages and delivery events older than a bound, and recipients'' budgets whole again.';
+COMMENT ON FUNCTION herald.purge(older_than interval, now timestamp with time zone, batch_size integer) IS 'Delete up to a batch each of finished messages and delivery events older than a bound and of budgets whole again; call again while it returns the batch size.';
 
 
 --
@@ -7569,11 +7583,11 @@ GRANT ALL ON FUNCTION herald.producer_wait() TO herald_admin;
 
 
 --
--- Name: FUNCTION purge(older_than interval, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION purge(older_than interval, now timestamp with time zone, batch_size integer); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time zone) TO herald_admin;
+REVOKE ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time zone, batch_size integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald.purge(older_than interval, now timestamp with time zone, batch_size integer) TO herald_admin;
 
 
 --

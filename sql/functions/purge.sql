@@ -1,14 +1,17 @@
--- herald.purge(older_than, now) — delete finished messages (finished_at set: sent,
--- dead, cancelled, expired, suppressed) whose finished_at is more than `older_than` ago, and the
--- delivery events received before that, and recipients' and producers' budgets whole
--- again (herald.recipient_buckets, herald.producer_buckets); returns how many messages. Retention: run it
--- from cron or pg_cron, e.g. herald.purge('30 days'). A replay of a purged event is
--- stored again as unknown (its message is gone too, or will be).
--- Index: none by default (delivered messages enter no index): a scan of
--- herald.messages; with messages_finished_idx created as docs/tuning.md says, a range
--- scan of it. Locks: the deleted rows. Errors: 22V12 older_than (NULL or negative).
--- Admin only (herald_admin).
-CREATE OR REPLACE FUNCTION herald.purge(older_than interval, now timestamptz DEFAULT now())
+-- herald.purge(older_than, now, batch_size) — retention, one batch at a time: delete
+-- at most batch_size each of finished messages (finished_at set: sent, dead,
+-- cancelled, expired, suppressed) finished more than `older_than` ago, delivery events
+-- received before that, and recipients' and producers' budgets whole again
+-- (herald.recipient_buckets, herald.producer_buckets). Returns the most rows it
+-- deleted of any one of those: call it again, each call a transaction of its own,
+-- while that is batch_size (a first purge of months of rows is then many short
+-- transactions, not one that holds back vacuum for its whole length). From cron or
+-- pg_cron, e.g. herald.purge('30 days'). A replay of a purged event is stored again
+-- as unknown. Index: none by default (delivered messages enter no index): a scan of
+-- herald.messages that stops at batch_size; with messages_finished_idx (docs/tuning.md)
+-- a range scan of it. Locks: the deleted rows. Errors: 22V12 older_than (NULL or
+-- negative), batch_size (1..1,000,000). Admin only (herald_admin).
+CREATE OR REPLACE FUNCTION herald.purge(older_than interval, now timestamptz DEFAULT now(), batch_size integer DEFAULT 10000)
 RETURNS bigint
 LANGUAGE plpgsql
 VOLATILE
@@ -17,23 +20,37 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => purge.now); -- first: a forged clock changes nothing
-  deleted bigint;
+  v_messages bigint;
+  v_events bigint;
+  v_recipients bigint;
+  v_producers bigint;
 BEGIN
   IF older_than IS NULL OR older_than < interval '0' THEN
     PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
   END IF;
+  IF batch_size IS NULL OR batch_size NOT BETWEEN 1 AND 1000000 THEN
+    PERFORM herald._reject('22V12', 'batch_size', format('%s is outside 1..1000000', batch_size));
+  END IF;
   DELETE FROM herald.messages m
-  WHERE m.finished_at < purge.now - purge.older_than;
-  GET DIAGNOSTICS deleted = ROW_COUNT;
-  DELETE FROM herald.delivery_events d WHERE d.received_at < purge.now - purge.older_than;
-  -- Recipients whose budget is whole again: as if absent.
-  DELETE FROM herald.recipient_buckets b WHERE b.clear_at <= purge.now;
-  DELETE FROM herald.producer_buckets b WHERE b.clear_at <= purge.now;
-  RETURN deleted;
+  WHERE m.ctid = ANY (ARRAY(SELECT f.ctid FROM herald.messages f
+                            WHERE f.finished_at < purge.now - purge.older_than LIMIT purge.batch_size));
+  GET DIAGNOSTICS v_messages = ROW_COUNT;
+  DELETE FROM herald.delivery_events d
+  WHERE d.ctid = ANY (ARRAY(SELECT e.ctid FROM herald.delivery_events e
+                            WHERE e.received_at < purge.now - purge.older_than LIMIT purge.batch_size));
+  GET DIAGNOSTICS v_events = ROW_COUNT;
+  -- Budgets whole again: as if absent.
+  DELETE FROM herald.recipient_buckets b
+  WHERE b.ctid = ANY (ARRAY(SELECT r.ctid FROM herald.recipient_buckets r WHERE r.clear_at <= purge.now LIMIT purge.batch_size));
+  GET DIAGNOSTICS v_recipients = ROW_COUNT;
+  DELETE FROM herald.producer_buckets b
+  WHERE b.ctid = ANY (ARRAY(SELECT p.ctid FROM herald.producer_buckets p WHERE p.clear_at <= purge.now LIMIT purge.batch_size));
+  GET DIAGNOSTICS v_producers = ROW_COUNT;
+  RETURN greatest(v_messages, v_events, v_recipients, v_producers);
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald.purge(interval, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION herald.purge(interval, timestamptz) TO herald_admin;
-COMMENT ON FUNCTION herald.purge(interval, timestamptz) IS
-  'Delete finished messages and delivery events older than a bound, and recipients'' budgets whole again.';
+REVOKE ALL ON FUNCTION herald.purge(interval, timestamptz, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.purge(interval, timestamptz, integer) TO herald_admin;
+COMMENT ON FUNCTION herald.purge(interval, timestamptz, integer) IS
+  'Delete up to a batch each of finished messages and delivery events older than a bound and of budgets whole again; call again while it returns the batch size.';
