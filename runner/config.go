@@ -82,6 +82,11 @@ type Config struct {
 	// OutageWait is how long a channel whose provider is down pauses before the probe
 	// tries it (default 1m).
 	OutageWait time.Duration
+	// CodeHash is the hash of the SQL code this runner was built with (herald's
+	// sql.CodeHash); the runner compares it with herald.installed_code every
+	// StatsInterval (the herald_sql_code_matches gauge, and a warning when they
+	// differ). Empty: not compared.
+	CodeHash string
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
 }

@@ -32,6 +32,7 @@ type instruments struct {
 	concurrency   prometheus.Gauge
 	atMaxPending  prometheus.Gauge
 	suspended     prometheus.Gauge
+	codeMatches   prometheus.Gauge
 	queueDepth    *prometheus.GaugeVec
 	logLag        *prometheus.GaugeVec
 	paused        *prometheus.GaugeVec
@@ -116,6 +117,8 @@ func newInstruments() *instruments {
 			"Producers whose enqueues are refused: at their max_pending when this runner last counted (herald.count_producers)."),
 		suspended: gauge("herald_producers_suspended",
 			"Producers suspended for their bounce or complaint rate when this runner last counted (herald.count_producers)."),
+		codeMatches: gauge("herald_sql_code_matches",
+			"1 while the database's herald SQL code (herald.installed_code) is the one this runner was built with, or cannot be told (installed by hand, no Config.CodeHash); 0 while it is another build's."),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_queue_depth_messages",
 			Help: "Messages queued and due, scheduled, held and processing per channel, sampled from herald.queue_depth."}, []string{"channel", "status"}),
 		logLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_log_consumer_lag_offsets",
@@ -129,6 +132,7 @@ func newInstruments() *instruments {
 		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_claim_duration_seconds",
 			Help: "Time a claim_batch call took.", Buckets: latencyBuckets}),
 	}
+	m.codeMatches.Set(1) // until a sample says otherwise (none without Config.CodeHash)
 	f(m.queueDepth)
 	f(m.logLag)
 	f(m.paused)

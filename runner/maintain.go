@@ -30,6 +30,7 @@ func (r *Runner) maintain(ctx context.Context) {
 	defer quota.Stop()
 	r.sampleQueueDepth(ctx)
 	r.sampleLogLag(ctx)
+	r.sampleCode(ctx)
 	r.probe(ctx)
 	for {
 		select {
@@ -46,6 +47,7 @@ func (r *Runner) maintain(ctx context.Context) {
 		case <-stats.C:
 			r.sampleQueueDepth(ctx)
 			r.sampleLogLag(ctx)
+			r.sampleCode(ctx)
 		case <-probe.C:
 			r.probe(ctx)
 		case <-quota.C:
@@ -235,4 +237,33 @@ func (r *Runner) sampleQueueDepth(ctx context.Context) {
 		}
 	}
 	r.zoneless = zoneless
+}
+
+// sampleCode compares herald.installed_code with Config.CodeHash (the herald_sql_code
+// matches gauge): a runner and SQL code of different builds, as in a rolling upgrade
+// half done, may not agree on arguments or results. It warns when they start to
+// differ and says when they agree again. Code installed by hand (no hash) counts as
+// matching: it cannot be told.
+func (r *Runner) sampleCode(ctx context.Context) {
+	if r.cfg.CodeHash == "" {
+		return
+	}
+	var installed *string
+	if err := r.pool.QueryRow(ctx, `SELECT hash FROM herald.installed_code`).Scan(&installed); err != nil {
+		return
+	}
+	other := installed != nil && *installed != r.cfg.CodeHash
+	switch {
+	case other && !r.otherCode:
+		r.log.Warn("the database holds herald SQL code of another build: run herald migrate with this binary, or run the binary that installed it",
+			"installed", *installed, "this_binary", r.cfg.CodeHash)
+	case !other && r.otherCode:
+		r.log.Info("the database's herald SQL code is this binary's again")
+	}
+	r.otherCode = other
+	if other {
+		r.m.codeMatches.Set(0)
+	} else {
+		r.m.codeMatches.Set(1)
+	}
 }

@@ -62,6 +62,7 @@ type Runner struct {
 	deaf       atomic.Bool       // LISTEN connected, but its check notification never came
 	outage     outage            // per channel, its provider's transient failures in a row
 	zoneless   map[string]string // channels held for a quiet_zone the server does not know, with it (maintain's)
+	otherCode  bool              // herald.installed_code was another build's when last sampled (maintain's)
 }
 
 // flight is a claimed message until its result is reported.

@@ -2,11 +2,14 @@ package tests
 
 import (
 	"context"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -252,4 +255,33 @@ func TestInstallOnAnEarlierBaselineSaysWhy(t *testing.T) {
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM pg_proc WHERE proname = 'record_delivery_events'`); n != 1 {
 		t.Fatalf("the failed install changed the functions (%d record_delivery_events)", n)
 	}
+}
+
+// A runner on a database whose herald SQL code is another build's (a rolling upgrade
+// half done: binaries first, or the migration first) says so in its log, naming both
+// hashes, and in the herald_sql_code_matches gauge (0), sampled every stats interval,
+// so a migration after it started is noticed too; when the code is its own again,
+// the gauge is 1 and the log says so. It runs throughout.
+func TestARunnerWatchesForAnotherBuildsCode(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	addr := freeAddr(t)
+	_, logs := runnerProcessArgs(t, url, []string{"run"}, "HERALD_SENDER_EMAIL=noop", "HERALD_HTTP_ADDR="+addr,
+		"HERALD_INTAKE=off", "HERALD_STATS_INTERVAL=100ms")
+	waitHTTP(t, addr)
+	target, _ := neturl.Parse("http://" + addr)
+	metrics := httputil.NewSingleHostReverseProxy(target)
+	matches := func() float64 { return metricValue(t, scrape(t, metrics), "herald_sql_code_matches") }
+	eventually(t, 20*time.Second, "the gauge to say the code is the runner's", func() bool { return matches() == 1 })
+	mustExec(t, pool, `UPDATE herald.installed_code SET hash = 'an-older-build'`)
+	eventually(t, 20*time.Second, "the gauge to say the code is another build's", func() bool { return matches() == 0 })
+	eventually(t, 20*time.Second, "the warning", func() bool {
+		s := logs.String()
+		return strings.Contains(s, "another build") && strings.Contains(s, "an-older-build") && strings.Contains(s, heraldsql.CodeHash())
+	})
+	mustExec(t, pool, `UPDATE herald.installed_code SET hash = $1`, heraldsql.CodeHash())
+	eventually(t, 20*time.Second, "the gauge and the log to say it is the runner's again", func() bool {
+		return matches() == 1 && strings.Contains(logs.String(), "this binary's again")
+	})
 }

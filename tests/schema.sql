@@ -7792,6 +7792,7 @@ GRANT ALL ON SEQUENCE herald.delivery_events_id_seq TO herald_admin;
 -- Name: TABLE installed_code; Type: ACL; Schema: herald; Owner: -
 --
 
+GRANT SELECT ON TABLE herald.installed_code TO herald_worker;
 GRANT ALL ON TABLE herald.installed_code TO herald_admin;
 
 

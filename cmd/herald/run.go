@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/herald/herald/runner"
+	heraldsql "github.com/herald/herald/sql"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -123,7 +124,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ConcurrencyStart: min(*concStart, *conc), FixedConcurrency: *concFixed == "true",
 		PollInterval: *poll, DeafPollInterval: *deafPoll, ListenURL: listenURL, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
 		StartCheck: *startCheck, CheckTimeout: *checkTimeout, ProbeInterval: *probe, QuotaInterval: *quota,
-		OutageFailures: *outageN, OutageWait: *outageWait,
+		OutageFailures: *outageN, OutageWait: *outageWait, CodeHash: heraldsql.CodeHash(),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)

@@ -442,5 +442,6 @@ COMMENT ON COLUMN herald.delivery_events.recipient IS 'The address the provider 
 COMMENT ON COLUMN herald.delivery_events.reason IS 'The provider''s text (first 500 characters); for workers and admins, never shown to producers.';
 
 GRANT SELECT ON herald.channels TO herald_worker; -- runners read pauses to probe and report them
+GRANT SELECT ON herald.installed_code TO herald_worker; -- herald run compares it with its own build's
 GRANT ALL ON ALL TABLES IN SCHEMA herald TO herald_admin;
 GRANT ALL ON ALL SEQUENCES IN SCHEMA herald TO herald_admin;
