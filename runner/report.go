@@ -9,14 +9,14 @@ import (
 
 // post hands one outcome to the reporter. The reporter is woken only by the first
 // outcome of an empty outbox, by a full batch and by a failure that stops a channel
-// (urgent: reported at once), not by every send.
-func (r *Runner) post(o outcome, urgent bool) {
+// (o.stops: reported at once), not by every send.
+func (r *Runner) post(o outcome) {
 	r.outMu.Lock()
 	r.outbox = append(r.outbox, o)
 	n := len(r.outbox)
-	r.outNow = r.outNow || urgent
+	r.outNow = r.outNow || o.stops
 	r.outMu.Unlock()
-	if n == 1 || n >= r.cfg.BatchSize || urgent {
+	if n == 1 || n >= r.cfg.BatchSize || o.stops {
 		select {
 		case r.outKick <- struct{}{}:
 		default:
@@ -165,13 +165,13 @@ func (r *Runner) flush(batch []outcome) {
 	r.mu.Unlock()
 }
 
-// liftHolds ends the holds of the channels whose stopping failures batch reported,
-// and of those whose outage pause it made (SQL's pause stands in for them now, or SQL
-// decided against one, or the pause failed), and asks for a claim.
+// liftHolds ends the holds of the channels whose stopping failures batch reported
+// (SQL's pause stands in for them now, or SQL decided against one, or an outage's
+// pause failed), and asks for a claim.
 func (r *Runner) liftHolds(batch []outcome) {
 	lifted := false
 	for _, o := range batch {
-		if o.began || stopsChannel(o.err) {
+		if o.stops {
 			r.holds.lift(o.msg.Channel, time.Now())
 			lifted = true
 		}

@@ -78,7 +78,8 @@ type outcome struct {
 	res   sender.Result
 	err   error
 	down  bool // err came while the channel's provider is down (outage)
-	began bool // err is the failure that found it down: the channel is held until its pause lands
+	began bool // err is the failure that found it down (its report pauses the channel)
+	stops bool // err stops the whole channel (stopsChannel, or began): held until this report lands
 }
 
 // New returns a Runner on pool. The pool should allow at least 4 connections: the

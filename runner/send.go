@@ -73,7 +73,7 @@ func (r *Runner) grow(ctx context.Context) {
 func (r *Runner) worker(ctx context.Context) {
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
 	for m := range r.work {
-		o, urgent := outcome{msg: m}, false
+		o := outcome{msg: m}
 		if r.pastGrace.Load() {
 			// Shutdown's grace is over: a message still queued is not sent now; it is
 			// released as not tried (rate_limited, retry now: the attempt is given back).
@@ -85,7 +85,8 @@ func (r *Runner) worker(ctx context.Context) {
 			r.m.expiredUnsent.Inc()
 		} else if r.holds.blocks(m.Channel, func() time.Time { return r.claimedAt(m.ID) }) {
 			// A send of its channel was refused for the whole channel (a spent quota,
-			// credentials) since it was claimed: not tried against the same refusal.
+			// credentials) or found its provider down since it was claimed: not tried
+			// against the same refusal.
 			o.err = channelHeld()
 		} else if r.leaseLapsing(m.ID) {
 			// The lease expired, or will before a lease keeper tick can extend it, while
@@ -102,20 +103,16 @@ func (r *Runner) worker(ctx context.Context) {
 				r.m.concurrency.Set(float64(limit))
 			}
 			r.m.sendSeconds.WithLabelValues(m.Channel).Observe(took.Seconds())
-			if o.err != nil && stopsChannel(o.err) {
+			o.down, o.began = r.outage.observe(m.Channel, o.err, r.cfg.OutageFailures)
+			if o.stops = o.began || stopsChannel(o.err); o.stops {
 				r.holds.stop(m.Channel) // before the slot is freed: the next claim leaves the channel out
-				urgent = true
-			}
-			if o.down, o.began = r.outage.observe(m.Channel, o.err, r.cfg.OutageFailures); o.began {
-				r.holds.stop(m.Channel) // the provider is down: no more sends until the pause lands
-				urgent = true
 			}
 			if o.err == nil && debug {
 				r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
 					"provider_message_id", o.res.ProviderMessageID, "seconds", took.Seconds())
 			}
 		}
-		r.post(o, urgent)
+		r.post(o)
 		r.busy.Add(-1)
 		r.sends.Done()
 		select {

@@ -48,34 +48,30 @@ func FromHTTP(status int, h http.Header, detail string, now time.Time) error {
 
 // maxRetryAfter bounds a delay a provider or receiver asks for: past it a message has
 // expired anyway (a channel's ttl is at most a year), and a larger count of seconds
-// would overflow a time.Duration into a time in the past (a retry at once).
+// would overflow a time.Duration into an arbitrary time, possibly past (a retry at once).
 const maxRetryAfter = 366 * 24 * time.Hour
 
 // retryAfter reads Retry-After (delay in seconds, or an HTTP date) or, failing that,
-// X-RateLimit-Reset (epoch seconds), and keeps it within maxRetryAfter of now (a time
-// beyond PostgreSQL's range would fail the whole report it is in). Zero when neither
+// X-RateLimit-Reset (epoch seconds), at most maxRetryAfter from now. Zero when neither
 // is usable.
 func retryAfter(h http.Header, now time.Time) time.Time {
-	bounded := func(t time.Time) time.Time {
-		if limit := now.Add(maxRetryAfter); t.After(limit) {
-			return limit
-		}
-		return t
-	}
+	var at time.Time
 	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
 		if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-			return now.Add(time.Duration(min(secs, uint64(maxRetryAfter/time.Second))) * time.Second)
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return bounded(t)
+			at = now.Add(time.Duration(min(secs, uint64(maxRetryAfter/time.Second))) * time.Second)
+		} else if t, err := http.ParseTime(v); err == nil {
+			at = t
 		}
 	}
-	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); v != "" {
+	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); at.IsZero() && v != "" {
 		if epoch, err := strconv.ParseInt(v, 10, 64); err == nil && epoch > now.Unix() {
-			return bounded(time.Unix(min(epoch, now.Add(maxRetryAfter).Unix()), 0))
+			at = time.Unix(epoch, 0)
 		}
 	}
-	return time.Time{}
+	if limit := now.Add(maxRetryAfter); at.After(limit) {
+		return limit
+	}
+	return at
 }
 
 // ProviderClient is the HTTP client of a provider's API: connections kept alive and
