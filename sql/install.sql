@@ -68,6 +68,7 @@
 {{ template "functions/_json_integer.sql" . }}
 {{ template "functions/_json_timestamptz.sql" . }}
 {{ template "functions/_message_specs.sql" . }}
+{{ template "functions/_email_addresses.sql" . }}
 {{ template "functions/_valid.sql" . }}
 {{ template "functions/_validate.sql" . }}
 {{ template "functions/_repeats.sql" . }}

@@ -982,6 +982,24 @@ COMMENT ON FUNCTION herald._email_address(recipient text, syntax_checked boolean
 
 
 --
+-- Name: _email_addresses(jsonb); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._email_addresses(payload jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT 1 + coalesce(jsonb_array_length(payload -> 'cc'), 0) + coalesce(jsonb_array_length(payload -> 'bcc'), 0)
+$$;
+
+
+--
+-- Name: FUNCTION _email_addresses(payload jsonb); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._email_addresses(payload jsonb) IS 'Private: how many addresses an e-mail goes to (its recipient, cc and bcc), for max_recipients (inlined).';
+
+
+--
 -- Name: _enqueue(herald.message_spec[], timestamp with time zone, boolean, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -3353,8 +3371,7 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments
                                      THEN payload ->> 'subject' !~ '[\r\n]'
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
-                                          AND 1 + coalesce(jsonb_array_length(payload -> 'cc'), 0)
-                                                + coalesce(jsonb_array_length(payload -> 'bcc'), 0) <= max_recipients
+                                          AND herald._email_addresses(payload => payload) <= max_recipients
                                           AND (NOT payload ? 'from'
                                                OR herald._sender_allowed(sender => payload ->> 'from', senders => (policy).senders))
                                 END
@@ -3472,12 +3489,10 @@ BEGIN
   ELSIF herald._payload_problem(kind => ch.kind, payload => spec.payload) IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
     FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
-  ELSIF ch.kind = 'email' AND 1 + coalesce(jsonb_array_length(spec.payload -> 'cc'), 0)
-                                + coalesce(jsonb_array_length(spec.payload -> 'bcc'), 0) > ch.max_recipients THEN
+  ELSIF ch.kind = 'email' AND herald._email_addresses(payload => spec.payload) > ch.max_recipients THEN
     PERFORM herald._reject(code => '22V03', field => p || CASE WHEN spec.payload ? 'bcc' THEN 'payload.bcc' ELSE 'payload.cc' END,
       message => format('the message goes to %s addresses (recipient, cc and bcc), over the %s of channel %L (its max_recipients)',
-                        1 + coalesce(jsonb_array_length(spec.payload -> 'cc'), 0) + coalesce(jsonb_array_length(spec.payload -> 'bcc'), 0),
-                        ch.max_recipients, ch.name),
+                        herald._email_addresses(payload => spec.payload), ch.max_recipients, ch.name),
       hint => 'send it as several messages; an admin raises herald.channels.max_recipients if the provider takes more');
   ELSIF ch.kind = 'email' AND spec.payload ? 'from'
         AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => (policy).senders) THEN
@@ -6934,6 +6949,13 @@ REVOKE ALL ON FUNCTION herald._copies(payload jsonb) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._email_address(recipient text, syntax_checked boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _email_addresses(payload jsonb); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._email_addresses(payload jsonb) FROM PUBLIC;
 
 
 --

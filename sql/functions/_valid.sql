@@ -46,8 +46,7 @@ AS $$
                                      THEN payload ->> 'subject' !~ '[\r\n]'
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
-                                          AND 1 + coalesce(jsonb_array_length(payload -> 'cc'), 0)
-                                                + coalesce(jsonb_array_length(payload -> 'bcc'), 0) <= max_recipients
+                                          AND herald._email_addresses(payload => payload) <= max_recipients
                                           AND (NOT payload ? 'from'
                                                OR herald._sender_allowed(sender => payload ->> 'from', senders => (policy).senders))
                                 END

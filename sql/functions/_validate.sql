@@ -91,12 +91,10 @@ BEGIN
   ELSIF herald._payload_problem(kind => ch.kind, payload => spec.payload) IS NOT NULL THEN
     PERFORM herald._reject(code => '22V03', field => p || problem[1], message => problem[2])
     FROM (SELECT herald._payload_problem(kind => ch.kind, payload => spec.payload) AS problem) AS x;
-  ELSIF ch.kind = 'email' AND 1 + coalesce(jsonb_array_length(spec.payload -> 'cc'), 0)
-                                + coalesce(jsonb_array_length(spec.payload -> 'bcc'), 0) > ch.max_recipients THEN
+  ELSIF ch.kind = 'email' AND herald._email_addresses(payload => spec.payload) > ch.max_recipients THEN
     PERFORM herald._reject(code => '22V03', field => p || CASE WHEN spec.payload ? 'bcc' THEN 'payload.bcc' ELSE 'payload.cc' END,
       message => format('the message goes to %s addresses (recipient, cc and bcc), over the %s of channel %L (its max_recipients)',
-                        1 + coalesce(jsonb_array_length(spec.payload -> 'cc'), 0) + coalesce(jsonb_array_length(spec.payload -> 'bcc'), 0),
-                        ch.max_recipients, ch.name),
+                        herald._email_addresses(payload => spec.payload), ch.max_recipients, ch.name),
       hint => 'send it as several messages; an admin raises herald.channels.max_recipients if the provider takes more');
   ELSIF ch.kind = 'email' AND spec.payload ? 'from'
         AND NOT herald._sender_allowed(sender => spec.payload ->> 'from', senders => (policy).senders) THEN
