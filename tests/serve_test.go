@@ -179,16 +179,12 @@ func TestIntakeRetryAfterIsTheCountInterval(t *testing.T) {
 		addr := freeAddr(t)
 		runnerProcessArgs(t, url, c.args, "HERALD_HTTP_ADDR="+addr, "HERALD_SENDER_EMAIL=noop", "HERALD_INTAKE_TOKENS=svc:tok-quota", c.env)
 		waitHTTP(t, addr)
-		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer tok-quota")
-		resp, err := http.DefaultClient.Do(req)
+		code, _, header, err := postEmail(http.DefaultClient, addr, "tok-quota")
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "42" {
-			t.Errorf("%v: %d, Retry-After %q, want 429 and 42", c.args, resp.StatusCode, resp.Header.Get("Retry-After"))
+		if code != 429 || header.Get("Retry-After") != "42" {
+			t.Errorf("%v: %d, Retry-After %q, want 429 and 42", c.args, code, header.Get("Retry-After"))
 		}
 	}
 }
@@ -214,18 +210,11 @@ func TestIntakeFloodLeavesTheRunnerAndOthersTheirConnections(t *testing.T) {
 	waitHTTP(t, addr)
 	client := &http.Client{Timeout: 15 * time.Second}
 	post := func(token string) (int, apiError) { // safe in any goroutine: a failure is code 0
-		var e apiError
-		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
+		code, e, _, err := postEmail(client, addr, token)
 		if err != nil {
 			e.Error.Message = err.Error()
-			return 0, e
 		}
-		defer resp.Body.Close()
-		json.NewDecoder(resp.Body).Decode(&e)
-		return resp.StatusCode, e
+		return code, e
 	}
 	for _, tok := range []string{"tok-flood", "tok-flood2"} { // their budgets' rows
 		if code, e := post(tok); code != 202 {
@@ -341,17 +330,8 @@ func TestARequestOutOfTimeIsAnsweredAndStoresNothing(t *testing.T) {
 	waitHTTP(t, addr)
 	client := &http.Client{Timeout: 15 * time.Second}
 	post := func() (int, apiError, error) {
-		var e apiError
-		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer tok")
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, e, err
-		}
-		defer resp.Body.Close()
-		json.NewDecoder(resp.Body).Decode(&e)
-		return resp.StatusCode, e, nil
+		code, e, _, err := postEmail(client, addr, "tok")
+		return code, e, err
 	}
 	tx, err := pool.Begin(t.Context())
 	if err != nil {
@@ -415,17 +395,12 @@ func TestAReadOnlyDatabaseIsUnavailableNotAnError(t *testing.T) {
 	addr := freeAddr(t)
 	runnerProcessArgs(t, url, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_OPEN=true")
 	waitHTTP(t, addr)
-	var e apiError
-	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	code, e, header, err := postEmail(http.DefaultClient, addr, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	json.NewDecoder(resp.Body).Decode(&e)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || e.Error.Code != "database_unavailable" || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("an enqueue on a read-only database: %d %+v, want 503 database_unavailable with Retry-After", resp.StatusCode, e)
+	if code != 503 || e.Error.Code != "database_unavailable" || header.Get("Retry-After") == "" {
+		t.Fatalf("an enqueue on a read-only database: %d %+v, want 503 database_unavailable with Retry-After", code, e)
 	}
 	cmd := exec.Command(buildHerald(t), "enqueue", "--channel", "email", "--recipient", "ana@example.com", "--payload", `{"subject":"s","text":"t"}`)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
@@ -436,4 +411,23 @@ func TestAReadOnlyDatabaseIsUnavailableNotAnError(t *testing.T) {
 	if n := countWhere(t, pool, `true`); n != 0 {
 		t.Fatalf("%d messages stored", n)
 	}
+}
+
+// postEmail POSTs goodEmail to the intake at addr with token (none when empty) and
+// returns the status, the decoded error and the answer's headers. Safe in any
+// goroutine: a request that fails is status 0 with its error.
+func postEmail(client *http.Client, addr, token string) (int, apiError, http.Header, error) {
+	var e apiError
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/messages", strings.NewReader(goodEmail))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, e, nil, err
+	}
+	defer resp.Body.Close()
+	json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e, resp.Header, nil
 }
