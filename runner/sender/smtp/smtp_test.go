@@ -775,3 +775,150 @@ func TestSMTPForwardingReplyAccepts(t *testing.T) {
 		}
 	}
 }
+
+// An attack by a producer on the relay (SMTP smuggling, CVE-2023-51764 and kin): a
+// body holding end-of-data sequences followed by SMTP commands, sent to a relay that
+// ends the data at any of them as lenient servers did. Nothing is smuggled: the relay
+// sees one transaction, to the recipient herald was given, and the data herald writes
+// has no bare CR or LF and no line of a lone dot before its end (RFC 5321 §2.3.8,
+// §4.5.2: the body is quoted-printable and dot-stuffed).
+func TestABodyCannotSmuggleSMTPCommands(t *testing.T) {
+	t.Parallel()
+	relay := startLenientRelay(t)
+	host, port, _ := net.SplitHostPort(relay.addr)
+	p, _ := strconv.Atoi(port)
+	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second,
+		Defaults: email.Defaults{From: "noreply@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const smuggled = "MAIL FROM:<ceo@example.com>\r\nRCPT TO:<victim@example.org>\r\nDATA\r\nSubject: wire the money\r\n\r\nnow"
+	for i, end := range []string{"\r\n.\r\n", "\n.\n", "\n.\r\n", "\r.\r\n", "\r\n.\n", "\r.\r", "\r\n.\r"} {
+		text := "Your order\r\nhas shipped." + end + smuggled + end + "tail"
+		payload, _ := json.Marshal(map[string]string{"subject": "Receipt", "text": text, "html": "<p>" + text + "</p>"})
+		m := sender.Message{ID: int64(i + 1), Channel: "email", Recipient: "ana@example.net", Attempt: 1, Payload: payload}
+		if _, err := s.Send(context.Background(), m); err != nil {
+			t.Fatalf("end %q: %v", end, err)
+		}
+	}
+	relay.mu.Lock()
+	defer relay.mu.Unlock()
+	if want := strings.Repeat("MAIL FROM:<noreply@example.com> RCPT TO:<ana@example.net> ", 7); relay.commands != want {
+		t.Fatalf("the relay saw the commands\n%s\nwant\n%s", relay.commands, want)
+	}
+	for _, data := range relay.data {
+		body := data[:len(data)-len("\r\n.\r\n")]
+		if i := strings.IndexAny(strings.ReplaceAll(body, "\r\n", ""), "\r\n"); i >= 0 {
+			t.Fatalf("a bare CR or LF in the data: %q", body)
+		}
+		if slices.Contains(strings.Split(body, "\r\n"), ".") {
+			t.Fatalf("a line of a lone dot before the end of the data: %q", body)
+		}
+	}
+}
+
+// lenientRelay is an SMTP server as the relays smuggling exploited were: after DATA
+// it ends the data at the first of CRLF.CRLF, LF.LF, LF.CRLF, CR.CRLF or CRLF.LF, and
+// reads what follows as commands. It records MAIL and RCPT in order, and the data of
+// each transaction as sent, up to its end.
+type lenientRelay struct {
+	addr     string
+	mu       sync.Mutex
+	commands string
+	data     []string
+	conns    []net.Conn
+	wg       sync.WaitGroup
+}
+
+// startLenientRelay listens on loopback until the test ends, then cuts its
+// connections (the sender keeps one idle) and waits for them.
+func startLenientRelay(t *testing.T) *lenientRelay {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &lenientRelay{addr: ln.Addr().String()}
+	t.Cleanup(func() {
+		ln.Close()
+		r.mu.Lock()
+		for _, c := range r.conns {
+			c.Close()
+		}
+		r.mu.Unlock()
+		r.wg.Wait()
+	})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			r.conns = append(r.conns, c)
+			r.mu.Unlock()
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				r.serve(c)
+			}()
+		}
+	}()
+	return r
+}
+
+func (r *lenientRelay) serve(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "220 lenient ESMTP\r\n")
+	var buf []byte
+	chunk := make([]byte, 4096)
+	inData := false
+	for {
+		if inData {
+			ends := []string{"\r\n.\r\n", "\n.\n", "\n.\r\n", "\r.\r\n", "\r\n.\n"}
+			at, n := -1, 0
+			for _, e := range ends {
+				if i := bytes.Index(buf, []byte(e)); i >= 0 && (at < 0 || i < at) {
+					at, n = i, len(e)
+				}
+			}
+			if at >= 0 {
+				r.mu.Lock()
+				r.data = append(r.data, string(buf[:at+n]))
+				r.mu.Unlock()
+				buf, inData = buf[at+n:], false
+				io.WriteString(c, "250 2.0.0 queued\r\n")
+				continue
+			}
+		} else if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			line := strings.TrimRight(string(buf[:i]), "\r")
+			buf = buf[i+1:]
+			verb := strings.ToUpper(strings.SplitN(line, " ", 2)[0])
+			switch {
+			case verb == "EHLO":
+				io.WriteString(c, "250-lenient\r\n250-PIPELINING\r\n250 8BITMIME\r\n")
+			case verb == "MAIL" || verb == "RCPT":
+				r.mu.Lock()
+				r.commands += strings.Join(strings.Fields(line)[:2], " ") + " " // without parameters
+				r.mu.Unlock()
+				io.WriteString(c, "250 2.1.0 ok\r\n")
+			case verb == "DATA":
+				inData = true
+				io.WriteString(c, "354 go ahead\r\n")
+			case verb == "QUIT":
+				io.WriteString(c, "221 bye\r\n")
+				return
+			default:
+				io.WriteString(c, "250 ok\r\n")
+			}
+			continue
+		}
+		n, err := c.Read(chunk)
+		if err != nil {
+			return
+		}
+		buf = append(buf, chunk[:n]...)
+	}
+}
