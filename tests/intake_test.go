@@ -105,6 +105,39 @@ func TestIntakeAccepts(t *testing.T) {
 	}
 }
 
+// An attack on whatever reads a request before herald (a gateway's schema check, a
+// producer's allow-list of recipients): a member name given twice in one object,
+// which Go and PostgreSQL read as its last value and many readers as its first, so a
+// filter passes one recipient and herald would store another. Refused, 400
+// invalid_json naming the member, at any depth, alone or in a batch; nothing stored.
+// The same name in different objects is no repeat.
+func TestIntakeRefusesANameGivenTwice(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{})
+	for _, c := range []struct {
+		path, body, field string
+		index             int
+	}{
+		{"/v1/messages", `{"channel":"email","recipient":"allowed@example.com","recipient":"victim@example.net","payload":{"subject":"s","text":"t"}}`, "recipient", -1},
+		{"/v1/messages", `{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"Your order","text":"Click here"}}`, "payload.text", -1},
+		{"/v1/messages", `{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"metadata":{"a":[{"b":1,"b":2}]}}`, "metadata.a[0].b", -1},
+		{"/v1/messages/batch", `[` + goodEmail + `,{"channel":"email","channel":"sms","recipient":"a@example.com","payload":{"subject":"s","text":"t"}}]`, "channel", 1},
+	} {
+		var e apiError
+		code := do(t, "POST", srv.URL+c.path, "application/json", c.body, nil, &e)
+		if code != 400 || e.Error.Code != "invalid_json" || e.Error.Field != c.field || (c.index >= 0) != (e.Error.Index != nil) ||
+			(e.Error.Index != nil && *e.Error.Index != c.index) {
+			t.Errorf("%.90s: %d %+v, want 400 invalid_json on %s", c.body, code, e.Error, c.field)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
+		t.Fatalf("%d rows stored from refused requests", n)
+	}
+	body := `{"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t","headers":{"X-Text":"t"}},"metadata":{"text":"m","a":{"text":1}}}`
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", body, nil, nil); code != 202 {
+		t.Fatalf("one name in different objects: %d", code)
+	}
+}
+
 // Every validation error the SQL can raise is a 400 with its code and field, and
 // nothing is stored.
 func TestIntakeRejectsBadMessages(t *testing.T) {
@@ -172,6 +205,26 @@ func TestIntakeIdempotencyKey(t *testing.T) {
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 1 {
 		t.Fatalf("%d rows, want 1", n)
+	}
+	// The key reused for another notification is 422, alone or in a batch, and
+	// stores nothing: it is not answered as the first message's repeat.
+	other := strings.Replace(goodEmail, `"channel"`, `"idempotency_key":"order-77","channel"`, 1)
+	other = strings.Replace(other, `ana@example.com`, `bo@example.com`, 1)
+	if other == goodEmail || !strings.Contains(other, "bo@example.com") {
+		t.Fatalf("goodEmail changed shape: %s", goodEmail)
+	}
+	e = apiError{}
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", other, nil, &e); code != 422 ||
+		e.Error.Code != "idempotency_key_reused" || e.Error.Field != "idempotency_key" || !strings.Contains(e.Error.Message, fmt.Sprint(a.ID)) {
+		t.Fatalf("a reused key: %d %+v", code, e.Error)
+	}
+	e = apiError{}
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", "["+goodEmail+","+other+"]", nil, &e); code != 422 ||
+		e.Error.Code != "idempotency_key_reused" || e.Error.Index == nil || *e.Error.Index != 1 {
+		t.Fatalf("a reused key in a batch: %d %+v", code, e.Error)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 1 {
+		t.Fatalf("%d rows after refused reuses, want 1", n)
 	}
 }
 

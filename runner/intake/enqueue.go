@@ -49,6 +49,9 @@ func DecodeMessage(body []byte) (Message, error) {
 	if dec.More() {
 		return m, badJSON("", "the body holds more than one JSON value")
 	}
+	if path, name, ok := repeatedName(body); ok {
+		return m, repeated(path, name)
+	}
 	for k, v := range fields {
 		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 			continue
@@ -103,6 +106,11 @@ func DecodeMessage(body []byte) (Message, error) {
 	return m, nil
 }
 
+// repeated is the error of a member name given twice in one object, at path.
+func repeated(path, name string) *InputError {
+	return badJSON(path, "%s: the name %q is given twice in one object; JSON readers differ on which counts", path, name)
+}
+
 // jsonInteger reads a JSON number or string holding an integer of at most 9 digits.
 func jsonInteger(v json.RawMessage) (int, bool) {
 	s := strings.TrimSpace(string(v))
@@ -138,6 +146,14 @@ func batchLen(body []byte, maxMessages int) (int, error) {
 	}
 	if dec.More() {
 		return 0, badJSON("messages", "the body holds more than one JSON value")
+	}
+	if path, name, ok := repeatedName(body); ok {
+		ie := repeated("messages"+path, name)
+		if m := batchField.FindStringSubmatch(ie.Field); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			ie.Index, ie.Field = &i, m[2]
+		}
+		return 0, ie
 	}
 	if len(msgs) == 0 || len(msgs) > maxMessages {
 		return 0, &InputError{Code: "invalid_batch", Field: "messages",

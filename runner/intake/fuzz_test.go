@@ -27,6 +27,7 @@ func FuzzPostMessage(f *testing.F) {
 		{`{"channel":"email","recipient":"a@b.c","payload":{"subject":"s","text":"t"},"max_attempts":1e400}`, "application/json", ""},
 		{`{"channel":"email","recipient":"a\u0000@b.c","payload":{}}`, "application/json", ""},
 		{"{\"channel\":\"email\",\"recipient\":\"\xff\xfe@b.c\",\"payload\":{}}", "application/json", ""},
+		{`{"channel":"email","channel":"sms","recipient":"a@b.c","payload":{"subject":"s","text":"t","text":"u"}}`, "application/json", ""},
 		{`null`, "application/json", ""},
 		{`[]`, "application/json", ""},
 		{`{"channel":"email"} {"x":1}`, "application/json", ""},
