@@ -8,8 +8,10 @@
 --   tern code install -c tern.conf sql          (by hand, without our binary)
 --   psql -f sql/functions/claim_batch.sql       (one file, for a DBA's experiment)
 -- Schema herald belongs to herald: at the end, every function of the schema that
--- this install did not (re)create is dropped, so a removed or re-typed function
--- leaves nothing behind. Requires the tables of sql/schema (tern migrate first).
+-- this install did not (re)create is dropped, so a removed function, or one whose
+-- arguments changed, leaves nothing behind; one whose result changes takes a new name
+-- (CREATE OR REPLACE cannot change a result). Requires the tables of sql/schema
+-- (tern migrate first).
 {{ template "functions/_reject.sql" . }}
 {{ template "functions/_nonempty_string.sql" . }}
 {{ template "functions/_recipient_pattern.sql" . }}
@@ -21,6 +23,7 @@
 {{ template "functions/_recipient_list_kind.sql" . }}
 {{ template "functions/_payload_fields.sql" . }}
 {{ template "functions/_base64.sql" . }}
+{{ template "functions/_shallow.sql" . }}
 {{ template "functions/_payload_problem.sql" . }}
 {{ template "functions/_gsm7.sql" . }}
 {{ template "functions/_sms_segments.sql" . }}

@@ -166,16 +166,38 @@ func TestEnqueueBatch(t *testing.T) {
 }
 
 // A repeated idempotency key returns the first id and stores nothing new, within
-// one batch and across calls.
+// one batch and across calls; the key names one notification, so a repeat with
+// another channel, recipient or payload is refused (22V20), naming the first id, and
+// stores nothing: a key reused for a different notification would otherwise drop it
+// in silence. What a retry may compute afresh (run_at, priority, metadata, key order
+// in the payload) is not compared.
 func TestEnqueueIdempotency(t *testing.T) {
 	ctx, pool := setup(t)
 	first := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'order-1', now => $1)`, t0)
-	again := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'b@example.com', '{"subject":"other","text":"t"}', idempotency_key => 'order-1', now => $1)`, t0)
+	again := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'a@example.com', '{"text": "t", "subject": "s"}', idempotency_key => 'order-1',
+		run_at => $1::timestamptz + interval '1 minute', priority => 3, metadata => '{"traceparent":"x"}', now => $1)`, t0)
 	if again != first {
 		t.Fatalf("repeat got id %d, first was %d", again, first)
 	}
+	for _, other := range []string{
+		`SELECT herald.enqueue('email', 'b@example.com', '{"subject":"s","text":"t"}', idempotency_key => 'order-1', now => $1)`,
+		`SELECT herald.enqueue('email', 'a@example.com', '{"subject":"s","text":"other"}', idempotency_key => 'order-1', now => $1)`,
+		`SELECT herald.enqueue('sms', '+14155550100', '{"text":"t"}', idempotency_key => 'order-1', now => $1)`,
+	} {
+		_, err := pool.Exec(ctx, other, t0)
+		if e := wantPgError(t, err, "22V20", "idempotency_key"); !strings.Contains(e.Message, fmt.Sprintf("message %d", first)) {
+			t.Fatalf("the refusal does not name the first message: %s", e.Message)
+		}
+	}
 	var got []int64
 	err := pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, `[
+	  {"channel":"email","recipient":"c@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"order-9"},
+	  {"channel":"email","recipient":"c@example.com","payload":{"subject":"s","text":"u"},"idempotency_key":"order-9"}]`, t0).Scan(&got)
+	wantPgError(t, err, "22V20", "messages[1].idempotency_key")
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 1 {
+		t.Fatalf("%d rows stored, want 1", n)
+	}
+	err = pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, `[
 	  {"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"order-2"},
 	  {"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"}},
 	  {"channel":"email","recipient":"a@example.com","payload":{"subject":"s","text":"t"},"idempotency_key":"order-2"},
@@ -197,11 +219,15 @@ func TestEnqueueIdempotency(t *testing.T) {
 		WHERE kind = 'accepted' ORDER BY seq DESC LIMIT 1`); ev != fmt.Sprintf("%d,%d", got[0], got[1]) {
 		t.Fatalf("accepted events %s, want %d,%d", ev, got[0], got[1])
 	}
-	// A repeat is still checked: a bad one is named and the call stores nothing.
+	// A repeat is still checked: a bad one is named (before the reuse of its key) and
+	// the call stores nothing; so is a reuse after a message stored by the same call.
 	err = pool.QueryRow(ctx, `SELECT herald.enqueue_batch($1, $2)`, `[
 	  {"channel":"email","recipient":"c@example.com","payload":{"subject":"s","text":"t"}},
 	  {"channel":"email","recipient":"not-an-address","payload":{"subject":"s","text":"t"},"idempotency_key":"order-1"}]`, t0).Scan(&got)
 	wantPgError(t, err, "22V02", "messages[1].recipient")
+	err = pool.QueryRow(ctx, `SELECT herald.enqueue_many(ARRAY['email', 'email'], ARRAY['c@example.com', 'a@example.com'],
+		ARRAY['{"subject":"s","text":"t"}', '{"subject":"s","text":"x"}']::jsonb[], idempotency_keys => ARRAY[NULL, 'order-1'], now => $1)`, t0).Scan(&got)
+	wantPgError(t, err, "22V20", "messages[1].idempotency_key")
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 3 {
 		t.Fatalf("%d rows stored after a refused call, want 3", n)
 	}

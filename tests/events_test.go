@@ -414,7 +414,7 @@ func TestSuppressedInABatch(t *testing.T) {
 	var ids []int64
 	if err := conn.QueryRow(ctx, `SELECT herald.enqueue_many(
 			array_fill('email'::text, ARRAY[5]),
-			ARRAY['a@example.com', 'GONE1@example.com', 'b@example.com', 'gone2@example.com', 'gone1@example.com'],
+			ARRAY['a@example.com', 'GONE1@example.com', 'b@example.com', 'gone2@example.com', 'GONE1@example.com'],
 			array_fill('{"subject":"s","text":"t"}'::jsonb, ARRAY[5]),
 			idempotency_keys => ARRAY[NULL, 'k', NULL, NULL, 'k'])`).Scan(&ids); err != nil {
 		t.Fatal(err)

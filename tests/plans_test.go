@@ -399,6 +399,7 @@ func TestHelpersAreInlined(t *testing.T) {
 		`herald._valid('sms', 100, g, g, g::text, jsonb_build_object('text', g::text), NULL, g, jsonb_populate_record(NULL::herald.producers, jsonb_build_object('producer', g::text)), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, now())`,
 		`herald._sms_within(g::text, g)`,
 		`herald._email_addresses(to_jsonb(g))`,
+		`herald._shallow(to_jsonb(g))`,
 		`herald._notify_due(g::text)`,
 		`herald._notify_clock_due(g)`,
 		`EXISTS (SELECT FROM herald._suppression('email', g::text, now()))`,

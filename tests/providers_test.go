@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -207,6 +208,126 @@ func TestPerChannelProviderAccounts(t *testing.T) {
 		if strings.Contains(logs.String(), secret) {
 			t.Fatalf("a secret appears in the runner's logs")
 		}
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+}
+
+// What herald.enqueue takes, the senders send: an attack by payloads each sender's
+// decoder would choke on (a field of the wrong JSON type, nesting past what JSON
+// readers take) must be refused at enqueue, naming the field, and store nothing; before,
+// such messages were stored and ended dead at their first attempt ("json: cannot
+// unmarshal", "exceeded max depth"), hours after the producer was told they were taken.
+// Everything taken is sent through `herald run` to the in-process SMTP server, a
+// SendGrid v3 receiver, the Twilio fake and a webhook receiver.
+func TestWhatEnqueueTakesTheSendersSend(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('marketing', 'email'), ('hooks', 'webhook')`)
+	nest := func(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
+	smtpSrv := sendertest.StartSMTP(t, true)
+	tw, _ := sendertest.FakeTwilio(t)
+	var mu sync.Mutex
+	received := 0
+	receiver := func(ok func(body []byte) bool) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if r.URL.Path == "/v3/scopes" { // the runner's start check of its SendGrid key
+				io.WriteString(w, `{"scopes":["mail.send"]}`)
+				return
+			}
+			if !ok(body) {
+				t.Errorf("%s: a request herald should not have sent: %.200s", r.URL.Path, body)
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			received++
+			mu.Unlock()
+			w.Header().Set("X-Message-Id", "sg-1")
+			w.WriteHeader(http.StatusAccepted)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	sendgrid := receiver(func(body []byte) bool {
+		var req struct {
+			Personalizations []json.RawMessage `json:"personalizations"`
+		}
+		return json.Unmarshal(body, &req) == nil && len(req.Personalizations) == 1
+	})
+	hooks := receiver(func(body []byte) bool { return json.Valid(body) })
+	hookURL := strings.Replace(hooks.URL, "127.0.0.1", "localhost", 1) + "/h"
+	const template = `"template_id":"d-0123456789abcdef0123456789abcdef","dynamic_template_data":`
+	for _, c := range []struct {
+		channel, payload, metadata string
+		refused                    string // the error's field; "" when it must be taken and sent
+	}{
+		{"email", `{"subject":"s","text":"t"}`, ``, ""},
+		{"email", `{"subject":"s","text":"t","html":null}`, ``, ""},
+		{"email", `{"subject":"s","text":"t","html":{"p":"x"}}`, ``, "payload.html"},
+		{"email", `{"subject":"s","html":"<p>h</p>","body":[1]}`, ``, "payload.body"},
+		{"email", `{"subject":"s","text":"t","body":5}`, ``, "payload.body"},
+		{"email", `{"subject":"s","text":"t","html":true,"cc":["bo@example.net"]}`, ``, "payload.html"},
+		{"email", `{"subject":"Caf\u00e9 \u2028 \t \u001b","text":"` + strings.Repeat("x", 3000) + `"}`, ``, ""},
+		{"email", `{"subject":"s","text":"t","headers":{"X-Note":"\u00e9t\u00e9"}}`, `{"m":` + nest(32) + `}`, ""},
+		{"email", `{"subject":"s","text":"t"}`, `{"m":` + nest(33) + `}`, "metadata"},
+		{"marketing", `{` + template + `{"a":` + nest(31) + `}}`, ``, ""},
+		{"marketing", `{` + template + `{"a":` + nest(32) + `}}`, ``, "payload"},
+		{"marketing", `{"subject":"s","text":"t","categories":["c"],"custom_args":{"k":"v"}}`, ``, ""},
+		{"sms", `{"text":"t"}`, ``, ""},
+		{"sms", `{"body":"b","text":null}`, ``, ""},
+		{"sms", `{"text":"t","body":{"a":1}}`, ``, "payload.body"},
+		{"sms", `{"text":7,"media_urls":["https://example.com/a.png"]}`, ``, "payload.text"},
+		{"hooks", `{"data":` + nest(32) + `}`, `{"m":` + nest(32) + `}`, ""},
+		{"hooks", `{"data":` + nest(33) + `}`, ``, "payload"},
+		{"hooks", `{"data":` + nest(5000) + `}`, ``, "payload"},
+		{"hooks", `{"n":1e400,"k\u0001":"\ud83d\ude00"}`, ``, ""},
+		{"hooks", `{}`, ``, ""},
+		{"hooks", `{"a":"b"}`, `{"m":` + nest(33) + `}`, "metadata"},
+	} {
+		recipient := map[string]string{"email": "ana@example.net", "marketing": "ana@example.net", "sms": "+14155550100", "hooks": hookURL}[c.channel]
+		var metadata any
+		if c.metadata != "" {
+			metadata = c.metadata
+		}
+		_, err := pool.Exec(context.Background(), `SELECT herald.enqueue(channel => $1, recipient => $2, payload => $3, metadata => $4)`,
+			c.channel, recipient, c.payload, metadata)
+		if c.refused == "" && err != nil {
+			t.Errorf("%s %.120s: refused: %v", c.channel, c.payload, err)
+		} else if c.refused != "" {
+			if err == nil {
+				t.Errorf("%s %.120s (metadata %.60s): taken, want refused on %s", c.channel, c.payload, c.metadata, c.refused)
+				continue
+			}
+			code := map[bool]string{true: "22V08", false: "22V03"}[c.refused == "metadata"]
+			wantPgError(t, err, code, c.refused)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	taken := countWhere(t, pool, `true`)
+	cmd, logs := runnerProcess(t, dbURL, append(smtpEnv("HERALD_SMTP_", smtpSrv),
+		"HERALD_SENDER_EMAIL=smtp", "HERALD_EMAIL_FROM=noreply@example.com",
+		"HERALD_SENDER_MARKETING=sendgrid", "HERALD_MARKETING_SENDGRID_API_KEY=SG.test-key",
+		"HERALD_MARKETING_SENDGRID_URL="+sendgrid.URL, "HERALD_MARKETING_FROM=noreply@example.com",
+		"HERALD_SENDER_SMS=twilio", "HERALD_TWILIO_URL="+tw.URL, "HERALD_TWILIO_ACCOUNT_SID=AC0123",
+		"HERALD_TWILIO_AUTH_TOKEN=tw-token", "HERALD_TWILIO_FROM=+15005550006",
+		"HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4),
+		"HERALD_WEBHOOK_ALLOW=127.0.0.1/32,::1/128", "HERALD_POLL_INTERVAL=100ms")...)
+	eventually(t, 30*time.Second, "every message taken settled", func() bool {
+		return countWhere(t, pool, `status NOT IN ('queued', 'processing')`) == taken
+	})
+	if failed := scalar[string](t, pool, `SELECT coalesce(string_agg(channel || ' ' || status || ': ' || coalesce(last_error, ''), '; '), '')
+		FROM herald.messages WHERE status <> 'sent'`); failed != "" {
+		t.Fatalf("taken but not sent: %s\n%s", failed, logs.String())
+	}
+	mu.Lock()
+	n := received
+	mu.Unlock()
+	if smtp := int64(len(smtpSrv.Messages())); smtp+int64(n)+countWhere(t, pool, `channel = 'sms'`) != taken {
+		t.Fatalf("%d messages taken; the SMTP server got %d, the HTTP receivers %d", taken, smtp, n)
 	}
 	waitExit(t, cmd, logs, 15*time.Second)
 }

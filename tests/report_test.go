@@ -57,6 +57,29 @@ func TestCompleteFencing(t *testing.T) {
 	}
 }
 
+// A receipt over 255 characters is a receiver's header, not a provider's id (a
+// webhook receiver chooses its X-Request-Id): the message is sent and the receipt not
+// kept, in the row or in the log; 255 characters are kept.
+func TestCompleteKeepsNoOverlongReceipt(t *testing.T) {
+	ctx, pool := setup(t)
+	a := enqueueEmail(t, pool, "a@example.com")
+	b := enqueueEmail(t, pool, "b@example.com")
+	c := claim(t, pool, 10, t0)
+	long, kept := strings.Repeat("r", 100000), strings.Repeat("k", 255)
+	if n := scalar[int32](t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[], $3, $4)`,
+		[]int64{c[0].ID, c[1].ID}, []int64{c[0].Token, c[1].Token}, []string{long, kept}, t0); n != 2 {
+		t.Fatalf("complete changed %d rows, want 2", n)
+	}
+	var receipts string
+	if err := pool.QueryRow(ctx, `SELECT string_agg(status || ':' || coalesce(length(provider_message_id), 0), ',' ORDER BY id)
+		FROM herald.messages WHERE id IN ($1, $2)`, a, b).Scan(&receipts); err != nil || receipts != "sent:0,sent:255" {
+		t.Fatalf("receipts %q %v", receipts, err)
+	}
+	if n := scalar[int64](t, pool, `SELECT max(length(r)) FROM herald.log_statements, unnest(provider_message_ids) r`); n != 255 {
+		t.Fatalf("the log keeps a receipt of %d characters", n)
+	}
+}
+
 // fail: transient retries after the channel's backoff (exponential, jittered,
 // capped) or at retry_at; rate_limited waits for retry_at and gives the attempt
 // back; permanent and exhausted attempts go dead; the history is kept.

@@ -1021,6 +1021,7 @@ DECLARE
   v_specs herald.message_spec[] := specs;
   v_first bigint[];
   v_valid boolean := true;
+  v_conflict integer; -- the index in v_skip of a repeat whose key names another notification
   v_stored bigint;
   v_logged bigint[];
   v_logged_channels text[];
@@ -1058,6 +1059,22 @@ BEGIN
     SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
     FROM herald._repeats(specs => specs, policy => v_policy, ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
+    IF cardinality(v_skip) > 0 AND v_valid THEN -- a repeat carries what the message it repeats does
+      SELECT min(r.i) INTO v_conflict
+      FROM unnest(v_skip, v_first) WITH ORDINALITY AS r (pos, first_id, i)
+      LEFT JOIN herald.messages m ON m.id = r.first_id -- stored; else one of this call
+      WHERE ((specs[r.pos]).channel, (specs[r.pos]).recipient, (specs[r.pos]).payload) IS DISTINCT FROM
+            (coalesce(m.channel, (specs[array_position(v_ids, r.first_id)]).channel),
+             coalesce(m.recipient, (specs[array_position(v_ids, r.first_id)]).recipient),
+             coalesce(m.payload, (specs[array_position(v_ids, r.first_id)]).payload));
+      IF v_conflict IS NOT NULL THEN
+        PERFORM herald._reject(code => '22V20',
+          field => CASE WHEN single THEN '' ELSE format('messages[%s].', v_skip[v_conflict] - 1) END || 'idempotency_key',
+          message => format('%L was used for message %s, with another channel, recipient or payload',
+                            (specs[v_skip[v_conflict]]).idempotency_key, v_first[v_conflict]),
+          hint => 'a key names one notification: a retry sends the same one; give another notification its own key');
+      END IF;
+    END IF;
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
     END LOOP;
@@ -1850,6 +1867,16 @@ DECLARE
   i integer;
   p text;
 BEGIN
+  IF NOT herald._shallow(value => payload) THEN
+    RETURN ARRAY['payload', 'is nested more than 32 levels deep, more than JSON readers take'];
+  END IF;
+  IF kind = 'sms' THEN
+    FOREACH k IN ARRAY ARRAY['text', 'body'] LOOP
+      IF jsonb_typeof(payload -> k) NOT IN ('string', 'null') THEN
+        RETURN ARRAY['payload.' || k, 'must be a string'];
+      END IF;
+    END LOOP;
+  END IF;
   IF kind = 'sms' AND payload ? 'media_urls' THEN
     v := payload -> 'media_urls';
     IF jsonb_typeof(v) <> 'array' OR jsonb_array_length(v) NOT BETWEEN 1 AND 10 THEN
@@ -2997,6 +3024,24 @@ COMMENT ON FUNCTION herald._settle_rechecks() IS 'Private: release the next mess
 
 
 --
+-- Name: _shallow(jsonb); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._shallow(value jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  SELECT NOT value @? 'strict $.**{33}'
+$_$;
+
+
+--
+-- Name: FUNCTION _shallow(value jsonb); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._shallow(value jsonb) IS 'Private: true when no value inside a JSON value lies more than 32 levels below its top (inlined).';
+
+
+--
 -- Name: _sms_segments(text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -3369,6 +3414,7 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments
                             AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
                             AND CASE WHEN payload - '{subject,text,html,body}'::text[] = '{}' -- the usual payload
                                      THEN payload ->> 'subject' !~ '[\r\n]'
+                                          AND NOT payload @? 'strict $.* ? (@.type() != "string" && @.type() != "null")'
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
                                           AND herald._email_addresses(payload => payload) <= max_recipients
@@ -3381,10 +3427,12 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments
                           AND coalesce(length(payload ->> 'text'), 0) <= 1600 AND coalesce(length(payload ->> 'body'), 0) <= 1600
                           AND (max_segments IS NULL OR payload ? 'media_urls'
                                OR herald._sms_within(body => coalesce(nullif(payload ->> 'text', ''), payload ->> 'body'), max_segments => max_segments))
+                          AND NOT payload @? 'strict $ ? ((@.text.type() != "string" && @.text.type() != "null") || (@.body.type() != "string" && @.body.type() != "null"))'
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
                           AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
+               AND herald._shallow(value => payload)
                AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)
                     OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$'))
                     AND herald._refused_address(url => recipient) IS NULL))
@@ -3393,7 +3441,7 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
     AND (priority IS NULL OR priority <@ int4range((policy).min_priority, 100, '[]'))
     AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
-    AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
+    AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192 AND herald._shallow(value => metadata)))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
     AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]'))
     AND (expires_at IS NULL OR expires_at > greatest(run_at, now))
@@ -3521,6 +3569,8 @@ BEGIN
     PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => 'must be a JSON object');
   ELSIF pg_column_size(spec.metadata) > 8192 THEN
     PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => format('is %s bytes, over the 8192-byte limit', pg_column_size(spec.metadata)));
+  ELSIF NOT herald._shallow(value => spec.metadata) THEN
+    PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => 'is nested more than 32 levels deep, more than JSON readers take');
   END IF;
   IF spec.idempotency_key = '' OR length(spec.idempotency_key) > 255 THEN
     PERFORM herald._reject(code => '22V09', field => p || 'idempotency_key', message => 'must be 1 to 255 characters');
@@ -3833,7 +3883,7 @@ BEGIN
     UPDATE herald.messages m
     SET status = 'sent',
         finished_at = complete.now,
-        provider_message_id = u.provider_message_id,
+        provider_message_id = CASE WHEN length(u.provider_message_id) <= 255 THEN u.provider_message_id END,
         lease_token = NULL,
         lease_expires_at = NULL
     FROM unnest(ids, lease_tokens, provider_message_ids) AS u(id, lease_token, provider_message_id)
@@ -7290,6 +7340,13 @@ REVOKE ALL ON FUNCTION herald._sender_allowed(sender text, senders text[]) FROM 
 --
 
 REVOKE ALL ON FUNCTION herald._settle_rechecks() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _shallow(value jsonb); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._shallow(value jsonb) FROM PUBLIC;
 
 
 --

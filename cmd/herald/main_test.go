@@ -69,9 +69,14 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 	if code != exitOK || id == "" || errOut != "" {
 		t.Fatalf("enqueue: %d %q %q", code, out, errOut)
 	}
-	if code, out, _ = run(t, "enqueue", "--channel", "email", "--recipient", "bo@example.com",
+	if code, out, _ = run(t, "enqueue", "--channel", "email", "--recipient", "ana@example.com",
 		"--payload", `{"subject":"Hi","text":"Hello"}`, "--idempotency-key", "cli-1"); code != exitOK || strings.TrimSpace(out) != id {
 		t.Fatalf("idempotent repeat: %d %q, want id %s", code, out, id)
+	}
+	if code, out, errOut = run(t, "enqueue", "--channel", "email", "--recipient", "bo@example.com",
+		"--payload", `{"subject":"Hi","text":"Hello"}`, "--idempotency-key", "cli-1"); code != exitUsage || out != "" ||
+		!strings.Contains(errOut, "idempotency_key_reused") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("a key reused for another recipient: %d %q %q", code, out, errOut)
 	}
 
 	stdin = strings.NewReader(`[{"channel":"sms","recipient":"+14155550100","payload":{"text":"a"}},

@@ -20,6 +20,9 @@ async function main() {
     const first = (await client.query(enqueue, ['ana@example.com', payload, 'order-42'])).rows[0].id;
     const again = (await client.query(enqueue, ['ana@example.com', payload, 'order-42'])).rows[0].id;
     assert.strictEqual(again, first);
+    // The key names that notification: another one under it is refused, named.
+    await assert.rejects(client.query(enqueue, ['bo@example.com', payload, 'order-42']),
+      (e) => e.code === '22V20' && e.column === 'idempotency_key');
 
     // A batch: all or nothing, ids in input order.
     const batch = [

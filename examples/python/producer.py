@@ -24,6 +24,12 @@ def main() -> int:
         (first,) = conn.execute(sql, ("ana@example.com", payload, "order-42")).fetchone()
         (again,) = conn.execute(sql, ("ana@example.com", payload, "order-42")).fetchone()
         assert again == first, (first, again)
+        # The key names that notification: another one under it is refused, named.
+        try:
+            conn.execute(sql, ("bo@example.com", payload, "order-42"))
+            raise AssertionError("a key reused for another recipient was taken")
+        except psycopg.Error as e:
+            assert (e.sqlstate, e.diag.column_name) == ("22V20", "idempotency_key"), e
 
         # A batch: all or nothing, ids in input order. recipient_zone is the person's time
         # zone: a channel with quiet_per_recipient keeps its quiet hours in it.

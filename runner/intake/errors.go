@@ -14,9 +14,10 @@ import (
 
 // InputError is bad input, as herald's SQL reported it: a stable code, the field,
 // and for a batch the index of the first bad message. Forbidden marks input the
-// producer is not allowed (HTTP 403) rather than malformed (400); OverQuota a call
-// refused while the producer is at its max_pending or suspended, or a recipient at
-// its channel's recipient_limit (429: retry later).
+// producer is not allowed (HTTP 403) rather than malformed (400); KeyReused an
+// idempotency key given before with another channel, recipient or payload (422);
+// OverQuota a call refused while the producer is at its max_pending or suspended, or
+// a recipient at its channel's recipient_limit (429: retry later).
 type InputError struct {
 	Code    string `json:"code"`
 	Field   string `json:"field,omitempty"`
@@ -25,6 +26,7 @@ type InputError struct {
 	// Status, for a cancel refused (not_cancellable), is the message's state.
 	Status    string `json:"status,omitempty"`
 	Forbidden bool   `json:"-"`
+	KeyReused bool   `json:"-"`
 	OverQuota bool   `json:"-"`
 	// RetryAfter, for an OverQuota refusal of a suspended producer or a recipient at
 	// its limit, is how long until it is let in again (herald.producer_wait,
@@ -51,6 +53,7 @@ var codes = map[string]string{
 	"22V12": "invalid_argument",
 	"22V17": "invalid_expires_at",
 	"22V19": "invalid_recipient_zone",
+	"22V20": "idempotency_key_reused",
 }
 
 // notGranted maps the fields of herald's 42501 errors that are the producer's input
@@ -95,7 +98,7 @@ func AsInputError(err error) (*InputError, bool) {
 	case pg.Code == "53400" && ie.Field == "recipient": // herald.channels.recipient_limit
 		ie.Code, ie.OverQuota = "recipient_limit_exceeded", true
 	default:
-		ie.Code = codes[pg.Code]
+		ie.Code, ie.KeyReused = codes[pg.Code], pg.Code == "22V20"
 	}
 	if ie.Code == "" {
 		return nil, false

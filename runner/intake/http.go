@@ -523,7 +523,7 @@ func withWait(ctx context.Context, q Querier, err error, refused func(index *int
 }
 
 // fail answers an error: 400 for bad input, 403 for input the producer is not
-// granted, 429 while it is at its max_pending or suspended or the recipient at its
+// granted, 422 for an idempotency key reused for another message, 429 while it is at its max_pending or suspended or the recipient at its
 // limit, 503 when the request's time ran out (timeout) or the database is
 // unavailable, 500 (logged, with no detail) for anything else.
 func (h *handler) fail(w http.ResponseWriter, err error) {
@@ -531,6 +531,8 @@ func (h *handler) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.As(err, &ie) && ie.Forbidden:
 		writeError(w, http.StatusForbidden, ie)
+	case errors.As(err, &ie) && ie.KeyReused:
+		writeError(w, http.StatusUnprocessableEntity, ie)
 	case errors.As(err, &ie) && ie.OverQuota:
 		wait := h.cfg.QuotaRetry
 		if ie.RetryAfter > 0 {

@@ -79,9 +79,11 @@ func retryAfter(h http.Header, now time.Time) time.Time {
 // open a connection — and a TLS handshake — per message, as the default client's 2
 // do), HTTP/2 when offered, TLS sessions resumed on new connections (a cache of
 // MaxIdlePerHost sessions), dial and TLS handshake bounded (10 s each) within the
-// request's timeout, and when roots is not nil, only those CAs trusted.
+// request's timeout, at most MaxResponseHeader bytes of a response's headers read,
+// and when roots is not nil, only those CAs trusted.
 func ProviderClient(timeout time.Duration, roots *x509.CertPool) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxResponseHeaderBytes = MaxResponseHeader
 	t.MaxIdleConns = 4 * MaxIdlePerHost
 	t.MaxIdleConnsPerHost = MaxIdlePerHost
 	t.IdleConnTimeout = 90 * time.Second
@@ -92,6 +94,11 @@ func ProviderClient(timeout time.Duration, roots *x509.CertPool) *http.Client {
 		ClientSessionCache: tls.NewLRUClientSessionCache(MaxIdlePerHost)}
 	return &http.Client{Timeout: timeout, Transport: t}
 }
+
+// MaxResponseHeader bounds the headers of a provider's or receiver's answer: a few
+// kilobytes in practice, where Go's default (10 MiB) let a hostile webhook receiver
+// make every send in flight hold ten megabytes (a send with more fails, transient).
+const MaxResponseHeader = 64 << 10
 
 // MaxIdlePerHost is how many idle connections ProviderClient keeps per host: as many
 // as the sends a runner may have in flight by default (HERALD_CONCURRENCY, 512), so

@@ -1,13 +1,13 @@
 -- herald._enqueue(specs, now, single, as_producer) — the one writer of herald.messages:
 -- store messages and their 'accepted' log event, all or nothing; ids in input order
--- (`now` other than now() is herald_admin's). Each belongs to as_producer (only status
--- callbacks name one) or herald._producer(), on a channel open to it; its
--- herald.producers row gives the most urgent priority (none: 0; above 0 the default),
--- the e-mail from it may set, and 53400 'producer' when at max_pending, suspended
--- (unless all are repeats) or past its send_limit (herald._spend_producer). A repeated
--- idempotency key (herald._repeats) is answered with the first id, not stored.
--- expires_at: least(spec's, due + ttl). On a channel with quiet_per_recipient a message
--- is due at the end of its recipient's quiet hours (no zone known: at once). Suppressed
+-- (`now` other than now() is herald_admin's). Each belongs to as_producer (status
+-- callbacks) or herald._producer(), on a channel open to it; its herald.producers row
+-- gives the most urgent priority (none: 0; above 0 the default), the from it may set,
+-- and 53400 'producer' when at max_pending, suspended (unless all are repeats) or past
+-- its send_limit (herald._spend_producer). A repeated idempotency key (herald._repeats)
+-- is answered with the first id, not stored; 22V20 if its channel, recipient or payload
+-- (jsonb) differ, after its own input errors. expires_at: least(spec's, due + ttl). With
+-- quiet_per_recipient, due at the end of the recipient's quiet hours. Suppressed
 -- recipients are stored 'suppressed' (a log event); one behind a pending message of its
 -- ordering key 'held'. Stored where herald._valid holds, else herald._validate names the
 -- first bad one (COLUMN 'messages[i].field' or 'field'); then herald._spend_recipients
@@ -34,6 +34,7 @@ DECLARE
   v_specs herald.message_spec[] := specs;
   v_first bigint[];
   v_valid boolean := true;
+  v_conflict integer; -- the index in v_skip of a repeat whose key names another notification
   v_stored bigint;
   v_logged bigint[];
   v_logged_channels text[];
@@ -71,6 +72,22 @@ BEGIN
     SELECT r.positions, r.first_ids, r.valid INTO v_skip, v_first, v_valid
     FROM herald._repeats(specs => specs, policy => v_policy, ids => v_ids, now => _enqueue.now) AS r;
     v_skip := coalesce(v_skip, '{}');
+    IF cardinality(v_skip) > 0 AND v_valid THEN -- a repeat carries what the message it repeats does
+      SELECT min(r.i) INTO v_conflict
+      FROM unnest(v_skip, v_first) WITH ORDINALITY AS r (pos, first_id, i)
+      LEFT JOIN herald.messages m ON m.id = r.first_id -- stored; else one of this call
+      WHERE ((specs[r.pos]).channel, (specs[r.pos]).recipient, (specs[r.pos]).payload) IS DISTINCT FROM
+            (coalesce(m.channel, (specs[array_position(v_ids, r.first_id)]).channel),
+             coalesce(m.recipient, (specs[array_position(v_ids, r.first_id)]).recipient),
+             coalesce(m.payload, (specs[array_position(v_ids, r.first_id)]).payload));
+      IF v_conflict IS NOT NULL THEN
+        PERFORM herald._reject(code => '22V20',
+          field => CASE WHEN single THEN '' ELSE format('messages[%s].', v_skip[v_conflict] - 1) END || 'idempotency_key',
+          message => format('%L was used for message %s, with another channel, recipient or payload',
+                            (specs[v_skip[v_conflict]]).idempotency_key, v_first[v_conflict]),
+          hint => 'a key names one notification: a retry sends the same one; give another notification its own key');
+      END IF;
+    END IF;
     FOR i IN 1 .. cardinality(v_skip) LOOP
       v_specs[v_skip[i]] := NULL; -- a NULL spec joins no channel: not inserted
     END LOOP;

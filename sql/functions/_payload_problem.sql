@@ -9,7 +9,8 @@
 --   id (d-<32 hex>), dynamic_template_data an object (with template_id); categories
 --   1..10 strings of 1..255; custom_args an object of strings under 10,000 bytes, not
 --   herald_id; subject, text, html, body strings, subject without line breaks.
--- sms: media_urls 1..10 http(s) URLs of at most 2,048 characters.
+-- sms: text, body strings; media_urls 1..10 http(s) URLs of at most 2,048 characters.
+-- Any kind: nested at most 32 levels (herald._shallow).
 -- herald._valid calls it when a payload has a field past the required ones (or a
 -- subject with a line break), herald._validate to name the field. Locks: none.
 CREATE OR REPLACE FUNCTION herald._payload_problem(kind text, payload jsonb)
@@ -24,6 +25,16 @@ DECLARE
   i integer;
   p text;
 BEGIN
+  IF NOT herald._shallow(value => payload) THEN
+    RETURN ARRAY['payload', 'is nested more than 32 levels deep, more than JSON readers take'];
+  END IF;
+  IF kind = 'sms' THEN
+    FOREACH k IN ARRAY ARRAY['text', 'body'] LOOP
+      IF jsonb_typeof(payload -> k) NOT IN ('string', 'null') THEN
+        RETURN ARRAY['payload.' || k, 'must be a string'];
+      END IF;
+    END LOOP;
+  END IF;
   IF kind = 'sms' AND payload ? 'media_urls' THEN
     v := payload -> 'media_urls';
     IF jsonb_typeof(v) <> 'array' OR jsonb_array_length(v) NOT BETWEEN 1 AND 10 THEN

@@ -44,6 +44,7 @@ AS $$
                             AND payload @? 'strict $ ? ((@.subject > "" && (@.text > "" || @.html > "" || @.body > "")) || @.template_id > "")'
                             AND CASE WHEN payload - '{subject,text,html,body}'::text[] = '{}' -- the usual payload
                                      THEN payload ->> 'subject' !~ '[\r\n]'
+                                          AND NOT payload @? 'strict $.* ? (@.type() != "string" && @.type() != "null")'
                                      ELSE payload - herald._payload_fields(kind => 'email') = '{}'
                                           AND herald._payload_problem(kind => 'email', payload => payload) IS NULL
                                           AND herald._email_addresses(payload => payload) <= max_recipients
@@ -56,10 +57,12 @@ AS $$
                           AND coalesce(length(payload ->> 'text'), 0) <= 1600 AND coalesce(length(payload ->> 'body'), 0) <= 1600
                           AND (max_segments IS NULL OR payload ? 'media_urls'
                                OR herald._sms_within(body => coalesce(nullif(payload ->> 'text', ''), payload ->> 'body'), max_segments => max_segments))
+                          AND NOT payload @? 'strict $ ? ((@.text.type() != "string" && @.text.type() != "null") || (@.body.type() != "string" && @.body.type() != "null"))'
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
                           AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
           ELSE length(recipient) <@ int4range(1, 320, '[]')
                AND jsonb_typeof(payload) = 'object'
+               AND herald._shallow(value => payload)
                AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)
                     OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$'))
                     AND herald._refused_address(url => recipient) IS NULL))
@@ -68,7 +71,7 @@ AS $$
     AND (run_at IS NULL OR run_at BETWEEN now - interval '1 year' AND now + interval '1 year')
     AND (priority IS NULL OR priority <@ int4range((policy).min_priority, 100, '[]'))
     AND (max_attempts IS NULL OR max_attempts <@ int4range(1, 100, '[]'))
-    AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192))
+    AND (metadata IS NULL OR (jsonb_typeof(metadata) = 'object' AND pg_column_size(metadata) <= 8192 AND herald._shallow(value => metadata)))
     AND (idempotency_key IS NULL OR length(idempotency_key) <@ int4range(1, 255, '[]'))
     AND (ordering_key IS NULL OR length(ordering_key) <@ int4range(1, 255, '[]'))
     AND (expires_at IS NULL OR expires_at > greatest(run_at, now))

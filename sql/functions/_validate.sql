@@ -9,7 +9,7 @@
 --         payload.<field> unknown to the kind or breaking its rules (_payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
 --   22V06 priority -100..100   42501 priority below min_priority, payload.from not in senders
---   22V07 max_attempts 1..100   22V08 metadata object, 8 kB   22V09 idempotency_key /
+--   22V07 max_attempts 1..100   22V08 metadata object, 8 kB, 32 levels   22V09 idempotency_key /
 --   22V10 ordering_key  1..255 characters   22V17 expires_at  after run_at (and now)
 --   22V19 recipient_zone  a time zone name (herald._time_zone). Optional fields may be
 -- NULL (defaults). Reads herald.channels by primary key. Locks: none.
@@ -123,6 +123,8 @@ BEGIN
     PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => 'must be a JSON object');
   ELSIF pg_column_size(spec.metadata) > 8192 THEN
     PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => format('is %s bytes, over the 8192-byte limit', pg_column_size(spec.metadata)));
+  ELSIF NOT herald._shallow(value => spec.metadata) THEN
+    PERFORM herald._reject(code => '22V08', field => p || 'metadata', message => 'is nested more than 32 levels deep, more than JSON readers take');
   END IF;
   IF spec.idempotency_key = '' OR length(spec.idempotency_key) > 255 THEN
     PERFORM herald._reject(code => '22V09', field => p || 'idempotency_key', message => 'must be 1 to 255 characters');

@@ -1,5 +1,6 @@
 -- herald.complete(ids, lease_tokens, provider_message_ids, now) — mark delivered
--- messages sent, storing each provider message id as the receipt; returns how many
+-- messages sent, storing each provider message id as the receipt (one over 255
+-- characters is no provider's id but a receiver's header: not kept); returns how many
 -- rows changed. Only rows still processing under the same lease_token change: a lower
 -- count means a lease was lost (log it as a possible duplicate delivery). A repeat
 -- changes nothing. Each changed row gets a 'sent' log event in the same statement, one
@@ -35,7 +36,7 @@ BEGIN
     UPDATE herald.messages m
     SET status = 'sent',
         finished_at = complete.now,
-        provider_message_id = u.provider_message_id,
+        provider_message_id = CASE WHEN length(u.provider_message_id) <= 255 THEN u.provider_message_id END,
         lease_token = NULL,
         lease_expires_at = NULL
     FROM unnest(ids, lease_tokens, provider_message_ids) AS u(id, lease_token, provider_message_id)

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -320,6 +322,50 @@ func TestWebhookDoesNotFollowRedirects(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Fatalf("a redirect was followed %d times", n)
+	}
+}
+
+// An attack by a receiver a producer points its webhooks at: an answer with 10 MiB of
+// headers is read no further than sender.MaxResponseHeader (Go's default read all
+// 10 MiB, so every send in flight to such receivers held ten megabytes) and fails
+// transient. Measured as the bytes the send allocates.
+func TestAReceiversHugeHeadersAreNotRead(t *testing.T) {
+	var answer bytes.Buffer
+	answer.WriteString("HTTP/1.1 200 OK\r\n")
+	for i := 0; answer.Len() < 10<<20; i++ {
+		fmt.Fprintf(&answer, "X-Pad-%d: %s\r\n", i, strings.Repeat("a", 1000))
+	}
+	answer.WriteString("Content-Length: 0\r\n\r\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				http.ReadRequest(bufio.NewReader(c))
+				c.Write(answer.Bytes())
+			}()
+		}
+	}()
+	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = s.Send(context.Background(), sender.Message{ID: 1, Recipient: "http://" + ln.Addr().String() + "/h", Payload: json.RawMessage(`{}`)})
+	runtime.ReadMemStats(&after)
+	sendertest.WantClass(t, err, sender.ClassTransient)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2<<20 {
+		t.Fatalf("the send allocated %d bytes for an answer of %d bytes of headers", got, answer.Len())
 	}
 }
 
