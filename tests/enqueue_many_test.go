@@ -291,6 +291,10 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"sms", "+14155550100", `{"text":"t","body":{"b":1}}`, ""},
 		{"sms", "+14155550100", `{"text":"t","body":null}`, ""},
 		{"sms", "+14155550100", `{"text":false,"media_urls":["https://example.com/a.png"]}`, ""},
+		// a custom header's line, name and value, within 998 bytes
+		{"email", "a@example.com", `{"subject":"s","text":"t","headers":{"X-A":"` + strings.Repeat("z", 993) + `"}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","headers":{"X-A":"` + strings.Repeat("z", 994) + `"}}`, ""},
+		{"email", "a@example.com", `{"subject":"s","text":"t","headers":{"X-A":"` + strings.Repeat("é", 497) + `"}}`, ""},
 		// nesting: 32 levels below the top at most, in payloads and metadata
 		{"other", "r", `{"a":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}`, ""},
 		{"other", "r", `{"a":` + strings.Repeat("[", 33) + strings.Repeat("]", 33) + `}`, ""},

@@ -1939,8 +1939,8 @@ BEGIN
                      '|(x-sg|x-mc|x-mailgun|x-ses|x-msys|x-pm|x-mj|x-mailjet|x-mailin|x-ms-exchange)-.*)$') THEN
         RETURN ARRAY['payload.headers.' || k, 'is a provider''s control header or a mail server''s trace or authentication header, which only the provider or the servers set'];
       END IF;
-      IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
-        RETURN ARRAY['payload.headers.' || k, 'must be a string of at most 998 characters on one line'];
+      IF jsonb_typeof(e) <> 'string' OR length(k) + 2 + octet_length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
+        RETURN ARRAY['payload.headers.' || k, 'must be a string on one line, within 998 bytes with its name and ": " (RFC 5322''s line limit)'];
       END IF;
     END LOOP;
   END IF;

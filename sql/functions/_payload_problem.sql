@@ -3,11 +3,11 @@
 -- email: from, reply_to mailboxes (herald._mailbox) of 1..320; cc, bcc arrays of 1..50
 --   addresses; headers at most 50 names (printable ASCII, no colon; not one herald
 --   sets, a sender's identity, a provider's control header or a mail server's trace
---   or authentication header: docs/sql.md "Payload fields") to one-line strings of at
---   most 998; attachments 1..10 objects {filename (no executable type Gmail blocks:
---   .exe, .js, .scr…), content (base64), content_type, disposition, content_id}; template_id a SendGrid dynamic template
---   id (d-<32 hex>), dynamic_template_data an object (with template_id); categories
---   1..10 strings of 1..255; custom_args an object of strings under 10,000 bytes, not
+--   or authentication header: docs/sql.md "Payload fields") to one-line strings, the
+--   line within 998 bytes; attachments 1..10 objects {filename (no executable type
+--   Gmail blocks), content (base64), content_type, disposition, content_id}; template_id
+--   d-<32 hex>, dynamic_template_data an object (with template_id); categories 1..10
+--   strings of 1..255; custom_args an object of strings under 10,000 bytes, not
 --   herald_id; subject, text, html, body strings, subject without line breaks.
 -- sms: text, body strings; media_urls 1..10 http(s) URLs of at most 2,048 characters.
 -- Any kind: nested at most 32 levels (herald._shallow).
@@ -97,8 +97,8 @@ BEGIN
                      '|(x-sg|x-mc|x-mailgun|x-ses|x-msys|x-pm|x-mj|x-mailjet|x-mailin|x-ms-exchange)-.*)$') THEN
         RETURN ARRAY['payload.headers.' || k, 'is a provider''s control header or a mail server''s trace or authentication header, which only the provider or the servers set'];
       END IF;
-      IF jsonb_typeof(e) <> 'string' OR length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
-        RETURN ARRAY['payload.headers.' || k, 'must be a string of at most 998 characters on one line'];
+      IF jsonb_typeof(e) <> 'string' OR length(k) + 2 + octet_length(e #>> '{}') > 998 OR e #>> '{}' ~ '[\r\n]' THEN
+        RETURN ARRAY['payload.headers.' || k, 'must be a string on one line, within 998 bytes with its name and ": " (RFC 5322''s line limit)'];
       END IF;
     END LOOP;
   END IF;

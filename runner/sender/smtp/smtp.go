@@ -501,10 +501,10 @@ func (s *Sender) message(e email.Email) (*mail.Msg, error) {
 			return nil, sender.Permanent(fmt.Errorf("bcc: %w", err))
 		}
 	}
-	setHeader(msg, mail.HeaderSubject, e.Subject)
+	setHeader(msg, mail.HeaderSubject, e.Subject, true)
 	msg.SetMessageIDWithValue(strings.Trim(e.MessageID, "<>"))
 	for k, v := range e.Headers {
-		setHeader(msg, mail.Header(k), v)
+		setHeader(msg, mail.Header(k), v, false)
 	}
 	switch {
 	case e.Text != "" && e.HTML != "":
@@ -529,12 +529,14 @@ func (s *Sender) message(e email.Email) (*mail.Msg, error) {
 	return msg, nil
 }
 
-// setHeader sets an unstructured header so that receivers read back exactly v: as
-// go-mail encodes it (RFC 2047 when it is not plain ASCII), except that text which
+// setHeader sets a header so that receivers read back exactly v: as go-mail encodes
+// it (RFC 2047 when it is not plain ASCII, folded at spaces), except that text which
 // itself looks like an encoded word ("=?…?=") is encoded too, or receivers would
-// decode it into other text.
-func setHeader(msg *mail.Msg, h mail.Header, v string) {
-	if !strings.Contains(v, "=?") {
+// decode it into other text, and, when long is true (unstructured text such as the
+// subject), so is text with a word too long to fold, whose line would pass RFC 5322's
+// 998 characters (relays refuse or cut it). Encoded words are folded one a line.
+func setHeader(msg *mail.Msg, h mail.Header, v string, long bool) {
+	if !strings.Contains(v, "=?") && !(long && slices.ContainsFunc(strings.Split(v, " "), func(w string) bool { return len(w) > 60 })) {
 		msg.SetGenHeader(h, v)
 		return
 	}
@@ -547,7 +549,7 @@ func setHeader(msg *mail.Msg, h mail.Header, v string) {
 		words = append(words, "=?UTF-8?B?"+base64.StdEncoding.EncodeToString([]byte(v[:n]))+"?=")
 		v = v[n:]
 	}
-	msg.SetGenHeaderPreformatted(h, strings.Join(words, " "))
+	msg.SetGenHeaderPreformatted(h, strings.Join(words, "\r\n "))
 }
 
 // Check connects, starts TLS and authenticates as configured and, when the channel

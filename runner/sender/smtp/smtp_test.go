@@ -922,3 +922,55 @@ func (r *lenientRelay) serve(c net.Conn) {
 		buf = append(buf, chunk[:n]...)
 	}
 }
+
+// No line of a message passes RFC 5322's 998 characters (relays refuse such mail or
+// cut the line): a subject with a word too long to fold at a space, or text that looks
+// like an encoded word, is written as encoded words one a line, and reads back as
+// given; a custom header is folded the same when it is encoded.
+func TestLongHeadersStayWithinTheLineLimit(t *testing.T) {
+	t.Parallel()
+	relay := startLenientRelay(t)
+	host, port, _ := net.SplitHostPort(relay.addr)
+	p, _ := strconv.Atoi(port)
+	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second,
+		Defaults: email.Defaults{From: "noreply@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := []string{
+		strings.Repeat("x", 5000),
+		"Reset your password: https://example.com/reset?token=" + strings.Repeat("a1", 600),
+		"=?" + strings.Repeat("y", 3000),
+		strings.TrimSpace(strings.Repeat("word ", 1000)),
+		strings.Repeat("é", 3000),
+	}
+	header := "=?" + strings.Repeat("z", 900)
+	for i, subject := range subjects {
+		payload, _ := json.Marshal(map[string]any{"subject": subject, "text": "t",
+			"headers": map[string]string{"X-Note": header, "X-A": strings.Repeat("z", 993)}}) // the longest herald takes
+		if _, err := s.Send(context.Background(), sender.Message{ID: int64(i + 1), Recipient: "ana@example.net", Attempt: 1, Payload: payload}); err != nil {
+			t.Fatalf("subject %d: %v", i, err)
+		}
+	}
+	relay.mu.Lock()
+	defer relay.mu.Unlock()
+	for i, data := range relay.data {
+		for _, line := range strings.Split(data, "\r\n") {
+			if len(line) > 998 {
+				t.Fatalf("subject %d: a line of %d characters: %.80s…", i, len(line), line)
+			}
+		}
+		m, err := mail.ReadMessage(strings.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := new(mime.WordDecoder)
+		got, err := dec.DecodeHeader(m.Header.Get("Subject"))
+		if err != nil || got != subjects[i] {
+			t.Fatalf("subject %d reads back as %.80q… (%v)", i, got, err)
+		}
+		if got, err := dec.DecodeHeader(m.Header.Get("X-Note")); err != nil || got != header {
+			t.Fatalf("X-Note reads back as %.80q… (%v)", got, err)
+		}
+	}
+}
