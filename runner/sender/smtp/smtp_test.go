@@ -924,7 +924,7 @@ func (r *lenientRelay) serve(c net.Conn) {
 }
 
 // No line of a message passes RFC 5322's 998 characters (relays refuse such mail or
-// cut the line): a subject with a word too long to fold at a space, or text that looks
+// cut the line): bodies are quoted-printable; a subject with a word too long to fold at a space, or text that looks
 // like an encoded word, is written as encoded words one a line, and reads back as
 // given; a custom header is folded the same when it is encoded.
 func TestLongHeadersStayWithinTheLineLimit(t *testing.T) {
@@ -946,7 +946,7 @@ func TestLongHeadersStayWithinTheLineLimit(t *testing.T) {
 	}
 	header := "=?" + strings.Repeat("z", 900)
 	for i, subject := range subjects {
-		payload, _ := json.Marshal(map[string]any{"subject": subject, "text": "t",
+		payload, _ := json.Marshal(map[string]any{"subject": subject, "text": strings.Repeat("t", 5000), "html": "<p>" + strings.Repeat("h", 5000) + "</p>",
 			"headers": map[string]string{"X-Note": header, "X-A": strings.Repeat("z", 993)}}) // the longest herald takes
 		if _, err := s.Send(context.Background(), sender.Message{ID: int64(i + 1), Recipient: "ana@example.net", Attempt: 1, Payload: payload}); err != nil {
 			t.Fatalf("subject %d: %v", i, err)
