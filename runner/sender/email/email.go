@@ -178,6 +178,7 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 			return Email{}, sender.Permanent(fmt.Errorf("payload: cc/bcc address %q: %w", a, err))
 		}
 	}
+	e.Cc, e.Bcc = distinct(e.To, e.Cc, e.Bcc)
 	for k, v := range e.Headers { // what herald sets itself SQL refuses (herald._payload_problem)
 		if strings.ContainsAny(k, ": \r\n") || strings.ContainsAny(v, "\r\n") {
 			return Email{}, sender.Permanent(fmt.Errorf("payload: header %q cannot be set", k))
@@ -198,6 +199,25 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	}
 	e.MessageID = MessageID(m.ID, d.MessageIDKey, domain)
 	return e, nil
+}
+
+// distinct leaves out of cc and bcc each address the message already goes to, the
+// recipient or an earlier copy (letter case aside): SendGrid refuses a message that
+// names an address twice (400, "Each unique email address in the personalizations
+// array should only be included once"), and an SMTP server may deliver it twice.
+func distinct(to string, cc, bcc []string) ([]string, []string) {
+	seen := map[string]bool{strings.ToLower(to): true}
+	keep := func(list []string) []string {
+		var out []string
+		for _, a := range list {
+			if k := strings.ToLower(a); !seen[k] {
+				seen[k] = true
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	return keep(cc), keep(bcc)
 }
 
 // MessageID is the Message-ID of herald message id: <herald-ID@domain>, or with a key

@@ -47,3 +47,18 @@ func TestMessageIDIsSignedWithTheKey(t *testing.T) {
 		t.Fatalf("without a key: %q", got)
 	}
 }
+
+// Each address once: copies naming the recipient or an earlier copy (letter case
+// aside) are left out, the first spelling kept, so SendGrid does not refuse the
+// message and an SMTP server is not asked twice.
+func TestAnAddressIsCopiedOnce(t *testing.T) {
+	m := sender.Message{ID: 1, Channel: "email", Recipient: "ana@example.net", Payload: json.RawMessage(
+		`{"subject":"s","text":"t","cc":["ANA@example.net","bo@example.net","Bo@Example.net"],"bcc":["bo@example.net","cy@example.net","cy@example.net"]}`)}
+	e, err := email.Build(m, email.Defaults{From: "noreply@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.Cc, ",") + " / " + strings.Join(e.Bcc, ","); got != "bo@example.net / cy@example.net" {
+		t.Fatalf("cc / bcc: %s", got)
+	}
+}

@@ -426,7 +426,17 @@ func FakeSendGrid(t testing.TB, senders ...string) *httptest.Server {
 			io.WriteString(w, `{"errors":[{"message":"The from address does not match a verified Sender Identity. Mail cannot be sent until this error is resolved. Visit https://sendgrid.com/docs/for-developers/sending-email/sender-identity/ to see the Sender Identity requirements","field":"from","help":null}]}`)
 			return
 		}
-		to := req.Personalizations[0].To[0].Email
+		named := map[string]bool{} // SendGrid's 400 for an address named twice, in any letter case
+		p := req.Personalizations[0]
+		for _, a := range append(append(append([]struct{ Email string }(nil), p.To...), p.Cc...), p.Bcc...) {
+			if named[strings.ToLower(a.Email)] {
+				w.WriteHeader(400)
+				io.WriteString(w, `{"errors":[{"message":"Each email address in the personalization block should be unique between to, cc, and bcc. We found the first duplicate instance of [`+a.Email+`] in the personalizations.0.cc field.","field":"personalizations.0","help":null}]}`)
+				return
+			}
+			named[strings.ToLower(a.Email)] = true
+		}
+		to := p.To[0].Email
 		if req.From.Email == "noreply@example.com" && req.From.Name != "Herald" || req.Subject != "Your receipt" ||
 			len(req.Content) != 2 || req.Content[0].Type != "text/plain" || req.Content[1].Type != "text/html" ||
 			req.CustomArgs["herald_id"] == "" || !strings.HasPrefix(req.Headers["Message-ID"], "<herald-") || req.Headers["X-Campaign"] != "spring" {

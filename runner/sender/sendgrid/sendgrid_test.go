@@ -29,9 +29,12 @@ func TestSendGridSender(t *testing.T) {
 	}
 	limited := ratelimit.New(s, 100, 10)
 	ctx := context.Background()
-	// cc and bcc travel as the personalization's cc and bcc (the fake answers 400 otherwise).
+	// cc and bcc travel as the personalization's cc and bcc (the fake answers 400
+	// otherwise), each address once: SendGrid answers 400 to an address named twice,
+	// so the recipient and repeats (letter case aside) are left out of the copies.
 	copied := sendertest.EmailMessage(6, "copied@example.net")
-	copied.Payload = json.RawMessage(strings.Replace(string(copied.Payload), `"headers"`, `"cc":["bo@example.net"],"bcc":["audit@example.net"],"headers"`, 1))
+	copied.Payload = json.RawMessage(strings.Replace(string(copied.Payload), `"headers"`,
+		`"cc":["COPIED@example.net","bo@example.net","Bo@example.net"],"bcc":["bo@example.net","audit@example.net"],"headers"`, 1))
 	if res, err := s.Send(ctx, copied); err != nil || res.ProviderMessageID != "sg-copied" {
 		t.Fatalf("cc/bcc: %+v %v", res, err)
 	}
