@@ -234,6 +234,8 @@ func TestEnqueueIdempotency(t *testing.T) {
 }
 
 // 8 connections enqueue the same key at the same moment: one row, one id for all.
+// In the later rounds half of them carry another text under the key: whichever text
+// is stored, every call with it gets its id and every call with the other 22V20.
 func TestEnqueueIdempotencyConcurrent(t *testing.T) {
 	ctx, pool := setup(t)
 	const n = 8
@@ -246,8 +248,14 @@ func TestEnqueueIdempotencyConcurrent(t *testing.T) {
 		defer c.Release()
 		conns[i] = c.Conn()
 	}
-	for round := 0; round < 5; round++ {
+	for round := 0; round < 10; round++ {
 		key := fmt.Sprintf("same-key-%d", round)
+		text := func(i int) string { // rounds 5..9: two notifications under one key
+			if round >= 5 && i%2 == 1 {
+				return "other"
+			}
+			return "t"
+		}
 		start := make(chan struct{})
 		got := make([]int64, n)
 		errs := make([]error, n)
@@ -258,17 +266,18 @@ func TestEnqueueIdempotencyConcurrent(t *testing.T) {
 				defer wg.Done()
 				<-start
 				errs[i] = conns[i].QueryRow(ctx, `SELECT herald.enqueue('email', 'a@example.com',
-					'{"subject":"s","text":"t"}', idempotency_key => $1)`, key).Scan(&got[i])
+					jsonb_build_object('subject', 's', 'text', $2::text), idempotency_key => $1)`, key, text(i)).Scan(&got[i])
 			}()
 		}
 		close(start)
 		wg.Wait()
+		stored := scalar[string](t, pool, `SELECT payload ->> 'text' FROM herald.messages WHERE idempotency_key = $1`, key)
+		id := scalar[int64](t, pool, `SELECT id FROM herald.messages WHERE idempotency_key = $1`, key)
 		for i := range got {
-			if errs[i] != nil {
-				t.Fatalf("connection %d: %v", i, errs[i])
-			}
-			if got[i] != got[0] {
-				t.Fatalf("round %d: ids differ: %v", round, got)
+			if text(i) != stored {
+				wantPgError(t, errs[i], "22V20", "idempotency_key")
+			} else if errs[i] != nil || got[i] != id {
+				t.Fatalf("round %d, connection %d: id %d, %v; the stored message is %d", round, i, got[i], errs[i], id)
 			}
 		}
 		if c := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE idempotency_key = $1`, key); c != 1 {
