@@ -36,6 +36,7 @@
 {{ template "functions/_suppression_key.sql" . }}
 {{ template "functions/_mailbox_key.sql" . }}
 {{ template "functions/_url_host.sql" . }}
+{{ template "functions/_site.sql" . }}
 {{ template "functions/_range_key.sql" . }}
 {{ template "functions/_time_zone.sql" . }}
 {{ template "functions/_quiet.sql" . }}

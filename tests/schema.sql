@@ -2336,7 +2336,6 @@ CREATE TABLE herald.channels (
     range_limit integer,
     range_window interval DEFAULT '01:00:00'::interval NOT NULL,
     range_digits smallint DEFAULT 7 NOT NULL,
-    range_labels smallint DEFAULT 2 NOT NULL,
     quiet_from time without time zone,
     quiet_until time without time zone,
     quiet_days smallint[],
@@ -2364,7 +2363,6 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_quiet_per_recipient_hours CHECK (((NOT quiet_per_recipient) OR (quiet_from IS NOT NULL) OR (quiet_days IS NOT NULL))),
     CONSTRAINT channels_quota_wait_range CHECK (((quota_wait >= '00:00:01'::interval) AND (quota_wait <= '1 day'::interval))),
     CONSTRAINT channels_range_digits_range CHECK (((range_digits >= 2) AND (range_digits <= 14))),
-    CONSTRAINT channels_range_labels_range CHECK (((range_labels >= 1) AND (range_labels <= 10))),
     CONSTRAINT channels_range_limit_kind CHECK (((range_limit IS NULL) OR (((range_limit >= 1) AND (range_limit <= 1000000)) AND (kind = ANY (ARRAY['sms'::text, 'webhook'::text]))))),
     CONSTRAINT channels_range_window_range CHECK (((range_window >= '00:00:01'::interval) AND (range_window <= '7 days'::interval))),
     CONSTRAINT channels_rate_positive CHECK (((rate > (0)::double precision) AND (rate <= (1000000)::double precision))),
@@ -2497,7 +2495,7 @@ COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit 
 -- Name: COLUMN channels.range_limit; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, against SMS pumping through many numbers of one range; webhook: all URLs of one site (the same last range_labels labels of the host; an IP address whole), against webhooks aimed at a third party; from all producers together; past it enqueue refuses (53400 recipient). NULL: no limit.';
+COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, against SMS pumping through many numbers of one range; webhook: all URLs of one site (the host''s registrable domain by the Public Suffix List, herald._site; an IP address whole), against webhooks aimed at a third party; from all producers together; past it enqueue refuses (53400 recipient). NULL: no limit.';
 
 
 --
@@ -2512,13 +2510,6 @@ COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts o
 --
 
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
-
-
---
--- Name: COLUMN channels.range_labels; Type: COMMENT; Schema: herald; Owner: -
---
-
-COMMENT ON COLUMN herald.channels.range_labels IS 'How many last labels of a webhook URL''s host make its site for range_limit (2: a.example.com and b.example.com are example.com; 3 for example.co.uk).';
 
 
 --
@@ -2582,16 +2573,13 @@ COMMENT ON COLUMN herald.channels.max_recipients IS 'email: the most addresses o
 --
 
 CREATE FUNCTION herald._range_key(channel herald.channels, recipient text) RETURNS text
-    LANGUAGE sql IMMUTABLE
-    AS $_$
+    LANGUAGE sql STABLE
+    AS $$
   SELECT CASE (channel).kind
            WHEN 'sms' THEN 'range:' || left(recipient, 1 + (channel).range_digits)
-           WHEN 'webhook' THEN 'site:' || CASE
-             WHEN herald._url_host(recipient) ~ '^(\[.*\]|[0-9.]+)$' THEN herald._url_host(recipient)
-             ELSE substring(herald._url_host(recipient) FROM '[^.]+(?:\.[^.]+){0,' || ((channel).range_labels - 1)::text || '}$')
-           END
+           WHEN 'webhook' THEN 'site:' || herald._site(host => herald._url_host(url => recipient))
          END
-$_$;
+$$;
 
 
 --
@@ -3039,6 +3027,39 @@ $_$;
 --
 
 COMMENT ON FUNCTION herald._shallow(value jsonb) IS 'Private: true when no value inside a JSON value lies more than 32 levels below its top (inlined).';
+
+
+--
+-- Name: _site(text); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._site(host text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $_$
+DECLARE
+  labels text[] := string_to_array(host, '.');
+  n integer := cardinality(labels);
+  suffix_labels integer;
+BEGIN
+  IF n < 2 OR host ~ '^(\[.*\]|[0-9.]+)$' THEN
+    RETURN host;
+  END IF;
+  SELECT coalesce(min(k - 1) FILTER (WHERE p.exception),
+                  greatest(1, max(k) FILTER (WHERE p.normal), max(k + 1) FILTER (WHERE p.wildcard AND k < n)))
+  INTO suffix_labels
+  FROM herald.public_suffixes p, LATERAL (SELECT cardinality(string_to_array(p.suffix, '.')) AS k) AS l
+  WHERE p.suffix = ANY (ARRAY(SELECT array_to_string(labels[n - i + 1:n], '.') FROM generate_series(1, n) AS i));
+  RETURN array_to_string(labels[greatest(n - suffix_labels, 1):n], '.');
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _site(host text); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._site(host text) IS 'Private: a host''s registrable domain by the Public Suffix List (the host itself when it has none).';
 
 
 --
@@ -6344,6 +6365,47 @@ COMMENT ON TABLE herald.producer_buckets IS 'Per-producer budgets behind herald.
 
 
 --
+-- Name: public_suffixes; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.public_suffixes (
+    suffix text NOT NULL,
+    normal boolean NOT NULL,
+    wildcard boolean NOT NULL,
+    exception boolean NOT NULL,
+    CONSTRAINT public_suffixes_rule CHECK ((normal OR wildcard OR exception))
+);
+
+
+--
+-- Name: TABLE public_suffixes; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.public_suffixes IS 'The Public Suffix List, one row per name: herald._site finds a host''s registrable domain in it.';
+
+
+--
+-- Name: COLUMN public_suffixes.normal; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.public_suffixes.normal IS 'The name is a public suffix (co.uk).';
+
+
+--
+-- Name: COLUMN public_suffixes.wildcard; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.public_suffixes.wildcard IS 'Every name one label under it is a public suffix (*.ck).';
+
+
+--
+-- Name: COLUMN public_suffixes.exception; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.public_suffixes.exception IS 'The name is not a public suffix though a wildcard covers it (!www.ck).';
+
+
+--
 -- Name: queue_depth; Type: VIEW; Schema: herald; Owner: -
 --
 
@@ -6599,6 +6661,14 @@ ALTER TABLE ONLY herald.producer_buckets
 
 ALTER TABLE ONLY herald.producers
     ADD CONSTRAINT producers_pkey PRIMARY KEY (producer);
+
+
+--
+-- Name: public_suffixes public_suffixes_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.public_suffixes
+    ADD CONSTRAINT public_suffixes_pkey PRIMARY KEY (suffix);
 
 
 --
@@ -7350,6 +7420,13 @@ REVOKE ALL ON FUNCTION herald._shallow(value jsonb) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _site(host text); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._site(host text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _sms_segments(body text); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -7944,6 +8021,13 @@ GRANT SELECT ON TABLE herald.producer_backlog TO herald_admin;
 --
 
 GRANT ALL ON TABLE herald.producer_buckets TO herald_admin;
+
+
+--
+-- Name: TABLE public_suffixes; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT ALL ON TABLE herald.public_suffixes TO herald_admin;
 
 
 --

@@ -47,7 +47,6 @@ CREATE TABLE herald.channels (
   range_limit        integer,
   range_window       interval NOT NULL DEFAULT '1 hour',
   range_digits       smallint NOT NULL DEFAULT 7,
-  range_labels       smallint NOT NULL DEFAULT 2,
   quiet_from         time,
   quiet_until        time,
   quiet_days         smallint[],
@@ -80,7 +79,6 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_range_limit_kind CHECK (range_limit IS NULL OR range_limit BETWEEN 1 AND 1000000 AND kind IN ('sms', 'webhook')),
   CONSTRAINT channels_range_window_range CHECK (range_window BETWEEN '1 second' AND '7 days'),
   CONSTRAINT channels_range_digits_range CHECK (range_digits BETWEEN 2 AND 14),
-  CONSTRAINT channels_range_labels_range CHECK (range_labels BETWEEN 1 AND 10),
   CONSTRAINT channels_max_segments_range CHECK (max_segments BETWEEN 1 AND 50),
   CONSTRAINT channels_max_recipients_range CHECK (max_recipients BETWEEN 1 AND 101),
   CONSTRAINT channels_quiet_hours_whole CHECK ((quiet_from IS NULL) = (quiet_until IS NULL) AND quiet_from <> quiet_until),
@@ -118,7 +116,7 @@ COMMENT ON COLUMN herald.channels.pause_relapses IS 'Runner pauses in a row that
 COMMENT ON COLUMN herald.channels.quota_wait IS 'How long the channel pauses when its provider says the account''s sending quota is spent (herald.fail class quota without retry_at).';
 COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipient may be sent on the channel per recipient_window, from all producers together (herald.recipient_buckets): at once, then one per recipient_window / recipient_limit; past it enqueue refuses (53400 recipient). NULL: no limit.';
 COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
-COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, against SMS pumping through many numbers of one range; webhook: all URLs of one site (the same last range_labels labels of the host; an IP address whole), against webhooks aimed at a third party; from all producers together; past it enqueue refuses (53400 recipient). NULL: no limit.';
+COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, against SMS pumping through many numbers of one range; webhook: all URLs of one site (the host''s registrable domain by the Public Suffix List, herald._site; an IP address whole), against webhooks aimed at a third party; from all producers together; past it enqueue refuses (53400 recipient). NULL: no limit.';
 COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
 COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until (and all of quiet_days), claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
 COMMENT ON COLUMN herald.channels.quiet_days IS 'Days of the week that are quiet all day, ISO numbers in the quiet zone''s local time (7: Sunday; 6 and 7: the weekend), as quiet_from..quiet_until are quiet every day; NULL: none.';
@@ -129,7 +127,6 @@ COMMENT ON COLUMN herald.channels.max_recipients IS 'email: the most addresses o
 COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
 COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
-COMMENT ON COLUMN herald.channels.range_labels IS 'How many last labels of a webhook URL''s host make its site for range_limit (2: a.example.com and b.example.com are example.com; 3 for example.co.uk).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
 

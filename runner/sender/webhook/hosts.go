@@ -87,7 +87,8 @@ func (h *hosts) release(host string, took time.Duration) {
 // itself), lower case and without a trailing dot, whatever the port; an IP address
 // is its own site, whatever the port. A name with no registrable domain (localhost,
 // an internal name the operator allows) is one site per port: such receivers are
-// the operator's own, told apart by their ports.
+// the operator's own, told apart by their ports. SQL's herald._site, which
+// channels.range_limit counts by, reads the same list (herald.public_suffixes).
 func siteOf(host, port string) string {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if _, err := netip.ParseAddr(host); err == nil {
