@@ -784,14 +784,7 @@ func TestSMTPForwardingReplyAccepts(t *testing.T) {
 // §4.5.2: the body is quoted-printable and dot-stuffed).
 func TestABodyCannotSmuggleSMTPCommands(t *testing.T) {
 	t.Parallel()
-	relay := startLenientRelay(t)
-	host, port, _ := net.SplitHostPort(relay.addr)
-	p, _ := strconv.Atoi(port)
-	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second,
-		Defaults: email.Defaults{From: "noreply@example.com"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	relay, s := startLenientRelay(t)
 	const smuggled = "MAIL FROM:<ceo@example.com>\r\nRCPT TO:<victim@example.org>\r\nDATA\r\nSubject: wire the money\r\n\r\nnow"
 	for i, end := range []string{"\r\n.\r\n", "\n.\n", "\n.\r\n", "\r.\r\n", "\r\n.\n", "\r.\r", "\r\n.\r"} {
 		text := "Your order\r\nhas shipped." + end + smuggled + end + "tail"
@@ -831,8 +824,9 @@ type lenientRelay struct {
 }
 
 // startLenientRelay listens on loopback until the test ends, then cuts its
-// connections (the sender keeps one idle) and waits for them.
-func startLenientRelay(t *testing.T) *lenientRelay {
+// connections (the sender keeps one idle) and waits for them; s sends to it without
+// TLS, from noreply@example.com.
+func startLenientRelay(t *testing.T) (*lenientRelay, *smtpsender.Sender) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -865,7 +859,14 @@ func startLenientRelay(t *testing.T) *lenientRelay {
 			}()
 		}
 	}()
-	return r
+	host, port, _ := net.SplitHostPort(r.addr)
+	p, _ := strconv.Atoi(port)
+	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second,
+		Defaults: email.Defaults{From: "noreply@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, s
 }
 
 func (r *lenientRelay) serve(c net.Conn) {
@@ -924,19 +925,13 @@ func (r *lenientRelay) serve(c net.Conn) {
 }
 
 // No line of a message passes RFC 5322's 998 characters (relays refuse such mail or
-// cut the line): bodies are quoted-printable; a subject with a word too long to fold at a space, or text that looks
-// like an encoded word, is written as encoded words one a line, and reads back as
-// given; a custom header is folded the same when it is encoded.
+// cut the line): bodies are quoted-printable; a subject with a word too long to fold
+// at a space, or text that looks like an encoded word, is written as encoded words
+// one a line, and reads back as given; a custom header is folded the same when it is
+// encoded.
 func TestLongHeadersStayWithinTheLineLimit(t *testing.T) {
 	t.Parallel()
-	relay := startLenientRelay(t)
-	host, port, _ := net.SplitHostPort(relay.addr)
-	p, _ := strconv.Atoi(port)
-	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second,
-		Defaults: email.Defaults{From: "noreply@example.com"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	relay, s := startLenientRelay(t)
 	subjects := []string{
 		strings.Repeat("x", 5000),
 		"Reset your password: https://example.com/reset?token=" + strings.Repeat("a1", 600),
