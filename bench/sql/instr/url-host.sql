@@ -1,0 +1,1 @@
+SELECT herald._url_host('https://a.shop.example.co.uk/x');
