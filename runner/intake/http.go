@@ -523,9 +523,10 @@ func withWait(ctx context.Context, q Querier, err error, refused func(index *int
 }
 
 // fail answers an error: 400 for bad input, 403 for input the producer is not
-// granted, 422 for an idempotency key reused for another message, 429 while it is at its max_pending or suspended or the recipient at its
-// limit, 503 when the request's time ran out (timeout) or the database is
-// unavailable, 500 (logged, with no detail) for anything else.
+// granted, 422 for an idempotency key reused for another message, 429 while it is at
+// its max_pending or suspended or the recipient at its limit, 503 when the request's
+// time ran out (timeout) or the database is unavailable, 500 (logged, with no
+// detail) for anything else.
 func (h *handler) fail(w http.ResponseWriter, err error) {
 	var ie *InputError
 	switch {
