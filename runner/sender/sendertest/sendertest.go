@@ -551,6 +551,14 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 		}
 		to := r.PostForm.Get("To")
 		w.Header().Set("Content-Type", "application/json")
+		if cb := r.PostForm.Get("StatusCallback"); cb != "" {
+			if u, err := url.Parse(cb); err != nil || u.Host == "" || strings.ContainsAny(u.Hostname(), "_") ||
+				strings.HasSuffix(u.Hostname(), ".invalid") { // .invalid: a URL Twilio refuses for its own reasons
+				w.WriteHeader(400)
+				io.WriteString(w, `{"code": 21609, "message": "Invalid 'StatusCallback'", "more_info": "https://www.twilio.com/docs/errors/21609", "status": 400}`)
+				return
+			}
+		}
 		if v := r.PostForm.Get("ValidityPeriod"); v != "" {
 			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 36000 {
 				w.WriteHeader(400)

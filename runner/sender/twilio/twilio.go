@@ -8,9 +8,9 @@
 // classified by sender.FromHTTP: 429 rate_limited (Retry-After), 5xx transient,
 // 401/403 configuration, other 4xx — such as error 21211, an invalid To number —
 // permanent; error 21611 (the From number's queue is full) rate_limited; errors that
-// say the runner's own From or Messaging Service is wrong (21212, 21601, 21603, 21660,
-// 21661, 21701, 21705) configuration; an untrusted certificate or unknown host
-// configuration (sender.FromNetwork).
+// say the runner's own From, Messaging Service or StatusCallback is wrong (21212,
+// 21601, 21603, 21609, 21660, 21661, 21701, 21705) configuration; an untrusted
+// certificate or unknown host configuration (sender.FromNetwork).
 package twilio
 
 import (
@@ -77,6 +77,11 @@ func New(cfg Config) (*Sender, error) {
 		return nil, errors.New("twilio: an auth token or an API key (SID and secret) is required")
 	case cfg.From == "" && cfg.MessagingServiceSID == "":
 		return nil, errors.New("twilio: a From number or a messaging service SID is required")
+	}
+	if cfg.StatusCallback != "" {
+		if why := callbackProblem(cfg.StatusCallback); why != "" {
+			return nil, errors.New("twilio: the status callback URL " + why) // not printed: it may hold credentials
+		}
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = "https://api.twilio.com"
@@ -158,10 +163,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		switch r.Code {
 		case 21611: // the From number's queue is full: wait, as for a 429
 			err = sender.RateLimited(err, time.Now().Add(time.Minute))
-		case 21212, 21601, 21603, 21660, 21661, 21701, 21705:
-			// The runner's sender identity is wrong (a From that is not the account's
-			// SMS number, no From, a Messaging Service that does not exist): the
-			// channel's setup, like a revoked key, not the message.
+		case 21212, 21601, 21603, 21609, 21660, 21661, 21701, 21705:
+			// The runner's sender identity or status callback is wrong (a From that is
+			// not the account's SMS number, no From, a Messaging Service that does not
+			// exist, a StatusCallback Twilio refuses): the channel's setup, like a
+			// revoked key, not the message.
 			err = sender.Configuration(err, "")
 		}
 		if r.Code != 0 {
@@ -178,11 +184,29 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 // callbackURL is the status callback for message id: the configured URL with the
 // herald id as its herald_id parameter, which herald's Twilio endpoint matches on.
 func callbackURL(base string, id int64) string {
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
+	u, _ := url.Parse(base) // New checked it
+	q := u.Query()
+	q.Set("herald_id", strconv.FormatInt(id, 10))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// callbackProblem says why Twilio would refuse base as a StatusCallback (error 21609,
+// for every message), or "": not an absolute http(s) URL with a host, a host with an
+// underscore, a fragment, or longer than Twilio's 4,000 characters with herald_id.
+func callbackProblem(base string) string {
+	u, err := url.Parse(base)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return "is not an absolute http(s) URL"
+	case strings.Contains(u.Hostname(), "_"):
+		return "has an underscore in its host name, which Twilio refuses"
+	case u.Fragment != "":
+		return "has a fragment (#…)"
+	case len(base) > 3950:
+		return "is longer than Twilio's 4,000 characters"
 	}
-	return base + sep + "herald_id=" + strconv.FormatInt(id, 10)
+	return ""
 }
 
 // request is a request to a path under the account's API root, authenticated.

@@ -253,3 +253,37 @@ func TestTwilioAcceptedWithoutSidIsSent(t *testing.T) {
 		t.Fatalf("a 201 cut off before its sid: %+v, %v, after %d requests", res, err, n)
 	}
 }
+
+// A status callback Twilio would refuse (error 21609, for every message) is refused
+// when the sender is made, with a reason that does not print the URL (it may carry
+// credentials); one Twilio refuses anyway is the channel's configuration, not the
+// message's: the channel pauses instead of every text dying. herald_id joins a
+// callback's own query.
+func TestTwilioStatusCallbackIsTheChannelsConfiguration(t *testing.T) {
+	t.Parallel()
+	srv, rec := sendertest.FakeTwilio(t)
+	for _, cb := range []string{"herald.example.com/v1/events/twilio", "ftp://herald.example.com/x", "https://user:secret@events_host.example.com/x",
+		"https://herald.example.com/x#frag", "https://herald.example.com/" + strings.Repeat("x", 4000)} {
+		_, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL, StatusCallback: cb})
+		if err == nil || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "herald.example.com") {
+			t.Fatalf("%.60s: %v", cb, err)
+		}
+	}
+	refused, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL,
+		StatusCallback: "https://events.example.invalid/v1/events/twilio"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = refused.Send(context.Background(), sendertest.SMSMessage(1, "+14155550100"))
+	if f := sendertest.WantClass(t, err, sender.ClassConfiguration); f.Code != "21609" {
+		t.Fatalf("a refused status callback: code %q", f.Code)
+	}
+	withQuery, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL,
+		StatusCallback: "https://herald.example.com/v1/events/twilio?account=a"})
+	if _, err := withQuery.Send(context.Background(), sendertest.SMSMessage(7, "+14155550100")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Forms()[0].Get("StatusCallback"); got != "https://herald.example.com/v1/events/twilio?account=a&herald_id=7" {
+		t.Fatalf("callback %q", got)
+	}
+}
