@@ -5,21 +5,22 @@ import (
 	"time"
 )
 
-// circuit stops sending to a receiver host that keeps failing: after `failures`
-// failures in a row (no connection, a timeout, 5xx, 429), the host's circuit is
-// open for `cooldown`; then one request is let through as a trial, and each trial
-// that fails doubles the wait, up to 32 times cooldown. A success closes it. Only
-// failing hosts are kept, so the map is as large as the set of receivers down.
+// circuit stops sending to a receiver that keeps failing, by key (the Sender keys a
+// host's unanswered sends by host, its 429s by endpoint): after `failures` failures
+// in a row the key's circuit is open for `cooldown`; then one request is let through
+// as a trial, and each trial that fails doubles the wait, up to 32 times cooldown. A
+// success closes it. Only failing keys are kept, so the map is as large as the set of
+// receivers down.
 type circuit struct {
 	failures int
 	cooldown time.Duration
 	mu       sync.Mutex
-	hosts    map[string]*hostState
+	keys     map[string]*keyState
 }
 
-// hostState is one failing host: failures in a row, the current wait, when the
+// keyState is one failing key: failures in a row, the current wait, when the
 // circuit lets a trial through, and whether one is out.
-type hostState struct {
+type keyState struct {
 	failures int
 	wait     time.Duration
 	until    time.Time
@@ -27,46 +28,54 @@ type hostState struct {
 }
 
 func newCircuit(failures int, cooldown time.Duration) *circuit {
-	return &circuit{failures: failures, cooldown: cooldown, hosts: map[string]*hostState{}}
+	return &circuit{failures: failures, cooldown: cooldown, keys: map[string]*keyState{}}
 }
 
-// hold reports whether host's circuit is open at now, and until when a message held
-// back should wait; when it lets a trial through it answers false (the caller sends).
-func (c *circuit) hold(host string, now time.Time) (time.Time, int, bool) {
+// hold reports whether the circuit of one of keys (a host, an endpoint) is open at
+// now, with until when a message held back should wait and that key's failures; when
+// none is open it lets the send through, as the trial of each key whose circuit
+// lets one through, and answers false (the caller sends, then records every key).
+func (c *circuit) hold(now time.Time, keys ...string) (time.Time, int, bool) {
 	if c.failures <= 0 {
 		return time.Time{}, 0, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.hosts[host]
-	switch {
-	case st == nil || st.failures < c.failures:
-		return time.Time{}, 0, false
-	case now.Before(st.until):
-		return st.until, st.failures, true
-	case st.trial: // a trial is out: the others wait one more round
-		return now.Add(st.wait), st.failures, true
+	var trials []*keyState
+	for _, k := range keys {
+		st := c.keys[k]
+		switch {
+		case st == nil || st.failures < c.failures:
+			continue
+		case now.Before(st.until):
+			return st.until, st.failures, true
+		case st.trial: // a trial is out: the others wait one more round
+			return now.Add(st.wait), st.failures, true
+		}
+		trials = append(trials, st)
 	}
-	st.trial = true
+	for _, st := range trials {
+		st.trial = true
+	}
 	return time.Time{}, 0, false
 }
 
-// record counts one send to host: a success closes its circuit, a failure counts
+// record counts one send to key: a success closes its circuit, a failure counts
 // towards opening it (or, for a trial, opens it again for twice as long).
-func (c *circuit) record(host string, failed bool, now time.Time) {
+func (c *circuit) record(key string, failed bool, now time.Time) {
 	if c.failures <= 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !failed {
-		delete(c.hosts, host)
+		delete(c.keys, key)
 		return
 	}
-	st := c.hosts[host]
+	st := c.keys[key]
 	if st == nil {
-		st = &hostState{}
-		c.hosts[host] = st
+		st = &keyState{}
+		c.keys[key] = st
 	}
 	st.failures++
 	if st.failures < c.failures {

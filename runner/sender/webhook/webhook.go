@@ -289,18 +289,24 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	var res sender.Result
 	if err == nil {
 		host, site := strings.ToLower(u.Host), siteOf(u.Hostname(), u.Port())
+		// A host that does not answer is down for all its URLs; a 429 is one endpoint's
+		// (Slack and Discord limit each webhook URL on one shared host), so one
+		// producer's flooded endpoint does not hold the host's other tenants.
+		endpoint := host + u.EscapedPath()
 		now := time.Now()
 		// The site's slot first: a trial the circuit lets through is then always sent.
 		if wait, ok := s.hosts.acquire(site, now); !ok {
 			err = sender.Held(fmt.Errorf("%s has %d sends in flight: not tried", site, s.hosts.limit), now.Add(wait), "host_busy")
-		} else if until, n, open := s.circuit.hold(host, now); open {
+		} else if until, n, open := s.circuit.hold(now, host, endpoint); open {
 			s.hosts.release(site, 0)
-			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", host, n), until, "circuit_open")
+			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", endpoint, n), until, "circuit_open")
 		} else {
 			res, err = s.post(ctx, m, u)
 			s.hosts.release(site, time.Since(now))
 			if ctx.Err() == nil { // a send cut short by the runner's shutdown says nothing of the host
-				s.circuit.record(host, hostDown(err), time.Now())
+				unanswered, limited := failures(err)
+				s.circuit.record(host, unanswered, time.Now())
+				s.circuit.record(endpoint, limited, time.Now())
 			}
 		}
 	}
@@ -312,15 +318,16 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	return res, nil
 }
 
-// hostDown reports whether a send's failure counts towards opening the host's circuit:
-// the receiver did not answer (sender.Failure.Unavailable: no connection, a timeout,
-// 5xx, 408) or asked to be left alone (429); not what concerns the message itself.
-func hostDown(err error) bool {
+// failures says which circuits a send's failure counts towards: the host's when the
+// receiver did not answer (sender.Failure.Unavailable: no connection, a timeout, 5xx,
+// 408), the endpoint's when it asked to be left alone (429); neither for what
+// concerns the message itself.
+func failures(err error) (unanswered, limited bool) {
 	if err == nil {
-		return false
+		return false, false
 	}
 	f := sender.Classify(err)
-	return f.Unavailable || f.Class == sender.ClassRateLimited
+	return f.Unavailable, f.Class == sender.ClassRateLimited
 }
 
 // traceContext is the W3C trace context a message's metadata carries (traceparent,

@@ -533,3 +533,49 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// An attack on the other tenants of a shared receiver host (hooks.slack.com and
+// discord.com take every customer's webhooks, and limit each URL by itself): a
+// producer floods its own endpoint there until it answers 429. That endpoint's
+// circuit opens, not the host's: another tenant's URL on the host is still sent. A
+// host that does not answer at all (503 on every path) is held whole, as before.
+func TestAFloodedEndpointDoesNotHoldItsHostsOtherTenants(t *testing.T) {
+	t.Parallel()
+	shared := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/services/flooded" {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer shared.Close()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback, CircuitFailures: 3, CircuitCooldown: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	send := func(id int64, u string) error {
+		_, err := s.Send(ctx, sender.Message{ID: id, Recipient: u, Payload: json.RawMessage(`{}`)})
+		return err
+	}
+	for i := range 5 {
+		send(int64(i), shared.URL+"/services/flooded")
+	}
+	if f := sendertest.WantClass(t, send(10, shared.URL+"/services/flooded"), sender.ClassRateLimited); f.Code != "circuit_open" {
+		t.Fatalf("the flooded endpoint: code %q, want its circuit open", f.Code)
+	}
+	if err := send(11, shared.URL+"/services/other-tenant"); err != nil {
+		t.Fatalf("another tenant of the host: %v", err)
+	}
+	for i := range 5 {
+		send(int64(20+i), down.URL+"/a")
+	}
+	if f := sendertest.WantClass(t, send(30, down.URL+"/b"), sender.ClassRateLimited); f.Code != "circuit_open" {
+		t.Fatalf("another URL of a host that does not answer: code %q, want the host's circuit open", f.Code)
+	}
+}
