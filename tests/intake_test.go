@@ -228,6 +228,51 @@ func TestIntakeIdempotencyKey(t *testing.T) {
 	}
 }
 
+// A batch sent with an Idempotency-Key header keys each of its messages
+// (<key>:<index>): sent again after a timeout it stores nothing twice and answers the
+// same ids, each message is found by its key, and a message changed under its key is
+// refused (422, naming its index). A message carrying a key of its own besides the
+// header is a 400, as is a header too long to key the whole batch.
+func TestIntakeBatchIdempotencyKey(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{})
+	batch := "[" + goodEmail + "," + strings.Replace(goodEmail, "ana@", "bo@", 1) + "]"
+	h := map[string]string{"Idempotency-Key": "import-7"}
+	var first, again struct {
+		IDs []int64 `json:"ids"`
+	}
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", batch, h, &first); code != 202 || len(first.IDs) != 2 {
+		t.Fatalf("first: %d %v", code, first.IDs)
+	}
+	if code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", batch, h, &again); code != 202 || fmt.Sprint(again.IDs) != fmt.Sprint(first.IDs) {
+		t.Fatalf("again: %d %v, first %v", code, again.IDs, first.IDs)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 2 {
+		t.Fatalf("%d rows after the batch twice, want 2", n)
+	}
+	var st intake.Status
+	if code := do(t, "GET", srv.URL+"/v1/messages?idempotency_key=import-7:1", "", "", nil, &st); code != 200 || st.ID != first.IDs[1] {
+		t.Fatalf("status by the second message's key: %d %+v", code, st)
+	}
+	for _, c := range []struct {
+		body, header string
+		code         int
+		index        int
+	}{
+		{"[" + goodEmail + "," + strings.Replace(goodEmail, "ana@", "cy@", 1) + "]", "import-7", 422, 1},
+		{"[" + goodEmail + "," + strings.Replace(goodEmail, `"channel"`, `"idempotency_key":"own","channel"`, 1) + "]", "import-8", 400, 1},
+		{batch, strings.Repeat("k", 254), 400, -1},
+	} {
+		var e apiError
+		code := do(t, "POST", srv.URL+"/v1/messages/batch", "application/json", c.body, map[string]string{"Idempotency-Key": c.header}, &e)
+		if code != c.code || e.Error.Field != "idempotency_key" || (c.index >= 0) != (e.Error.Index != nil) || (e.Error.Index != nil && *e.Error.Index != c.index) {
+			t.Errorf("%.60s… with %.20s: %d %+v, want %d", c.body, c.header, code, e.Error, c.code)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 2 {
+		t.Fatalf("%d rows after refused batches, want 2", n)
+	}
+}
+
 // Batches are all or nothing; the error names the index and field of the first bad
 // message; the size is bounded.
 func TestIntakeBatch(t *testing.T) {

@@ -356,10 +356,45 @@ func idempotencyHeader(m *Message, header string) error {
 	return nil
 }
 
+// keyedBatch gives every message of a batch the idempotency key `<header>:<index>`
+// from the batch's Idempotency-Key header, so that a batch sent again (after a
+// timeout, say) stores nothing twice and answers the same ids; a message that names
+// its own key as well is an error (which key would count?). No header: body as is.
+func keyedBatch(body []byte, header string) ([]byte, error) {
+	if header == "" {
+		return body, nil
+	}
+	var msgs []map[string]json.RawMessage
+	if json.Unmarshal(body, &msgs) != nil {
+		return body, nil // not objects: herald names the bad one
+	}
+	if last := header + ":" + strconv.Itoa(len(msgs)-1); len(last) > 255 {
+		return nil, &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key",
+			Message: fmt.Sprintf("idempotency_key: the Idempotency-Key header makes keys of up to %d characters for this batch (%q); at most 255", len(last), last)}
+	}
+	for i, m := range msgs {
+		if m == nil {
+			continue
+		}
+		if k, ok := m["idempotency_key"]; ok && string(k) != "null" {
+			i := i
+			return nil, &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key", Index: &i,
+				Message: fmt.Sprintf("messages[%d].idempotency_key: the batch's Idempotency-Key header keys every message (%s:%d); give keys in the header or in the messages, not both", i, header, i)}
+		}
+		key, _ := json.Marshal(header + ":" + strconv.Itoa(i))
+		m["idempotency_key"] = key
+	}
+	return json.Marshal(msgs)
+}
+
 func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
 	b := c.body
 	n, err := batchLen(b, h.cfg.MaxBatch)
 	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if b, err = keyedBatch(b, r.Header.Get("Idempotency-Key")); err != nil {
 		h.fail(w, err)
 		return
 	}
