@@ -49,6 +49,13 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var body []byte
 	batch := false
 	if *channel == "" && *recipient == "" && *payload == "" {
+		var set []string // a message's flags beside a message on stdin would be dropped unseen
+		fs.Visit(func(f *flag.Flag) { set = append(set, "--"+f.Name) })
+		if len(set) > 0 {
+			fmt.Fprintf(stderr, "herald enqueue: %s with a message on stdin: put the field in the JSON, or give --channel, --recipient and --payload\n",
+				strings.Join(set, ", "))
+			return exitUsage
+		}
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "herald enqueue: reading stdin: %v\n", err)

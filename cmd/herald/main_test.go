@@ -85,6 +85,13 @@ func TestEnqueueStatusStatsCommands(t *testing.T) {
 	if code, out, errOut = run(t, "enqueue"); code != exitOK || len(strings.Fields(out)) != 2 {
 		t.Fatalf("enqueue from stdin: %d %q %q", code, out, errOut)
 	}
+	// A message's flag beside a message on stdin is refused, not dropped unseen (a
+	// retry with --idempotency-key would otherwise store the message twice).
+	stdin = strings.NewReader(`{"channel":"sms","recipient":"+14155550102","payload":{"text":"c"}}`)
+	if code, out, errOut = run(t, "enqueue", "--idempotency-key", "k-1"); code != exitUsage || out != "" ||
+		!strings.Contains(errOut, "--idempotency-key") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("a flag with a message on stdin: %d %q %q", code, out, errOut)
+	}
 
 	for _, bad := range [][]string{
 		{"enqueue", "--channel", "sms", "--recipient", "555-0100", "--payload", `{"text":"x"}`},
