@@ -996,3 +996,29 @@ func TestADownProviderIsNotCalledPastItsStreak(t *testing.T) {
 		t.Fatalf("%d messages spent an attempt, want the %d failures before the streak was complete", k, streak-1)
 	}
 }
+
+// A HERALD_ variable herald run does not read — a misspelt name, a setting of a
+// channel with no sender — is named in a warning at start (names only: a value may be
+// a secret); the settings it does read are not.
+func TestRunnerNamesTheVariablesItDoesNotRead(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_EMAIL=sink:-", "HERALD_POLL_INTERVAL=100ms",
+		"HERALD_CONCURENCY=3", "HERALD_ALERTS_FROM=alerts@example.com", "HERALD_SMTP_PASSWORD=never-printed")
+	eventually(t, 15*time.Second, "the warning", func() bool { return strings.Contains(logs.String(), "does not read") })
+	var warning string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "does not read") {
+			warning = line
+		}
+	}
+	for _, name := range []string{"HERALD_CONCURENCY", "HERALD_ALERTS_FROM", "HERALD_SMTP_PASSWORD"} {
+		if !strings.Contains(warning, name) {
+			t.Errorf("the warning does not name %s: %s", name, warning)
+		}
+	}
+	if strings.Contains(warning, "HERALD_POLL_INTERVAL") || strings.Contains(warning, "HERALD_SENDER_EMAIL") || strings.Contains(logs.String(), "never-printed") {
+		t.Errorf("the warning names a setting that is read, or prints a value: %s", warning)
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+}

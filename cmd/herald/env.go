@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,8 +11,39 @@ import (
 
 // environ is the one reader of herald's settings from the environment. A variable
 // that is unset or empty gives the default; one that is set but does not parse is
-// remembered (err), so a typo is an error rather than a silent default.
-type environ struct{ errs []error }
+// remembered (err), so a typo is an error rather than a silent default; and the names
+// read are remembered, so that a HERALD_ variable nothing read (a misspelt name, a
+// channel without a sender) can be reported (unread).
+type environ struct {
+	errs []error
+	read map[string]bool
+}
+
+// getenv is os.Getenv, remembering that name was read.
+func (e *environ) getenv(name string) string {
+	if e.read == nil {
+		e.read = map[string]bool{}
+	}
+	e.read[name] = true
+	return os.Getenv(name)
+}
+
+// unread lists the HERALD_ variables set in the environment that nothing has read,
+// sorted; not the build and test tools' own (toolNames).
+func (e *environ) unread() []string {
+	var names []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "HERALD_") && !e.read[name] && !toolNames[name] {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// toolNames are HERALD_ variables that the Makefile and the tests read, not herald.
+var toolNames = map[string]bool{"HERALD_TERN": true, "HERALD_DEVDB_DIR": true, "HERALD_UPDATE_SCHEMA": true, "HERALD_UPDATE_PUBLIC_SUFFIXES": true}
 
 func (e *environ) fail(format string, args ...any) {
 	e.errs = append(e.errs, fmt.Errorf(format, args...))
@@ -19,7 +51,7 @@ func (e *environ) fail(format string, args ...any) {
 
 // str returns the variable, or def when it is unset or empty.
 func (e *environ) str(name, def string) string {
-	if v := os.Getenv(name); v != "" {
+	if v := e.getenv(name); v != "" {
 		return v
 	}
 	return def
@@ -27,7 +59,7 @@ func (e *environ) str(name, def string) string {
 
 // boolean returns the variable as true or false.
 func (e *environ) boolean(name string, def bool) bool {
-	switch v := os.Getenv(name); v {
+	switch v := e.getenv(name); v {
 	case "":
 		return def
 	case "true":
@@ -42,7 +74,7 @@ func (e *environ) boolean(name string, def bool) bool {
 
 // int returns the variable as a whole number.
 func (e *environ) int(name string, def int) int {
-	v := os.Getenv(name)
+	v := e.getenv(name)
 	if v == "" {
 		return def
 	}
@@ -56,7 +88,7 @@ func (e *environ) int(name string, def int) int {
 
 // duration returns the variable as a non-negative duration such as 30s.
 func (e *environ) duration(name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
+	v := e.getenv(name)
 	if v == "" {
 		return def
 	}
@@ -70,7 +102,7 @@ func (e *environ) duration(name string, def time.Duration) time.Duration {
 
 // number returns the variable as a non-negative number.
 func (e *environ) number(name string, def float64) float64 {
-	v := os.Getenv(name)
+	v := e.getenv(name)
 	if v == "" {
 		return def
 	}
@@ -85,7 +117,7 @@ func (e *environ) number(name string, def float64) float64 {
 // secret returns a secret from the variable NAME, or from the file named by
 // NAME_FILE (one trailing newline dropped). Secrets are never logged or printed.
 func (e *environ) secret(name string) string {
-	v, file := os.Getenv(name), os.Getenv(name+"_FILE")
+	v, file := e.getenv(name), e.getenv(name+"_FILE")
 	switch {
 	case v != "" && file != "":
 		e.fail("set %s or %s_FILE, not both", name, name)
@@ -107,7 +139,7 @@ func (e *environ) withPrefix(prefix string) map[string]string {
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && v != "" {
-			out[rest] = v
+			out[rest] = e.getenv(k)
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/herald/herald/runner"
@@ -97,6 +98,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer closeSenders()
+	if names := ev.unread(); len(names) > 0 { // every setting has been read by now
+		logger.Warn("environment variables this herald run does not read: a misspelt name, or a setting of a channel without a sender or of a service it does not serve",
+			"names", strings.Join(names, " "))
+	}
 
 	// First signal: graceful stop. Second: exit at once.
 	ctx, cancel := context.WithCancel(ctx)
