@@ -304,6 +304,11 @@ func TestValidAgreesWithValidate(t *testing.T) {
 		{"email", "a@example.com", email, `metadata => '{"m":` + strings.Repeat("[", 33) + strings.Repeat("]", 33) + `}'`},
 		{"email", "a@example.com", email, `metadata => '{"m":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}'`},
 		{"hook", "https://example.com/x?y", `{}`, ""},
+		// a webhook URL of up to 2048 bytes (a Power Automate URL, a token in the query)
+		{"hook", "https://example.com/?t=" + strings.Repeat("a", 2048-23), `{}`, ""},
+		{"hook", "https://example.com/?t=" + strings.Repeat("a", 2049-23), `{}`, ""},
+		{"hook", "https://example.com/?t=" + strings.Repeat("é", 1020), `{}`, ""},
+		{"hook", "https://example.com/?t=" + strings.Repeat("é", 1012), `{}`, ""},
 		{"hook", "ftp://example.com", `{}`, ""},
 		{"hook", "https://example.com", `{"k":"` + strings.Repeat("x", 60) + `"}`, ""},
 		{"other", strings.Repeat("r", 320), `{}`, ""},

@@ -208,6 +208,7 @@ func TestFailRefusalSuppressesTheRecipient(t *testing.T) {
 		}
 		return scalar[int64](t, pool, `SELECT herald.enqueue($1, $2, $3::jsonb, now => $4)`, channel, recipient, payload, t0)
 	}
+	longHook := "https://flows.example/invoke?sig=" + strings.Repeat("s", 2000-33)
 	cases := []struct {
 		channel, recipient, class, code string
 		suppressed                      bool
@@ -225,6 +226,7 @@ func TestFailRefusalSuppressesTheRecipient(t *testing.T) {
 		{"sms", "+14155550108", "permanent", "30007", false},
 		{"hooks", "https://gone.example/hooks", "permanent", "410", true}, // the endpoint is removed
 		{"hooks", "https://lost.example/hooks", "permanent", "404", false},
+		{"hooks", longHook, "permanent", "410", true}, // a URL of 2,000 bytes is suppressed too
 	}
 	ids := make([]int64, len(cases))
 	for i, c := range cases {
@@ -247,7 +249,7 @@ func TestFailRefusalSuppressesTheRecipient(t *testing.T) {
 	got := scalar[[]string](t, pool, `SELECT coalesce(array_agg(kind || ':' || recipient || ':' || reason || ':' || source ORDER BY recipient), '{}')
 		FROM herald.suppressions`)
 	want := []string{"sms:+14155550106:bounced:send", "sms:+14155550111:bounced:send", "email:gone@example.com:bounced:send",
-		"email:nodomain@example.net:bounced:send", "webhook:https://gone.example/hooks:bounced:send"}
+		"email:nodomain@example.net:bounced:send", "webhook:https://gone.example/hooks:bounced:send", "webhook:" + longHook + ":bounced:send"}
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

@@ -3234,7 +3234,7 @@ CREATE TABLE herald.suppressions (
     expires_at timestamp with time zone,
     CONSTRAINT suppressions_kind_known CHECK ((kind = ANY (ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'custom'::text]))),
     CONSTRAINT suppressions_reason_known CHECK ((reason = ANY (ARRAY['bounced'::text, 'complained'::text, 'unsubscribed'::text, 'manual'::text]))),
-    CONSTRAINT suppressions_recipient_length CHECK (((length(recipient) >= 1) AND (length(recipient) <= 320)))
+    CONSTRAINT suppressions_recipient_length CHECK (((octet_length(recipient) >= 1) AND (octet_length(recipient) <= 2048)))
 );
 
 
@@ -3451,7 +3451,8 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments
                           AND NOT payload @? 'strict $ ? ((@.text.type() != "string" && @.text.type() != "null") || (@.body.type() != "string" && @.body.type() != "null"))'
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
                           AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
-          ELSE length(recipient) <@ int4range(1, 320, '[]')
+          ELSE CASE kind WHEN 'webhook' THEN octet_length(recipient) ELSE length(recipient) END
+                 <@ int4range(1, CASE kind WHEN 'webhook' THEN 2048 ELSE 320 END, '[]')
                AND jsonb_typeof(payload) = 'object'
                AND herald._shallow(value => payload)
                AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)
@@ -3501,8 +3502,10 @@ BEGIN
       hint => 'an admin adds the producer to herald.channels.producers');
   END IF;
 
-  IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
+  IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 AND ch.kind IS DISTINCT FROM 'webhook' THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => 'must be a non-empty string of at most 320 characters');
+  ELSIF ch.kind = 'webhook' AND octet_length(spec.recipient) > 2048 THEN
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => 'must be a URL of at most 2048 bytes');
   ELSIF ch.kind = 'email' AND NOT herald._email_address(recipient => spec.recipient) THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => problem[1], hint => problem[2])
     FROM (SELECT herald._address_problem(address => spec.recipient)) AS x (problem);
@@ -5819,8 +5822,8 @@ BEGIN
     PERFORM herald._reject(code => '22V12', field => 'reason', message => format('%L is not a suppression reason', reason),
       hint => 'manual, bounced, complained or unsubscribed');
   END IF;
-  IF EXISTS (SELECT FROM unnest(recipients) AS r WHERE r IS NULL OR length(r) NOT BETWEEN 1 AND 320) THEN
-    PERFORM herald._reject(code => '22V12', field => 'recipients', message => 'a recipient is NULL, empty or over 320 characters');
+  IF EXISTS (SELECT FROM unnest(recipients) AS r WHERE r IS NULL OR octet_length(r) NOT BETWEEN 1 AND 2048) THEN
+    PERFORM herald._reject(code => '22V12', field => 'recipients', message => 'a recipient is NULL, empty or over 2048 bytes');
   END IF;
   INSERT INTO herald.suppressions AS s (kind, recipient, reason, source, created_at, expires_at)
   SELECT DISTINCT suppress.kind, herald._suppression_key(kind => suppress.kind, recipient => r), suppress.reason,

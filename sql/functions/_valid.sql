@@ -60,7 +60,8 @@ AS $$
                           AND NOT payload @? 'strict $ ? ((@.text.type() != "string" && @.text.type() != "null") || (@.body.type() != "string" && @.body.type() != "null"))'
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
                           AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
-          ELSE length(recipient) <@ int4range(1, 320, '[]')
+          ELSE CASE kind WHEN 'webhook' THEN octet_length(recipient) ELSE length(recipient) END
+                 <@ int4range(1, CASE kind WHEN 'webhook' THEN 2048 ELSE 320 END, '[]')
                AND jsonb_typeof(payload) = 'object'
                AND herald._shallow(value => payload)
                AND (kind <> 'webhook' OR ((coalesce(checked_kind = 'webhook', false)

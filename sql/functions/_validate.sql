@@ -3,7 +3,7 @@
 -- breaks an enqueue rule; nothing when it passes. The rules, stated once (herald._valid
 -- is their set-based twin), via herald._reject, COLUMN = field_prefix || field:
 --   22V01 channel unknown  42501 channel not open to the producer  22V02 recipient
---         syntax of the kind, 1..320 chars  42501 recipient outside recipient_prefixes
+--         syntax of the kind, 1..320 chars (a URL 2048 bytes)  42501 outside recipient_prefixes
 --   22V03 payload  what the kind needs (email: subject and text, html, body or template_id,
 --         max_recipients; sms: text, body or media_urls, 1600 characters, max_segments);
 --         payload.<field> unknown to the kind or breaking its rules (_payload_problem)
@@ -34,8 +34,10 @@ BEGIN
       hint => 'an admin adds the producer to herald.channels.producers');
   END IF;
 
-  IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 THEN
+  IF spec.recipient IS NULL OR spec.recipient = '' OR length(spec.recipient) > 320 AND ch.kind IS DISTINCT FROM 'webhook' THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => 'must be a non-empty string of at most 320 characters');
+  ELSIF ch.kind = 'webhook' AND octet_length(spec.recipient) > 2048 THEN
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => 'must be a URL of at most 2048 bytes');
   ELSIF ch.kind = 'email' AND NOT herald._email_address(recipient => spec.recipient) THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => problem[1], hint => problem[2])
     FROM (SELECT herald._address_problem(address => spec.recipient)) AS x (problem);

@@ -6,7 +6,7 @@
 -- suppressions_normalize applies herald._suppression_key).
 -- reason: manual (default), bounced, complained or unsubscribed; expires_at NULL:
 -- for good. Errors: 22V12 kind, recipients, reason or source NULL, kind unknown,
--- reason unknown, a recipient empty, NULL or over 320 characters.
+-- reason unknown, a recipient empty, NULL or over 2048 bytes.
 -- Index: suppressions_pkey. Locks: the entries. Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.suppress(
   kind text,
@@ -31,8 +31,8 @@ BEGIN
     PERFORM herald._reject(code => '22V12', field => 'reason', message => format('%L is not a suppression reason', reason),
       hint => 'manual, bounced, complained or unsubscribed');
   END IF;
-  IF EXISTS (SELECT FROM unnest(recipients) AS r WHERE r IS NULL OR length(r) NOT BETWEEN 1 AND 320) THEN
-    PERFORM herald._reject(code => '22V12', field => 'recipients', message => 'a recipient is NULL, empty or over 320 characters');
+  IF EXISTS (SELECT FROM unnest(recipients) AS r WHERE r IS NULL OR octet_length(r) NOT BETWEEN 1 AND 2048) THEN
+    PERFORM herald._reject(code => '22V12', field => 'recipients', message => 'a recipient is NULL, empty or over 2048 bytes');
   END IF;
   INSERT INTO herald.suppressions AS s (kind, recipient, reason, source, created_at, expires_at)
   SELECT DISTINCT suppress.kind, herald._suppression_key(kind => suppress.kind, recipient => r), suppress.reason,

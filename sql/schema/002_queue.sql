@@ -408,7 +408,7 @@ CREATE TABLE herald.suppressions (
   PRIMARY KEY (kind, recipient),
   CONSTRAINT suppressions_kind_known CHECK (kind IN ('email', 'sms', 'webhook', 'custom')),
   CONSTRAINT suppressions_reason_known CHECK (reason IN ('bounced', 'complained', 'unsubscribed', 'manual')),
-  CONSTRAINT suppressions_recipient_length CHECK (length(recipient) BETWEEN 1 AND 320)
+  CONSTRAINT suppressions_recipient_length CHECK (octet_length(recipient) BETWEEN 1 AND 2048)
 );
 COMMENT ON TABLE herald.suppressions IS 'Recipients herald does not send to (per channel kind): bounces, complaints, unsubscribes, imported lists.';
 COMMENT ON COLUMN herald.suppressions.source IS 'Who added it: sendgrid, twilio, generic (provider events), send (a provider refused a send for good: herald.fail) or operator.';
