@@ -377,7 +377,6 @@ func keyedBatch(body []byte, header string) ([]byte, error) {
 			continue
 		}
 		if k, ok := m["idempotency_key"]; ok && string(k) != "null" {
-			i := i
 			return nil, &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key", Index: &i,
 				Message: fmt.Sprintf("messages[%d].idempotency_key: the batch's Idempotency-Key header keys every message (%s:%d); give keys in the header or in the messages, not both", i, header, i)}
 		}
