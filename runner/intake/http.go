@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/runner/tracecontext"
 	"golang.org/x/time/rate"
 )
 
@@ -356,19 +358,23 @@ func idempotencyHeader(m *Message, header string) error {
 	return nil
 }
 
-// keyedBatch gives every message of a batch the idempotency key `<header>:<index>`
-// from the batch's Idempotency-Key header, so that a batch sent again (after a
-// timeout, say) stores nothing twice and answers the same ids; a message that names
-// its own key as well is an error (which key would count?). No header: body as is.
-func keyedBatch(body []byte, header string) ([]byte, error) {
-	if header == "" {
+// stampedBatch is a batch body (a JSON array of message objects, as batchLen
+// accepted it) with what the request's headers say of every message, decoded and
+// encoded once: the W3C trace context in each message's metadata (tracedMetadata),
+// and from an Idempotency-Key header the idempotency key `<header>:<index>`, so that
+// a batch sent again (after a timeout, say) stores nothing twice and answers the same
+// ids; a message that names its own key as well is an error (which key would count?).
+// Neither header: body as is.
+func stampedBatch(body []byte, h http.Header) ([]byte, error) {
+	key, traced := h.Get("Idempotency-Key"), tracecontext.ValidParent(h.Get(tracecontext.Parent))
+	if key == "" && !traced {
 		return body, nil
 	}
 	var msgs []map[string]json.RawMessage
 	if json.Unmarshal(body, &msgs) != nil {
 		return body, nil // not objects: herald names the bad one
 	}
-	if last := header + ":" + strconv.Itoa(len(msgs)-1); len(last) > 255 {
+	if last := key + ":" + strconv.Itoa(len(msgs)-1); key != "" && len(last) > 255 {
 		return nil, &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key",
 			Message: fmt.Sprintf("idempotency_key: the Idempotency-Key header makes keys of up to %d characters for this batch (%q); at most 255", len(last), last)}
 	}
@@ -376,12 +382,17 @@ func keyedBatch(body []byte, header string) ([]byte, error) {
 		if m == nil {
 			continue
 		}
+		if traced {
+			m["metadata"] = tracedMetadata(m["metadata"], h)
+		}
+		if key == "" {
+			continue
+		}
 		if k, ok := m["idempotency_key"]; ok && string(k) != "null" {
 			return nil, &InputError{Code: "invalid_idempotency_key", Field: "idempotency_key", Index: &i,
-				Message: fmt.Sprintf("messages[%d].idempotency_key: the batch's Idempotency-Key header keys every message (%s:%d); give keys in the header or in the messages, not both", i, header, i)}
+				Message: fmt.Sprintf("messages[%d].idempotency_key: the batch's Idempotency-Key header keys every message (%s:%d); give keys in the header or in the messages, not both", i, key, i)}
 		}
-		key, _ := json.Marshal(header + ":" + strconv.Itoa(i))
-		m["idempotency_key"] = key
+		m["idempotency_key"], _ = json.Marshal(key + ":" + strconv.Itoa(i))
 	}
 	return json.Marshal(msgs)
 }
@@ -393,14 +404,14 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, err)
 		return
 	}
-	if b, err = keyedBatch(b, r.Header.Get("Idempotency-Key")); err != nil {
+	if b, err = stampedBatch(b, r.Header); err != nil {
 		h.fail(w, err)
 		return
 	}
 	if !h.allow(w, c, n) {
 		return
 	}
-	ids, err := storeBatch(r.Context(), c.q, tracedBatch(b, r.Header))
+	ids, err := storeBatch(r.Context(), c.q, b)
 	if err != nil {
 		h.fail(w, withWait(r.Context(), c.q, err, func(i *int) (string, string) {
 			var msgs []struct{ Channel, Recipient string }

@@ -34,25 +34,3 @@ func tracedMetadata(md json.RawMessage, h http.Header) json.RawMessage {
 	out, _ := json.Marshal(fields)
 	return out
 }
-
-// tracedBatch is a batch body (a JSON array of message objects, as batchLen
-// accepted it) with the request's trace context in each message's metadata.
-func tracedBatch(body []byte, h http.Header) []byte {
-	if !tracecontext.ValidParent(h.Get(tracecontext.Parent)) {
-		return body
-	}
-	var msgs []map[string]json.RawMessage
-	if json.Unmarshal(body, &msgs) != nil {
-		return body // not objects: herald names the bad one
-	}
-	for _, m := range msgs {
-		if m != nil {
-			m["metadata"] = tracedMetadata(m["metadata"], h)
-		}
-	}
-	out, err := json.Marshal(msgs)
-	if err != nil {
-		return body
-	}
-	return out
-}
