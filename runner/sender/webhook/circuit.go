@@ -31,13 +31,13 @@ func newCircuit(failures int, cooldown time.Duration) *circuit {
 	return &circuit{failures: failures, cooldown: cooldown, keys: map[string]*keyState{}}
 }
 
-// hold reports whether the circuit of one of keys (a host, an endpoint) is open at
-// now, with until when a message held back should wait and that key's failures; when
-// none is open it lets the send through, as the trial of each key whose circuit
-// lets one through, and answers false (the caller sends, then records every key).
-func (c *circuit) hold(now time.Time, keys ...string) (time.Time, int, bool) {
+// hold reports the key (a host, an endpoint) among keys whose circuit is open at now,
+// with until when a message held back should wait and the key's failures; when none
+// is open it lets the send through, as the trial of each key whose circuit lets one
+// through, and answers "" (the caller sends, then records every key).
+func (c *circuit) hold(now time.Time, keys ...string) (string, time.Time, int) {
 	if c.failures <= 0 {
-		return time.Time{}, 0, false
+		return "", time.Time{}, 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,16 +48,16 @@ func (c *circuit) hold(now time.Time, keys ...string) (time.Time, int, bool) {
 		case st == nil || st.failures < c.failures:
 			continue
 		case now.Before(st.until):
-			return st.until, st.failures, true
+			return k, st.until, st.failures
 		case st.trial: // a trial is out: the others wait one more round
-			return now.Add(st.wait), st.failures, true
+			return k, now.Add(st.wait), st.failures
 		}
 		trials = append(trials, st)
 	}
 	for _, st := range trials {
 		st.trial = true
 	}
-	return time.Time{}, 0, false
+	return "", time.Time{}, 0
 }
 
 // record counts one send to key: a success closes its circuit, a failure counts

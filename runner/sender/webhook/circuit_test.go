@@ -12,8 +12,8 @@ func TestCircuit(t *testing.T) {
 	c := newCircuit(3, 10*time.Second)
 	t0 := time.Unix(1_800_000_000, 0)
 	held := func(host string, at time.Duration) bool {
-		_, _, open := c.hold(t0.Add(at), host)
-		return open
+		open, _, _ := c.hold(t0.Add(at), host)
+		return open != ""
 	}
 	for i := 0; i < 2; i++ {
 		c.record("down:443", true, t0)
@@ -22,8 +22,8 @@ func TestCircuit(t *testing.T) {
 		t.Fatal("held after 2 failures of 3")
 	}
 	c.record("down:443", true, t0)
-	if until, n, open := c.hold(t0.Add(time.Second), "down:443"); !open || n != 3 || !until.Equal(t0.Add(10*time.Second)) {
-		t.Fatalf("after 3 failures: open %v, %d, until %v", open, n, until)
+	if open, until, n := c.hold(t0.Add(time.Second), "down:443"); open != "down:443" || n != 3 || !until.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("after 3 failures: open %q, %d, until %v", open, n, until)
 	}
 	if held("up:443", time.Second) {
 		t.Fatal("another host held")
@@ -31,11 +31,11 @@ func TestCircuit(t *testing.T) {
 	if held("down:443", 10*time.Second) { // the trial goes
 		t.Fatal("no trial after the wait")
 	}
-	if until, _, open := c.hold(t0.Add(10*time.Second), "down:443"); !open || !until.Equal(t0.Add(20*time.Second)) {
-		t.Fatalf("a second request while the trial is out: open %v until %v", open, until)
+	if open, until, _ := c.hold(t0.Add(10*time.Second), "down:443"); open == "" || !until.Equal(t0.Add(20*time.Second)) {
+		t.Fatalf("a second request while the trial is out: open %q until %v", open, until)
 	}
 	c.record("down:443", true, t0.Add(11*time.Second)) // the trial failed: twice the wait
-	if until, _, _ := c.hold(t0.Add(12*time.Second), "down:443"); !until.Equal(t0.Add(31 * time.Second)) {
+	if _, until, _ := c.hold(t0.Add(12*time.Second), "down:443"); !until.Equal(t0.Add(31 * time.Second)) {
 		t.Fatalf("after a failed trial: until %v, want 20 s after it", until)
 	}
 	for i := 0; i < 10; i++ { // failed trials: the wait stops at 32 times
@@ -43,7 +43,7 @@ func TestCircuit(t *testing.T) {
 		held("down:443", at)
 		c.record("down:443", true, t0.Add(at))
 	}
-	if until, _, _ := c.hold(t0.Add(10000*time.Hour+time.Second), "down:443"); until.Sub(t0.Add(10000*time.Hour)) != 320*time.Second {
+	if _, until, _ := c.hold(t0.Add(10000*time.Hour+time.Second), "down:443"); until.Sub(t0.Add(10000*time.Hour)) != 320*time.Second {
 		t.Fatalf("the wait grew to %v, want at most 320 s", until.Sub(t0.Add(10000*time.Hour)))
 	}
 	held("down:443", 20000*time.Hour)
@@ -55,7 +55,7 @@ func TestCircuit(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		off.record("down:443", true, t0)
 	}
-	if _, _, open := off.hold(t0, "down:443"); open {
+	if open, _, _ := off.hold(t0, "down:443"); open != "" {
 		t.Fatal("a circuit turned off held a host")
 	}
 }

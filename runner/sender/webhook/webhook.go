@@ -297,9 +297,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		// The site's slot first: a trial the circuit lets through is then always sent.
 		if wait, ok := s.hosts.acquire(site, now); !ok {
 			err = sender.Held(fmt.Errorf("%s has %d sends in flight: not tried", site, s.hosts.limit), now.Add(wait), "host_busy")
-		} else if until, n, open := s.circuit.hold(now, host, endpoint); open {
+		} else if open, until, n := s.circuit.hold(now, host, endpoint); open != "" {
 			s.hosts.release(site, 0)
-			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", endpoint, n), until, "circuit_open")
+			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", open, n), until, "circuit_open")
 		} else {
 			res, err = s.post(ctx, m, u)
 			s.hosts.release(site, time.Since(now))
