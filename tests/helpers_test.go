@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/tests/testdb"
 )
 
@@ -50,6 +51,20 @@ func scalar[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...any) T 
 }
 
 // mustExec runs a statement and fails the test on error.
+// messageIDKey is the key herald signs e-mail Message-IDs with: the newest of
+// herald.message_id_keys.
+func messageIDKey(t *testing.T, pool *pgxpool.Pool) []byte {
+	t.Helper()
+	return scalar[[]byte](t, pool, `SELECT key FROM herald.message_id_keys ORDER BY created_at DESC LIMIT 1`)
+}
+
+// heraldMessageID is the Message-ID a runner of this database gives message id (the
+// From domain example.com).
+func heraldMessageID(t *testing.T, pool *pgxpool.Pool, id int64) string {
+	t.Helper()
+	return email.MessageID(id, messageIDKey(t, pool), "example.com")
+}
+
 func mustExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {

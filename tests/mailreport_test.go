@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -200,14 +199,13 @@ Message-ID: %[1]s
 func TestComplaintsFromAFeedbackLoop(t *testing.T) {
 	_, pool := setup(t)
 	bin := buildHerald(t)
-	key := []byte("the Message-ID key, 32 bytes long")
-	env := []string{"DATABASE_URL=" + pool.Config().ConnString(), "HERALD_MESSAGE_ID_SECRETS=whsec_" + base64.StdEncoding.EncodeToString(key)}
-	ids := smtpSent(t, pool, key, "ana@example.net", "bo@example.net", "cy@example.net")
-	msgID := func(i int) string { return email.MessageID(ids[i], key, "example.com") }
+	env := []string{"DATABASE_URL=" + pool.Config().ConnString()}
+	ids := smtpSent(t, pool, "ana@example.net", "bo@example.net", "cy@example.net")
+	msgID := func(i int) string { return heraldMessageID(t, pool, ids[i]) }
 	for name, input := range map[string]string{
 		"not spam":        arfReport(msgID(0), "not-spam", "", "ana@example.net"),
 		"an auth failure": arfReport(msgID(0), "auth-failure", "", "ana@example.net"),
-		"a forged report": arfReport(email.MessageID(ids[0], nil, "example.com"), "abuse", "", "ana@example.net"),
+		"a forged report": arfReport(fmt.Sprintf("<herald-%d@example.com>", ids[0]), "abuse", "", "ana@example.net"),
 	} {
 		if code, out := mailReport(t, bin, input, env...); code != 0 || !strings.Contains(out, "no event") {
 			t.Errorf("%s: exit %d %s", name, code, out)
@@ -243,32 +241,30 @@ func TestComplaintsFromAFeedbackLoop(t *testing.T) {
 // and status as its code, and an unknown mailbox (550 5.1.1) suppresses the address
 // where a full one (552 5.2.2) does not; a delay defers. Once however often the server
 // delivers it. Anyone can mail a bounce: one naming a message id without the tag of
-// HERALD_MESSAGE_ID_SECRETS, or with a wrong one, records nothing (else a stranger
-// could suppress any recipient whose message id it guesses), nor does an auto-reply
-// (exit 0); a copy's bounce suppresses the copy and leaves the message's outcome alone,
-// one about an address the message never went to is unknown; unreadable input is 65; no secret, an unreachable
-// database or a role that may not record is 75 (the server keeps the bounce) and
-// stores nothing.
+// a key of herald.message_id_keys, or with a wrong one, records nothing (else a
+// stranger could suppress any recipient whose message id it guesses), nor does an
+// auto-reply (exit 0); a key rotated out still verifies while its row is kept. A
+// copy's bounce suppresses the copy and leaves the message's outcome alone, one about
+// an address the message never went to is unknown; unreadable input is 65; an
+// unreachable database or a role that may not read the keys and record is 75 (the
+// server keeps the bounce) and stores nothing.
 func TestDSNFromAMailServer(t *testing.T) {
 	_, pool := setup(t)
 	bin := buildHerald(t)
-	key := []byte("the Message-ID key, 32 bytes long")
-	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
-	ids := smtpSent(t, pool, key, "ana@example.net", "bo@example.net", "cy@example.net", "dee@example.net", "eve@example.net", "fay@example.net")
+	ids := smtpSent(t, pool, "ana@example.net", "bo@example.net", "cy@example.net", "dee@example.net", "eve@example.net", "fay@example.net")
+	key := messageIDKey(t, pool)
 	msgID := func(i int) string { return email.MessageID(ids[i], key, "example.com") }
-	dsn := func(input, dbURL string, env ...string) (int, string) {
+	mustExec(t, pool, `INSERT INTO herald.message_id_keys (created_at) VALUES (now() + interval '1 second')`) // rotated after sending
+	dsn := func(input, dbURL string) (int, string) {
 		t.Helper()
-		return mailReport(t, bin, input, append([]string{"DATABASE_URL=" + dbURL, "HERALD_MESSAGE_ID_SECRETS=" + secret}, env...)...)
+		return mailReport(t, bin, input, "DATABASE_URL="+dbURL)
 	}
 	hard := postfixDSN(msgID(0), "Ana Lima <ana@example.net>", "ana@example.net", "failed", "5.1.1",
 		"550 5.1.1 <ana@example.net>: Recipient address rejected: User unknown in virtual mailbox table")
 	stored := func() int64 { return scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`) }
 
-	// Nothing recorded and the bounce kept: no secret, no database, or a role that may
-	// not record.
-	if code, out := dsn(hard, pool.Config().ConnString(), "HERALD_MESSAGE_ID_SECRETS="); code != 75 || !strings.Contains(out, "HERALD_MESSAGE_ID_SECRETS") {
-		t.Fatalf("no secret: exit %d %s", code, out)
-	}
+	// Nothing recorded and the bounce kept: no database, or a role that may not read
+	// the Message-ID keys and record.
 	if code, out := dsn(hard, "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"); code != 75 {
 		t.Fatalf("no database: exit %d %s", code, out)
 	}
@@ -285,7 +281,7 @@ func TestDSNFromAMailServer(t *testing.T) {
 		"unreadable":          {"\x00\x01 not a mail", 65},
 		"an auto-reply":       {"From: bo@example.net\r\nTo: noreply@example.com\r\nSubject: Out of office\r\nAuto-Submitted: auto-replied\r\n\r\nBack Monday.\r\n", 0},
 		"a stranger's bounce": {strings.Replace(hard, "<herald-", "<not-herald-", 1), 0},
-		"a forged bounce, no tag": {postfixDSN(email.MessageID(ids[0], nil, "example.com"), "ana@example.net", "ana@example.net",
+		"a forged bounce, no tag": {postfixDSN(fmt.Sprintf("<herald-%d@example.com>", ids[0]), "ana@example.net", "ana@example.net",
 			"failed", "5.1.1", "550 5.1.1 unknown"), 0},
 		"a forged bounce, a wrong tag": {postfixDSN(email.MessageID(ids[0], []byte("another key"), "example.com"), "ana@example.net",
 			"ana@example.net", "failed", "5.1.1", "550 5.1.1 unknown"), 0},

@@ -342,7 +342,7 @@ func sendGridStandIn(t *testing.T, from string, revoked bool) (*revocableProvide
 	prov.revoked.Store(revoked)
 	srv := httptest.NewServer(prov)
 	t.Cleanup(srv.Close)
-	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{From: from}})
+	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: from}})
 	if err != nil {
 		t.Fatal(err)
 	}

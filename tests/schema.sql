@@ -6241,6 +6241,24 @@ ALTER TABLE herald.log_statements ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENT
 
 
 --
+-- Name: message_id_keys; Type: TABLE; Schema: herald; Owner: -
+--
+
+CREATE TABLE herald.message_id_keys (
+    key bytea DEFAULT (uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())) NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT message_id_keys_key_check CHECK (((octet_length(key) >= 16) AND (octet_length(key) <= 64)))
+);
+
+
+--
+-- Name: TABLE message_id_keys; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON TABLE herald.message_id_keys IS 'Secret keys of e-mail Message-ID tags: the newest signs, all verify; readable by runners (herald_worker) and herald_events only.';
+
+
+--
 -- Name: messages_id_seq; Type: SEQUENCE; Schema: herald; Owner: -
 --
 
@@ -6632,6 +6650,14 @@ ALTER TABLE ONLY herald.log_counter
 
 ALTER TABLE ONLY herald.log_statements
     ADD CONSTRAINT log_statements_pkey PRIMARY KEY (seq);
+
+
+--
+-- Name: message_id_keys message_id_keys_pkey; Type: CONSTRAINT; Schema: herald; Owner: -
+--
+
+ALTER TABLE ONLY herald.message_id_keys
+    ADD CONSTRAINT message_id_keys_pkey PRIMARY KEY (key);
 
 
 --
@@ -7975,6 +8001,15 @@ GRANT SELECT ON TABLE herald.log TO herald_admin;
 --
 
 GRANT ALL ON SEQUENCE herald.log_statements_seq_seq TO herald_admin;
+
+
+--
+-- Name: TABLE message_id_keys; Type: ACL; Schema: herald; Owner: -
+--
+
+GRANT SELECT ON TABLE herald.message_id_keys TO herald_worker;
+GRANT SELECT ON TABLE herald.message_id_keys TO herald_events;
+GRANT ALL ON TABLE herald.message_id_keys TO herald_admin;
 
 
 --

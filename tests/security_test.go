@@ -1,9 +1,13 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http/httptest"
+	"net/mail"
+	"net/smtp"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +15,8 @@ import (
 
 	"github.com/herald/herald/runner/intake"
 	"github.com/herald/herald/runner/sender/egress"
+	"github.com/herald/herald/runner/sender/sendertest"
+	"github.com/herald/herald/tests/testdb"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -307,5 +313,86 @@ func TestRefusedNetworksAgree(t *testing.T) {
 	}
 	if strings.Join(sqlList, "\n") != strings.Join(goList, "\n") {
 		t.Fatalf("herald._refused_networks():\n%s\negress.Refused:\n%s", strings.Join(sqlList, "\n"), strings.Join(goList, "\n"))
+	}
+}
+
+// Attack: Gmail keeps one message per Message-ID and drops a later one quoting the
+// same, so whoever can mail a user and predict herald's next Message-IDs can make
+// herald's security alerts vanish from that mailbox. The attacker gets one herald
+// mail of its own, reads its Message-ID, and mails the victim every Message-ID it
+// can derive for the next ids (the bare sequence, its own tag on the next ids)
+// before herald sends the victim three alerts: the mailbox, keeping the first of
+// each Message-ID, still holds all three. The tag comes from a key made at install
+// (two installations differ), which no producer, intake or consumer can read.
+func TestMessageIDsCannotBeSentAhead(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	relay := sendertest.StartSMTP(t, false)
+	host, port, _ := net.SplitHostPort(relay.Addr)
+	runnerProcess(t, url, "HERALD_SENDER_EMAIL=smtp", "HERALD_SMTP_HOST="+host, "HERALD_SMTP_PORT="+port, "HERALD_SMTP_TLS=none",
+		"HERALD_EMAIL_FROM=Acme Security <security@example.com>", "HERALD_POLL_INTERVAL=100ms")
+	messageID := func(r sendertest.Received) string {
+		m, err := mail.ReadMessage(strings.NewReader(r.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Header.Get("Message-Id")
+	}
+
+	alert := func(to string) int64 {
+		return scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"New sign-in","text":"Was it you?"}')`, to)
+	}
+	own := alert("attacker@example.net")
+	eventually(t, 30*time.Second, "the attacker's own mail sent", func() bool { return len(relay.Messages()) == 1 })
+	seen := messageID(relay.Messages()[0])
+	tag := ""
+	if _, after, ok := strings.Cut(strings.Trim(seen, "<>"), "."); ok {
+		tag, _, _ = strings.Cut(after, "@")
+	}
+	for next := own + 1; next <= own+5; next++ {
+		for _, guess := range []string{fmt.Sprintf("<herald-%d@example.com>", next), fmt.Sprintf("<herald-%d.%s@example.com>", next, tag)} {
+			msg := "From: attacker@example.net\r\nTo: victim@example.net\r\nSubject: hi\r\nMessage-ID: " + guess + "\r\n\r\nhello\r\n"
+			if err := smtp.SendMail(relay.Addr, nil, "attacker@example.net", []string{"victim@example.net"}, []byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var alerts []int64
+	for range 3 {
+		alerts = append(alerts, alert("victim@example.net"))
+	}
+	eventually(t, 30*time.Second, "the alerts sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 4 })
+
+	kept := map[string]string{} // Message-ID -> the first sender, as Gmail keeps it
+	for _, r := range relay.Messages() {
+		if id := messageID(r); r.To[0] == "victim@example.net" && kept[id] == "" {
+			kept[id] = r.From
+		}
+	}
+	for _, id := range alerts {
+		msgID := scalar[string](t, pool, `SELECT provider_message_id FROM herald.messages WHERE id = $1`, id)
+		if kept[msgID] != "security@example.com" {
+			t.Errorf("alert %d (%s): the mailbox kept the attacker's mail of that Message-ID instead", id, msgID)
+		}
+	}
+
+	// The key: made at install, another for each installation, secret from producers.
+	var keys [2][]byte
+	for i := range keys {
+		fresh := testdb.EmptyDatabase(t)
+		migrateURL(t, fresh, false)
+		keys[i] = messageIDKey(t, testdb.Pool(t, fresh))
+	}
+	if len(keys[0]) != 32 || bytes.Equal(keys[0], keys[1]) {
+		t.Fatalf("two installations made the keys %x and %x", keys[0], keys[1])
+	}
+	for _, role := range []string{"herald_producer", "herald_intake", "herald_consumer"} {
+		p := loginPool(t, pool, "msgid_"+strings.TrimPrefix(role, "herald_"), role)
+		var key []byte
+		err := p.QueryRow(context.Background(), `SELECT key FROM herald.message_id_keys LIMIT 1`).Scan(&key)
+		if wantPgError(t, err, "42501", ""); key != nil {
+			t.Fatalf("%s read the Message-ID key", role)
+		}
 	}
 }

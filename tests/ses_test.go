@@ -133,14 +133,14 @@ func (f *fakeSNS) sign(t *testing.T, m map[string]string, version string, key *r
 }
 
 // smtpSent stores e-mails to recipients, each with a copy to copy@example.net, and
-// completes them as the SMTP sender does, with its Message-ID (signed with key, when given) as the provider id; returns the ids.
-func smtpSent(t *testing.T, pool *pgxpool.Pool, key []byte, recipients ...string) []int64 {
+// completes them as the SMTP sender does, with its Message-ID (heraldMessageID) as the provider id; returns the ids.
+func smtpSent(t *testing.T, pool *pgxpool.Pool, recipients ...string) []int64 {
 	t.Helper()
 	var ids []int64
 	var msgIDs []string
 	for _, r := range recipients {
 		id := scalar[int64](t, pool, `SELECT herald.enqueue('email', $1, '{"subject":"s","text":"t","cc":["copy@example.net"]}')`, r)
-		ids, msgIDs = append(ids, id), append(msgIDs, email.MessageID(id, key, "example.com"))
+		ids, msgIDs = append(ids, id), append(msgIDs, heraldMessageID(t, pool, id))
 	}
 	mustExec(t, pool, `SELECT count(*) FROM herald.claim_batch('w', 100, channels => ARRAY['email'])`)
 	mustExec(t, pool, `SELECT herald.complete($1::bigint[], (SELECT array_agg(lease_token ORDER BY id) FROM herald.messages WHERE id = ANY ($1)), $2)`,
@@ -149,13 +149,13 @@ func smtpSent(t *testing.T, pool *pgxpool.Pool, key []byte, recipients ...string
 }
 
 // sesMessage is an SES notification about herald message id to its To recipient,
-// with the original headers, as SES publishes it; extra is the notification's own
-// object ("bounce": {…}).
-func sesMessage(kind string, id int64, to, extra string) string {
+// with the original headers (its Message-ID msgID), as SES publishes it; extra is the
+// notification's own object ("bounce": {…}).
+func sesMessage(kind string, id int64, msgID, to, extra string) string {
 	return fmt.Sprintf(`{"%s":%q,"mail":{"timestamp":"2026-11-26T10:00:00.000Z","source":"noreply@example.com",
 		"messageId":"0100018c-ses-%d","destination":[%q,"copy@example.net"],"headersTruncated":false,
-		"commonHeaders":{"from":["Herald <noreply@example.com>"],"to":["Ana Lima <%s>"],"messageId":"<herald-%d@example.com>","subject":"s"}},%s}`,
-		map[bool]string{true: "eventType", false: "notificationType"}[kind == "Open"], kind, id, to, to, id, extra)
+		"commonHeaders":{"from":["Herald <noreply@example.com>"],"to":["Ana Lima <%s>"],"messageId":%q,"subject":"s"}},%s}`,
+		map[bool]string{true: "eventType", false: "notificationType"}[kind == "Open"], kind, id, to, to, msgID, extra)
 }
 
 // Amazon SES's notifications through Amazon SNS: a subscription is confirmed; a
@@ -193,7 +193,8 @@ func TestSESNotifications(t *testing.T) {
 		SNSHosts: regexp.MustCompile(`^127\.0\.0\.1$`), SNSRoots: sns.ca})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	ids := smtpSent(t, pool, nil, "ana@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
+	ids := smtpSent(t, pool, "ana@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
+	msgID := func(i int) string { return heraldMessageID(t, pool, ids[i]) }
 
 	n := 0
 	message := func(typ, msg string) map[string]string {
@@ -221,7 +222,7 @@ func TestSESNotifications(t *testing.T) {
 		t.Fatalf("subscription confirmation: %d, asked %v", code, sns.asked())
 	}
 
-	bounce := message("Notification", sesMessage("Bounce", ids[0], "ana@example.com", `"bounce":{"bounceType":"Permanent",
+	bounce := message("Notification", sesMessage("Bounce", ids[0], msgID(0), "ana@example.com", `"bounce":{"bounceType":"Permanent",
 		"bounceSubType":"General","bouncedRecipients":[{"emailAddress":"ana@example.com","action":"failed","status":"5.1.1",
 		"diagnosticCode":"smtp; 550 5.1.1 user unknown"}],"timestamp":"2026-11-26T10:00:02.000Z","feedbackId":"f1"}`))
 	sns.sign(t, bounce, "1", sns.key, "/SimpleNotificationService-good.pem")
@@ -276,22 +277,28 @@ func TestSESNotifications(t *testing.T) {
 	if code, res := post(bounce); code != 200 || res.Duplicates != 1 {
 		t.Fatalf("SNS's retry of the bounce: %d %+v", code, res)
 	}
-	complaint := message("Notification", sesMessage("Complaint", ids[1], "bo@example.com", `"complaint":{"complainedRecipients":
+	complaint := message("Notification", sesMessage("Complaint", ids[1], msgID(1), "bo@example.com", `"complaint":{"complainedRecipients":
 		[{"emailAddress":"bo@example.com"}],"complaintFeedbackType":"abuse","timestamp":"2026-11-26T10:00:03.000Z","feedbackId":"f2"}`))
-	delivery := message("Notification", sesMessage("Delivery", ids[2], "cy@example.com", `"delivery":{"timestamp":"2026-11-26T10:00:04.000Z",
+	delivery := message("Notification", sesMessage("Delivery", ids[2], msgID(2), "cy@example.com", `"delivery":{"timestamp":"2026-11-26T10:00:04.000Z",
 		"processingTimeMillis":546,"recipients":["cy@example.com"],"smtpResponse":"250 ok: Message 64111812 accepted","reportingMTA":"a8-70.smtp-out.amazonses.com"}`))
-	copyBounce := message("Notification", sesMessage("Bounce", ids[3], "dee@example.com", `"bounce":{"bounceType":"Permanent",
+	copyBounce := message("Notification", sesMessage("Bounce", ids[3], msgID(3), "dee@example.com", `"bounce":{"bounceType":"Permanent",
 		"bouncedRecipients":[{"emailAddress":"copy@example.net","status":"5.1.1"}],"timestamp":"2026-11-26T10:00:05.000Z"}`))
-	strangerBounce := message("Notification", sesMessage("Bounce", ids[3], "dee@example.com", `"bounce":{"bounceType":"Permanent",
+	strangerBounce := message("Notification", sesMessage("Bounce", ids[3], msgID(3), "dee@example.com", `"bounce":{"bounceType":"Permanent",
 		"bouncedRecipients":[{"emailAddress":"stranger@example.org","status":"5.1.1"}],"timestamp":"2026-11-26T10:00:05.000Z"}`))
-	open := message("Notification", sesMessage("Open", ids[2], "cy@example.com", `"open":{"timestamp":"2026-11-26T10:00:06.000Z"}`))
-	notSpam := message("Notification", sesMessage("Complaint", ids[2], "cy@example.com", `"complaint":{"complainedRecipients":
+	open := message("Notification", sesMessage("Open", ids[2], msgID(2), "cy@example.com", `"open":{"timestamp":"2026-11-26T10:00:06.000Z"}`))
+	notSpam := message("Notification", sesMessage("Complaint", ids[2], msgID(2), "cy@example.com", `"complaint":{"complainedRecipients":
 		[{"emailAddress":"cy@example.com"}],"complaintFeedbackType":"not-spam","timestamp":"2026-11-26T10:00:07.000Z","feedbackId":"f3"}`))
+	// Another herald installation sending through the same SES account and topic: its
+	// message of the same id to the same address quotes another key's Message-ID.
+	otherInstallation := message("Notification", sesMessage("Bounce", ids[2], email.MessageID(ids[2], []byte("another installation's key"), "example.com"),
+		"cy@example.com", `"bounce":{"bounceType":"Permanent","bouncedRecipients":[{"emailAddress":"cy@example.com","status":"5.1.1"}],
+		"timestamp":"2026-11-26T10:00:05.000Z"}`))
 	for name, m := range map[string]map[string]string{"complaint": complaint, "delivery": delivery, "a copy's bounce": copyBounce,
-		"a stranger's bounce": strangerBounce, "open": open, "a not-spam report": notSpam} {
+		"a stranger's bounce": strangerBounce, "open": open, "a not-spam report": notSpam, "another installation's bounce": otherInstallation} {
 		sns.sign(t, m, "2", sns.key, "/SimpleNotificationService-good.pem")
 		code, res := post(m)
-		want := map[string]eventsResult{"a stranger's bounce": {Unknown: 1}, "open": {Ignored: 1}, "a not-spam report": {Ignored: 1}}[name]
+		want := map[string]eventsResult{"a stranger's bounce": {Unknown: 1}, "open": {Ignored: 1}, "a not-spam report": {Ignored: 1},
+			"another installation's bounce": {Unknown: 1}}[name]
 		if want == (eventsResult{}) {
 			want = eventsResult{Recorded: 1}
 		}

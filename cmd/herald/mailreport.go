@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald/herald/runner/events"
+	"github.com/herald/herald/runner/sender/email"
 )
 
 // Exit codes of herald mail-report, which a mail server's pipe runs: the sysexits(3)
@@ -27,25 +28,26 @@ const maxReport = 10 << 20
 // server's pipe hands it over — a bounce (RFC 3464 delivery status notification,
 // source dsn) or a feedback loop's complaint (RFC 5965 feedback report, source arf) —
 // recorded with herald.record_delivery_events as the role of DATABASE_URL (a member
-// of herald_events), when it returns a Message-ID signed with
-// HERALD_MESSAGE_ID_SECRETS. Exit codes: 0 recorded, or nothing to record (not a
+// of herald_events), when it returns a Message-ID signed with a key of
+// herald.message_id_keys. Exit codes: 0 recorded, or nothing to record (not a
 // report, not about a message herald signed); 65 not a readable mail or report; 75
-// the secrets are not set, or the database is unavailable or refused the call (the
-// mail server keeps the report and tries again).
+// the database is unavailable or refused the keys or the call (the mail server keeps
+// the report and tries again).
 func runMailReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) != 0 {
 		fmt.Fprintln(stderr, "usage: herald mail-report < report.eml\n\nRecords one bounce (a delivery status notification) or complaint (a feedback report) read from standard input.\n"+
 			"Exit codes: 0 recorded or nothing to record, 65 not a readable report, 75 database unavailable (try again).")
 		return exitUsage
 	}
-	keys, err := signingKeys(&environ{}, "HERALD_MESSAGE_ID_SECRETS")
-	switch {
-	case err != nil:
-		fmt.Fprintf(stderr, "herald mail-report: %v\n", err)
+	conn, err := pgx.Connect(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		fmt.Fprintf(stderr, "herald mail-report: database unavailable: %v\n", err)
 		return exitTempFail
-	case len(keys) == 0: // keep the reports until it is set
-		fmt.Fprintln(stderr, "herald mail-report: HERALD_MESSAGE_ID_SECRETS is not set: herald mail-report records only reports on "+
-			"Message-IDs signed with it (anyone can mail a report); set it here and for the runners")
+	}
+	defer conn.Close(context.Background())
+	keys, err := email.LoadMessageIDKeys(ctx, conn)
+	if err != nil { // unavailable, or this role may not read them (herald_events): keep the report
+		fmt.Fprintf(stderr, "herald mail-report: %v\n", err)
 		return exitTempFail
 	}
 	source, evs, ignored, err := events.ReadReport(io.LimitReader(os.Stdin, maxReport), keys)
@@ -60,12 +62,6 @@ func runMailReport(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "herald mail-report: no event about a message herald signed (%d ignored)\n", ignored)
 		return exitOK
 	}
-	conn, err := pgx.Connect(ctx, os.Getenv("DATABASE_URL"))
-	if err != nil {
-		fmt.Fprintf(stderr, "herald mail-report: database unavailable: %v\n", err)
-		return exitTempFail
-	}
-	defer conn.Close(context.Background())
 	res, err := events.Record(ctx, conn, source, evs)
 	if err != nil { // unavailable, or this role may not record (herald_events): keep the report
 		fmt.Fprintf(stderr, "herald mail-report: recording failed, try again: %v\n", err)

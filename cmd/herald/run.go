@@ -92,7 +92,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "herald run: no channel has a sender: set HERALD_SENDER_EMAIL=sink:- (or --sender email=sink:-)")
 		return exitUsage
 	}
-	senders, closeSenders, err := buildSenders(ev, specs)
+	idKey := &messageIDKey{}
+	senders, closeSenders, err := buildSenders(ev, specs, idKey.get)
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
@@ -123,6 +124,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer pool.Close()
+	idKey.pool = pool
 
 	r, err := runner.New(pool, runner.Config{
 		Worker: *worker, Senders: senders, BatchSize: *batch, Concurrency: *conc, Lease: *lease,

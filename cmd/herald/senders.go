@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/mail"
 	"net/netip"
@@ -10,7 +12,10 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
@@ -58,9 +63,9 @@ func sendersFromEnv(ev *environ) senderSpecs {
 // closer is implemented by senders that hold a file or connection.
 type closer interface{ Close() error }
 
-// buildSenders builds every channel's sender; the returned function closes those
-// that hold resources.
-func buildSenders(ev *environ, specs senderSpecs) (map[string]sender.Sender, func(), error) {
+// buildSenders builds every channel's sender, the e-mail senders signing Message-IDs
+// with idKey; the returned function closes those that hold resources.
+func buildSenders(ev *environ, specs senderSpecs, idKey email.KeySource) (map[string]sender.Sender, func(), error) {
 	senders := map[string]sender.Sender{}
 	closeAll := func() {
 		for _, s := range senders {
@@ -70,7 +75,7 @@ func buildSenders(ev *environ, specs senderSpecs) (map[string]sender.Sender, fun
 		}
 	}
 	for ch, spec := range specs {
-		s, err := buildSender(ev, ch, spec)
+		s, err := buildSender(ev, ch, spec, idKey)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("channel %s: %w", ch, err)
@@ -90,7 +95,7 @@ func buildSenders(ev *environ, specs senderSpecs) (map[string]sender.Sender, fun
 //	                (docs/operations.md, "Providers"); with HERALD_<PROVIDER>_RATE, behind
 //	                this runner's adaptive limiter (the limit shared by all runners is
 //	                the channel's rate, in SQL)
-func buildSender(ev *environ, channel, spec string) (sender.Sender, error) {
+func buildSender(ev *environ, channel, spec string, idKey email.KeySource) (sender.Sender, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
 	switch kind {
 	case "sink":
@@ -112,7 +117,7 @@ func buildSender(ev *environ, channel, spec string) (sender.Sender, error) {
 			return nil, fmt.Errorf("sender %q: %s takes no argument; configure it with HERALD_%s_*", spec, kind, strings.ToUpper(kind))
 		}
 		setting := providerSetting(ev, channel, kind)
-		s, err := buildProvider(ev, kind, channel, setting)
+		s, err := buildProvider(ev, kind, channel, setting, idKey)
 		if err == nil {
 			err = ev.err()
 		}
@@ -147,18 +152,11 @@ func providerSetting(ev *environ, channel, kind string) func(key string) string 
 }
 
 // buildProvider builds a provider's sender for a channel, each setting read from the
-// variable setting names (providerSetting).
-func buildProvider(ev *environ, kind, channel string, setting func(key string) string) (sender.Sender, error) {
+// variable setting names (providerSetting); e-mail senders sign Message-IDs with idKey.
+func buildProvider(ev *environ, kind, channel string, setting func(key string) string, idKey email.KeySource) (sender.Sender, error) {
 	ch := "HERALD_" + strings.ToUpper(channel)
 	defaults := email.Defaults{From: ev.str(ch+"_FROM", ""), ReplyTo: ev.str(ch+"_REPLY_TO", ""),
-		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", ""), ReturnPath: ev.str(ch+"_RETURN_PATH", "")}
-	idKeys, err := signingKeys(ev, "HERALD_MESSAGE_ID_SECRETS")
-	if err != nil {
-		return nil, err
-	}
-	if len(idKeys) > 0 {
-		defaults.MessageIDKey = idKeys[0]
-	}
+		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", ""), ReturnPath: ev.str(ch+"_RETURN_PATH", ""), MessageIDKey: idKey}
 	if rp := defaults.ReturnPath; rp != "" {
 		if a, err := mail.ParseAddress(rp); err != nil || a.Name != "" || a.Address != rp {
 			return nil, fmt.Errorf("%s_RETURN_PATH: %q is not a bare address (bounces@example.com)", ch, rp)
@@ -236,4 +234,31 @@ func loopbackHost(host string) bool {
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.IsLoopback()
+}
+
+// messageIDKey is the e-mail senders' Message-ID key (email.KeySource): the newest
+// of herald.message_id_keys, read on the first send and kept for the process, so a
+// rotation takes effect as the runners restart. pool is set once it is open, before
+// any send.
+type messageIDKey struct {
+	pool *pgxpool.Pool
+	mu   sync.Mutex
+	key  []byte
+}
+
+// get returns the key, reading it the first time (email.LoadMessageIDKeys).
+func (k *messageIDKey) get(ctx context.Context) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.key == nil {
+		if k.pool == nil {
+			return nil, sender.Configuration(errors.New("no database to read herald.message_id_keys from"), "")
+		}
+		keys, err := email.LoadMessageIDKeys(ctx, k.pool)
+		if err != nil {
+			return nil, err
+		}
+		k.key = keys[0]
+	}
+	return k.key, nil
 }

@@ -15,9 +15,9 @@
 // Matching uses herald's message id, which every provider echoes back: SendGrid as the
 // custom argument herald_id (the sendgrid sender sets it), Twilio in the status
 // callback URL's herald_id parameter (the twilio sender adds it), SES as the
-// Message-ID header herald set (<herald-ID@…>, among the notification's original
+// Message-ID header herald set (<herald-ID.TAG@…>, among the notification's original
 // headers), the generic endpoint as message_id (a webhook's webhook-id, or the
-// <herald-ID@…> Message-ID a bounce quotes). The provider's own id must agree with
+// <herald-ID.TAG@…> Message-ID a bounce quotes). The provider's own id must agree with
 // the one herald stored.
 package events
 

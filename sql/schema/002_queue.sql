@@ -356,6 +356,19 @@ CREATE TABLE herald.installed_code (
 );
 COMMENT ON TABLE herald.installed_code IS 'Hash of the installed functions, views and triggers; NULL when installed by hand.';
 
+-- The keys of e-mail Message-IDs (<herald-ID.TAG@domain>, TAG an HMAC of the id):
+-- the newest signs, every row verifies (herald mail-report). One random key is made
+-- at install, so no two installations share Message-IDs and nobody outside can
+-- predict one. Rotate: INSERT INTO herald.message_id_keys DEFAULT VALUES, restart the
+-- runners, delete the old row once its mail no longer bounces (a week).
+CREATE TABLE herald.message_id_keys (
+  key        bytea PRIMARY KEY DEFAULT uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())
+             CHECK (octet_length(key) BETWEEN 16 AND 64),
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE herald.message_id_keys IS 'Secret keys of e-mail Message-ID tags: the newest signs, all verify; readable by runners (herald_worker) and herald_events only.';
+INSERT INTO herald.message_id_keys DEFAULT VALUES;
+
 -- The token bucket of each channel with a rate: claim_batch locks the row, refills it
 -- for the time since refilled_at (up to the burst), claims at most the whole tokens
 -- and takes them out. One row per rate-limited channel, made by the first claim;
@@ -440,5 +453,6 @@ COMMENT ON COLUMN herald.delivery_events.reason IS 'The provider''s text (first 
 
 GRANT SELECT ON herald.channels TO herald_worker; -- runners read pauses to probe and report them
 GRANT SELECT ON herald.installed_code TO herald_worker; -- herald run compares it with its own build's
+GRANT SELECT ON herald.message_id_keys TO herald_worker, herald_events; -- e-mail senders sign, herald mail-report verifies
 GRANT ALL ON ALL TABLES IN SCHEMA herald TO herald_admin;
 GRANT ALL ON ALL SEQUENCES IN SCHEMA herald TO herald_admin;

@@ -8,12 +8,13 @@
 // content (base64), content_type, disposition, content_id}), and the SendGrid-only
 // template_id, dynamic_template_data, categories and custom_args. from and reply_to
 // fall back to the channel's defaults; a channel with an unsubscribe URL adds
-// one-click List-Unsubscribe headers (RFC 8058) to a message without copies. The Message-ID is derived
-// from the herald message id, so a resend after a crash carries the same id and is
-// recognisable downstream.
+// one-click List-Unsubscribe headers (RFC 8058) to a message without copies. The
+// Message-ID is the herald message id signed with the installation's key (MessageID),
+// so a resend after a crash carries the same Message-ID and nobody else can make one.
 package email
 
 import (
+	"context"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
@@ -24,6 +25,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
@@ -36,10 +40,12 @@ type Defaults struct {
 	ReplyTo string
 	// MessageIDDomain is the right-hand side of Message-IDs (default: the domain of From).
 	MessageIDDomain string
-	// MessageIDKey, when set (the first of HERALD_MESSAGE_ID_SECRETS), signs the
-	// Message-ID (MessageID): a bounce that quotes it is then known to be about a mail
-	// herald sent, which `herald mail-report` requires.
-	MessageIDKey []byte
+	// MessageIDKey gives the key that signs Message-IDs (MessageID): the newest of
+	// herald.message_id_keys (LoadMessageIDKeys), so every runner signs alike, a
+	// bounce that quotes a Message-ID is known to be about a mail herald sent, and
+	// nobody without the key can predict one. Required: without it Build fails the
+	// message as configuration (the channel pauses); its error is Build's.
+	MessageIDKey KeySource
 	// ReturnPath is the envelope sender (SMTP MAIL FROM), the address bounces go back
 	// to, when it is not From (HERALD_<CHANNEL>_RETURN_PATH): a mailbox that pipes
 	// them to `herald mail-report`. A bare address.
@@ -52,6 +58,36 @@ type Defaults struct {
 	// To and stay subscribed.
 	UnsubscribeURL string
 	UnsubscribeKey []byte
+}
+
+// KeySource gives the key that signs Message-IDs; it may read it from the database
+// on first use (ctx bounds the read).
+type KeySource func(ctx context.Context) ([]byte, error)
+
+// StaticKey is a KeySource that always gives key.
+func StaticKey(key []byte) KeySource {
+	return func(context.Context) ([]byte, error) { return key, nil }
+}
+
+// LoadMessageIDKeys reads the keys of herald.message_id_keys, newest first: the
+// first signs Message-IDs, every one verifies them (ParseMessageID). The role of q
+// must be a member of herald_worker or herald_events. The error is a configuration
+// failure when the database answered (no key, not allowed, no table), else transient.
+func LoadMessageIDKeys(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}) ([][]byte, error) {
+	rows, _ := q.Query(ctx, `SELECT key FROM herald.message_id_keys ORDER BY created_at DESC, key`)
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return nil, sender.Configuration(fmt.Errorf("reading herald.message_id_keys: %w", err), "")
+	case err != nil:
+		return nil, sender.Transient(fmt.Errorf("reading herald.message_id_keys: %w", err))
+	case len(keys) == 0:
+		return nil, sender.Configuration(errors.New("herald.message_id_keys is empty: INSERT INTO herald.message_id_keys DEFAULT VALUES"), "")
+	}
+	return keys, nil
 }
 
 // Email is one e-mail ready to send.
@@ -71,7 +107,7 @@ type Email struct {
 	HTML       string
 	Headers    map[string]string
 	Cc, Bcc    []string
-	MessageID  string // with angle brackets: <herald-42@example.com> (MessageID)
+	MessageID  string // with angle brackets: <herald-42.TAG@example.com> (MessageID)
 
 	Attachments []Attachment
 
@@ -133,8 +169,8 @@ type payload struct {
 }
 
 // Build makes the e-mail for m. A payload that cannot make an e-mail is a permanent
-// failure: sending it again would not help.
-func Build(m sender.Message, d Defaults) (Email, error) {
+// failure: sending it again would not help; no Message-ID key is a configuration one.
+func Build(ctx context.Context, m sender.Message, d Defaults) (Email, error) {
 	var p payload
 	if err := json.Unmarshal(m.Payload, &p); err != nil {
 		return Email{}, sender.Permanent(fmt.Errorf("payload: %w", err))
@@ -197,7 +233,14 @@ func Build(m sender.Message, d Defaults) (Email, error) {
 	if domain == "" {
 		domain = from.Address[strings.LastIndex(from.Address, "@")+1:]
 	}
-	e.MessageID = MessageID(m.ID, d.MessageIDKey, domain)
+	if d.MessageIDKey == nil {
+		return Email{}, sender.Configuration(errors.New("no Message-ID key"), "")
+	}
+	key, err := d.MessageIDKey(ctx)
+	if err != nil {
+		return Email{}, err
+	}
+	e.MessageID = MessageID(m.ID, key, domain)
 	return e, nil
 }
 
@@ -220,14 +263,13 @@ func distinct(to string, cc, bcc []string) ([]string, []string) {
 	return keep(cc), keep(bcc)
 }
 
-// MessageID is the Message-ID of herald message id: <herald-ID@domain>, or with a key
-// <herald-ID.TAG@domain>, TAG the first 80 bits of the id's idtag for
-// "herald-message-id" in lower-case base32. The same for every attempt, so a resend is recognisable; the tag
-// cannot be made without the key, so a forged bounce cannot name a herald message.
+// MessageID is the Message-ID of herald message id: <herald-ID.TAG@domain>, TAG the
+// first 80 bits of the id's idtag for "herald-message-id" under key, in lower-case
+// base32. The same for every attempt, so a resend is recognisable (Gmail keeps one
+// message per Message-ID); the tag cannot be made without the key, so nobody can
+// send a mailbox a Message-ID ahead of herald's (Gmail would drop herald's) or forge
+// a bounce naming a herald message.
 func MessageID(id int64, key []byte, domain string) string {
-	if len(key) == 0 {
-		return fmt.Sprintf("<herald-%d@%s>", id, domain)
-	}
 	return fmt.Sprintf("<herald-%d.%s@%s>", id, messageIDTag(id, key), domain)
 }
 
@@ -238,13 +280,12 @@ func messageIDTag(id int64, key []byte) string {
 	return strings.ToLower(base32.StdEncoding.EncodeToString(idtag.Sum(key, messageIDUse, id)[:idtag.MinLen]))
 }
 
-// heraldMessageID is a Message-ID MessageID made: the id, and the tag when signed.
-var heraldMessageID = regexp.MustCompile(`^<?herald-([0-9]{1,19})(?:\.([a-z2-7]{16}))?@[^<>\s]+?>?$`)
+// heraldMessageID is a Message-ID MessageID made: the id and the tag.
+var heraldMessageID = regexp.MustCompile(`^<?herald-([0-9]{1,19})\.([a-z2-7]{16})@[^<>\s]+?>?$`)
 
 // ParseMessageID reads the herald message id from a Message-ID MessageID made (with
-// or without its angle brackets), and whether it carries a tag that verifies with one
-// of keys (always false without keys, or without a tag). ok is false for any other
-// Message-ID.
+// or without its angle brackets), and whether its tag verifies with one of keys
+// (always false without keys). ok is false for any other Message-ID.
 func ParseMessageID(msgID string, keys [][]byte) (id int64, signed, ok bool) {
 	g := heraldMessageID.FindStringSubmatch(strings.TrimSpace(msgID))
 	if g == nil {
@@ -255,7 +296,7 @@ func ParseMessageID(msgID string, keys [][]byte) (id int64, signed, ok bool) {
 		return 0, false, false
 	}
 	tag, err := base32.StdEncoding.DecodeString(strings.ToUpper(g[2]))
-	return id, g[2] != "" && err == nil && idtag.Valid(keys, messageIDUse, id, tag), true
+	return id, err == nil && idtag.Valid(keys, messageIDUse, id, tag), true
 }
 
 // SenderRefused is what a provider's refusal of the sender identity (a From it has

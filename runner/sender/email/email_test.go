@@ -1,6 +1,7 @@
 package email_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,18 +10,20 @@ import (
 	"github.com/herald/herald/runner/sender/email"
 )
 
-// A Message-ID is the herald id, signed when the channel has a key: the same for
+// A Message-ID is the herald id signed with the installation's key: the same for
 // every attempt, parsed back to the id, and verified only by a key that made it (two
 // keys while one is rotated out); without the key a tag cannot be made, so a forged
-// bounce naming a message is told apart.
+// bounce naming a message is told apart. No key, no e-mail: Build fails as
+// configuration rather than send a Message-ID anyone could predict.
 func TestMessageIDIsSignedWithTheKey(t *testing.T) {
 	key, old := []byte("the current key, 32 bytes long!!"), []byte("the previous key, also 32 bytes")
 	m := sender.Message{ID: 42, Channel: "email", Recipient: "ana@example.net", Payload: json.RawMessage(`{"subject":"s","text":"t"}`)}
-	e1, err := email.Build(m, email.Defaults{From: "noreply@example.com", MessageIDKey: key})
+	ctx := context.Background()
+	e1, err := email.Build(ctx, m, email.Defaults{From: "noreply@example.com", MessageIDKey: email.StaticKey(key)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2, _ := email.Build(m, email.Defaults{From: "noreply@example.com", MessageIDKey: key})
+	e2, _ := email.Build(ctx, m, email.Defaults{From: "noreply@example.com", MessageIDKey: email.StaticKey(key)})
 	if e1.MessageID != e2.MessageID || !strings.HasPrefix(e1.MessageID, "<herald-42.") || !strings.HasSuffix(e1.MessageID, "@example.com>") {
 		t.Fatalf("Message-ID %q, then %q", e1.MessageID, e2.MessageID)
 	}
@@ -33,7 +36,7 @@ func TestMessageIDIsSignedWithTheKey(t *testing.T) {
 		{strings.Trim(e1.MessageID, "<>"), [][]byte{old, key}, true, true}, // rotation; without brackets
 		{e1.MessageID, [][]byte{old}, false, true},
 		{e1.MessageID, nil, false, true},
-		{"<herald-42@example.com>", [][]byte{key}, false, true},                  // unsigned
+		{"<herald-42@example.com>", [][]byte{key}, false, false},                 // no tag: not herald's
 		{"<herald-43" + e1.MessageID[10:], [][]byte{key}, false, true},           // another id, the same tag
 		{"<herald-42.abcdefghijklmnop@example.com>", [][]byte{key}, false, true}, // a made-up tag
 		{"<CAxyz@mail.gmail.com>", [][]byte{key}, false, false},
@@ -43,8 +46,9 @@ func TestMessageIDIsSignedWithTheKey(t *testing.T) {
 			t.Errorf("%q: id %d signed %v ok %v, want signed %v ok %v", c.msgID, id, signed, ok, c.signed, c.parsed)
 		}
 	}
-	if got := email.MessageID(42, nil, "example.com"); got != "<herald-42@example.com>" {
-		t.Fatalf("without a key: %q", got)
+	_, err = email.Build(ctx, m, email.Defaults{From: "noreply@example.com"})
+	if f := sender.Classify(err); f.Class != sender.ClassConfiguration {
+		t.Fatalf("without a key: %v", err)
 	}
 }
 
@@ -54,7 +58,7 @@ func TestMessageIDIsSignedWithTheKey(t *testing.T) {
 func TestAnAddressIsCopiedOnce(t *testing.T) {
 	m := sender.Message{ID: 1, Channel: "email", Recipient: "ana@example.net", Payload: json.RawMessage(
 		`{"subject":"s","text":"t","cc":["ANA@example.net","bo@example.net","Bo@Example.net"],"bcc":["bo@example.net","cy@example.net","cy@example.net"]}`)}
-	e, err := email.Build(m, email.Defaults{From: "noreply@example.com"})
+	e, err := email.Build(context.Background(), m, email.Defaults{From: "noreply@example.com", MessageIDKey: email.StaticKey([]byte("a key"))})
 	if err != nil {
 		t.Fatal(err)
 	}

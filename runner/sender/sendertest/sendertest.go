@@ -371,8 +371,11 @@ func SMTPConfig(t testing.TB, s *SMTPServer) smtpsender.Config {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	return smtpsender.Config{Host: host, Port: p, TLSConfig: &tls.Config{RootCAs: pool}, Username: s.User, Password: s.Password,
-		Timeout: 5 * time.Second, Defaults: email.Defaults{From: "Herald <noreply@example.com>", ReplyTo: "support@example.com"}}
+		Timeout: 5 * time.Second, Defaults: email.Defaults{MessageIDKey: email.StaticKey(MessageIDKey), From: "Herald <noreply@example.com>", ReplyTo: "support@example.com"}}
 }
+
+// MessageIDKey is the key SMTPConfig's sender signs Message-IDs with.
+var MessageIDKey = []byte("a Message-ID key")
 
 // FakeSendGrid checks each request as the v3 Mail Send API documents it and answers
 // with SendGrid's response shapes; recipients choose the answer. The verified sender

@@ -110,7 +110,7 @@ func parse(s string) (address, error) {
 
 // Send delivers one message; the provider id is SendGrid's X-Message-Id.
 func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
-	e, err := email.Build(m, s.cfg.Defaults)
+	e, err := email.Build(ctx, m, s.cfg.Defaults)
 	if err != nil {
 		return sender.Result{}, err
 	}

@@ -181,7 +181,7 @@ func New(cfg Config) (*Sender, error) {
 
 // Send delivers one message. The provider id it reports is the Message-ID.
 func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
-	e, err := email.Build(m, s.cfg.Defaults)
+	e, err := email.Build(ctx, m, s.cfg.Defaults)
 	if err != nil {
 		return sender.Result{}, err
 	}

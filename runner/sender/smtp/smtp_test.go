@@ -36,7 +36,7 @@ func TestSMTPSender(t *testing.T) {
 		if err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
-		if res.ProviderMessageID != fmt.Sprintf("<herald-%d@example.com>", 40+i) {
+		if res.ProviderMessageID != email.MessageID(40+i, sendertest.MessageIDKey, "example.com") {
 			t.Fatalf("provider id %q", res.ProviderMessageID)
 		}
 	}
@@ -53,7 +53,7 @@ func TestSMTPSender(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := parsed.Header
-	for k, want := range map[string]string{"Subject": "Your receipt", "Message-Id": "<herald-41@example.com>", "X-Campaign": "spring",
+	for k, want := range map[string]string{"Subject": "Your receipt", "Message-Id": email.MessageID(41, sendertest.MessageIDKey, "example.com"), "X-Campaign": "spring",
 		"To": "<ana1@example.net>", "Reply-To": "<support@example.com>"} {
 		if got := h.Get(k); got != want {
 			t.Errorf("header %s = %q, want %q", k, got, want)
@@ -91,7 +91,7 @@ func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
 	plain := sendertest.StartSMTP(t, false)
 	host, port, _ := net.SplitHostPort(plain.Addr)
 	p, _ := strconv.Atoi(port)
-	defaults := email.Defaults{From: "noreply@example.com"}
+	defaults := email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "noreply@example.com"}
 	required, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, Timeout: 5 * time.Second, Defaults: defaults})
 	if err != nil {
 		t.Fatal(err)
@@ -487,7 +487,8 @@ func TestSMTPReturnPath(t *testing.T) {
 	srv := sendertest.StartSMTP(t, true)
 	cfg := sendertest.SMTPConfig(t, srv)
 	cfg.Defaults.ReturnPath = "bounces@bounce.example.com"
-	cfg.Defaults.MessageIDKey = []byte("the Message-ID key, 32 bytes long")
+	key := []byte("the Message-ID key, 32 bytes long")
+	cfg.Defaults.MessageIDKey = email.StaticKey(key)
 	s := newSMTP(t, cfg)
 	ctx := context.Background()
 	if _, err := s.Send(ctx, withFrom(1, "ana@example.net", "Billing <billing@example.com>")); err != nil {
@@ -498,7 +499,7 @@ func TestSMTPReturnPath(t *testing.T) {
 		t.Fatalf("envelope %q, message %.300q", got[0].From, got[0].Data)
 	}
 	// The Message-ID a bounce will quote is signed (herald mail-report checks it).
-	if !strings.Contains(got[0].Data, "Message-ID: "+email.MessageID(1, cfg.Defaults.MessageIDKey, "example.com")) {
+	if !strings.Contains(got[0].Data, "Message-ID: "+email.MessageID(1, key, "example.com")) {
 		t.Fatalf("the Message-ID is not the signed one: %.500q", got[0].Data)
 	}
 	if err := s.Check(ctx); err != nil {
@@ -658,6 +659,9 @@ func (r *scriptedRelay) sender(t *testing.T, cfg smtpsender.Config) *smtpsender.
 	if cfg.Defaults.From == "" {
 		cfg.Defaults.From = "noreply@example.com"
 	}
+	if cfg.Defaults.MessageIDKey == nil {
+		cfg.Defaults.MessageIDKey = email.StaticKey(sendertest.MessageIDKey)
+	}
 	s := newSMTP(t, cfg)
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -748,7 +752,7 @@ func TestSMTPRequestsDeliveryReports(t *testing.T) {
 		r.mu.Unlock()
 		want := "MAIL FROM:<bounces@example.com> BODY=8BITMIME | RCPT TO:<ana@example.net> | RCPT TO:<bo@example.net>"
 		if offered {
-			want = "MAIL FROM:<bounces@example.com> BODY=8BITMIME RET=HDRS ENVID=herald-1@example.com | RCPT TO:<ana@example.net> NOTIFY=SUCCESS,FAILURE,DELAY | " +
+			want = "MAIL FROM:<bounces@example.com> BODY=8BITMIME RET=HDRS ENVID=" + strings.Trim(email.MessageID(1, sendertest.MessageIDKey, "example.com"), "<>") + " | RCPT TO:<ana@example.net> NOTIFY=SUCCESS,FAILURE,DELAY | " +
 				"RCPT TO:<bo@example.net> NOTIFY=SUCCESS,FAILURE,DELAY"
 		}
 		if got != want {
@@ -862,7 +866,7 @@ func startLenientRelay(t *testing.T) (*lenientRelay, *smtpsender.Sender) {
 	host, port, _ := net.SplitHostPort(r.addr)
 	p, _ := strconv.Atoi(port)
 	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second,
-		Defaults: email.Defaults{From: "noreply@example.com"}})
+		Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "noreply@example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
