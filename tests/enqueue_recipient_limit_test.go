@@ -3,9 +3,12 @@
 package tests
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/herald/herald/runner/intake"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -345,4 +349,102 @@ func postWithinLimit(t *testing.T, url, token, message string) bool {
 		t.Fatalf("HTTP enqueue of %s: %d %+v", message, got, e.Error)
 		return false
 	}
+}
+
+// Attack: a producer enqueues one webhook to hooks.slack.com on a channel with a
+// range_limit and keeps its transaction open (on purpose, or doing slow work after
+// the enqueue). The site's budget row stays locked until it commits; every other
+// producer's enqueue to any Slack URL, over SQL, in a batch or over HTTP, waits at
+// most the channel's budget_wait, then is refused with 55P03 (HTTP 503
+// recipient_busy, Retry-After 1; the CLI exits 1) and stores nothing, instead of waiting for as long
+// as the open transaction lasts. Other sites are served meanwhile; a caller's own
+// lock_timeout is what it was after the call; once the holder commits, the same
+// enqueue is stored.
+func TestAnOpenTransactionHoldsOthersAtMostBudgetWait(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, range_limit, range_window, budget_wait)
+		VALUES ('hooks', 'webhook', 1000, '1 hour', '200 milliseconds')`)
+	holder := loginPool(t, pool, "herald_test_hook_holder", "herald_producer")
+	producer := loginPool(t, pool, "herald_test_hook_producer", "herald_producer")
+	role := loginPool(t, pool, "herald_test_intake", "herald_intake")
+	srv := httptest.NewServer(intake.Handler(role, intake.Config{Tokens: []intake.Token{{Name: "app", Secret: "tok-app"}}}))
+	defer srv.Close()
+
+	open, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Rollback(ctx)
+	if _, err := open.Exec(ctx, `SELECT herald.enqueue('hooks', 'https://hooks.slack.com/services/T0/B0/holder', '{"text":"hi"}')`); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := producer.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET statement_timeout = '30s'`); err != nil { // without the bound, the wait ends here
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, `RESET statement_timeout`)
+	_, err = conn.Exec(ctx, `SELECT herald.enqueue('hooks', 'https://hooks.slack.com/services/T1/B1/other', '{"text":"hi"}')`)
+	if e := wantPgError(t, err, "55P03", "recipient"); !strings.Contains(e.Message, "not committed") {
+		t.Fatalf("refusal: %s", e.Message)
+	}
+	_, err = conn.Exec(ctx, `SELECT herald.enqueue_batch('[{"channel":"hooks","recipient":"https://other.example/a","payload":{}},
+		{"channel":"hooks","recipient":"https://hooks.slack.com/services/T2/B2/x","payload":{}}]')`)
+	wantPgError(t, err, "55P03", "messages")
+	var e apiError
+	code, h := doHeader(t, "POST", srv.URL+"/v1/messages", "application/json",
+		`{"channel":"hooks","recipient":"https://hooks.slack.com/services/T3/B3/y","payload":{}}`, map[string]string{"Authorization": "Bearer tok-app"}, &e)
+	if code != 503 || e.Error.Code != "recipient_busy" || h.Get("Retry-After") != "1" {
+		t.Fatalf("over HTTP: %d %+v Retry-After %q", code, e.Error, h.Get("Retry-After"))
+	}
+	cli := exec.Command(buildHerald(t), "enqueue", "--channel", "hooks", "--recipient", "https://hooks.slack.com/services/T4/B4/z", "--payload", `{}`)
+	cli.Env = append(os.Environ(), "DATABASE_URL="+roleURL(t, pool, "herald_test_hook_producer"))
+	if out, _ := cli.CombinedOutput(); cli.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "recipient_busy") {
+		t.Fatalf("herald enqueue: exit %d %q, want 1 naming recipient_busy", cli.ProcessState.ExitCode(), out)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE channel = 'hooks'`); n != 0 {
+		t.Fatalf("%d messages stored by refused calls (the holder's is not committed)", n)
+	}
+
+	// Other sites go on, and the caller's lock_timeout is its own again.
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '7s'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT herald.enqueue('hooks', 'https://other.example/hook', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	if got := scalarTx(t, tx, `SHOW lock_timeout`); got != "7s" {
+		t.Fatalf("lock_timeout after the enqueue: %q, want the caller's 7s", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := open.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT herald.enqueue('hooks', 'https://hooks.slack.com/services/T1/B1/other', '{"text":"hi"}')`); err != nil {
+		t.Fatalf("after the holder committed: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE herald.channels SET budget_wait = '0' WHERE name = 'hooks'`); err == nil {
+		t.Fatal("a budget_wait of 0 (lock_timeout's 'no bound') was taken")
+	}
+}
+
+// scalarTx reads one text value inside tx.
+func scalarTx(t *testing.T, tx pgx.Tx, sql string) string {
+	t.Helper()
+	var s string
+	if err := tx.QueryRow(context.Background(), sql).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -2336,6 +2336,7 @@ CREATE TABLE herald.channels (
     range_limit integer,
     range_window interval DEFAULT '01:00:00'::interval NOT NULL,
     range_digits smallint DEFAULT 7 NOT NULL,
+    budget_wait interval DEFAULT '00:00:02'::interval NOT NULL,
     quiet_from time without time zone,
     quiet_until time without time zone,
     quiet_days smallint[],
@@ -2345,6 +2346,7 @@ CREATE TABLE herald.channels (
     max_segments integer DEFAULT 10,
     max_recipients integer DEFAULT 50 NOT NULL,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
+    CONSTRAINT channels_budget_wait_range CHECK (((budget_wait >= '00:00:00.001'::interval) AND (budget_wait <= '00:01:00'::interval))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
     CONSTRAINT channels_fallback_not_webhook CHECK (((fallback IS NULL) OR (kind <> 'webhook'::text))),
     CONSTRAINT channels_fallback_other CHECK ((fallback <> name)),
@@ -2510,6 +2512,13 @@ COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts o
 --
 
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
+
+
+--
+-- Name: COLUMN channels.budget_wait; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.budget_wait IS 'Longest an enqueue waits for a recipient''s or range''s budget (recipient_limit, range_limit) held by another transaction that has not committed; past it enqueue refuses (55P03 recipient) instead of waiting for that transaction to end.';
 
 
 --
@@ -3155,38 +3164,54 @@ DECLARE
   v_channels text[];
   v_recipients text[];
   v_over record;
+  v_wait interval;
+  v_lock_timeout text := current_setting('lock_timeout');
 BEGIN
-  WITH asked AS MATERIALIZED ( -- each recipient's count, and each number range's (sms)
-    SELECT c.name AS channel, herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS recipient,
-           count(*)::integer AS n, c.recipient_limit AS lim, c.recipient_window AS span
-    FROM unnest(specs) WITH ORDINALITY AS s
-    JOIN herald.channels c ON c.name = s.channel
-    WHERE c.recipient_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
-    GROUP BY 1, 2, 4, 5
-    UNION ALL
-    SELECT c.name, herald._range_key(channel => c, recipient => s.recipient),
-           count(*)::integer, c.range_limit, c.range_window
-    FROM unnest(specs) WITH ORDINALITY AS s
-    JOIN herald.channels c ON c.name = s.channel
-    WHERE c.range_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
-    GROUP BY 1, 2, 4, 5
-  ), spent AS (
-    -- excluded.clear_at - v_clock is what these messages add: n steps of span / lim.
-    INSERT INTO herald.recipient_buckets AS b (channel, recipient, clear_at)
-    SELECT a.channel, a.recipient,
-           herald._budget_after(clear_at => NULL, now => v_clock, spent => a.span / a.lim * a.n)
-    FROM asked a
-    ORDER BY a.channel, a.recipient
-    ON CONFLICT (channel, recipient) DO UPDATE
-    SET clear_at = herald._budget_after(clear_at => b.clear_at, now => herald._budget_clock(now => _spend_recipients.now),
-                                        spent => excluded.clear_at - v_clock)
-    RETURNING b.channel, b.recipient, b.clear_at
-  )
-  SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
-  FROM spent k
-  JOIN asked a ON a.channel = k.channel AND a.recipient = k.recipient
-  WHERE herald._over_budget(clear_at => k.clear_at, now => herald._budget_clock(now => _spend_recipients.now),
-                            budget_window => a.span, budget_limit => a.lim) > interval '0';
+  SELECT max(c.budget_wait) INTO v_wait
+  FROM herald.channels c
+  WHERE c.name IN (SELECT s.channel FROM unnest(specs) AS s) AND (c.recipient_limit IS NOT NULL OR c.range_limit IS NOT NULL);
+  BEGIN -- a caller's shorter lock_timeout stands; the block's end (or its abort) restores it
+    IF v_wait IS NOT NULL AND (v_lock_timeout = '0' OR v_lock_timeout::interval > v_wait) THEN
+      PERFORM set_config('lock_timeout', (extract(epoch FROM v_wait) * 1000)::bigint || 'ms', true);
+    END IF;
+    WITH asked AS MATERIALIZED ( -- each recipient's count, and each number range's (sms)
+      SELECT c.name AS channel, herald._mailbox_key(kind => c.kind, recipient => s.recipient) AS recipient,
+             count(*)::integer AS n, c.recipient_limit AS lim, c.recipient_window AS span
+      FROM unnest(specs) WITH ORDINALITY AS s
+      JOIN herald.channels c ON c.name = s.channel
+      WHERE c.recipient_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
+      GROUP BY 1, 2, 4, 5
+      UNION ALL
+      SELECT c.name, herald._range_key(channel => c, recipient => s.recipient),
+             count(*)::integer, c.range_limit, c.range_window
+      FROM unnest(specs) WITH ORDINALITY AS s
+      JOIN herald.channels c ON c.name = s.channel
+      WHERE c.range_limit IS NOT NULL AND NOT s.ordinality = ANY (coalesce(barred, '{}'))
+      GROUP BY 1, 2, 4, 5
+    ), spent AS (
+      -- excluded.clear_at - v_clock is what these messages add: n steps of span / lim.
+      INSERT INTO herald.recipient_buckets AS b (channel, recipient, clear_at)
+      SELECT a.channel, a.recipient,
+             herald._budget_after(clear_at => NULL, now => v_clock, spent => a.span / a.lim * a.n)
+      FROM asked a
+      ORDER BY a.channel, a.recipient
+      ON CONFLICT (channel, recipient) DO UPDATE
+      SET clear_at = herald._budget_after(clear_at => b.clear_at, now => herald._budget_clock(now => _spend_recipients.now),
+                                          spent => excluded.clear_at - v_clock)
+      RETURNING b.channel, b.recipient, b.clear_at
+    )
+    SELECT array_agg(k.channel), array_agg(k.recipient) INTO v_channels, v_recipients
+    FROM spent k
+    JOIN asked a ON a.channel = k.channel AND a.recipient = k.recipient
+    WHERE herald._over_budget(clear_at => k.clear_at, now => herald._budget_clock(now => _spend_recipients.now),
+                              budget_window => a.span, budget_limit => a.lim) > interval '0';
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+  EXCEPTION WHEN lock_not_available THEN
+    PERFORM herald._reject(code => '55P03', field => CASE WHEN single THEN 'recipient' ELSE 'messages' END,
+      message => format('waited %s for the budget of a recipient or range (recipient_limit, range_limit), held by another '
+                        || 'transaction that enqueued to it and has not committed', v_wait),
+      hint => 'retry; producers enqueue last in their transactions, and an admin raises herald.channels.budget_wait');
+  END;
   IF v_channels IS NOT NULL THEN -- the first message to one of them
     SELECT s.ordinality AS first, s.recipient, c.name AS channel, c.kind, o.recipient <> m.key AS ranged,
            CASE WHEN o.recipient <> m.key THEN c.range_limit ELSE c.recipient_limit END AS lim,

@@ -123,7 +123,7 @@ func cliError(stderr io.Writer, who string, err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ie) && ie.OverQuota:
+	case errors.As(err, &ie) && (ie.OverQuota || ie.Busy): // try again later
 		fmt.Fprintf(stderr, "%s: %s: %s\n", who, ie.Code, ie.Message)
 		return exitFailure
 	case errors.As(err, &ie):

@@ -17,7 +17,9 @@ import (
 // producer is not allowed (HTTP 403) rather than malformed (400); KeyReused an
 // idempotency key given before with another channel, recipient or payload (422);
 // OverQuota a call refused while the producer is at its max_pending or suspended, or
-// a recipient at its channel's recipient_limit (429: retry later).
+// a recipient at its channel's recipient_limit (429: retry later); Busy one that
+// waited its channel's budget_wait for a recipient's or range's budget another
+// transaction holds (503: retry soon).
 type InputError struct {
 	Code    string `json:"code"`
 	Field   string `json:"field,omitempty"`
@@ -28,6 +30,7 @@ type InputError struct {
 	Forbidden bool   `json:"-"`
 	KeyReused bool   `json:"-"`
 	OverQuota bool   `json:"-"`
+	Busy      bool   `json:"-"`
 	// RetryAfter, for an OverQuota refusal of a suspended producer or a recipient at
 	// its limit, is how long until it is let in again (herald.producer_wait,
 	// herald.recipient_wait); zero: the count interval.
@@ -74,8 +77,8 @@ var batchField = regexp.MustCompile(`^messages\[(\d+)\](?:\.(.+))?$`)
 // AsInputError returns the InputError behind err when err is one of herald's
 // validation errors (a 22Vxx SQLSTATE), a value the producer is not granted (42501 on
 // a field of notGranted), its max_pending reached or suspended (53400 on producer), a
-// recipient at its limit (53400 on recipient), and false
-// for anything else.
+// recipient at its limit (53400 on recipient), its budget held by another
+// transaction (55P03 on recipient or messages), and false for anything else.
 func AsInputError(err error) (*InputError, bool) {
 	var pg *pgconn.PgError
 	if !errors.As(err, &pg) {
@@ -97,6 +100,8 @@ func AsInputError(err error) (*InputError, bool) {
 		ie.Code, ie.OverQuota = "quota_exceeded", true
 	case pg.Code == "53400" && ie.Field == "recipient": // herald.channels.recipient_limit
 		ie.Code, ie.OverQuota = "recipient_limit_exceeded", true
+	case pg.Code == "55P03" && (ie.Field == "recipient" || pg.ColumnName == "messages"): // herald.channels.budget_wait
+		ie.Code, ie.Busy = "recipient_busy", true
 	default:
 		ie.Code, ie.KeyReused = codes[pg.Code], pg.Code == "22V20"
 	}

@@ -570,8 +570,9 @@ func withWait(ctx context.Context, q Querier, err error, refused func(index *int
 // fail answers an error: 400 for bad input, 403 for input the producer is not
 // granted, 422 for an idempotency key reused for another message, 429 while it is at
 // its max_pending or suspended or the recipient at its limit, 503 when the request's
-// time ran out (timeout) or the database is unavailable, 500 (logged, with no
-// detail) for anything else.
+// time ran out (timeout), a recipient's budget is held by another transaction
+// (recipient_busy) or the database is unavailable, 500 (logged, with no detail) for
+// anything else.
 func (h *handler) fail(w http.ResponseWriter, err error) {
 	var ie *InputError
 	switch {
@@ -586,6 +587,9 @@ func (h *handler) fail(w http.ResponseWriter, err error) {
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		writeError(w, http.StatusTooManyRequests, ie)
+	case errors.As(err, &ie) && ie.Busy:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, ie)
 	case errors.As(err, &ie):
 		writeError(w, http.StatusBadRequest, ie)
 	case timedOut(err):

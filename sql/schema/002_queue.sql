@@ -47,6 +47,7 @@ CREATE TABLE herald.channels (
   range_limit        integer,
   range_window       interval NOT NULL DEFAULT '1 hour',
   range_digits       smallint NOT NULL DEFAULT 7,
+  budget_wait        interval NOT NULL DEFAULT '2 seconds',
   quiet_from         time,
   quiet_until        time,
   quiet_days         smallint[],
@@ -79,6 +80,7 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_range_limit_kind CHECK (range_limit IS NULL OR range_limit BETWEEN 1 AND 1000000 AND kind IN ('sms', 'webhook')),
   CONSTRAINT channels_range_window_range CHECK (range_window BETWEEN '1 second' AND '7 days'),
   CONSTRAINT channels_range_digits_range CHECK (range_digits BETWEEN 2 AND 14),
+  CONSTRAINT channels_budget_wait_range CHECK (budget_wait BETWEEN '1 millisecond' AND '1 minute'),
   CONSTRAINT channels_max_segments_range CHECK (max_segments BETWEEN 1 AND 50),
   CONSTRAINT channels_max_recipients_range CHECK (max_recipients BETWEEN 1 AND 101),
   CONSTRAINT channels_quiet_hours_whole CHECK ((quiet_from IS NULL) = (quiet_until IS NULL) AND quiet_from <> quiet_until),
@@ -118,6 +120,7 @@ COMMENT ON COLUMN herald.channels.recipient_limit IS 'Most messages one recipien
 COMMENT ON COLUMN herald.channels.recipient_window IS 'The span recipient_limit counts over: a recipient''s budget refills recipient_limit messages per recipient_window.';
 COMMENT ON COLUMN herald.channels.range_limit IS 'sms: most messages all numbers of one range (the same first range_digits digits) may be sent per range_window, against SMS pumping through many numbers of one range; webhook: all URLs of one site (the host''s registrable domain by the Public Suffix List, herald._site; an IP address whole), against webhooks aimed at a third party; from all producers together; past it enqueue refuses (53400 recipient). NULL: no limit.';
 COMMENT ON COLUMN herald.channels.range_window IS 'The span range_limit counts over.';
+COMMENT ON COLUMN herald.channels.budget_wait IS 'Longest an enqueue waits for a recipient''s or range''s budget (recipient_limit, range_limit) held by another transaction that has not committed; past it enqueue refuses (55P03 recipient) instead of waiting for that transaction to end.';
 COMMENT ON COLUMN herald.channels.quiet_from IS 'Quiet hours: from this local time (in quiet_zone) to quiet_until (and all of quiet_days), claim_batch hands out none of the channel''s messages (they wait, and may expire); NULL: none.';
 COMMENT ON COLUMN herald.channels.quiet_days IS 'Days of the week that are quiet all day, ISO numbers in the quiet zone''s local time (7: Sunday; 6 and 7: the weekend), as quiet_from..quiet_until are quiet every day; NULL: none.';
 COMMENT ON COLUMN herald.channels.quiet_until IS 'The end of the quiet hours (before quiet_from: they span midnight).';
