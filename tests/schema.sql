@@ -2819,9 +2819,12 @@ CREATE FUNCTION herald._refused_networks() RETURNS TABLE(network cidr, reason te
     ('240.0.0.0/4'::cidr, 'reserved or broadcast'),
     ('::/128'::cidr, 'unspecified'),
     ('::1/128'::cidr, 'loopback'),
+    ('::/96'::cidr, 'IPv4-compatible'),
     ('::ffff:0:0/96'::cidr, 'IPv4-mapped'),
     ('64:ff9b::/96'::cidr, 'NAT64'),
     ('64:ff9b:1::/48'::cidr, 'NAT64'),
+    ('2001::/32'::cidr, 'Teredo'),
+    ('2002::/16'::cidr, '6to4'),
     ('fc00::/7'::cidr, 'unique-local'),
     ('fe80::/10'::cidr, 'link-local'),
     ('ff00::/8'::cidr, 'multicast')

@@ -277,6 +277,7 @@ func TestWebhookRecipientsRefusedAtEnqueue(t *testing.T) {
 		"http://127.0.0.1:5432/", "http://[::1]/x", "http://0.0.0.0/x", "http://10.1.2.3/x",
 		"http://169.254.169.254/latest/meta-data/iam/security-credentials/", "http://[fd00:ec2::254]/x",
 		"http://[::ffff:127.0.0.1]/x", "http://127.1/x", "http://2130706433/x", "http://0x7f.0.0.1/x", "http://[zz::1]/x",
+		"http://[::7f00:1]/x", "http://[2002:a9fe:a9fe::1]/latest/meta-data/", "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x",
 	} {
 		_, err := alice.Exec(ctx, `SELECT herald.enqueue('hooks', $1, '{}')`, url)
 		wantPgError(t, err, "22V02", "recipient")

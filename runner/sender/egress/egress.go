@@ -3,7 +3,8 @@
 // to connect to the networks a request from outside must never reach: loopback,
 // private (RFC 1918), carrier-grade NAT, link-local (cloud metadata at
 // 169.254.169.254 and fd00:ec2::254), unique-local, unspecified, multicast,
-// broadcast and reserved ranges, and IPv6 forms that carry an IPv4 address inside.
+// broadcast and reserved ranges, and IPv6 forms that carry an IPv4 address inside
+// (IPv4-mapped and -compatible, NAT64, Teredo, 6to4).
 //
 // The check runs at connect time on the address actually dialled (net.Dialer's
 // Control hook), for every address a name resolves to, so a DNS answer that changes
@@ -47,9 +48,12 @@ var Refused = []Network{
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved or broadcast"},
 	{netip.MustParsePrefix("::/128"), "unspecified"},
 	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
 	{netip.MustParsePrefix("::ffff:0:0/96"), "IPv4-mapped"},
 	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo"},
+	{netip.MustParsePrefix("2002::/16"), "6to4"},
 	{netip.MustParsePrefix("fc00::/7"), "unique-local"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
 	{netip.MustParsePrefix("ff00::/8"), "multicast"},

@@ -283,12 +283,13 @@ func TestEgressChecksTheAddressDialled(t *testing.T) {
 	default:
 	}
 	for _, a := range []string{"10.0.0.1", "172.31.255.255", "192.168.1.1", "100.64.0.1", "169.254.169.254", "fd00:ec2::254",
-		"fe80::1", "ff02::1", "224.0.0.1", "255.255.255.255", "::", "::ffff:10.0.0.1", "64:ff9b::7f00:1"} {
+		"fe80::1", "ff02::1", "224.0.0.1", "255.255.255.255", "::", "::ffff:10.0.0.1", "64:ff9b::7f00:1",
+		"::a00:1", "::7f00:1", "2002:a00:1::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2"} {
 		if why := (egress.Policy{}).Reason(netip.MustParseAddr(a)); why == "" {
 			t.Errorf("%s is not refused", a)
 		}
 	}
-	for _, a := range []string{"8.8.8.8", "2001:4860:4860::8888", "::ffff:8.8.8.8"} {
+	for _, a := range []string{"8.8.8.8", "2001:4860:4860::8888", "::ffff:8.8.8.8", "2001:db8::1", "2003::1"} {
 		if why := (egress.Policy{}).Reason(netip.MustParseAddr(a)); why != "" {
 			t.Errorf("%s refused: %s", a, why)
 		}
