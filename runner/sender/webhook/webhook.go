@@ -299,7 +299,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 			err = sender.Held(fmt.Errorf("%s has %d sends in flight: not tried", site, s.hosts.limit), now.Add(wait), "host_busy")
 		} else if open, until, n := s.circuit.hold(now, host, endpoint); open != "" {
 			s.hosts.release(site, 0)
-			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", open, n), until, "circuit_open")
+			what := host // an endpoint's path is not named: it often holds the receiver's token
+			if open != host {
+				what = "this URL of " + host
+			}
+			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", what, n), until, "circuit_open")
 		} else {
 			res, err = s.post(ctx, m, u)
 			s.hosts.release(site, time.Since(now))
@@ -381,6 +385,11 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL) (sender
 		req.Header.Set(k, v)
 	}
 	resp, err := s.client.Do(req)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		// Go's error names the whole URL, whose path or query is often the receiver's
+		// credential (Slack's, Discord's, Teams' webhook URLs): name its host only.
+		err = fmt.Errorf("POST to %s: %w", u.Host, ue.Err)
+	}
 	if errors.Is(err, egress.ErrRefused) {
 		return sender.Result{}, sender.WithCode(sender.Permanent(err), "egress_refused")
 	}

@@ -580,3 +580,52 @@ func TestAFloodedEndpointDoesNotHoldItsHostsOtherTenants(t *testing.T) {
 		t.Fatalf("another URL of a host that does not answer: code %q, want the host's circuit open", f.Code)
 	}
 }
+
+// Attack on the operator's records: a webhook URL's path or query is often the
+// receiver's credential (Slack, Discord and Teams webhook URLs), and a failure's text
+// is kept for workers and admins and sent to the ordered log's consumers in a dead
+// event. Neither a receiver that does not answer, nor one that times out, nor an
+// endpoint whose circuit a run of 429s opened puts the token in the error: it names
+// the host.
+func TestAFailureDoesNotNameTheURLsToken(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	block := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }))
+	defer slow.Close()
+	defer close(block) // before Close, which waits for the handler
+	flooded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer flooded.Close()
+	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback, Timeout: 200 * time.Millisecond,
+		CircuitFailures: 2, CircuitCooldown: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "/services/T0ACME/B0HOOK/s3cr3tT0ken?key=s3cr3tK3y"
+	var texts []string
+	for i, base := range []string{"http://" + closed, slow.URL, flooded.URL, flooded.URL, flooded.URL} {
+		_, err := s.Send(context.Background(), sender.Message{ID: int64(i), Recipient: base + token, Payload: json.RawMessage(`{}`)})
+		if err == nil {
+			t.Fatalf("%s: sent", base)
+		}
+		texts = append(texts, err.Error())
+	}
+	if !strings.Contains(texts[4], "circuit open") {
+		t.Fatalf("the third 429: %q, want the endpoint's circuit open", texts[4])
+	}
+	for i, text := range texts {
+		if strings.Contains(text, "s3cr3t") || strings.Contains(text, "B0HOOK") {
+			t.Errorf("the error names the URL's token: %q", text)
+		}
+		if (i == 0 || i == 1 || i == 4) && !strings.Contains(text, "127.0.0.1") { // no answer, a timeout, the circuit
+			t.Errorf("the error does not name the host: %q", text)
+		}
+	}
+}
