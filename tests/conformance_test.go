@@ -13,7 +13,8 @@ import (
 // The runner conformance suite (tests/conformance) passes `herald run` and the
 // Python reference runner, and fails runners that break the contract — one that
 // never extends leases, one that reports with tokens of its own, one that exits at
-// SIGTERM without reporting — on the check each breaks. Bad arguments: usage, exit 2.
+// SIGTERM without reporting, one whose webhook-ids lack the installation's tag — on
+// the check each breaks. Bad arguments: usage, exit 2.
 func TestConformanceSuite(t *testing.T) {
 	t.Parallel()
 	root := testdb.RepoRoot()
@@ -51,6 +52,7 @@ func TestConformanceSuite(t *testing.T) {
 		{"never extends leases", []string{"-only", "slow send", "--", filepath.Join(dir, "python-runner.sh"), "no-extend"}, 1, "slow send"},
 		{"ignores lease tokens", []string{"-only", "drain", "--", filepath.Join(dir, "python-runner.sh"), "ignore-tokens"}, 1, "drain"},
 		{"drops unsent work at SIGTERM", []string{"-only", "SIGTERM", "--", filepath.Join(dir, "python-runner.sh"), "drop-unsent"}, 1, "SIGTERM"},
+		{"webhook-ids without the installation's tag", []string{"-only", "drain", "--", filepath.Join(dir, "python-runner.sh"), "bare-ids"}, 1, "drain"},
 		{"no command", nil, 2, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/intake"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
@@ -799,7 +800,7 @@ func TestChannelIsOpenOnlyToItsProducers(t *testing.T) {
 	// Each channel's runner signs with the channel's secret.
 	loopback := egress.Policy{Allow: []string{"127.0.0.1/32", "::1/128"}}
 	for id, secret := range map[int64]string{mine: ledgerSecret, forged: hooksSecret} {
-		s, err := webhook.New(webhook.Config{Secrets: []string{secret}, Egress: loopback})
+		s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey([]byte("a webhook-id key")), Secrets: []string{secret}, Egress: loopback})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/sendertest"
@@ -57,7 +58,7 @@ func TestMailpit(t *testing.T) {
 	port, _ := strconv.Atoi(portText)
 	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: port, TLS: "starttls", Username: "herald", Password: "secret",
 		TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, Timeout: 10 * time.Second,
-		Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "Herald <noreply@example.com>", ReturnPath: "bounces@bounce.example.com"}})
+		Defaults: email.Defaults{MessageIDKey: idtag.StaticKey(sendertest.MessageIDKey), From: "Herald <noreply@example.com>", ReturnPath: "bounces@bounce.example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/intake"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
@@ -342,7 +343,7 @@ func sendGridStandIn(t *testing.T, from string, revoked bool) (*revocableProvide
 	prov.revoked.Store(revoked)
 	srv := httptest.NewServer(prov)
 	t.Cleanup(srv.Close)
-	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: from}})
+	sg, err := sendgrid.New(sendgrid.Config{APIKey: "SG.key", BaseURL: srv.URL, Defaults: email.Defaults{MessageIDKey: idtag.StaticKey(sendertest.MessageIDKey), From: from}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,6 +132,53 @@ func TestPerEndpointWebhookSecretsEndToEnd(t *testing.T) {
 	waitExit(t, cmd, logs, 15*time.Second)
 }
 
+// Two herald installations (two regions, each with its own database) deliver to one
+// customer's endpoint with the same channel secret, and the receiver keeps the first
+// request of each webhook-id, as Standard Webhooks tells receivers to: both
+// installations' message 1 must be kept. With webhook-ids of the bare message id
+// (msg_1) the second was dropped as a repeat of the first, though it was another
+// event. A repeat of one installation's message still carries its id.
+func TestTwoInstallationsShareAReceiver(t *testing.T) {
+	t.Parallel()
+	secret := "whsec_" + strings.Repeat("UmVnaW9u", 4)
+	var mu sync.Mutex
+	kept := map[string]string{} // webhook-id -> the first body
+	arrivals := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if webhook.Verify([]string{secret}, r.Header, body, 5*time.Minute, time.Now()) != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		arrivals++
+		if id := r.Header.Get(webhook.HeaderID); kept[id] == "" {
+			kept[id] = string(body)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	endpoint := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/events"
+	var ids []string
+	for _, region := range []string{"eu", "us"} {
+		url := testdb.EmptyDatabase(t)
+		migrateURL(t, url, false)
+		pool := testdb.Pool(t, url)
+		mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+		id := scalar[int64](t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('region', $2::text))`, endpoint, region)
+		runnerProcess(t, url, "HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS="+secret,
+			"HERALD_WEBHOOK_ALLOW=127.0.0.1/32,::1/128", "HERALD_POLL_INTERVAL=100ms")
+		eventually(t, 30*time.Second, region+"'s webhook sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 1 })
+		ids = append(ids, webhook.ID(id, messageIDKey(t, pool)))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if arrivals != 2 || len(kept) != 2 || !strings.Contains(kept[ids[0]], `"region":"eu"`) || !strings.Contains(kept[ids[1]], `"region":"us"`) {
+		t.Fatalf("%d arrivals, the receiver kept %d: %v (want the ids %v)", arrivals, len(kept), kept, ids)
+	}
+}
+
 // smtpEnv is the runner's environment for reaching s as an SMTP account whose
 // variables start with prefix (HERALD_SMTP_, HERALD_<CHANNEL>_SMTP_).
 func smtpEnv(prefix string, s *sendertest.SMTPServer) []string {

@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/sender/webhook"
@@ -903,7 +904,7 @@ func TestADeadReceiverDoesNotSlowTheOthers(t *testing.T) {
 		'recipient', CASE WHEN g % 5 = 0 THEN $1 ELSE $2 END || '/h' || g, 'payload', '{}'::jsonb) ORDER BY g)
 		FROM generate_series(1, 400) g))`, strings.Replace(dead.URL, "127.0.0.1", "localhost", 1),
 		strings.Replace(healthy.URL, "127.0.0.1", "localhost", 1))
-	s, err := webhook.New(webhook.Config{Secrets: []string{"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32))},
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey([]byte("a webhook-id key")), Secrets: []string{"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32))},
 		Egress: egress.Policy{Allow: []string{"127.0.0.1/32"}}, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

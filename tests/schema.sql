@@ -6283,7 +6283,7 @@ CREATE TABLE herald.message_id_keys (
 -- Name: TABLE message_id_keys; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON TABLE herald.message_id_keys IS 'Secret keys of e-mail Message-ID tags: the newest signs, all verify; readable by runners (herald_worker) and herald_events only.';
+COMMENT ON TABLE herald.message_id_keys IS 'Secret keys of the tags in e-mail Message-IDs and webhook-ids: the newest signs, all verify; readable by runners (herald_worker) and herald_events only.';
 
 
 --

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald/herald/runner/events"
-	"github.com/herald/herald/runner/sender/email"
+	"github.com/herald/herald/runner/idtag"
 )
 
 // Exit codes of herald mail-report, which a mail server's pipe runs: the sysexits(3)
@@ -45,7 +45,7 @@ func runMailReport(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitTempFail
 	}
 	defer conn.Close(context.Background())
-	keys, err := email.LoadMessageIDKeys(ctx, conn)
+	keys, err := idtag.LoadKeys(ctx, conn)
 	if err != nil { // unavailable, or this role may not read them (herald_events): keep the report
 		fmt.Fprintf(stderr, "herald mail-report: %v\n", err)
 		return exitTempFail

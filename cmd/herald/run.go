@@ -92,7 +92,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "herald run: no channel has a sender: set HERALD_SENDER_EMAIL=sink:- (or --sender email=sink:-)")
 		return exitUsage
 	}
-	idKey := &messageIDKey{}
+	idKey := &installationKey{}
 	senders, closeSenders, err := buildSenders(ev, specs, idKey.get)
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)

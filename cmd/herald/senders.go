@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/sender/email"
@@ -63,9 +64,10 @@ func sendersFromEnv(ev *environ) senderSpecs {
 // closer is implemented by senders that hold a file or connection.
 type closer interface{ Close() error }
 
-// buildSenders builds every channel's sender, the e-mail senders signing Message-IDs
-// with idKey; the returned function closes those that hold resources.
-func buildSenders(ev *environ, specs senderSpecs, idKey email.KeySource) (map[string]sender.Sender, func(), error) {
+// buildSenders builds every channel's sender, the e-mail and webhook senders making
+// Message-IDs and webhook-ids with idKey; the returned function closes those that
+// hold resources.
+func buildSenders(ev *environ, specs senderSpecs, idKey idtag.KeySource) (map[string]sender.Sender, func(), error) {
 	senders := map[string]sender.Sender{}
 	closeAll := func() {
 		for _, s := range senders {
@@ -95,7 +97,7 @@ func buildSenders(ev *environ, specs senderSpecs, idKey email.KeySource) (map[st
 //	                (docs/operations.md, "Providers"); with HERALD_<PROVIDER>_RATE, behind
 //	                this runner's adaptive limiter (the limit shared by all runners is
 //	                the channel's rate, in SQL)
-func buildSender(ev *environ, channel, spec string, idKey email.KeySource) (sender.Sender, error) {
+func buildSender(ev *environ, channel, spec string, idKey idtag.KeySource) (sender.Sender, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
 	switch kind {
 	case "sink":
@@ -152,8 +154,9 @@ func providerSetting(ev *environ, channel, kind string) func(key string) string 
 }
 
 // buildProvider builds a provider's sender for a channel, each setting read from the
-// variable setting names (providerSetting); e-mail senders sign Message-IDs with idKey.
-func buildProvider(ev *environ, kind, channel string, setting func(key string) string, idKey email.KeySource) (sender.Sender, error) {
+// variable setting names (providerSetting); e-mail and webhook senders make their
+// ids with idKey.
+func buildProvider(ev *environ, kind, channel string, setting func(key string) string, idKey idtag.KeySource) (sender.Sender, error) {
 	ch := "HERALD_" + strings.ToUpper(channel)
 	defaults := email.Defaults{From: ev.str(ch+"_FROM", ""), ReplyTo: ev.str(ch+"_REPLY_TO", ""),
 		MessageIDDomain: ev.str("HERALD_MESSAGE_ID_DOMAIN", ""), ReturnPath: ev.str(ch+"_RETURN_PATH", ""), MessageIDKey: idKey}
@@ -218,7 +221,8 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
 			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots,
 			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), CircuitFailures: ev.int(setting("CIRCUIT_FAILURES"), 5),
-			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second), HostConcurrency: ev.int(setting("HOST_CONCURRENCY"), 32)})
+			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second), HostConcurrency: ev.int(setting("HOST_CONCURRENCY"), 32),
+			IDKey: idKey})
 	}
 }
 
@@ -236,25 +240,25 @@ func loopbackHost(host string) bool {
 	return err == nil && a.IsLoopback()
 }
 
-// messageIDKey is the e-mail senders' Message-ID key (email.KeySource): the newest
-// of herald.message_id_keys, read on the first send and kept for the process, so a
-// rotation takes effect as the runners restart. pool is set once it is open, before
-// any send.
-type messageIDKey struct {
+// installationKey is the key of the senders' Message-IDs and webhook-ids
+// (idtag.KeySource): the newest of herald.message_id_keys, read on the first send and
+// kept for the process, so a rotation takes effect as the runners restart. pool is
+// set once it is open, before any send.
+type installationKey struct {
 	pool *pgxpool.Pool
 	mu   sync.Mutex
 	key  []byte
 }
 
-// get returns the key, reading it the first time (email.LoadMessageIDKeys).
-func (k *messageIDKey) get(ctx context.Context) ([]byte, error) {
+// get returns the key, reading it the first time (idtag.LoadKeys).
+func (k *installationKey) get(ctx context.Context) ([]byte, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.key == nil {
 		if k.pool == nil {
 			return nil, sender.Configuration(errors.New("no database to read herald.message_id_keys from"), "")
 		}
-		keys, err := email.LoadMessageIDKeys(ctx, k.pool)
+		keys, err := idtag.LoadKeys(ctx, k.pool)
 		if err != nil {
 			return nil, err
 		}

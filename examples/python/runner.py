@@ -76,11 +76,18 @@ def retry_after(headers, default):
         return default
 
 
-def send(m):
+def webhook_id(message_id, key):
+    """msg_<id>_<tag>: the tag an HMAC-SHA256 of "herald-webhook-id:<id>" under the
+    installation's key (herald.message_id_keys), its first 10 bytes in lower-case base32."""
+    tag = hmac.new(key, f"herald-webhook-id:{message_id}".encode(), hashlib.sha256).digest()[:10]
+    return f"msg_{message_id}_" + base64.b32encode(tag).decode().lower()
+
+
+def send(m, id_key):
     """POST one message; returns the receipt, or raises Failure (docs/operations.md's classes)."""
     check_egress(m["recipient"])
     body = json.dumps({k: m[k] for k in ("id", "channel", "recipient", "payload", "metadata", "attempt")}).encode()
-    wid, ts = f"msg_{m['id']}", str(int(time.time()))
+    wid, ts = webhook_id(m["id"], id_key), str(int(time.time()))
     keys = KEYS
     if PER_ENDPOINT:  # each receiver URL's own key: HMAC-SHA256(channel key, "herald-endpoint:" + URL)
         keys = [hmac.new(k, ("herald-endpoint:" + m["recipient"]).encode(), hashlib.sha256).digest() for k in KEYS]
@@ -106,6 +113,8 @@ def send(m):
 class Runner:
     def __init__(self):
         self.claims, self.reports, self.listener = connect(), connect(), None
+        self.id_key = bytes(self.claims.execute(  # the newest key makes webhook-ids; read once
+            "SELECT key FROM herald.message_id_keys ORDER BY created_at DESC, key LIMIT 1").fetchone()[0])
         self.lock = threading.Lock()
         self.flights = {}  # id -> (row, lease deadline on our clock)
         self.wake_r, self.wake_w = os.pipe()  # a finished send wakes the claim loop
@@ -137,7 +146,7 @@ class Runner:
             self.report(m, None, Failure("rate_limited", "expired", "expired before the send", 0))
             return
         try:
-            self.report(m, send(m), None)
+            self.report(m, send(m, self.id_key), None)
         except Failure as f:
             self.report(m, None, f)
         except Exception as e:  # a bug is transient: try again

@@ -359,17 +359,19 @@ CREATE TABLE herald.installed_code (
 );
 COMMENT ON TABLE herald.installed_code IS 'Hash of the installed functions, views and triggers; NULL when installed by hand.';
 
--- The keys of e-mail Message-IDs (<herald-ID.TAG@domain>, TAG an HMAC of the id):
--- the newest signs, every row verifies (herald mail-report). One random key is made
--- at install, so no two installations share Message-IDs and nobody outside can
--- predict one. Rotate: INSERT INTO herald.message_id_keys DEFAULT VALUES, restart the
--- runners, delete the old row once its mail no longer bounces (a week).
+-- The keys that tag message ids where receivers see them: e-mail Message-IDs
+-- (<herald-ID.TAG@domain>) and webhook-ids (msg_ID_TAG), TAG an HMAC of the id. The
+-- newest signs, every row verifies (herald mail-report). One random key is made at
+-- install, so no two installations share ids and nobody outside can predict one.
+-- Rotate (also in a sending copy, after a point-in-time restore): INSERT INTO
+-- herald.message_id_keys DEFAULT VALUES, restart the runners, delete the old row a
+-- week later, once its mail no longer bounces.
 CREATE TABLE herald.message_id_keys (
   key        bytea PRIMARY KEY DEFAULT uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())
              CHECK (octet_length(key) BETWEEN 16 AND 64),
   created_at timestamptz NOT NULL DEFAULT now()
 );
-COMMENT ON TABLE herald.message_id_keys IS 'Secret keys of e-mail Message-ID tags: the newest signs, all verify; readable by runners (herald_worker) and herald_events only.';
+COMMENT ON TABLE herald.message_id_keys IS 'Secret keys of the tags in e-mail Message-IDs and webhook-ids: the newest signs, all verify; readable by runners (herald_worker) and herald_events only.';
 INSERT INTO herald.message_id_keys DEFAULT VALUES;
 
 -- The token bucket of each channel with a rate: claim_batch locks the row, refills it

@@ -1,5 +1,6 @@
 """The reference runner with one rule of the contract broken, to prove the
-conformance suite catches it: python3 broken.py no-extend | ignore-tokens | drop-unsent."""
+conformance suite catches it: python3 broken.py no-extend | ignore-tokens | drop-unsent |
+bare-ids."""
 
 import importlib.util, os, sys
 
@@ -22,6 +23,8 @@ elif mode == "drop-unsent":  # SIGTERM: exit at once, reporting nothing
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         self.run_forever()
     runner.Runner.run = run
+elif mode == "bare-ids":  # webhook-ids without the installation's tag: another herald's too
+    runner.webhook_id = lambda message_id, key: f"msg_{message_id}"
 else:
-    sys.exit("usage: broken.py no-extend|ignore-tokens|drop-unsent")
+    sys.exit("usage: broken.py no-extend|ignore-tokens|drop-unsent|bare-ids")
 sys.exit(runner.main())

@@ -35,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/herald/herald/runner/idtag"
 	heraldsql "github.com/herald/herald/sql"
 )
 
@@ -117,7 +118,11 @@ func newSuite(ctx context.Context, server string, cmd []string) (*suite, error) 
 	if s.db, err = pgxpool.New(ctx, s.dbURL); err != nil {
 		return nil, err
 	}
-	s.recv, err = newReceiver(s.secret)
+	keys, err := idtag.LoadKeys(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
+	s.recv, err = newReceiver(s.secret, keys[0])
 	return s, err
 }
 

@@ -17,7 +17,7 @@ import (
 // receiver is the webhook provider the suite controls. The path of a message's URL
 // says how it answers:
 //
-//	/ok          204 with X-Request-Id rcpt-<webhook-id>
+//	/ok          204 with X-Request-Id rcpt-msg_<herald id>
 //	/fail-once   503 the first time for a message, then as /ok
 //	/busy        429 with Retry-After: 2 the first time, then as /ok
 //	/gone        410
@@ -26,11 +26,14 @@ import (
 //	/order       as /ok after 50 ms, noting how many of these run at once
 //	/callback    as /ok, noting the status callback's event and message id
 //
-// A request whose signature does not verify gets 401 and is not counted.
+// A request whose signature does not verify gets 401, one whose webhook-id is not
+// the message's (webhook.ID under the installation's key) 400; neither is counted
+// as an arrival. Arrivals are kept by "msg_<herald id>".
 type receiver struct {
 	srv               *http.Server
 	base              string
 	secret            string
+	idKey             []byte // the installation's key, which makes webhook-ids
 	mu                sync.Mutex
 	seen              map[string][]time.Time // webhook-id -> arrivals
 	order             []string               // webhook-ids of /order, in arrival order
@@ -43,12 +46,12 @@ type receiver struct {
 	callbacks         []string      // status callbacks to /callback: "<event> <message id>", in arrival order
 }
 
-func newReceiver(secret string) (*receiver, error) {
+func newReceiver(secret string, idKey []byte) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{secret: secret, base: "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
+	r := &receiver{secret: secret, idKey: idKey, base: "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
 	r.reset()
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
 	go r.srv.Serve(ln)
@@ -92,7 +95,17 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(401)
 		return
 	}
-	id := req.Header.Get(webhook.HeaderID)
+	var msg struct {
+		ID int64 `json:"id"`
+	}
+	if json.Unmarshal(body, &msg) != nil || req.Header.Get(webhook.HeaderID) != webhook.ID(msg.ID, r.idKey) {
+		r.mu.Lock()
+		r.bad++
+		r.mu.Unlock()
+		w.WriteHeader(400)
+		return
+	}
+	id := fmt.Sprintf("msg_%d", msg.ID)
 	r.mu.Lock()
 	r.seen[id] = append(r.seen[id], time.Now())
 	first := len(r.seen[id]) == 1

@@ -26,9 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/unsubscribe"
@@ -41,11 +38,11 @@ type Defaults struct {
 	// MessageIDDomain is the right-hand side of Message-IDs (default: the domain of From).
 	MessageIDDomain string
 	// MessageIDKey gives the key that signs Message-IDs (MessageID): the newest of
-	// herald.message_id_keys (LoadMessageIDKeys), so every runner signs alike, a
+	// herald.message_id_keys (idtag.LoadKeys), so every runner signs alike, a
 	// bounce that quotes a Message-ID is known to be about a mail herald sent, and
 	// nobody without the key can predict one. Required: without it Build fails the
 	// message as configuration (the channel pauses); its error is Build's.
-	MessageIDKey KeySource
+	MessageIDKey idtag.KeySource
 	// ReturnPath is the envelope sender (SMTP MAIL FROM), the address bounces go back
 	// to, when it is not From (HERALD_<CHANNEL>_RETURN_PATH): a mailbox that pipes
 	// them to `herald mail-report`. A bare address.
@@ -58,36 +55,6 @@ type Defaults struct {
 	// To and stay subscribed.
 	UnsubscribeURL string
 	UnsubscribeKey []byte
-}
-
-// KeySource gives the key that signs Message-IDs; it may read it from the database
-// on first use (ctx bounds the read).
-type KeySource func(ctx context.Context) ([]byte, error)
-
-// StaticKey is a KeySource that always gives key.
-func StaticKey(key []byte) KeySource {
-	return func(context.Context) ([]byte, error) { return key, nil }
-}
-
-// LoadMessageIDKeys reads the keys of herald.message_id_keys, newest first: the
-// first signs Message-IDs, every one verifies them (ParseMessageID). The role of q
-// must be a member of herald_worker or herald_events. The error is a configuration
-// failure when the database answered (no key, not allowed, no table), else transient.
-func LoadMessageIDKeys(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}) ([][]byte, error) {
-	rows, _ := q.Query(ctx, `SELECT key FROM herald.message_id_keys ORDER BY created_at DESC, key`)
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr):
-		return nil, sender.Configuration(fmt.Errorf("reading herald.message_id_keys: %w", err), "")
-	case err != nil:
-		return nil, sender.Transient(fmt.Errorf("reading herald.message_id_keys: %w", err))
-	case len(keys) == 0:
-		return nil, sender.Configuration(errors.New("herald.message_id_keys is empty: INSERT INTO herald.message_id_keys DEFAULT VALUES"), "")
-	}
-	return keys, nil
 }
 
 // Email is one e-mail ready to send.
@@ -270,15 +237,11 @@ func distinct(to string, cc, bcc []string) ([]string, []string) {
 // send a mailbox a Message-ID ahead of herald's (Gmail would drop herald's) or forge
 // a bounce naming a herald message.
 func MessageID(id int64, key []byte, domain string) string {
-	return fmt.Sprintf("<herald-%d.%s@%s>", id, messageIDTag(id, key), domain)
+	return fmt.Sprintf("<herald-%d.%s@%s>", id, idtag.Text(key, messageIDUse, id), domain)
 }
 
 // messageIDUse is what a Message-ID's tag is for (idtag).
 const messageIDUse = "herald-message-id"
-
-func messageIDTag(id int64, key []byte) string {
-	return strings.ToLower(base32.StdEncoding.EncodeToString(idtag.Sum(key, messageIDUse, id)[:idtag.MinLen]))
-}
 
 // heraldMessageID is a Message-ID MessageID made: the id and the tag.
 var heraldMessageID = regexp.MustCompile(`^<?herald-([0-9]{1,19})\.([a-z2-7]{16})@[^<>\s]+?>?$`)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 )
@@ -19,11 +20,11 @@ func TestMessageIDIsSignedWithTheKey(t *testing.T) {
 	key, old := []byte("the current key, 32 bytes long!!"), []byte("the previous key, also 32 bytes")
 	m := sender.Message{ID: 42, Channel: "email", Recipient: "ana@example.net", Payload: json.RawMessage(`{"subject":"s","text":"t"}`)}
 	ctx := context.Background()
-	e1, err := email.Build(ctx, m, email.Defaults{From: "noreply@example.com", MessageIDKey: email.StaticKey(key)})
+	e1, err := email.Build(ctx, m, email.Defaults{From: "noreply@example.com", MessageIDKey: idtag.StaticKey(key)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2, _ := email.Build(ctx, m, email.Defaults{From: "noreply@example.com", MessageIDKey: email.StaticKey(key)})
+	e2, _ := email.Build(ctx, m, email.Defaults{From: "noreply@example.com", MessageIDKey: idtag.StaticKey(key)})
 	if e1.MessageID != e2.MessageID || !strings.HasPrefix(e1.MessageID, "<herald-42.") || !strings.HasSuffix(e1.MessageID, "@example.com>") {
 		t.Fatalf("Message-ID %q, then %q", e1.MessageID, e2.MessageID)
 	}
@@ -58,7 +59,7 @@ func TestMessageIDIsSignedWithTheKey(t *testing.T) {
 func TestAnAddressIsCopiedOnce(t *testing.T) {
 	m := sender.Message{ID: 1, Channel: "email", Recipient: "ana@example.net", Payload: json.RawMessage(
 		`{"subject":"s","text":"t","cc":["ANA@example.net","bo@example.net","Bo@Example.net"],"bcc":["bo@example.net","cy@example.net","cy@example.net"]}`)}
-	e, err := email.Build(context.Background(), m, email.Defaults{From: "noreply@example.com", MessageIDKey: email.StaticKey([]byte("a key"))})
+	e, err := email.Build(context.Background(), m, email.Defaults{From: "noreply@example.com", MessageIDKey: idtag.StaticKey([]byte("a key"))})
 	if err != nil {
 		t.Fatal(err)
 	}

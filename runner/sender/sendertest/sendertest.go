@@ -34,6 +34,7 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 )
@@ -371,7 +372,7 @@ func SMTPConfig(t testing.TB, s *SMTPServer) smtpsender.Config {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	return smtpsender.Config{Host: host, Port: p, TLSConfig: &tls.Config{RootCAs: pool}, Username: s.User, Password: s.Password,
-		Timeout: 5 * time.Second, Defaults: email.Defaults{MessageIDKey: email.StaticKey(MessageIDKey), From: "Herald <noreply@example.com>", ReplyTo: "support@example.com"}}
+		Timeout: 5 * time.Second, Defaults: email.Defaults{MessageIDKey: idtag.StaticKey(MessageIDKey), From: "Herald <noreply@example.com>", ReplyTo: "support@example.com"}}
 }
 
 // MessageIDKey is the key SMTPConfig's sender signs Message-IDs with.

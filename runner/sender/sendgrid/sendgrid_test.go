@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/ratelimit"
@@ -23,7 +24,7 @@ func TestSendGridSender(t *testing.T) {
 	t.Parallel()
 	srv := sendertest.FakeSendGrid(t)
 	s, err := sendgrid.New(sendgrid.Config{APIKey: "SG.test-key", BaseURL: srv.URL,
-		Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "Herald <noreply@example.com>"}})
+		Defaults: email.Defaults{MessageIDKey: idtag.StaticKey(sendertest.MessageIDKey), From: "Herald <noreply@example.com>"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestSendGridRefusedSender(t *testing.T) {
 	srv := sendertest.FakeSendGrid(t, "billing@example.com")
 	ctx := context.Background()
 	verifiedDefault, err := sendgrid.New(sendgrid.Config{APIKey: "SG.test-key", BaseURL: srv.URL,
-		Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "Herald <noreply@example.com>"}})
+		Defaults: email.Defaults{MessageIDKey: idtag.StaticKey(sendertest.MessageIDKey), From: "Herald <noreply@example.com>"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestSendGridRefusedSender(t *testing.T) {
 	sendertest.WantClass(t, err, sender.ClassConfiguration)
 
 	unverifiedDefault, err := sendgrid.New(sendgrid.Config{APIKey: "SG.test-key", BaseURL: srv.URL,
-		Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "Shop <shop@example.com>"}})
+		Defaults: email.Defaults{MessageIDKey: idtag.StaticKey(sendertest.MessageIDKey), From: "Shop <shop@example.com>"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestSendGridProviderFields(t *testing.T) {
 		w.WriteHeader(202)
 	}))
 	t.Cleanup(srv.Close)
-	s, err := sendgrid.New(sendgrid.Config{APIKey: "SG.test-key", BaseURL: srv.URL, Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "noreply@example.com"}})
+	s, err := sendgrid.New(sendgrid.Config{APIKey: "SG.test-key", BaseURL: srv.URL, Defaults: email.Defaults{MessageIDKey: idtag.StaticKey(sendertest.MessageIDKey), From: "noreply@example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	smtpsender "github.com/herald/herald/runner/sender/smtp"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/sendertest"
@@ -91,7 +92,7 @@ func TestSMTPSenderTLSPolicyAndAuth(t *testing.T) {
 	plain := sendertest.StartSMTP(t, false)
 	host, port, _ := net.SplitHostPort(plain.Addr)
 	p, _ := strconv.Atoi(port)
-	defaults := email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "noreply@example.com"}
+	defaults := email.Defaults{MessageIDKey: idtag.StaticKey(sendertest.MessageIDKey), From: "noreply@example.com"}
 	required, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, Timeout: 5 * time.Second, Defaults: defaults})
 	if err != nil {
 		t.Fatal(err)
@@ -488,7 +489,7 @@ func TestSMTPReturnPath(t *testing.T) {
 	cfg := sendertest.SMTPConfig(t, srv)
 	cfg.Defaults.ReturnPath = "bounces@bounce.example.com"
 	key := []byte("the Message-ID key, 32 bytes long")
-	cfg.Defaults.MessageIDKey = email.StaticKey(key)
+	cfg.Defaults.MessageIDKey = idtag.StaticKey(key)
 	s := newSMTP(t, cfg)
 	ctx := context.Background()
 	if _, err := s.Send(ctx, withFrom(1, "ana@example.net", "Billing <billing@example.com>")); err != nil {
@@ -660,7 +661,7 @@ func (r *scriptedRelay) sender(t *testing.T, cfg smtpsender.Config) *smtpsender.
 		cfg.Defaults.From = "noreply@example.com"
 	}
 	if cfg.Defaults.MessageIDKey == nil {
-		cfg.Defaults.MessageIDKey = email.StaticKey(sendertest.MessageIDKey)
+		cfg.Defaults.MessageIDKey = idtag.StaticKey(sendertest.MessageIDKey)
 	}
 	s := newSMTP(t, cfg)
 	t.Cleanup(func() { s.Close() })
@@ -866,7 +867,7 @@ func startLenientRelay(t *testing.T) (*lenientRelay, *smtpsender.Sender) {
 	host, port, _ := net.SplitHostPort(r.addr)
 	p, _ := strconv.Atoi(port)
 	s, err := smtpsender.New(smtpsender.Config{Host: host, Port: p, TLS: "none", Timeout: 5 * time.Second,
-		Defaults: email.Defaults{MessageIDKey: email.StaticKey(sendertest.MessageIDKey), From: "noreply@example.com"}})
+		Defaults: email.Defaults{MessageIDKey: idtag.StaticKey(sendertest.MessageIDKey), From: "noreply@example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}

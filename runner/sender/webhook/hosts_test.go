@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
 )
@@ -111,7 +112,7 @@ func TestBoundHoldsASiteUnderManyNames(t *testing.T) {
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	defer free() // before srv.Close, which waits for the handlers
-	s, err := New(Config{Secrets: []string{SecretPrefix + base64.StdEncoding.EncodeToString(make([]byte, 32))}, HostConcurrency: 2,
+	s, err := New(Config{IDKey: idtag.StaticKey([]byte("a webhook-id key")), Secrets: []string{SecretPrefix + base64.StdEncoding.EncodeToString(make([]byte, 32))}, HostConcurrency: 2,
 		Egress: egress.Policy{Allow: []string{"127.0.0.1/32"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,9 @@
 //
 // The body is {"id", "channel", "recipient", "payload", "metadata", "attempt"}.
 // Signatures follow the Standard Webhooks specification (standardwebhooks.com), so a
-// receiver verifies them with its reference libraries: headers webhook-id ("msg_" and
-// herald's message id, the same on every attempt: receivers deduplicate on it),
+// receiver verifies them with its reference libraries: headers webhook-id (ID:
+// "msg_", herald's message id, "_" and a tag of it under the installation's key, the
+// same on every attempt and no other installation's: receivers deduplicate on it),
 // webhook-timestamp (Unix seconds) and webhook-signature, a space-separated list of
 // signatures over "<webhook-id>.<webhook-timestamp>.<body>", one per secret: "v1," +
 // base64 HMAC-SHA256 for a "whsec_" secret (base64 of at least 24 random bytes), "v1a,"
@@ -49,6 +50,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/tracecontext"
@@ -99,6 +101,9 @@ type Config struct {
 	// (rate_limited, code host_busy, the attempt given back), so one slow receiver,
 	// under however many names of its domain, holds no more of the runner's sends.
 	HostConcurrency int
+	// IDKey gives the installation's key (idtag.LoadKeys), which makes webhook-ids
+	// (ID). Required: without it, or when it fails, Send fails as configuration.
+	IDKey idtag.KeySource
 }
 
 // Sender posts messages to their recipient URL. It is safe for concurrent use.
@@ -108,6 +113,7 @@ type Sender struct {
 	client      *http.Client
 	circuit     *circuit
 	hosts       *hosts
+	idKey       idtag.KeySource
 }
 
 // signer is one of a channel's secrets: an HMAC key, or an Ed25519 signing key.
@@ -153,8 +159,20 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.HostConcurrency == 0 {
 		cfg.HostConcurrency = 32
 	}
-	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, client: client,
+	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, client: client, idKey: cfg.IDKey,
 		circuit: newCircuit(cfg.CircuitFailures, cfg.CircuitCooldown), hosts: newHosts(cfg.HostConcurrency)}, nil
+}
+
+// idUse is what a webhook-id's tag is for (idtag).
+const idUse = "herald-webhook-id"
+
+// ID is the webhook-id of herald message id: "msg_<id>_<tag>", tag idtag.Text of the
+// id for "herald-webhook-id" under key. The same on every attempt, so receivers
+// deduplicate on it; another installation (another region's herald, sending to the
+// same receiver with the same secret) never makes it, so no receiver drops one
+// installation's message as a repeat of another's.
+func ID(id int64, key []byte) string {
+	return "msg_" + strconv.FormatInt(id, 10) + "_" + idtag.Text(key, idUse, id)
 }
 
 // EndpointSecret is the secret of one receiver URL on a channel that signs per
@@ -279,6 +297,13 @@ func Verify(keys []string, h http.Header, body []byte, tolerance time.Duration, 
 // Every failure is the receiver's (sender.Failure.Receiver): one customer's endpoint
 // does not slow the runner's sends to the others.
 func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
+	if s.idKey == nil {
+		return sender.Result{}, sender.Configuration(errors.New("webhook: no webhook-id key"), "")
+	}
+	key, err := s.idKey(ctx)
+	if err != nil { // the channel's, not the receiver's
+		return sender.Result{}, err
+	}
 	u, err := url.Parse(m.Recipient)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
@@ -305,7 +330,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 			}
 			err = sender.Held(fmt.Errorf("%s failed %d times in a row: not tried (circuit open)", what, n), until, "circuit_open")
 		} else {
-			res, err = s.post(ctx, m, u)
+			res, err = s.post(ctx, m, u, ID(m.ID, key))
 			s.hosts.release(site, time.Since(now))
 			if ctx.Err() == nil { // a send cut short by the runner's shutdown says nothing of the host
 				unanswered, limited := failures(err)
@@ -355,8 +380,8 @@ func traceContext(metadata json.RawMessage) map[string]string {
 	return out
 }
 
-// post signs and posts the message to u.
-func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL) (sender.Result, error) {
+// post signs and posts the message to u as webhook-id id.
+func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id string) (sender.Result, error) {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return sender.Result{}, sender.Permanent(err)
@@ -365,7 +390,7 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL) (sender
 	if err != nil {
 		return sender.Result{}, sender.Permanent(fmt.Errorf("recipient URL: %w", err))
 	}
-	id, ts := "msg_"+strconv.FormatInt(m.ID, 10), time.Now().Unix()
+	ts := time.Now().Unix()
 	sigs := make([]string, len(s.signers))
 	for i, sg := range s.signers {
 		switch {

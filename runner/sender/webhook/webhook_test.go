@@ -30,6 +30,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
 	"github.com/herald/herald/runner/sender/sendertest"
@@ -44,6 +45,10 @@ func newSecret(t *testing.T) string {
 	}
 	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(b)
 }
+
+// idKey stands for the installation's key (herald.message_id_keys), which makes
+// webhook-ids.
+var idKey = []byte("the installation's key, 32 bytes")
 
 // loopback allows the test servers on 127.0.0.1, which the default policy refuses.
 var loopback = egress.Policy{Allow: []string{"127.0.0.1/32"}}
@@ -75,7 +80,7 @@ func TestWebhookSignaturesVerifyWithTheReferenceLibrary(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s, err := webhook.New(webhook.Config{Secrets: []string{newSec, oldSecret}, Egress: loopback})
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSec, oldSecret}, Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +102,7 @@ func TestWebhookSignaturesVerifyWithTheReferenceLibrary(t *testing.T) {
 		}
 	}
 	var got sender.Message
-	if err := json.Unmarshal(lastBody, &got); err != nil || got.ID != 9 || string(got.Payload) != `{"event":"paid"}` || lastHeader.Get(webhook.HeaderID) != "msg_9" {
+	if err := json.Unmarshal(lastBody, &got); err != nil || got.ID != 9 || string(got.Payload) != `{"event":"paid"}` || lastHeader.Get(webhook.HeaderID) != webhook.ID(9, idKey) {
 		t.Fatalf("body %s: %+v %v", lastBody, got, err)
 	}
 	tampered := bytes.Replace(lastBody, []byte("paid"), []byte("free"), 1)
@@ -121,7 +126,7 @@ func TestWebhookSignaturesVerifyWithTheReferenceLibrary(t *testing.T) {
 		t.Fatalf("code %q", f.Code)
 	}
 	for _, bad := range []string{"short", "whsec_c2hvcnQ=", "whsec_%%%", strings.Repeat("x", 40)} {
-		if _, err := webhook.New(webhook.Config{Secrets: []string{bad}}); err == nil || strings.Contains(err.Error(), bad) {
+		if _, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{bad}}); err == nil || strings.Contains(err.Error(), bad) {
 			t.Fatalf("secret %q: %v (accepted, or printed)", bad, err)
 		}
 	}
@@ -146,7 +151,7 @@ func TestPerEndpointSecretsIsolateReceivers(t *testing.T) {
 		w.WriteHeader(204)
 	}))
 	defer srv.Close()
-	s, err := webhook.New(webhook.Config{Secrets: []string{newSec, oldSecret}, Egress: loopback, PerEndpoint: true})
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSec, oldSecret}, Egress: loopback, PerEndpoint: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +225,7 @@ func TestWebhookEgressRefusesInternalAddresses(t *testing.T) {
 		defer srv6.Close()
 		_, port6, _ = net.SplitHostPort(ln6.Addr().String())
 	}
-	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Timeout: 2 * time.Second})
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +251,7 @@ func TestWebhookEgressRefusesInternalAddresses(t *testing.T) {
 		t.Fatalf("%d requests arrived at the internal listener", n)
 	}
 	// The operator's allow-list opens one network.
-	allowed, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	allowed, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +316,7 @@ func TestWebhookDoesNotFollowRedirects(t *testing.T) {
 		http.Redirect(w, r, target.URL+"/stolen", code)
 	}))
 	defer srv.Close()
-	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +360,7 @@ func TestAReceiversHugeHeadersAreNotRead(t *testing.T) {
 			}()
 		}
 	}()
-	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,11 +392,11 @@ func TestWebhookTrustsTheConfiguredCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := sender.Message{ID: 1, Channel: "hooks", Recipient: srv.URL + "/in", Payload: json.RawMessage(`{}`)}
-	trusting, _ := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback, RootCAs: roots})
+	trusting, _ := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback, RootCAs: roots})
 	if _, err := trusting.Send(context.Background(), m); err != nil {
 		t.Fatalf("with the CA: %v", err)
 	}
-	plain, _ := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	plain, _ := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback})
 	if _, err := plain.Send(context.Background(), m); err == nil {
 		t.Fatal("a certificate of an unknown CA was accepted")
 	}
@@ -411,7 +416,7 @@ func TestWebhookPassesTheTraceContext(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback})
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +462,7 @@ func TestAsymmetricSignatures(t *testing.T) {
 		w.WriteHeader(204)
 	}))
 	defer srv.Close()
-	s, err := webhook.New(webhook.Config{Secrets: []string{signingKey, symmetric}, Egress: loopback, PerEndpoint: true})
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{signingKey, symmetric}, Egress: loopback, PerEndpoint: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +527,7 @@ func TestAsymmetricSignatures(t *testing.T) {
 		t.Fatal("a replay 10 minutes later verified")
 	}
 	// A whsk_ key that is not a 32-byte seed is refused at start, without its value.
-	if _, err := webhook.New(webhook.Config{Secrets: []string{"whsk_c2hvcnQ="}, Egress: loopback}); err == nil ||
+	if _, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{"whsk_c2hvcnQ="}, Egress: loopback}); err == nil ||
 		strings.Contains(err.Error(), "c2hvcnQ") {
 		t.Fatalf("a short whsk_ key: %v", err)
 	}
@@ -555,7 +560,7 @@ func TestAFloodedEndpointDoesNotHoldItsHostsOtherTenants(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
-	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback, CircuitFailures: 3, CircuitCooldown: time.Hour})
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback, CircuitFailures: 3, CircuitCooldown: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +608,7 @@ func TestAFailureDoesNotNameTheURLsToken(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	defer flooded.Close()
-	s, err := webhook.New(webhook.Config{Secrets: []string{newSecret(t)}, Egress: loopback, Timeout: 200 * time.Millisecond,
+	s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback, Timeout: 200 * time.Millisecond,
 		CircuitFailures: 2, CircuitCooldown: time.Hour})
 	if err != nil {
 		t.Fatal(err)
