@@ -222,7 +222,7 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots,
 			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), CircuitFailures: ev.int(setting("CIRCUIT_FAILURES"), 5),
 			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second), HostConcurrency: ev.int(setting("HOST_CONCURRENCY"), 32),
-			IDKey: idKey})
+			IDKey: idKey, UserAgent: str("USER_AGENT")})
 	}
 }
 

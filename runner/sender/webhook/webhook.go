@@ -16,7 +16,8 @@
 // channel has its own, and two at once while one is rotated out. A channel that signs
 // per endpoint gives each receiver URL its own whsec_ secret, derived from the
 // channel's (EndpointSecret), so that receivers sharing a channel cannot sign for each
-// other; a whsk_ key needs no such thing. Verify checks a request. A W3C trace context in the message's metadata
+// other; a whsk_ key needs no such thing. Verify checks a request. The User-Agent is
+// DefaultUserAgent or the operator's (Config.UserAgent), for receivers' firewalls. A W3C trace context in the message's metadata
 // (traceparent, tracestate) goes along as those headers, so the receiver's tracing
 // continues the producer's trace.
 //
@@ -104,7 +105,15 @@ type Config struct {
 	// IDKey gives the installation's key (idtag.LoadKeys), which makes webhook-ids
 	// (ID). Required: without it, or when it fails, Send fails as configuration.
 	IDKey idtag.KeySource
+	// UserAgent is the User-Agent of every request (default DefaultUserAgent): what
+	// a receiver's firewall allows (AWS WAF's Bot Control blocks HTTP libraries'
+	// own, Go-http-client among them). Printable ASCII, at most 256 characters.
+	UserAgent string
 }
+
+// DefaultUserAgent is the User-Agent of webhooks when Config.UserAgent is empty; the
+// 1 is the wire format's version (its body and the Standard Webhooks headers).
+const DefaultUserAgent = "herald-webhooks/1"
 
 // Sender posts messages to their recipient URL. It is safe for concurrent use.
 type Sender struct {
@@ -114,6 +123,7 @@ type Sender struct {
 	circuit     *circuit
 	hosts       *hosts
 	idKey       idtag.KeySource
+	userAgent   string
 }
 
 // signer is one of a channel's secrets: an HMAC key, or an Ed25519 signing key.
@@ -142,6 +152,12 @@ func New(cfg Config) (*Sender, error) {
 	if err := cfg.Egress.Check(); err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if len(cfg.UserAgent) > 256 || strings.IndexFunc(cfg.UserAgent, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		return nil, errors.New("webhook: the User-Agent must be printable ASCII of at most 256 characters")
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
@@ -159,7 +175,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.HostConcurrency == 0 {
 		cfg.HostConcurrency = 32
 	}
-	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, client: client, idKey: cfg.IDKey,
+	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, client: client, idKey: cfg.IDKey, userAgent: cfg.UserAgent,
 		circuit: newCircuit(cfg.CircuitFailures, cfg.CircuitCooldown), hosts: newHosts(cfg.HostConcurrency)}, nil
 }
 
@@ -403,6 +419,7 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id stri
 		}
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", s.userAgent)
 	req.Header.Set(HeaderID, id)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, strings.Join(sigs, " "))

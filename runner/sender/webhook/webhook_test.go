@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -631,6 +632,37 @@ func TestAFailureDoesNotNameTheURLsToken(t *testing.T) {
 		}
 		if (i == 0 || i == 1 || i == 4) && !strings.Contains(text, "127.0.0.1") { // no answer, a timeout, the circuit
 			t.Errorf("the error does not name the host: %q", text)
+		}
+	}
+}
+
+// Receivers' firewalls tell webhooks by their User-Agent: AWS WAF's Bot Control
+// blocks HTTP libraries' own (Go-http-client), and others any generic one. Every
+// request carries herald's, or the operator's brand when set; a User-Agent that is
+// not one header line is refused at start.
+func TestWebhooksSayWhoTheyAre(t *testing.T) {
+	t.Parallel()
+	agents := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.Header.Get("User-Agent")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	for _, c := range []struct{ set, want string }{{"", webhook.DefaultUserAgent}, {"Acme-Webhooks/2.0 (+https://acme.example/webhooks)", ""}} {
+		s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, Egress: loopback, UserAgent: c.set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Send(context.Background(), sender.Message{ID: 1, Recipient: srv.URL + "/hook", Payload: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := <-agents, cmp.Or(c.want, c.set); got != want {
+			t.Fatalf("User-Agent %q, want %q", got, want)
+		}
+	}
+	for _, bad := range []string{"Acme\r\nX-Injected: 1", strings.Repeat("a", 257), "Acmé/1"} {
+		if _, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, UserAgent: bad}); err == nil {
+			t.Errorf("User-Agent %q taken", bad)
 		}
 	}
 }
