@@ -9,7 +9,7 @@ with psycopg 3 and the standard library only:
 Settings: HERALD_CHANNEL (hooks), HERALD_WEBHOOK_SECRETS (space-separated whsec_
 secrets), HERALD_WEBHOOK_PER_ENDPOINT (true: sign with each URL's own secret, derived
 from the channel's as docs/operations.md says), HERALD_WEBHOOK_ALLOW (CIDRs it may
-reach although internal), HERALD_CONCURRENCY
+reach although internal), HERALD_WEBHOOK_USER_AGENT (herald-webhooks/1), HERALD_CONCURRENCY
 (8), HERALD_LEASE_SECONDS (30), HERALD_POLL_SECONDS (1), HERALD_GRACE_SECONDS (10).
 Its role needs herald_worker. SIGTERM: finish sends in flight, report, exit 0.
 Unlike `herald run`, it checks a webhook's addresses before connecting, not on the
@@ -34,6 +34,7 @@ LEASE = float(ENV.get("HERALD_LEASE_SECONDS", "30"))
 POLL = float(ENV.get("HERALD_POLL_SECONDS", "1"))
 GRACE = float(ENV.get("HERALD_GRACE_SECONDS", "10"))
 WORKER = f"py-{socket.gethostname()}-{os.getpid()}"
+USER_AGENT = ENV.get("HERALD_WEBHOOK_USER_AGENT", "herald-webhooks/1")  # not Python-urllib's, which firewalls block
 
 
 def connect():
@@ -93,7 +94,8 @@ def send(m, id_key):
         keys = [hmac.new(k, ("herald-endpoint:" + m["recipient"]).encode(), hashlib.sha256).digest() for k in KEYS]
     sigs = " ".join("v1," + base64.b64encode(hmac.new(k, f"{wid}.{ts}.".encode() + body, hashlib.sha256).digest()).decode() for k in keys)
     req = urllib.request.Request(m["recipient"], data=body, method="POST", headers={
-        "Content-Type": "application/json", "webhook-id": wid, "webhook-timestamp": ts, "webhook-signature": sigs})
+        "Content-Type": "application/json", "User-Agent": USER_AGENT,
+        "webhook-id": wid, "webhook-timestamp": ts, "webhook-signature": sigs})
     try:
         with OPENER.open(req, timeout=30) as resp:
             return resp.headers.get("X-Request-Id") or None
