@@ -186,7 +186,7 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 		cfg := smtpsender.Config{Host: str("HOST"), TLS: str("TLS"), Username: str("USERNAME"),
 			Password: secret("PASSWORD"), Auth: str("AUTH"), Port: ev.int(setting("PORT"), 0),
 			Timeout: duration("TIMEOUT", 10*time.Second), Pool: ev.int(setting("POOL"), 16),
-			ThrottleWait: duration("THROTTLE_WAIT", time.Minute), DSN: str("DSN"), Defaults: defaults}
+			ThrottleWait: duration("THROTTLE_WAIT", time.Minute), DSN: str("DSN"), HELO: str("HELO"), Defaults: defaults}
 		if ca := str("CA_FILE"); ca != "" {
 			pem, err := os.ReadFile(ca)
 			if err != nil {

@@ -88,9 +88,18 @@ type Config struct {
 	// these outcomes, comma-separated: success, failure, delay ("": the server's
 	// default, failures only), with the headers returned (RET=HDRS) so that herald
 	// mail-report finds the signed Message-ID.
-	DSN      string
+	DSN string
+	// HELO is the name this client gives in EHLO (default: the machine's host name).
+	// Relays may refuse, and spam filters score, a name that is not a fully qualified
+	// domain, such as a container's: set the runner host's public name. A domain name
+	// or an address literal ([192.0.2.1]).
+	HELO     string
 	Defaults email.Defaults
 }
+
+// heloName is a name EHLO may give (RFC 5321 §4.1.1.1): a domain, or an address
+// literal.
+var heloName = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\]|\[IPv6:[0-9A-Fa-f:.]+\])$`)
 
 // Sender sends e-mail over SMTP. It is safe for concurrent use.
 type Sender struct {
@@ -117,6 +126,12 @@ func New(cfg Config) (*Sender, error) {
 		cfg.ThrottleWait = time.Minute
 	}
 	opts := []mail.Option{mail.WithTimeout(cfg.Timeout)}
+	if cfg.HELO != "" {
+		if len(cfg.HELO) > 255 || !heloName.MatchString(cfg.HELO) {
+			return nil, fmt.Errorf("smtp: HELO %q is not a domain name or an address literal", cfg.HELO)
+		}
+		opts = append(opts, mail.WithHELO(cfg.HELO))
+	}
 	tlsConf := &tls.Config{ServerName: cfg.Host, MinVersion: tls.VersionTLS12}
 	if cfg.TLSConfig != nil {
 		tlsConf = cfg.TLSConfig.Clone()

@@ -534,6 +534,7 @@ type scriptedRelay struct {
 	accepted  []string // the Message-ID of each message taken
 	verbs     map[string]int
 	envelope  []string // every MAIL and RCPT line as received
+	greeting  string   // the last EHLO or HELO line
 	pipelined int
 }
 
@@ -581,6 +582,9 @@ func (r *scriptedRelay) serve(c net.Conn) {
 		r.verbs[verb]++
 		if verb == "MAIL" || verb == "RCPT" {
 			r.envelope = append(r.envelope, line)
+		}
+		if verb == "EHLO" || verb == "HELO" {
+			r.greeting = line
 		}
 		if verb == "MAIL" && tc.R.Buffered() > 0 {
 			r.pipelined++
@@ -971,6 +975,34 @@ func TestLongHeadersStayWithinTheLineLimit(t *testing.T) {
 		}
 		if got, err := dec.DecodeHeader(m.Header.Get("X-Note")); err != nil || got != header {
 			t.Fatalf("X-Note reads back as %.80q… (%v)", got, err)
+		}
+	}
+}
+
+// The name in EHLO is the operator's when set (a relay may refuse a container's pod
+// name, which is not a domain): a domain or an address literal; anything else, a
+// line break smuggling a command above all, is refused at start.
+func TestSMTPGreetsWithTheConfiguredName(t *testing.T) {
+	t.Parallel()
+	r := startScriptedRelay(t, relayScript{pipelining: true})
+	s := r.sender(t, smtpsender.Config{HELO: "mailer-1.acme.example"})
+	if _, err := s.Send(context.Background(), sendertest.EmailMessage(1, "ana@example.net")); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	got := r.greeting
+	r.mu.Unlock()
+	if got != "EHLO mailer-1.acme.example" {
+		t.Fatalf("greeting %q", got)
+	}
+	for _, name := range []string{"[192.0.2.1]", "[IPv6:2001:db8::1]", "localhost"} {
+		if _, err := smtpsender.New(smtpsender.Config{Host: "127.0.0.1", HELO: name}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, name := range []string{"mailer\r\nMAIL FROM:<x@evil.example>", "has space", "-dash.example", "a..b", "under_score.example"} {
+		if _, err := smtpsender.New(smtpsender.Config{Host: "127.0.0.1", HELO: name}); err == nil || !strings.Contains(err.Error(), "HELO") {
+			t.Errorf("%q: %v", name, err)
 		}
 	}
 }
