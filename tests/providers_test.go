@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -177,6 +178,52 @@ func TestTwoInstallationsShareAReceiver(t *testing.T) {
 	if arrivals != 2 || len(kept) != 2 || !strings.Contains(kept[ids[0]], `"region":"eu"`) || !strings.Contains(kept[ids[1]], `"region":"us"`) {
 		t.Fatalf("%d arrivals, the receiver kept %d: %v (want the ids %v)", arrivals, len(kept), kept, ids)
 	}
+}
+
+// Slack's incoming webhooks take the message itself as the body ({"text": …} or
+// {"blocks": …}) and refuse anything else with 400: herald's envelope cannot post to
+// them. A channel with HERALD_<CHANNEL>_WEBHOOK_BODY=payload posts the payload alone
+// and is delivered; the same text on an envelope channel dies with 400; a payload
+// Slack refuses (no text) dies with 400, and an archived channel's 410 suppresses
+// its URL.
+func TestSlackIncomingWebhooks(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('slack', 'webhook'), ('hooks', 'webhook')`)
+	slack, posts := sendertest.FakeSlack(t)
+	base := strings.Replace(slack.URL, "127.0.0.1", "localhost", 1) + "/services/T0ACME/"
+	secret := "whsec_" + strings.Repeat("U2xhY2tT", 4)
+	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_SLACK=webhook", "HERALD_SLACK_WEBHOOK_SECRETS="+secret, "HERALD_SLACK_WEBHOOK_BODY=payload",
+		"HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS="+secret, "HERALD_WEBHOOK_ALLOW=127.0.0.1/32,::1/128", "HERALD_POLL_INTERVAL=100ms")
+	enqueue := func(channel, token, payload string) int64 {
+		return scalar[int64](t, pool, `SELECT herald.enqueue($1, $2, $3::jsonb)`, channel, base+token, payload)
+	}
+	text := enqueue("slack", "B0/good", `{"text":"Deploy finished"}`)
+	blocks := enqueue("slack", "B0/good", `{"blocks":[{"type":"section","text":{"type":"mrkdwn","text":"*Deploy* finished"}}]}`)
+	enveloped := enqueue("hooks", "B1/good", `{"text":"Deploy finished"}`)
+	noText := enqueue("slack", "B0/good", `{"attachments":[]}`)
+	archived := enqueue("slack", "B2/archived", `{"text":"Deploy finished"}`)
+	eventually(t, 30*time.Second, "all settled", func() bool { return countWhere(t, pool, `status IN ('sent', 'dead')`) == 5 })
+	for id, want := range map[int64]string{text: "sent -", blocks: "sent -", enveloped: "dead 400", noText: "dead 400", archived: "dead 410"} {
+		if got := scalar[string](t, pool, `SELECT status || ' ' || coalesce(last_error_code, '-') FROM herald.messages WHERE id = $1`, id); got != want {
+			t.Errorf("message %d: %s, want %s\n%s", id, got, want, logs.String())
+		}
+	}
+	got := posts.Of("/services/T0ACME/B0/good")
+	if len(got) != 2 || !jsonEqual(got[0], `{"text":"Deploy finished"}`) && !jsonEqual(got[1], `{"text":"Deploy finished"}`) {
+		t.Fatalf("Slack got %q", got)
+	}
+	if !scalar[bool](t, pool, `SELECT herald.is_suppressed('slack', $1)`, base+"B2/archived") {
+		t.Fatal("the archived channel's webhook URL is not suppressed")
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+}
+
+// jsonEqual reports whether two JSON texts hold the same value.
+func jsonEqual(a, b string) bool {
+	var x, y any
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // smtpEnv is the runner's environment for reaching s as an SMTP account whose

@@ -432,14 +432,24 @@ func TestWebhookSecretCommand(t *testing.T) {
 	}
 }
 
-// HERALD_<CHANNEL>_WEBHOOK_PER_ENDPOINT is true or false; anything else is refused
-// (exit 2, the variable named) rather than read as the default.
-func TestPerEndpointSettingIsChecked(t *testing.T) {
+// HERALD_<CHANNEL>_WEBHOOK_PER_ENDPOINT is true or false, HERALD_<CHANNEL>_WEBHOOK_BODY
+// envelope or payload, HERALD_WEBHOOK_USER_AGENT one header line; anything else is
+// refused (exit 2, the variable named) rather than read as the default.
+func TestWebhookSettingsAreChecked(t *testing.T) {
 	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
 	t.Setenv("HERALD_SENDER_HOOKS", "webhook")
 	t.Setenv("HERALD_HOOKS_WEBHOOK_SECRETS", "whsec_"+strings.Repeat("QUJD", 8))
-	t.Setenv("HERALD_HOOKS_WEBHOOK_PER_ENDPOINT", "yes")
-	if code, _, errOut := run(t, "run", "--http-addr", "off"); code != exitUsage || !strings.Contains(errOut, "HERALD_HOOKS_WEBHOOK_PER_ENDPOINT") {
-		t.Fatalf("exit %d %q, want %d naming the variable", code, errOut, exitUsage)
+	for _, c := range []struct{ name, value string }{
+		{"HERALD_HOOKS_WEBHOOK_PER_ENDPOINT", "yes"},
+		{"HERALD_HOOKS_WEBHOOK_BODY", "raw"},
+		{"HERALD_WEBHOOK_USER_AGENT", "Acme\r\nX-Injected: 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(c.name, c.value)
+			code, _, errOut := run(t, "run", "--http-addr", "off")
+			if code != exitUsage || !strings.Contains(errOut, strings.TrimPrefix(strings.TrimPrefix(c.name, "HERALD_HOOKS_"), "HERALD_")) {
+				t.Fatalf("%s=%q: exit %d %q, want %d naming it", c.name, c.value, code, errOut, exitUsage)
+			}
+		})
 	}
 }

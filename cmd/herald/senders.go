@@ -218,9 +218,18 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", setting("CA_FILE"), err)
 		}
+		if ua := str("USER_AGENT"); ua != "" {
+			if err := webhook.CheckUserAgent(ua); err != nil {
+				return nil, fmt.Errorf("%s: %w", setting("USER_AGENT"), err)
+			}
+		}
+		body := ev.str(ch+"_WEBHOOK_BODY", "envelope")
+		if body != "envelope" && body != "payload" {
+			return nil, fmt.Errorf("%s_WEBHOOK_BODY=%q: want envelope (herald's, the default) or payload (the payload alone: chat services' incoming webhooks)", ch, body)
+		}
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
 			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots,
-			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), CircuitFailures: ev.int(setting("CIRCUIT_FAILURES"), 5),
+			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), PayloadBody: body == "payload", CircuitFailures: ev.int(setting("CIRCUIT_FAILURES"), 5),
 			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second), HostConcurrency: ev.int(setting("HOST_CONCURRENCY"), 32),
 			IDKey: idKey, UserAgent: str("USER_AGENT")})
 	}

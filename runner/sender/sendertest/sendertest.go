@@ -621,3 +621,66 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 func SMSMessage(id int64, to string) sender.Message {
 	return sender.Message{ID: id, Channel: "sms", Recipient: to, Attempt: 1, Payload: json.RawMessage(`{"text":"Your code is 123456"}`)}
 }
+
+// SlackPosts are the messages a FakeSlack posted to its channels, by webhook path.
+type SlackPosts struct {
+	mu    sync.Mutex
+	posts map[string][]string
+}
+
+// Of returns the bodies posted through the webhook at path.
+func (p *SlackPosts) Of(path string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.posts[path]...)
+}
+
+// FakeSlack answers as Slack's incoming webhooks do (POST /services/T…/B…/<token>):
+// the body must be a JSON object with a non-empty text or blocks, else 400
+// invalid_payload (not JSON) or no_text; 200 "ok" when posted. The token chooses
+// other answers: "archived" 410 channel_is_archived, "revoked" 404 no_service,
+// "flooded" 429 rate_limited with Retry-After: 1.
+func FakeSlack(t testing.TB) (*httptest.Server, *SlackPosts) {
+	posts := &SlackPosts{posts: map[string][]string{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answer := func(code int, text string) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(code)
+			io.WriteString(w, text)
+		}
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/services/") {
+			answer(http.StatusNotFound, "no_service")
+			return
+		}
+		switch r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:] {
+		case "archived":
+			answer(http.StatusGone, "channel_is_archived")
+			return
+		case "revoked":
+			answer(http.StatusNotFound, "no_service")
+			return
+		case "flooded":
+			w.Header().Set("Retry-After", "1")
+			answer(http.StatusTooManyRequests, "rate_limited")
+			return
+		}
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var msg map[string]json.RawMessage
+		if err := json.Unmarshal(body, &msg); err != nil {
+			answer(http.StatusBadRequest, "invalid_payload")
+			return
+		}
+		var text string
+		_ = json.Unmarshal(msg["text"], &text)
+		if text == "" && len(msg["blocks"]) == 0 {
+			answer(http.StatusBadRequest, "no_text")
+			return
+		}
+		posts.mu.Lock()
+		posts.posts[r.URL.Path] = append(posts.posts[r.URL.Path], string(body))
+		posts.mu.Unlock()
+		answer(http.StatusOK, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, posts
+}

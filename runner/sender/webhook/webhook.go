@@ -3,7 +3,9 @@
 //
 // # Wire format
 //
-// The body is {"id", "channel", "recipient", "payload", "metadata", "attempt"}.
+// The body is {"id", "channel", "recipient", "payload", "metadata", "attempt"}, or
+// for a channel that posts payloads (Config.PayloadBody: chat services' incoming
+// webhooks) the payload alone.
 // Signatures follow the Standard Webhooks specification (standardwebhooks.com), so a
 // receiver verifies them with its reference libraries: headers webhook-id (ID:
 // "msg_", herald's message id, "_" and a tag of it under the installation's key, the
@@ -89,6 +91,11 @@ type Config struct {
 	// (EndpointSecret of each whsec_ secret) instead of the channel's; whsk_ keys sign
 	// as they are (a receiver holds only the public key).
 	PerEndpoint bool
+	// PayloadBody posts the message's payload itself as the body instead of herald's
+	// envelope ({"id", "channel", …}): what chat services' incoming webhooks take
+	// (Slack's {"text": …}, Discord's {"content": …}), which refuse anything else.
+	// The Standard Webhooks headers go along, signing that body.
+	PayloadBody bool
 	// CircuitFailures is how many failures in a row (no connection, a timeout, 5xx,
 	// 429) open a receiver host's circuit: its messages then wait (rate_limited, the
 	// attempt given back) instead of each holding a send until its timeout (default
@@ -119,6 +126,7 @@ const DefaultUserAgent = "herald-webhooks/1"
 type Sender struct {
 	signers     []signer
 	perEndpoint bool
+	payloadBody bool
 	client      *http.Client
 	circuit     *circuit
 	hosts       *hosts
@@ -155,8 +163,8 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultUserAgent
 	}
-	if len(cfg.UserAgent) > 256 || strings.IndexFunc(cfg.UserAgent, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
-		return nil, errors.New("webhook: the User-Agent must be printable ASCII of at most 256 characters")
+	if err := CheckUserAgent(cfg.UserAgent); err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
@@ -175,8 +183,17 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.HostConcurrency == 0 {
 		cfg.HostConcurrency = 32
 	}
-	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, client: client, idKey: cfg.IDKey, userAgent: cfg.UserAgent,
+	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, payloadBody: cfg.PayloadBody, client: client, idKey: cfg.IDKey, userAgent: cfg.UserAgent,
 		circuit: newCircuit(cfg.CircuitFailures, cfg.CircuitCooldown), hosts: newHosts(cfg.HostConcurrency)}, nil
+}
+
+// CheckUserAgent says why ua cannot be a User-Agent (Config.UserAgent): it must be
+// printable ASCII, one header line, of 1 to 256 characters.
+func CheckUserAgent(ua string) error {
+	if ua == "" || len(ua) > 256 || strings.IndexFunc(ua, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		return errors.New("the User-Agent must be printable ASCII of 1 to 256 characters")
+	}
+	return nil
 }
 
 // idUse is what a webhook-id's tag is for (idtag).
@@ -399,6 +416,9 @@ func traceContext(metadata json.RawMessage) map[string]string {
 // post signs and posts the message to u as webhook-id id.
 func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id string) (sender.Result, error) {
 	body, err := json.Marshal(m)
+	if s.payloadBody {
+		body, err = m.Payload, nil
+	}
 	if err != nil {
 		return sender.Result{}, sender.Permanent(err)
 	}
