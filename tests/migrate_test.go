@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/http/httputil"
 	neturl "net/url"
 	"os"
@@ -284,4 +285,70 @@ func TestARunnerWatchesForAnotherBuildsCode(t *testing.T) {
 	eventually(t, 20*time.Second, "the gauge and the log to say it is the runner's again", func() bool {
 		return matches() == 1 && strings.Contains(logs.String(), "this binary's again")
 	})
+}
+
+// Managed PostgreSQL (RDS, Cloud SQL, Azure, Supabase, Neon) gives no superuser: its
+// admin role has CREATEROLE and CREATEDB and owns the database. herald migrate
+// installs there as that role, and a runner and a producer it creates work: claim,
+// send, report, status, the log.
+func TestInstallsWithoutASuperuser(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	server := testdb.ServerURL(t)
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	name := fmt.Sprintf("managed_%d", time.Now().UnixNano())
+	for _, q := range []string{
+		`CREATE ROLE ` + name + ` LOGIN PASSWORD 'managed-pw' CREATEROLE CREATEDB NOSUPERUSER`,
+		`CREATE DATABASE ` + name + ` OWNER ` + name,
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), server)
+		if err != nil {
+			return
+		}
+		defer admin.Close(context.Background())
+		admin.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+		admin.Exec(context.Background(), `DROP OWNED BY `+name+`_app`)
+		admin.Exec(context.Background(), `DROP ROLE IF EXISTS `+name+`_app`)
+		admin.Exec(context.Background(), `DROP ROLE IF EXISTS `+name)
+	})
+	u, err := neturl.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User, u.Path = neturl.UserPassword(name, "managed-pw"), "/"+name
+	owner := u.String()
+	migrateURL(t, owner, false)
+	pool := testdb.Pool(t, owner)
+	if super := scalar[bool](t, pool, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`); super {
+		t.Fatal("the installing role is a superuser")
+	}
+	mustExec(t, pool, `CREATE ROLE `+name+`_app LOGIN PASSWORD 'app-pw' IN ROLE herald_worker, herald_producer`)
+	u.User = neturl.UserPassword(name+"_app", "app-pw")
+	app := testdb.Pool(t, u.String())
+	id := scalar[int64](t, app, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t"}')`)
+	var token int64
+	if err := app.QueryRow(ctx, `SELECT lease_token FROM herald.claim_batch('managed', 10)`).Scan(&token); err != nil {
+		t.Fatal(err)
+	}
+	if !scalar[bool](t, app, `SELECT herald.complete($1::bigint, $2::bigint, $3::text)`, id, token, "pm-1") {
+		t.Fatal("complete refused")
+	}
+	if got := scalar[string](t, app, `SELECT status FROM herald.status($1)`, id); got != "sent" {
+		t.Fatalf("status %s", got)
+	}
+	if n := scalar[int64](t, app, `SELECT herald.log_sequence(100)`); n != 2 {
+		t.Fatalf("the log numbered %d events, want accepted and sent", n)
+	}
+	if key := messageIDKey(t, app); len(key) != 32 {
+		t.Fatalf("the runner role reads a Message-ID key of %d bytes", len(key))
+	}
 }
