@@ -220,6 +220,41 @@ func TestSlackIncomingWebhooks(t *testing.T) {
 	waitExit(t, cmd, logs, 15*time.Second)
 }
 
+// WhatsApp through Twilio, as a channel of kind sms with its own Twilio settings
+// (HERALD_WHATSAPP_TWILIO_*, WHATSAPP=true): the recipient is the E.164 number herald
+// validates, limits and suppresses, and Twilio gets whatsapp: addresses; a message
+// outside WhatsApp's 24-hour window is an approved Content template, which SQL checks
+// at enqueue (content_sid, content_variables) and Twilio gets as ContentSid and
+// ContentVariables.
+func TestWhatsAppThroughTwilio(t *testing.T) {
+	t.Parallel()
+	url := testdb.New(t)
+	pool := testdb.Pool(t, url)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('whatsapp', 'sms')`)
+	tw, rec := sendertest.FakeTwilio(t)
+	cmd, logs := runnerProcess(t, url, "HERALD_SENDER_WHATSAPP=twilio", "HERALD_WHATSAPP_TWILIO_URL="+tw.URL,
+		"HERALD_WHATSAPP_TWILIO_ACCOUNT_SID=AC0123", "HERALD_WHATSAPP_TWILIO_AUTH_TOKEN=tw-token",
+		"HERALD_WHATSAPP_TWILIO_FROM=+15005550006", "HERALD_WHATSAPP_TWILIO_WHATSAPP=true", "HERALD_POLL_INTERVAL=100ms")
+	id := scalar[int64](t, pool, `SELECT herald.enqueue('whatsapp', '+14155550100',
+		'{"content_sid":"HX0123456789abcdef0123456789abcdef","content_variables":{"1":"Ana","2":"4 p.m."}}')`)
+	_, err := pool.Exec(context.Background(), `SELECT herald.enqueue('whatsapp', '+14155550100',
+		'{"text":"Hi","content_sid":"HX0123456789abcdef0123456789abcdef"}')`)
+	wantPgError(t, err, "22V03", "payload.text")
+	eventually(t, 30*time.Second, "the template sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 1 })
+	forms := rec.Forms()
+	if len(forms) != 1 || forms[0].Get("To") != "whatsapp:+14155550100" || forms[0].Get("From") != "whatsapp:+15005550006" ||
+		forms[0].Get("ContentSid") != "HX0123456789abcdef0123456789abcdef" || !jsonEqual(forms[0].Get("ContentVariables"), `{"1":"Ana","2":"4 p.m."}`) {
+		t.Fatalf("Twilio got %v\n%s", forms, logs.String())
+	}
+	if got := scalar[string](t, pool, `SELECT provider_message_id FROM herald.messages WHERE id = $1`, id); !strings.HasPrefix(got, "SM") {
+		t.Fatalf("receipt %q", got)
+	}
+	if strings.Contains(logs.String(), "does not read") {
+		t.Fatalf("a WhatsApp setting went unread:\n%s", logs.String())
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+}
+
 // jsonEqual reports whether two JSON texts hold the same value.
 func jsonEqual(a, b string) bool {
 	var x, y any
@@ -373,6 +408,9 @@ func TestWhatEnqueueTakesTheSendersSend(t *testing.T) {
 		{"sms", `{"body":"b","text":null}`, ``, ""},
 		{"sms", `{"text":"t","body":{"a":1}}`, ``, "payload.body"},
 		{"sms", `{"text":7,"media_urls":["https://example.com/a.png"]}`, ``, "payload.text"},
+		{"sms", `{"content_sid":"HX0123456789abcdef0123456789abcdef","content_variables":{"1":"Ana"}}`, ``, ""},
+		{"sms", `{"content_sid":"HX0123456789abcdef0123456789abcdef","content_variables":{"1":["Ana"]}}`, ``, "payload.content_variables"},
+		{"sms", `{"content_variables":{"1":"Ana"}}`, ``, "payload"},
 		{"hooks", `{"data":` + nest(32) + `}`, `{"m":` + nest(32) + `}`, ""},
 		{"hooks", `{"data":` + nest(33) + `}`, ``, "payload"},
 		{"hooks", `{"data":` + nest(5000) + `}`, ``, "payload"},

@@ -1841,7 +1841,7 @@ CREATE FUNCTION herald._payload_fields(kind text) RETURNS text[]
     AS $$
   SELECT CASE kind
            WHEN 'email' THEN '{subject,text,html,body,from,reply_to,headers,cc,bcc,attachments,template_id,dynamic_template_data,categories,custom_args}'::text[]
-           WHEN 'sms' THEN '{text,body,media_urls}'::text[]
+           WHEN 'sms' THEN '{text,body,media_urls,content_sid,content_variables}'::text[]
          END
 $$;
 
@@ -1876,6 +1876,20 @@ BEGIN
         RETURN ARRAY['payload.' || k, 'must be a string'];
       END IF;
     END LOOP;
+  END IF;
+  IF kind = 'sms' AND payload ?| '{content_sid,content_variables}'::text[] THEN
+    IF jsonb_typeof(payload -> 'content_sid') IS DISTINCT FROM 'string' OR payload ->> 'content_sid' !~ '^HX[0-9a-fA-F]{32}$' THEN
+      RETURN ARRAY['payload.content_sid', 'must be a Twilio Content template SID, HX and 32 hexadecimal digits (content_variables needs one)'];
+    END IF;
+    k := (SELECT min(f) FROM unnest('{text,body,media_urls}'::text[]) AS f WHERE payload ? f);
+    IF k IS NOT NULL THEN
+      RETURN ARRAY['payload.' || k, 'is not sent with content_sid: the template is the message'];
+    END IF;
+    v := payload -> 'content_variables';
+    IF v IS NOT NULL AND (jsonb_typeof(v) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(v)) NOT BETWEEN 1 AND 100
+                          OR v @? 'strict $.* ? (@.type() != "string")') THEN
+      RETURN ARRAY['payload.content_variables', 'must be an object of 1 to 100 strings (the template''s placeholders)'];
+    END IF;
   END IF;
   IF kind = 'sms' AND payload ? 'media_urls' THEN
     v := payload -> 'media_urls';
@@ -3472,13 +3486,14 @@ CREATE FUNCTION herald._valid(kind text, max_payload_bytes integer, max_segments
                                 END
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
-                          AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls))'
+                          AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls) || exists(@.content_sid))'
                           AND coalesce(length(payload ->> 'text'), 0) <= 1600 AND coalesce(length(payload ->> 'body'), 0) <= 1600
-                          AND (max_segments IS NULL OR payload ? 'media_urls'
+                          AND (max_segments IS NULL OR payload ?| '{media_urls,content_sid}'::text[]
                                OR herald._sms_within(body => coalesce(nullif(payload ->> 'text', ''), payload ->> 'body'), max_segments => max_segments))
                           AND NOT payload @? 'strict $ ? ((@.text.type() != "string" && @.text.type() != "null") || (@.body.type() != "string" && @.body.type() != "null"))'
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
-                          AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
+                          AND (NOT payload ?| '{media_urls,content_sid,content_variables}'::text[]
+                               OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
           ELSE CASE kind WHEN 'webhook' THEN octet_length(recipient) ELSE length(recipient) END
                  <@ int4range(1, CASE kind WHEN 'webhook' THEN 2048 ELSE 320 END, '[]')
                AND jsonb_typeof(payload) = 'object'
@@ -3568,12 +3583,12 @@ BEGIN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string) or "template_id"');
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')
-                              OR spec.payload ? 'media_urls') THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string) or "media_urls"');
+                              OR spec.payload ?| '{media_urls,content_sid}'::text[]) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string), "media_urls" or "content_sid"');
   ELSIF ch.kind = 'sms' AND (length(spec.payload ->> 'text') > 1600 OR length(spec.payload ->> 'body') > 1600) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN length(spec.payload ->> 'text') > 1600 THEN 'text' ELSE 'body' END,
       message => 'must be at most 1600 characters (the most one SMS may carry: Twilio refuses longer, error 21617)');
-  ELSIF ch.kind = 'sms' AND ch.max_segments IS NOT NULL AND NOT spec.payload ? 'media_urls'
+  ELSIF ch.kind = 'sms' AND ch.max_segments IS NOT NULL AND NOT spec.payload ?| '{media_urls,content_sid}'::text[]
         AND NOT herald._sms_within(body => coalesce(nullif(spec.payload ->> 'text', ''), spec.payload ->> 'body'), max_segments => ch.max_segments) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN nullif(spec.payload ->> 'text', '') IS NULL THEN 'body' ELSE 'text' END,
       message => format('takes %s SMS segments, over the %s of channel %L (%s)', herald._sms_segments(body => t.body), ch.max_segments, ch.name,

@@ -212,7 +212,8 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 			APIKeySID: str("API_KEY_SID"), APIKeySecret: secret("API_KEY_SECRET"),
 			From: str("FROM"), MessagingServiceSID: str("MESSAGING_SERVICE_SID"), BaseURL: str("URL"),
 			StatusCallback: str("STATUS_CALLBACK"), SmartEncoded: ev.boolean(setting("SMART_ENCODED"), false),
-			Timeout: duration("TIMEOUT", 10*time.Second), RootCAs: roots})
+			WhatsApp: ev.boolean(setting("WHATSAPP"), false),
+			Timeout:  duration("TIMEOUT", 10*time.Second), RootCAs: roots})
 	default: // webhook: the channel's own secrets (two while rotating), never shared
 		roots, err := sender.LoadCAFile(str("CA_FILE"))
 		if err != nil {

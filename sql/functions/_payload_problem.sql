@@ -1,16 +1,15 @@
 -- herald._payload_problem(kind, payload) — the first problem of a payload's optional
 -- fields, as {field, message} (field 'payload.<name>[…]'), or NULL when there is none.
--- email: from, reply_to mailboxes (herald._mailbox) of 1..320; cc, bcc arrays of 1..50
---   addresses; headers at most 50 names (printable ASCII, no colon; not one herald
---   sets, a sender's identity, a provider's control header or a mail server's trace
---   or authentication header: docs/sql.md "Payload fields") to one-line strings, the
---   line within 998 bytes; attachments 1..10 objects {filename (no executable type
---   Gmail blocks), content (base64), content_type, disposition, content_id}; template_id
---   d-<32 hex>, dynamic_template_data an object (with template_id); categories 1..10
---   strings of 1..255; custom_args an object of strings under 10,000 bytes, not
---   herald_id; subject, text, html, body strings, subject without line breaks.
--- sms: text, body strings; media_urls 1..10 http(s) URLs of at most 2,048 characters.
--- Any kind: nested at most 32 levels (herald._shallow).
+-- email: from, reply_to mailboxes (herald._mailbox) of 1..320; cc, bcc 1..50 addresses;
+--   headers at most 50 one-line strings within 998 bytes a line, names printable ASCII
+--   and none herald, a provider or a mail server sets (docs/sql.md "Payload fields");
+--   attachments 1..10 {filename (no executable type Gmail blocks), content (base64),
+--   content_type, disposition, content_id}; template_id d-<32 hex>, dynamic_template_data
+--   an object beside it; categories 1..10 strings of 1..255; custom_args strings under
+--   10,000 bytes, not herald_id; subject, text, html, body strings, subject one line.
+-- sms: text, body strings; media_urls 1..10 http(s) URLs of at most 2,048 characters;
+--   content_sid a Twilio Content template (HX + 32 hex) alone, with content_variables
+--   an object of 1..100 strings. Any kind: nested at most 32 levels (herald._shallow).
 -- herald._valid calls it when a payload has a field past the required ones (or a
 -- subject with a line break), herald._validate to name the field. Locks: none.
 CREATE OR REPLACE FUNCTION herald._payload_problem(kind text, payload jsonb)
@@ -34,6 +33,20 @@ BEGIN
         RETURN ARRAY['payload.' || k, 'must be a string'];
       END IF;
     END LOOP;
+  END IF;
+  IF kind = 'sms' AND payload ?| '{content_sid,content_variables}'::text[] THEN
+    IF jsonb_typeof(payload -> 'content_sid') IS DISTINCT FROM 'string' OR payload ->> 'content_sid' !~ '^HX[0-9a-fA-F]{32}$' THEN
+      RETURN ARRAY['payload.content_sid', 'must be a Twilio Content template SID, HX and 32 hexadecimal digits (content_variables needs one)'];
+    END IF;
+    k := (SELECT min(f) FROM unnest('{text,body,media_urls}'::text[]) AS f WHERE payload ? f);
+    IF k IS NOT NULL THEN
+      RETURN ARRAY['payload.' || k, 'is not sent with content_sid: the template is the message'];
+    END IF;
+    v := payload -> 'content_variables';
+    IF v IS NOT NULL AND (jsonb_typeof(v) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(v)) NOT BETWEEN 1 AND 100
+                          OR v @? 'strict $.* ? (@.type() != "string")') THEN
+      RETURN ARRAY['payload.content_variables', 'must be an object of 1 to 100 strings (the template''s placeholders)'];
+    END IF;
   END IF;
   IF kind = 'sms' AND payload ? 'media_urls' THEN
     v := payload -> 'media_urls';

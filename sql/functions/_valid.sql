@@ -53,13 +53,14 @@ AS $$
                                 END
           WHEN 'sms' THEN (coalesce(checked_kind = 'sms', false)
                            OR recipient ~ ('^(?:' || herald._recipient_pattern(kind => 'sms') || ')$'))
-                          AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls))'
+                          AND payload @? 'strict $ ? (@.text > "" || @.body > "" || exists(@.media_urls) || exists(@.content_sid))'
                           AND coalesce(length(payload ->> 'text'), 0) <= 1600 AND coalesce(length(payload ->> 'body'), 0) <= 1600
-                          AND (max_segments IS NULL OR payload ? 'media_urls'
+                          AND (max_segments IS NULL OR payload ?| '{media_urls,content_sid}'::text[]
                                OR herald._sms_within(body => coalesce(nullif(payload ->> 'text', ''), payload ->> 'body'), max_segments => max_segments))
                           AND NOT payload @? 'strict $ ? ((@.text.type() != "string" && @.text.type() != "null") || (@.body.type() != "string" && @.body.type() != "null"))'
                           AND payload - herald._payload_fields(kind => 'sms') = '{}'
-                          AND (NOT payload ? 'media_urls' OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
+                          AND (NOT payload ?| '{media_urls,content_sid,content_variables}'::text[]
+                               OR herald._payload_problem(kind => 'sms', payload => payload) IS NULL)
           ELSE CASE kind WHEN 'webhook' THEN octet_length(recipient) ELSE length(recipient) END
                  <@ int4range(1, CASE kind WHEN 'webhook' THEN 2048 ELSE 320 END, '[]')
                AND jsonb_typeof(payload) = 'object'

@@ -5,7 +5,7 @@
 --   22V01 channel unknown  42501 channel not open to the producer  22V02 recipient
 --         syntax of the kind, 1..320 chars (a URL 2048 bytes)  42501 outside recipient_prefixes
 --   22V03 payload  what the kind needs (email: subject and text, html, body or template_id,
---         max_recipients; sms: text, body or media_urls, 1600 characters, max_segments);
+--         max_recipients; sms: text, body, media_urls or content_sid, 1600 characters, max_segments);
 --         payload.<field> unknown to the kind or breaking its rules (_payload_problem)
 --   22V04 payload  over the channel's max_payload_bytes   22V05 run_at  within a year
 --   22V06 priority -100..100   42501 priority below min_priority, payload.from not in senders
@@ -72,12 +72,12 @@ BEGIN
     PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an e-mail needs "text", "html" or "body" (a non-empty string) or "template_id"');
   ELSIF ch.kind = 'sms' AND NOT (herald._nonempty_string(obj => spec.payload, key => 'text')
                               OR herald._nonempty_string(obj => spec.payload, key => 'body')
-                              OR spec.payload ? 'media_urls') THEN
-    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string) or "media_urls"');
+                              OR spec.payload ?| '{media_urls,content_sid}'::text[]) THEN
+    PERFORM herald._reject(code => '22V03', field => p || 'payload', message => 'an SMS needs "text" or "body" (a non-empty string), "media_urls" or "content_sid"');
   ELSIF ch.kind = 'sms' AND (length(spec.payload ->> 'text') > 1600 OR length(spec.payload ->> 'body') > 1600) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN length(spec.payload ->> 'text') > 1600 THEN 'text' ELSE 'body' END,
       message => 'must be at most 1600 characters (the most one SMS may carry: Twilio refuses longer, error 21617)');
-  ELSIF ch.kind = 'sms' AND ch.max_segments IS NOT NULL AND NOT spec.payload ? 'media_urls'
+  ELSIF ch.kind = 'sms' AND ch.max_segments IS NOT NULL AND NOT spec.payload ?| '{media_urls,content_sid}'::text[]
         AND NOT herald._sms_within(body => coalesce(nullif(spec.payload ->> 'text', ''), spec.payload ->> 'body'), max_segments => ch.max_segments) THEN
     PERFORM herald._reject(code => '22V03', field => p || 'payload.' || CASE WHEN nullif(spec.payload ->> 'text', '') IS NULL THEN 'body' ELSE 'text' END,
       message => format('takes %s SMS segments, over the %s of channel %L (%s)', herald._sms_segments(body => t.body), ch.max_segments, ch.name,

@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -513,7 +514,9 @@ func (r *TwilioRequests) Sent() []string {
 // sk-secret, form encoding, fields) and answers with Twilio's response shapes. GET of
 // the account answers status active (error 20003 with other credentials); the
 // account's numbers (IncomingPhoneNumbers) are +15005550006 alone, the From of every
-// message that names no messaging service (MG…). A ValidityPeriod
+// message that names no messaging service (MG…), "whatsapp:"-prefixed when the To
+// is (else error 63007). A Content template (ContentSid HX…, ContentVariables a
+// JSON object) may stand for Body (errors 21654, 21655, 21656). A ValidityPeriod
 // outside 1..36000 seconds gets error 90007.
 func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 	rec := &TwilioRequests{}
@@ -548,13 +551,34 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 			return
 		}
 		err := r.ParseForm()
-		sender := r.PostForm.Get("From") == "+15005550006" || strings.HasPrefix(r.PostForm.Get("MessagingServiceSid"), "MG")
+		from := r.PostForm.Get("From")
+		sender := strings.TrimPrefix(from, "whatsapp:") == "+15005550006" || strings.HasPrefix(r.PostForm.Get("MessagingServiceSid"), "MG")
+		content := r.PostForm.Get("ContentSid")
 		if err != nil || !sender ||
-			(r.PostForm.Get("Body") == "" && r.PostForm.Get("MediaUrl") == "") {
+			(r.PostForm.Get("Body") == "" && r.PostForm.Get("MediaUrl") == "" && content == "") {
 			t.Errorf("twilio: form %v %v", r.PostForm, err)
 		}
-		to := r.PostForm.Get("To")
+		to, whatsapp := strings.CutPrefix(r.PostForm.Get("To"), "whatsapp:")
 		w.Header().Set("Content-Type", "application/json")
+		twilioError := func(status, code int, message string) {
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"code": %d, "message": %q, "more_info": "https://www.twilio.com/docs/errors/%d", "status": %d}`, code, message, code, status)
+		}
+		var vars map[string]string
+		switch {
+		case from != "" && whatsapp != strings.HasPrefix(from, "whatsapp:"): // one address WhatsApp, the other not
+			twilioError(400, 63007, "Twilio could not find a Channel with the specified From address")
+			return
+		case r.PostForm.Has("ContentVariables") && content == "":
+			twilioError(400, 21654, "ContentSid Required")
+			return
+		case content != "" && !regexp.MustCompile(`^HX[0-9a-fA-F]{32}$`).MatchString(content):
+			twilioError(400, 21655, "The ContentSid is Invalid")
+			return
+		case r.PostForm.Has("ContentVariables") && json.Unmarshal([]byte(r.PostForm.Get("ContentVariables")), &vars) != nil:
+			twilioError(400, 21656, "The ContentVariables Parameter is invalid")
+			return
+		}
 		if cb := r.PostForm.Get("StatusCallback"); cb != "" {
 			if u, err := url.Parse(cb); err != nil || u.Host == "" || strings.ContainsAny(u.Hostname(), "_") ||
 				strings.HasSuffix(u.Hostname(), ".invalid") { // .invalid: a URL Twilio refuses for its own reasons

@@ -1,6 +1,7 @@
-// Package twilio delivers SMS through the Twilio Messages API
-// (POST /2010-04-01/Accounts/{AccountSid}/Messages.json, form-encoded To, From or
-// MessagingServiceSid, Body, MediaUrl (MMS: the payload's media_urls), StatusCallback
+// Package twilio delivers SMS, and WhatsApp messages (Config.WhatsApp), through the
+// Twilio Messages API (POST /2010-04-01/Accounts/{AccountSid}/Messages.json,
+// form-encoded To, From or MessagingServiceSid, Body, MediaUrl (MMS: the payload's
+// media_urls) or ContentSid and ContentVariables (a Content template), StatusCallback
 // and SmartEncoded when configured, ValidityPeriod when the message's deadline is under 10 hours away
 // (Twilio drops it then, error 30036, rather than deliver it late); HTTP Basic auth
 // with the Account SID and auth token, or with an API key SID and secret). The
@@ -9,7 +10,7 @@
 // 401/403 configuration, other 4xx — such as error 21211, an invalid To number —
 // permanent; error 21611 (the From number's queue is full) rate_limited; errors that
 // say the runner's own From, Messaging Service or StatusCallback is wrong (21212,
-// 21601, 21603, 21609, 21660, 21661, 21701, 21705) configuration; an untrusted
+// 21601, 21603, 21609, 21660, 21661, 21701, 21705, 63007) configuration; an untrusted
 // certificate or unknown host configuration (sender.FromNetwork).
 package twilio
 
@@ -51,6 +52,12 @@ type Config struct {
 	// one curly quote is then one segment, not three. Off by default: it changes the
 	// text as written.
 	SmartEncoded bool
+	// WhatsApp sends through the account's WhatsApp sender: To is "whatsapp:" and the
+	// recipient (still E.164 in herald), and so is From unless it says it already or
+	// a MessagingServiceSID (with a WhatsApp sender) sends instead. Business-initiated
+	// messages outside WhatsApp's 24-hour window need an approved template
+	// (the payload's content_sid).
+	WhatsApp bool
 	// From is the sending number (E.164); MessagingServiceSID may be used instead.
 	From                string
 	MessagingServiceSID string
@@ -92,21 +99,28 @@ func New(cfg Config) (*Sender, error) {
 	return &Sender{cfg: cfg, client: sender.ProviderClient(cfg.Timeout, cfg.RootCAs)}, nil
 }
 
-// Send delivers one SMS: the payload's text (or body) and media_urls.
+// Send delivers one text: the payload's text (or body) and media_urls, or a Content
+// template (content_sid, content_variables).
 func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, error) {
 	var p struct {
-		Text      string   `json:"text"`
-		Body      string   `json:"body"`
-		MediaURLs []string `json:"media_urls"`
+		Text             string            `json:"text"`
+		Body             string            `json:"body"`
+		MediaURLs        []string          `json:"media_urls"`
+		ContentSID       string            `json:"content_sid"`
+		ContentVariables map[string]string `json:"content_variables"`
 	}
 	if err := json.Unmarshal(m.Payload, &p); err != nil {
 		return sender.Result{}, sender.Permanent(fmt.Errorf("payload: %w", err))
 	}
 	text := cmp.Or(p.Text, p.Body)
-	if text == "" && len(p.MediaURLs) == 0 {
-		return sender.Result{}, sender.Permanent(errors.New("payload: no text, body or media_urls"))
+	if text == "" && len(p.MediaURLs) == 0 && p.ContentSID == "" {
+		return sender.Result{}, sender.Permanent(errors.New("payload: no text, body, media_urls or content_sid"))
 	}
-	form := url.Values{"To": {m.Recipient}}
+	to := m.Recipient
+	if s.cfg.WhatsApp {
+		to = "whatsapp:" + to
+	}
+	form := url.Values{"To": {to}}
 	if !m.Deadline.IsZero() {
 		// Twilio queues a message for up to 10 hours before it goes out; its
 		// ValidityPeriod (whole seconds, 1..36000) makes Twilio drop it at the
@@ -126,9 +140,19 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	for _, u := range p.MediaURLs {
 		form.Add("MediaUrl", u)
 	}
-	if s.cfg.MessagingServiceSID != "" {
+	if p.ContentSID != "" {
+		form.Set("ContentSid", p.ContentSID)
+		if len(p.ContentVariables) > 0 {
+			vars, _ := json.Marshal(p.ContentVariables)
+			form.Set("ContentVariables", string(vars))
+		}
+	}
+	switch {
+	case s.cfg.MessagingServiceSID != "":
 		form.Set("MessagingServiceSid", s.cfg.MessagingServiceSID)
-	} else {
+	case s.cfg.WhatsApp && !strings.HasPrefix(s.cfg.From, "whatsapp:"):
+		form.Set("From", "whatsapp:"+s.cfg.From)
+	default:
 		form.Set("From", s.cfg.From)
 	}
 	if s.cfg.StatusCallback != "" {
@@ -163,11 +187,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		switch r.Code {
 		case 21611: // the From number's queue is full: wait, as for a 429
 			err = sender.RateLimited(err, time.Now().Add(time.Minute))
-		case 21212, 21601, 21603, 21609, 21660, 21661, 21701, 21705:
+		case 21212, 21601, 21603, 21609, 21660, 21661, 21701, 21705, 63007:
 			// The runner's sender identity or status callback is wrong (a From that is
 			// not the account's SMS number, no From, a Messaging Service that does not
-			// exist, a StatusCallback Twilio refuses): the channel's setup, like a
-			// revoked key, not the message.
+			// exist, a StatusCallback Twilio refuses, no WhatsApp sender for the From):
+			// the channel's setup, like a revoked key, not the message.
 			err = sender.Configuration(err, "")
 		}
 		if r.Code != 0 {
@@ -230,12 +254,13 @@ func (s *Sender) request(ctx context.Context, method, path string, body io.Reade
 // (GET …/IncomingPhoneNumbers.json?PhoneNumber=From; code 21601 otherwise), so that a
 // channel paused for a wrong From is not resumed by a probe before it is fixed
 // (sender.Checker). Wrong credentials answer 401 (error 20003). A Messaging Service,
-// short code or alphanumeric sender is not looked up.
+// short code, alphanumeric or WhatsApp sender (which need not be the account's
+// number) is not looked up.
 func (s *Sender) Check(ctx context.Context) error {
 	if err := s.checkAccount(ctx); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(s.cfg.From, "+") {
+	if s.cfg.WhatsApp || !strings.HasPrefix(s.cfg.From, "+") {
 		return nil
 	}
 	var r struct {

@@ -287,3 +287,50 @@ func TestTwilioStatusCallbackIsTheChannelsConfiguration(t *testing.T) {
 		t.Fatalf("callback %q", got)
 	}
 }
+
+// WhatsApp through Twilio: both addresses carry "whatsapp:" (the recipient stays
+// E.164 in herald, so its limits and suppressions are the number's), and a message
+// outside WhatsApp's 24-hour window is an approved Content template: ContentSid with
+// its ContentVariables as a JSON string, no Body. A WhatsApp sender is not looked up
+// among the account's phone numbers (it need not be one). The same template goes
+// out as a text on an SMS channel.
+func TestTwilioWhatsAppAndContentTemplates(t *testing.T) {
+	t.Parallel()
+	srv, rec := sendertest.FakeTwilio(t)
+	wa, err := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL, WhatsApp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	template := `{"content_sid":"HX0123456789abcdef0123456789abcdef","content_variables":{"1":"Ana","2":"123456"}}`
+	for i, payload := range []string{`{"text":"Your order shipped"}`, template} {
+		if _, err := wa.Send(ctx, sender.Message{ID: int64(i + 1), Channel: "whatsapp", Recipient: "+14155550100", Payload: json.RawMessage(payload)}); err != nil {
+			t.Fatalf("%s: %v", payload, err)
+		}
+	}
+	forms := rec.Forms()
+	if f := forms[0]; f.Get("To") != "whatsapp:+14155550100" || f.Get("From") != "whatsapp:+15005550006" || f.Get("Body") != "Your order shipped" {
+		t.Fatalf("WhatsApp text: %v", f)
+	}
+	if f := forms[1]; f.Get("ContentSid") != "HX0123456789abcdef0123456789abcdef" || f.Get("ContentVariables") != `{"1":"Ana","2":"123456"}` ||
+		f.Has("Body") || f.Get("To") != "whatsapp:+14155550100" {
+		t.Fatalf("WhatsApp template: %v", f)
+	}
+	if err := wa.Check(ctx); err != nil {
+		t.Fatalf("check of a WhatsApp sender: %v", err)
+	}
+	sms, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "+15005550006", BaseURL: srv.URL})
+	if _, err := sms.Send(ctx, sender.Message{ID: 3, Channel: "sms", Recipient: "+14155550100", Payload: json.RawMessage(template)}); err != nil {
+		t.Fatal(err)
+	}
+	if f := rec.Forms()[2]; f.Get("To") != "+14155550100" || f.Get("From") != "+15005550006" || f.Get("ContentSid") == "" {
+		t.Fatalf("SMS template: %v", f)
+	}
+	// A WhatsApp From on a channel not set up for WhatsApp: Twilio finds no channel
+	// for it (63007), the channel's configuration, for every message alike.
+	mixed, _ := twilio.New(twilio.Config{AccountSID: "AC0123", AuthToken: "tw-token", From: "whatsapp:+15005550006", BaseURL: srv.URL})
+	_, err = mixed.Send(ctx, sender.Message{ID: 4, Channel: "sms", Recipient: "+14155550100", Payload: json.RawMessage(`{"text":"t"}`)})
+	if f := sendertest.WantClass(t, err, sender.ClassConfiguration); f.Code != "63007" {
+		t.Fatalf("a WhatsApp From to an SMS To: code %q", f.Code)
+	}
+}
