@@ -762,7 +762,9 @@ func postTwilio(t *testing.T, u string, form url.Values, token string) (int, []b
 // Messages recipients send to a Twilio number keep the suppression list in step with
 // Twilio's own opt-outs: STOP (and its synonyms, or Twilio's OptOutType with custom
 // keywords) suppresses the sender, START lifts that and nothing else (a bounce
-// stays); other texts change nothing; a bad signature is 401 and changes nothing.
+// stays); other texts change nothing; a bad signature is 401 and changes nothing. A
+// STOP on WhatsApp (From whatsapp:+…) suppresses the number, as herald keeps it; one
+// from a channel without numbers (messenger:…) is stored nowhere.
 func TestTwilioInboundOptOuts(t *testing.T) {
 	_, pool := setup(t)
 	mux := http.NewServeMux()
@@ -794,12 +796,14 @@ func TestTwilioInboundOptOuts(t *testing.T) {
 		{"+14155550101", "ARRET", "STOP"},
 		{"+14155550103", "Stop texting me", ""},
 		{"+14155550102", "START", ""},
+		{"whatsapp:+14155550104", "STOP", ""},
+		{"messenger:1234567890", "STOP", ""},
 	} {
 		if code := post(m.from, m.body, m.optOutType, "tw-token"); code != 200 {
 			t.Fatalf("%+v: %d", m, code)
 		}
 	}
-	if got := list(); got != "+14155550100:unsubscribed:twilio +14155550101:unsubscribed:twilio +14155550102:bounced:twilio" {
+	if got := list(); got != "+14155550100:unsubscribed:twilio +14155550101:unsubscribed:twilio +14155550102:bounced:twilio +14155550104:unsubscribed:twilio" {
 		t.Fatalf("after STOPs: %q", got)
 	}
 	if id := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"hi"}')`); scalar[string](t, pool,
@@ -811,7 +815,7 @@ func TestTwilioInboundOptOuts(t *testing.T) {
 			t.Fatalf("%s: %d", body, code)
 		}
 	}
-	if got := list(); got != "+14155550101:unsubscribed:twilio +14155550102:bounced:twilio" {
+	if got := list(); got != "+14155550101:unsubscribed:twilio +14155550102:bounced:twilio +14155550104:unsubscribed:twilio" {
 		t.Fatalf("after START: %q", got)
 	}
 	again := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"hi again"}')`)

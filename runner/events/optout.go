@@ -18,8 +18,11 @@ var (
 // twilioInbound receives a message a recipient sent to a Twilio number, signed as
 // Twilio signs its callbacks (X-Twilio-Signature over TwilioInboundURL and the
 // parameters). STOP records an opt-out of the sender, START an opt-in
-// (herald.record_opt_out, source "twilio"); any other message is ignored. The answer
-// is an empty TwiML <Response/>: Twilio sends its own confirmation.
+// (herald.record_opt_out, source "twilio"); any other message is ignored. A WhatsApp
+// sender (whatsapp:+…) is its number, as herald keeps WhatsApp recipients: a STOP
+// there stops the number's texts too. Senders of other channels (messenger:…) are
+// not numbers and are ignored. The answer is an empty TwiML <Response/>: Twilio
+// sends its own confirmation.
 func (h *handler) twilioInbound(w http.ResponseWriter, r *http.Request) {
 	body, ok := h.body(w, r)
 	if !ok {
@@ -31,7 +34,7 @@ func (h *handler) twilioInbound(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusUnauthorized, map[string]string{"error": "signature"})
 		return
 	}
-	from := form.Get("From")
+	from := strings.TrimPrefix(form.Get("From"), "whatsapp:")
 	word := strings.ToUpper(strings.TrimSpace(form.Get("Body")))
 	var optedOut, known bool
 	switch t := form.Get("OptOutType"); {
@@ -40,7 +43,7 @@ func (h *handler) twilioInbound(w http.ResponseWriter, r *http.Request) {
 	case t == "START" || (t == "" && startWords[word]):
 		known = true
 	}
-	if known && from != "" {
+	if known && strings.HasPrefix(from, "+") {
 		var changed bool
 		if err := h.q.QueryRow(r.Context(), `SELECT herald.record_opt_out('sms', $1, $2, 'twilio')`, from, optedOut).Scan(&changed); err != nil {
 			h.cfg.Logger.Error("recording an opt-out failed", "err", err)
