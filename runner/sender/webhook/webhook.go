@@ -415,9 +415,9 @@ func traceContext(metadata json.RawMessage) map[string]string {
 
 // post signs and posts the message to u as webhook-id id.
 func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id string) (sender.Result, error) {
-	body, err := json.Marshal(m)
-	if s.payloadBody {
-		body, err = m.Payload, nil
+	body, err := []byte(m.Payload), error(nil)
+	if !s.payloadBody {
+		body, err = json.Marshal(m)
 	}
 	if err != nil {
 		return sender.Result{}, sender.Permanent(err)
