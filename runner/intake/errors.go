@@ -100,7 +100,7 @@ func AsInputError(err error) (*InputError, bool) {
 		ie.Code, ie.OverQuota = "quota_exceeded", true
 	case pg.Code == "53400" && ie.Field == "recipient": // herald.channels.recipient_limit
 		ie.Code, ie.OverQuota = "recipient_limit_exceeded", true
-	case pg.Code == "55P03" && (ie.Field == "recipient" || pg.ColumnName == "messages"): // herald.channels.budget_wait
+	case pg.Code == "55P03" && (ie.Field == "recipient" || ie.Field == "messages"): // herald.channels.budget_wait
 		ie.Code, ie.Busy = "recipient_busy", true
 	default:
 		ie.Code, ie.KeyReused = codes[pg.Code], pg.Code == "22V20"

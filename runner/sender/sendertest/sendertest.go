@@ -509,6 +509,9 @@ func (r *TwilioRequests) Sent() []string {
 	return append([]string(nil), r.sent...)
 }
 
+// contentSID is a Twilio Content template's SID, as the Content API defines it.
+var contentSID = regexp.MustCompile(`^HX[0-9a-fA-F]{32}$`)
+
 // FakeTwilio checks each request as the Messages API documents it (path, Basic auth
 // with the account SID AC0123 and token tw-token or the API key SK0123 and secret
 // sk-secret, form encoding, fields) and answers with Twilio's response shapes. GET of
@@ -572,7 +575,7 @@ func FakeTwilio(t testing.TB) (*httptest.Server, *TwilioRequests) {
 		case r.PostForm.Has("ContentVariables") && content == "":
 			twilioError(400, 21654, "ContentSid Required")
 			return
-		case content != "" && !regexp.MustCompile(`^HX[0-9a-fA-F]{32}$`).MatchString(content):
+		case content != "" && !contentSID.MatchString(content):
 			twilioError(400, 21655, "The ContentSid is Invalid")
 			return
 		case r.PostForm.Has("ContentVariables") && json.Unmarshal([]byte(r.PostForm.Get("ContentVariables")), &vars) != nil:
