@@ -28,7 +28,7 @@ run: build
 	HERALD_INTAKE_OPEN=$${HERALD_INTAKE_OPEN:-true} HERALD_SENDER_EMAIL=$${HERALD_SENDER_EMAIL:-sink:-} HERALD_SENDER_SMS=$${HERALD_SENDER_SMS:-sink:-} exec $(BIN)/herald run
 
 ## test: vet, format check, and every test against a real PostgreSQL
-test: $(BIN)/tern $(BIN)/mailpit test-deps
+test: $(BIN)/tern $(BIN)/mailpit $(BIN)/smokescreen test-deps
 	@$(DB) && export HERALD_TERN=$(BIN)/tern && \
 	unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './.devdb/*')) && \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi && \
@@ -90,6 +90,11 @@ test-deps:
 MAILPIT_VERSION := v1.27.11
 $(BIN)/mailpit:
 	GOBIN=$(BIN) $(GO) install github.com/axllent/mailpit@$(MAILPIT_VERSION)
+
+# Smokescreen, the egress proxy of tests/egress_proxy_test.go.
+SMOKESCREEN_VERSION := v0.1.0
+$(BIN)/smokescreen:
+	GOBIN=$(BIN) $(GO) install github.com/stripe/smokescreen@$(SMOKESCREEN_VERSION)
 
 # The tern CLI, for the test that installs herald the way a DBA without our binary does.
 $(BIN)/tern:

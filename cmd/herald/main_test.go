@@ -439,16 +439,25 @@ func TestWebhookSettingsAreChecked(t *testing.T) {
 	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
 	t.Setenv("HERALD_SENDER_HOOKS", "webhook")
 	t.Setenv("HERALD_HOOKS_WEBHOOK_SECRETS", "whsec_"+strings.Repeat("QUJD", 8))
-	for _, c := range []struct{ name, value string }{
-		{"HERALD_HOOKS_WEBHOOK_PER_ENDPOINT", "yes"},
-		{"HERALD_HOOKS_WEBHOOK_BODY", "raw"},
-		{"HERALD_WEBHOOK_USER_AGENT", "Acme\r\nX-Injected: 1"},
+	for _, c := range []struct{ name, value, beside string }{
+		{"HERALD_HOOKS_WEBHOOK_PER_ENDPOINT", "yes", ""},
+		{"HERALD_HOOKS_WEBHOOK_BODY", "raw", ""},
+		{"HERALD_WEBHOOK_USER_AGENT", "Acme\r\nX-Injected: 1", ""},
+		{"HERALD_WEBHOOK_PROXY", "socks5://herald:pr0xy-pa55@127.0.0.1:1080", ""},
+		{"HERALD_WEBHOOK_PROXY", "http://herald:pr0xy-pa55@127.0.0.1:4750/egress", ""},
+		{"HERALD_WEBHOOK_PROXY", "http://herald:pr0xy-pa55@127.0.0.1:4750", "HERALD_WEBHOOK_ALLOW=10.0.0.0/8"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(c.name, c.value)
+			if name, value, ok := strings.Cut(c.beside, "="); ok {
+				t.Setenv(name, value)
+			}
 			code, _, errOut := run(t, "run", "--http-addr", "off")
 			if code != exitUsage || !strings.Contains(errOut, strings.TrimPrefix(strings.TrimPrefix(c.name, "HERALD_HOOKS_"), "HERALD_")) {
 				t.Fatalf("%s=%q: exit %d %q, want %d naming it", c.name, c.value, code, errOut, exitUsage)
+			}
+			if strings.Contains(errOut, "pr0xy-pa55") {
+				t.Fatalf("the proxy's password is printed: %q", errOut)
 			}
 		})
 	}

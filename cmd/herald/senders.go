@@ -228,12 +228,34 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 		if body != "envelope" && body != "payload" {
 			return nil, fmt.Errorf("%s_WEBHOOK_BODY=%q: want envelope (herald's, the default) or payload (the payload alone: chat services' incoming webhooks)", ch, body)
 		}
+		proxy := secret("PROXY")
+		policy, err := egressPolicy(str("ALLOW"), proxy)
+		if name := setting("ALLOW"); err != nil {
+			if proxy != "" {
+				name = setting("PROXY")
+			}
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 		return webhook.New(webhook.Config{Secrets: strings.Fields(ev.secret(ch + "_WEBHOOK_SECRETS")),
-			Timeout: duration("TIMEOUT", 30*time.Second), Egress: egress.Policy{Allow: list(str("ALLOW"))}, RootCAs: roots,
+			Timeout: duration("TIMEOUT", 30*time.Second), Egress: policy, RootCAs: roots,
 			PerEndpoint: ev.boolean(ch+"_WEBHOOK_PER_ENDPOINT", false), PayloadBody: body == "payload", CircuitFailures: ev.int(setting("CIRCUIT_FAILURES"), 5),
 			CircuitCooldown: duration("CIRCUIT_COOLDOWN", 30*time.Second), HostConcurrency: ev.int(setting("HOST_CONCURRENCY"), 32),
 			IDKey: idKey, UserAgent: str("USER_AGENT")})
 	}
+}
+
+// egressPolicy is where webhooks may go: everywhere but the refused networks, except
+// the allow-list; or through proxy (a URL, its password a secret: never in an error).
+func egressPolicy(allow, proxy string) (egress.Policy, error) {
+	p := egress.Policy{Allow: list(allow)}
+	if proxy != "" {
+		u, err := url.Parse(proxy)
+		if err != nil {
+			return p, errors.New("not a URL (http(s)://[user:password@]host:port)")
+		}
+		p.Proxy = u
+	}
+	return p, p.Check()
 }
 
 // list splits a comma- or space-separated setting into its entries.

@@ -12,6 +12,10 @@
 // are checked as the IPv4 address they are. An operator who runs receivers inside
 // the network allows them explicitly: networks (CIDR) or host names.
 //
+// Or every connection goes through an egress proxy the operator runs (Stripe's
+// Smokescreen, a Squid with an ACL): the runner then dials the proxy alone and the
+// proxy decides where a connection may go (Policy.Proxy, ProxyError).
+//
 // herald._refused_address in SQL refuses literal addresses of the same networks at
 // enqueue; a test keeps the two lists equal.
 package egress
@@ -21,7 +25,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -60,11 +66,18 @@ var Refused = []Network{
 }
 
 // Policy is where connections may go: anywhere but Refused, except what Allow
-// names. The zero Policy refuses every Refused network.
+// names; or, with a Proxy, wherever that proxy lets them. The zero Policy refuses
+// every Refused network.
 type Policy struct {
 	// Allow lists networks ("10.1.0.0/16") and host names ("hooks.internal") that are
 	// reachable although they fall in a refused network.
 	Allow []string
+	// Proxy is an HTTP proxy (http:// or https://, user info sent as Basic
+	// Proxy-Authorization) that every connection goes through: https URLs by CONNECT,
+	// http URLs as proxied requests. It is the only address dialled, unchecked (the
+	// operator chose it), and the check of where a connection goes is the proxy's; an
+	// Allow list beside it is refused (allow those receivers in the proxy).
+	Proxy *url.URL
 }
 
 // ErrRefused is wrapped by every refusal.
@@ -100,8 +113,18 @@ func (p Policy) allowsHost(host string) bool {
 	return false
 }
 
-// Check validates the allow-list: each entry a CIDR, an address or a host name.
+// Check validates the allow-list (each entry a CIDR, an address or a host name) and
+// the proxy (an http or https URL of a host, nothing after it; no allow-list beside it).
 func (p Policy) Check() error {
+	if u := p.Proxy; u != nil {
+		switch {
+		case len(p.Allow) > 0:
+			return errors.New("egress: an allow-list does nothing beside a proxy, which decides where connections go: allow those receivers in the proxy")
+		case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.Hostname() == "", u.Opaque != "",
+			u.Path != "" && u.Path != "/", u.RawQuery != "", u.Fragment != "":
+			return fmt.Errorf("egress proxy: %s is not http(s)://host[:port]", u.Redacted())
+		}
+	}
 	for _, a := range p.Allow {
 		if _, err := netip.ParsePrefix(a); err == nil {
 			continue
@@ -116,10 +139,102 @@ func (p Policy) Check() error {
 	return nil
 }
 
+// Transport makes t obey p: with a proxy, every request goes through it and t dials
+// nothing else (ProxyError for its refusals); without, t dials through DialContext.
+// Proxy settings from the environment are never read.
+func (p Policy) Transport(t *http.Transport, timeout time.Duration) {
+	t.Proxy = nil
+	t.DialContext = p.DialContext(timeout)
+	if p.Proxy == nil {
+		return
+	}
+	t.Proxy = http.ProxyURL(p.Proxy)
+	t.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, req *http.Request, res *http.Response) error {
+		if res.StatusCode == http.StatusOK {
+			return nil
+		}
+		return proxyError(req.Host, res)
+	}
+}
+
+// ProxyError is an egress proxy's answer other than a connection to Host: a refusal
+// of where it goes (Refused: 403, or 407 without a Proxy-Authenticate, as Smokescreen
+// denies), a demand for credentials (Credentials: 407 with one), a rate limit (429),
+// or that it could not reach Host (Unreachable: 502, 504).
+type ProxyError struct {
+	Host        string
+	Status      int
+	Reason      string // the proxy's X-Smokescreen-Error, or its status text
+	Refused     bool
+	Credentials bool
+	Unreachable bool
+	Header      http.Header // the answer's headers (Retry-After)
+}
+
+func (e *ProxyError) Error() string {
+	switch {
+	case e.Refused:
+		return fmt.Sprintf("%s: the egress proxy refused %s (%d): %s", ErrRefused, e.Host, e.Status, e.Reason)
+	case e.Credentials:
+		return fmt.Sprintf("the egress proxy wants credentials (%d): give HERALD_WEBHOOK_PROXY its user and password", e.Status)
+	}
+	return fmt.Sprintf("the egress proxy answered %d for %s: %s", e.Status, e.Host, e.Reason)
+}
+
+// Unwrap makes a refusal ErrRefused.
+func (e *ProxyError) Unwrap() error {
+	if e.Refused {
+		return ErrRefused
+	}
+	return nil
+}
+
+// ProxyAnswer is the ProxyError res carries when it is the proxy's own answer to a
+// proxied request for an http URL of host (a 407: an origin server has no reason to
+// send one), or nil.
+func ProxyAnswer(host string, res *http.Response) *ProxyError {
+	if res.StatusCode != http.StatusProxyAuthRequired {
+		return nil
+	}
+	return proxyError(host, res)
+}
+
+func proxyError(host string, res *http.Response) *ProxyError {
+	reason := strings.TrimSpace(res.Header.Get("X-Smokescreen-Error"))
+	if reason == "" {
+		reason = http.StatusText(res.StatusCode)
+	}
+	if len(reason) > 300 {
+		reason = reason[:300]
+	}
+	e := &ProxyError{Host: host, Status: res.StatusCode, Reason: reason, Header: res.Header}
+	switch res.StatusCode {
+	case http.StatusForbidden:
+		e.Refused = true
+	case http.StatusProxyAuthRequired:
+		e.Credentials = res.Header.Get("Proxy-Authenticate") != ""
+		e.Refused = !e.Credentials
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		e.Unreachable = true
+	}
+	return e
+}
+
 // DialContext returns a dial function for http.Transport that enforces p on the
 // address each connection actually goes to. A host on the allow-list by name is
-// dialled without the check (the operator vouched for the name).
+// dialled without the check (the operator vouched for the name). With a proxy it
+// dials the proxy's address and refuses any other.
 func (p Policy) DialContext(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if p.Proxy != nil {
+		open := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+		want := proxyAddr(p.Proxy)
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if !strings.EqualFold(addr, want) {
+				return nil, fmt.Errorf("%w: %s is not the egress proxy", ErrRefused, addr)
+			}
+			return open.DialContext(ctx, network, addr)
+		}
+	}
 	checked := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second,
 		Control: func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
@@ -139,4 +254,13 @@ func (p Policy) DialContext(timeout time.Duration) func(ctx context.Context, net
 		}
 		return checked.DialContext(ctx, network, addr)
 	}
+}
+
+// proxyAddr is the host:port a transport dials for proxy u.
+func proxyAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }

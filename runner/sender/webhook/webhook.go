@@ -26,13 +26,15 @@
 // # Where it connects, and failure classes
 //
 // Connections obey an egress.Policy (private, loopback, link-local… refused unless
-// allowed) checked on the address dialled; URLs with user info are refused; proxies
+// allowed) checked on the address dialled, or go through the operator's egress proxy
+// (egress.Policy.Proxy), which judges them; URLs with user info are refused; proxies
 // from the environment are not used; redirects are never followed. 2xx delivered
 // (the provider id is the X-Request-Id answer header, if any); 3xx permanent (code
 // "redirect"); refused by the policy permanent (code "egress_refused"); 410 Gone
 // permanent; 401 and 403 transient (the receiver refused this request: its own
 // configuration, not the channel's, so the channel is not paused); the rest as
-// sender.FromHTTP; connection errors and timeouts transient.
+// sender.FromHTTP; connection errors and timeouts transient; the proxy's own answers
+// as proxyFailure.
 package webhook
 
 import (
@@ -47,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -132,6 +135,7 @@ type Sender struct {
 	hosts       *hosts
 	idKey       idtag.KeySource
 	userAgent   string
+	proxied     bool // connections go through an egress proxy (egress.Policy.Proxy)
 }
 
 // signer is one of a channel's secrets: an HMAC key, or an Ed25519 signing key.
@@ -171,8 +175,7 @@ func New(cfg Config) (*Sender, error) {
 	}
 	client := sender.ProviderClient(cfg.Timeout, cfg.RootCAs)
 	transport := client.Transport.(*http.Transport)
-	transport.Proxy = nil // a proxy would connect on our behalf, past the egress check
-	transport.DialContext = cfg.Egress.DialContext(cfg.Timeout)
+	cfg.Egress.Transport(transport, cfg.Timeout)
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if cfg.CircuitFailures == 0 {
 		cfg.CircuitFailures = 5
@@ -183,7 +186,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.HostConcurrency == 0 {
 		cfg.HostConcurrency = 32
 	}
-	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, payloadBody: cfg.PayloadBody, client: client, idKey: cfg.IDKey, userAgent: cfg.UserAgent,
+	return &Sender{signers: signers, perEndpoint: cfg.PerEndpoint, proxied: cfg.Egress.Proxy != nil, payloadBody: cfg.PayloadBody, client: client, idKey: cfg.IDKey, userAgent: cfg.UserAgent,
 		circuit: newCircuit(cfg.CircuitFailures, cfg.CircuitCooldown), hosts: newHosts(cfg.HostConcurrency)}, nil
 }
 
@@ -365,7 +368,9 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		} else {
 			res, err = s.post(ctx, m, u, ID(m.ID, key))
 			s.hosts.release(site, time.Since(now))
-			if ctx.Err() == nil { // a send cut short by the runner's shutdown says nothing of the host
+			// A send cut short by the runner's shutdown, or failed by the egress proxy
+			// itself, says nothing of the host.
+			if ctx.Err() == nil && !proxyFault(err) {
 				unanswered, limited := failures(err)
 				s.circuit.record(host, unanswered, time.Now())
 				s.circuit.record(endpoint, limited, time.Now())
@@ -374,10 +379,41 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	}
 	if err != nil {
 		f := sender.Classify(err)
-		f.Receiver = true
+		f.Receiver = !proxyFault(err)
 		return sender.Result{}, f
 	}
 	return res, nil
+}
+
+// proxyFault reports whether err is the egress proxy's own trouble (not reachable,
+// wanting credentials, overloaded, failing), which is every webhook's, not one
+// receiver's: the channel's, as a provider's would be.
+func proxyFault(err error) bool {
+	var pe *egress.ProxyError
+	if errors.As(err, &pe) {
+		return !pe.Refused && !pe.Unreachable
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "proxyconnect"
+}
+
+// proxyFailure classifies an egress proxy's answer (egress.ProxyError): a refusal of
+// the receiver permanent (code egress_refused), the receiver unreachable transient
+// (as a connection refused), credentials wanted configuration (code proxy_auth: the
+// channel pauses), anything else transient or (429) rate_limited, with code proxy_
+// and the proxy's status.
+func proxyFailure(pe *egress.ProxyError, now time.Time) error {
+	switch {
+	case pe.Refused:
+		return sender.WithCode(sender.Permanent(pe), "egress_refused")
+	case pe.Credentials:
+		return sender.Configuration(pe, "proxy_auth")
+	case pe.Status == http.StatusTooManyRequests: // its Retry-After honoured
+		f := sender.Classify(sender.FromHTTP(pe.Status, pe.Header, "", now))
+		f.Code, f.Err = "proxy_429", pe
+		return f
+	}
+	return &sender.Failure{Class: sender.ClassTransient, Unavailable: true, Code: "proxy_" + strconv.Itoa(pe.Status), Err: pe}
 }
 
 // failures says which circuits a send's failure counts towards: the host's when the
@@ -452,6 +488,9 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id stri
 		// credential (Slack's, Discord's, Teams' webhook URLs): name its host only.
 		err = fmt.Errorf("POST to %s: %w", u.Host, ue.Err)
 	}
+	if pe := (*egress.ProxyError)(nil); errors.As(err, &pe) {
+		return sender.Result{}, proxyFailure(pe, time.Now())
+	}
 	if errors.Is(err, egress.ErrRefused) {
 		return sender.Result{}, sender.WithCode(sender.Permanent(err), "egress_refused")
 	}
@@ -461,6 +500,11 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id stri
 		return sender.Result{}, &sender.Failure{Class: sender.ClassTransient, Unavailable: true, Err: err}
 	}
 	defer resp.Body.Close()
+	if s.proxied && u.Scheme == "http" {
+		if pe := egress.ProxyAnswer(u.Host, resp); pe != nil {
+			return sender.Result{}, proxyFailure(pe, time.Now())
+		}
+	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	switch {
 	case resp.StatusCode/100 == 2:

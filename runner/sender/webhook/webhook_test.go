@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -663,6 +664,118 @@ func TestWebhooksSayWhoTheyAre(t *testing.T) {
 	for _, bad := range []string{"Acme\r\nX-Injected: 1", strings.Repeat("a", 257), "Acmé/1"} {
 		if _, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, UserAgent: bad}); err == nil {
 			t.Errorf("User-Agent %q taken", bad)
+		}
+	}
+}
+
+// The egress proxy's own trouble is the channel's, not a receiver's: a proxy that
+// wants other credentials is configuration (code proxy_auth: the channel pauses, and
+// the password is not in the error), one that is down or failing is transient and
+// unavailable (the runner's outage count), one that is busy rate_limited with its
+// Retry-After; none of them opens a receiver's circuit. A proxy that cannot reach the
+// receiver (502) is that receiver's failure, counted towards its host's circuit, and
+// a refusal (403) is egress_refused. With the right credentials the webhook goes
+// through the proxy's tunnel.
+func TestTheEgressProxysFailuresAreTheChannels(t *testing.T) {
+	t.Parallel()
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close") // each send asks the proxy again
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	var answer atomic.Int64 // the proxy's status for the next CONNECT; 200 tunnels
+	var tunnels atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want := "Basic " + base64.StdEncoding.EncodeToString([]byte("herald:right"))
+		switch code := int(answer.Load()); {
+		case r.Method != http.MethodConnect:
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+		case r.Header.Get("Proxy-Authorization") != want:
+			w.Header().Set("Proxy-Authenticate", `Basic realm="egress"`)
+			w.WriteHeader(http.StatusProxyAuthRequired)
+		case code == http.StatusTooManyRequests:
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(code)
+		case code != http.StatusOK:
+			w.WriteHeader(code)
+		default:
+			up, err := net.Dial("tcp", r.Host)
+			if err != nil {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			tunnels.Add(1)
+			w.WriteHeader(http.StatusOK)
+			down, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				up.Close()
+				return
+			}
+			go func() { _, _ = io.Copy(up, rw); up.Close() }()
+			_, _ = io.Copy(down, up)
+			down.Close()
+		}
+	}))
+	defer proxy.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(receiver.Certificate())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://herald:right@" + ln.Addr().String()
+	ln.Close()
+	through := func(proxyURL string) *webhook.Sender {
+		u, err := url.Parse(proxyURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := webhook.New(webhook.Config{IDKey: idtag.StaticKey(idKey), Secrets: []string{newSecret(t)}, RootCAs: roots,
+			Egress: egress.Policy{Proxy: u}, CircuitFailures: 2, CircuitCooldown: time.Hour, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	send := func(s *webhook.Sender) *sender.Failure {
+		_, err := s.Send(context.Background(), sender.Message{ID: 1, Recipient: receiver.URL + "/hook", Payload: json.RawMessage(`{}`)})
+		if err == nil {
+			return nil
+		}
+		return sender.Classify(err)
+	}
+	proxied := strings.Replace(proxy.URL, "http://", "http://herald:right@", 1)
+	if f := send(through(strings.Replace(proxy.URL, "http://", "http://herald:wr0ng-pa55@", 1))); f == nil || f.Class != sender.ClassConfiguration ||
+		f.Code != "proxy_auth" || f.Receiver || strings.Contains(f.Error(), "wr0ng-pa55") {
+		t.Fatalf("wrong proxy credentials: %+v", f)
+	}
+	if f := send(through(down)); f == nil || f.Class != sender.ClassTransient || !f.Unavailable || f.Receiver {
+		t.Fatalf("the proxy down: %+v", f)
+	}
+	s := through(proxied)
+	for _, code := range []int64{http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusInternalServerError} {
+		answer.Store(code)
+		if f := send(s); f == nil || f.Class != sender.ClassTransient || !f.Unavailable || f.Receiver || f.Code != fmt.Sprint("proxy_", code) {
+			t.Fatalf("the proxy answering %d: %+v", code, f)
+		}
+	}
+	answer.Store(http.StatusTooManyRequests)
+	if f := send(s); f == nil || f.Class != sender.ClassRateLimited || f.Receiver || time.Until(f.RetryAt) < 5*time.Second {
+		t.Fatalf("the proxy busy: %+v", f)
+	}
+	answer.Store(http.StatusOK) // three failures of the proxy's in a row opened no circuit of the receiver's
+	if f := send(s); f != nil || tunnels.Load() != 1 {
+		t.Fatalf("through the proxy's tunnel: %+v (%d tunnels)", f, tunnels.Load())
+	}
+	answer.Store(http.StatusForbidden)
+	if f := send(s); f == nil || f.Class != sender.ClassPermanent || f.Code != "egress_refused" || !f.Receiver {
+		t.Fatalf("the proxy refusing the receiver: %+v", f)
+	}
+	answer.Store(http.StatusBadGateway)
+	for i := range 3 { // the receiver unreachable: its host's circuit opens after two
+		f := send(s)
+		if f == nil || f.Class == sender.ClassPermanent || !f.Receiver || (i == 2) != f.Held {
+			t.Fatalf("the receiver unreachable, send %d: %+v", i+1, f)
 		}
 	}
 }
