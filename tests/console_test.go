@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"regexp"
@@ -222,4 +223,83 @@ func TestConsoleInABrowser(t *testing.T) {
 	cancelBrowser()
 	cancelAlloc()
 	waitExit(t, serve, logs, 10*time.Second)
+}
+
+// Attacks through the operator's browser. Cross-site request forgery from the same
+// site: a page on another port of the console's host (another app on the company's
+// domain would do) posts the console's Pause form on its own, and the signed-in
+// operator's browser sends the SameSite=Strict cookie with it (another port is the
+// same site); the console refuses it (403) and the channel keeps sending. Hostile
+// text: a dead letter whose payload and error (a receiver's answer, which the
+// producer controls) are markup shows as text on the overview and the message's
+// page: no element or script of theirs exists in the page.
+func TestConsoleRefusesTheBrowsersOtherOrigins(t *testing.T) {
+	t.Parallel()
+	chromium := "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatal("chromium is not installed (make test installs Debian's chromium)")
+	}
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	const markup = `<img src=x onerror="document.title='pwned'"><script>document.title='pwned'</script>`
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	id := scalar[int64](t, pool, `SELECT herald.enqueue('hooks', 'https://hooks.example.com/in', jsonb_build_object('note', $1::text))`, markup)
+	mustExec(t, pool, `SELECT herald.fail(id, lease_token, 'HTTP 400: ' || $1, 'permanent', error_code => '400')
+		FROM herald.claim_batch('w', 1)`, markup)
+	addr := freeAddr(t)
+	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_CONSOLE_TOKEN="+consoleToken)
+	defer waitExit(t, serve, logs, 15*time.Second)
+	waitHTTP(t, addr)
+	base := "http://" + addr + "/console/"
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form method="post" action="%spause"><input name="channel" value="email"><input name="reason" value="forged"></form>
+<script>document.forms[0].submit()</script>`, base)
+	}))
+	defer attacker.Close()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
+		chromedp.NoSandbox, chromedp.Headless, chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	defer cancel()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("browser, %s: %v\n%s", what, err, logs.String())
+		}
+	}
+	step("sign in", chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), consoleToken), chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("dead-%d", id)))))
+	// The hostile text, on both pages: shown, never parsed.
+	for _, page := range []string{base, fmt.Sprintf("%smessages/%d", base, id)} {
+		step("open "+page, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitReady("body")))
+		found, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[document.title, document.querySelectorAll('img, script').length,
+			document.body.innerText.includes(`+"`"+markup+"`"+`)].join(' ')`))
+		step("read "+page, err)
+		if !strings.HasSuffix(found, " 0 true") || strings.Contains(found, "pwned") {
+			t.Fatalf("%s: title, injected elements, text shown: %q", page, found)
+		}
+	}
+	// The forged form: the browser lands on the console's answer to it.
+	step("visit the attacker's page", chromedp.Do(ctx, chromedp.Navigate(attacker.URL),
+		chromedp.Poll[chromedp.Void](`location.host === "`+addr+`" && document.readyState === "complete"`)))
+	answer, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + " " + document.body.innerText`))
+	step("read the answer", err)
+	if s := scalar[string](t, pool, `SELECT paused || ':' || coalesce(paused_reason, '') FROM herald.channels WHERE name = 'email'`); s != "false:" {
+		t.Fatalf("the forged form paused the channel (%s); the browser shows %q", s, answer)
+	}
+	if !strings.Contains(answer, "another origin") {
+		t.Fatalf("the browser shows %q, want the console's refusal", answer)
+	}
+	// The console's own form still works from the console.
+	step("pause from the console", chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.ID("pause")),
+		chromedp.SendKeys(chromedp.ID("pause-channel"), "email"), chromedp.SendKeys(chromedp.ID("pause-reason"), "the operator's own"),
+		chromedp.Click(chromedp.ID("pause-submit")), chromedp.WaitVisible(chromedp.ID("done"))))
+	if s := scalar[string](t, pool, `SELECT paused || ':' || coalesce(paused_reason, '') FROM herald.channels WHERE name = 'email'`); s != "true:the operator's own" {
+		t.Fatalf("the console's own Pause: %s", s)
+	}
 }

@@ -8,7 +8,9 @@
 //
 // Access needs the console's own token: a form exchanges it for an HttpOnly,
 // SameSite=Strict cookie scoped to the console's path; every page and action
-// without it is refused (401) and changes nothing.
+// without it is refused (401) and changes nothing. A form posted from another origin
+// (by the browser's Sec-Fetch-Site, or Origin against Host) is refused (403), the
+// cookie notwithstanding.
 package console
 
 import (
@@ -72,13 +74,19 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) error {
 	c := &console{pool: pool, cfg: cfg}
 	mux.HandleFunc("GET "+Prefix+"{$}", c.auth(c.overview))
 	mux.HandleFunc("GET "+Prefix+"messages/{id}", c.auth(c.message))
-	mux.HandleFunc("POST "+Prefix+"redrive", c.auth(c.redrive))
-	mux.HandleFunc("POST "+Prefix+"cancel", c.auth(c.cancel))
-	mux.HandleFunc("POST "+Prefix+"pause", c.auth(c.pause))
-	mux.HandleFunc("POST "+Prefix+"resume", c.auth(c.resume))
-	mux.HandleFunc("POST "+Prefix+"end-suspension", c.auth(c.endSuspension))
-	mux.HandleFunc("POST "+Prefix+"redispatch", c.auth(c.redispatch))
-	mux.HandleFunc("POST "+Prefix+"login", c.login)
+	// A form posted from another origin carries the cookie when that origin is of
+	// the same site (another app on the company's domain, another port of the host):
+	// SameSite does not stop it, the browser's Sec-Fetch-Site or Origin does.
+	sameOrigin := http.NewCrossOriginProtection()
+	sameOrigin.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.cfg.Logger.Warn("console: refused a form from another origin", "path", r.URL.Path, "origin", r.Header.Get("Origin"))
+		http.Error(w, "refused: this form was posted from another origin; use the console's own pages", http.StatusForbidden)
+	}))
+	for path, action := range map[string]http.HandlerFunc{"redrive": c.redrive, "cancel": c.cancel, "pause": c.pause,
+		"resume": c.resume, "end-suspension": c.endSuspension, "redispatch": c.redispatch} {
+		mux.Handle("POST "+Prefix+path, sameOrigin.Handler(c.auth(action)))
+	}
+	mux.Handle("POST "+Prefix+"login", sameOrigin.Handler(http.HandlerFunc(c.login)))
 	return nil
 }
 
