@@ -18,6 +18,7 @@ func (r *Runner) claimLoop(ctx, sendCtx context.Context) {
 	defer deafPoll.Stop()
 	backoff := newBackoff(100*time.Millisecond, r.cfg.PollInterval)
 	for {
+		r.turned.Store(time.Now().UnixNano())
 		full, err := r.claim(ctx, sendCtx)
 		if ctx.Err() != nil {
 			return
@@ -61,6 +62,21 @@ func (r *Runner) waitForWork(ctx context.Context, poll, deafPoll *time.Ticker, t
 		}
 	}
 }
+
+// Turned returns when the claim loop last came round (zero before its first turn).
+// While the runner runs it comes round at least every LongestTurn; a time further
+// back means it has stopped turning (a supervisor's watchdog restarts it).
+func (r *Runner) Turned() time.Time {
+	if n := r.turned.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// LongestTurn is the most one turn of the claim loop takes: a claim, bounded by the
+// lease, and the wait for work, bounded by the poll interval (a failed claim's
+// back-off too).
+func (r *Runner) LongestTurn() time.Duration { return r.cfg.Lease + r.cfg.PollInterval }
 
 func (r *Runner) free() int { return r.conc.current() - int(r.busy.Load()) }
 

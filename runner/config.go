@@ -64,6 +64,9 @@ type Config struct {
 	// configuration wrong before the first claim: StartCheckPause (default),
 	// StartCheckRefuse or StartCheckOff.
 	StartCheck string
+	// Ready, when set, is called once the start check has passed, just before the
+	// first claim: a service manager's readiness (systemd's READY=1).
+	Ready func()
 	// CheckTimeout bounds one sender check (default 15s).
 	CheckTimeout time.Duration
 	// ProbeInterval is how often the paused state of the runner's channels is read

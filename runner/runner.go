@@ -60,6 +60,7 @@ type Runner struct {
 	pastGrace  atomic.Bool
 	listenerUp atomic.Bool
 	deaf       atomic.Bool       // LISTEN connected, but its check notification never came
+	turned     atomic.Int64      // when the claim loop last came round (Unix nanoseconds; Turned)
 	outage     outage            // per channel, its provider's transient failures in a row
 	zoneless   map[string]string // channels held for a quiet_zone the server does not know, with it (maintain's)
 	otherCode  bool              // herald.installed_code was another build's when last sampled (maintain's)
@@ -126,6 +127,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	stopReporter := make(chan struct{})
 	go func() { defer close(reporterDone); r.report(stopReporter) }()
 
+	if r.cfg.Ready != nil {
+		r.cfg.Ready()
+	}
 	r.claimLoop(ctx, sendCtx)
 
 	// Shutdown: no more claims. Let sends finish within the grace period.

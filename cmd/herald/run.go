@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/herald/herald/runner"
 	heraldsql "github.com/herald/herald/sql"
@@ -119,6 +122,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		os.Exit(exitFailure)
 	}()
 
+	sd, err := newSystemd()
+	if err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitUsage
+	}
+	defer sd.close()
 	pool, code := openPool(ctx, stderr, "herald run", *dbPool)
 	if pool == nil {
 		return code
@@ -132,11 +141,26 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		PollInterval: *poll, DeafPollInterval: *deafPoll, ListenURL: listenURL, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
 		StartCheck: *startCheck, CheckTimeout: *checkTimeout, ProbeInterval: *probe, QuotaInterval: *quota,
 		OutageFailures: *outageN, OutageWait: *outageWait, CodeHash: heraldsql.CodeHash(),
+		Ready: func() {
+			_ = sd.notify("READY=1", "STATUS=claiming for "+strings.Join(slices.Sorted(maps.Keys(senders)), ", "))
+		},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
 	}
+	if sd != nil && sd.watchdog > 0 && sd.watchdog <= r.LongestTurn() {
+		fmt.Fprintf(stderr, "herald run: systemd's WatchdogSec (%s) is not longer than a turn of the claim loop may take (HERALD_LEASE + HERALD_POLL_INTERVAL = %s): raise WatchdogSec\n",
+			sd.watchdog, r.LongestTurn())
+		return exitUsage
+	}
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go sd.watch(ctx, stopWatch, func() bool { // the claim loop came round within the watchdog's time (or has not begun)
+		turned := r.Turned()
+		return turned.IsZero() || time.Since(turned) < sd.watchdog
+	})
+	defer context.AfterFunc(ctx, func() { _ = sd.notify("STOPPING=1", "STATUS=stopping: finishing in-flight sends") })()
 
 	stopHTTP := func() {}
 	if *httpAddr != "" && *httpAddr != "off" {

@@ -286,6 +286,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	sd, err := newSystemd()
+	if err != nil {
+		fmt.Fprintf(stderr, "herald serve: %v\n", err)
+		return exitUsage
+	}
+	defer sd.close()
 	pool, code := openPool(ctx, stderr, "herald serve", *in.dbPool)
 	if pool == nil {
 		return code
@@ -315,7 +321,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
 	}
+	_ = sd.notify("READY=1", "STATUS=serving on "+*httpAddr)
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go sd.watch(ctx, stopWatch, func() bool { return true }) // its server has no loop of its own to watch
 	<-ctx.Done()
+	_ = sd.notify("STOPPING=1", "STATUS=stopping")
 	stop()
 	return exitOK
 }
