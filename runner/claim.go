@@ -63,20 +63,22 @@ func (r *Runner) waitForWork(ctx context.Context, poll, deafPoll *time.Ticker, t
 	}
 }
 
-// Turned returns when the claim loop last came round (zero before its first turn).
-// While the runner runs it comes round at least every LongestTurn; a time further
-// back means it has stopped turning (a supervisor's watchdog restarts it).
-func (r *Runner) Turned() time.Time {
-	if n := r.turned.Load(); n != 0 {
-		return time.Unix(0, n)
+// Stalled is how long the claim loop has not come round, when that is more than
+// twice the longest a turn takes (a claim, bounded by the lease, and the wait for
+// work, bounded by the poll interval; a failed claim's back-off too): it has stopped
+// turning, and whatever supervises the runner should restart it (/healthz answers
+// 503, systemd's watchdog is no longer fed). Zero while it turns, and before its
+// first turn (the start check).
+func (r *Runner) Stalled() time.Duration {
+	n := r.turned.Load()
+	if n == 0 {
+		return 0
 	}
-	return time.Time{}
+	if since := time.Since(time.Unix(0, n)); since > 2*(r.cfg.Lease+r.cfg.PollInterval) {
+		return since
+	}
+	return 0
 }
-
-// LongestTurn is the most one turn of the claim loop takes: a claim, bounded by the
-// lease, and the wait for work, bounded by the poll interval (a failed claim's
-// back-off too).
-func (r *Runner) LongestTurn() time.Duration { return r.cfg.Lease + r.cfg.PollInterval }
 
 func (r *Runner) free() int { return r.conc.current() - int(r.busy.Load()) }
 

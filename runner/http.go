@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -63,17 +64,21 @@ func (m *ServeMetrics) Handler() http.Handler {
 }
 
 // Handler serves /metrics (Prometheus exposition, github.com/prometheus/client_golang)
-// and /healthz (200 when the database answers and the listener is connected — its
-// "listener" also says when LISTEN is deaf, polling — else 503, with a JSON body
-// saying which).
+// and /healthz (200 when the database answers, the listener is connected — its
+// "listener" also says when LISTEN is deaf, polling — and the claim loop turns
+// (Stalled), else 503, with a JSON body saying which).
 func (r *Runner) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) {
 		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 		defer cancel()
-		body := map[string]string{"database": "ok", "listener": "connected"}
+		body := map[string]string{"database": "ok", "listener": "connected", "claims": "turning"}
 		code := http.StatusOK
+		if d := r.Stalled(); d > 0 {
+			body["claims"] = fmt.Sprintf("stalled: the claim loop has not come round for %s", d.Round(time.Second))
+			code = http.StatusServiceUnavailable
+		}
 		if err := r.pool.Ping(ctx); err != nil {
 			body["database"] = "unreachable"
 			code = http.StatusServiceUnavailable

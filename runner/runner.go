@@ -60,7 +60,7 @@ type Runner struct {
 	pastGrace  atomic.Bool
 	listenerUp atomic.Bool
 	deaf       atomic.Bool       // LISTEN connected, but its check notification never came
-	turned     atomic.Int64      // when the claim loop last came round (Unix nanoseconds; Turned)
+	turned     atomic.Int64      // when the claim loop last came round (Unix nanoseconds; Stalled)
 	outage     outage            // per channel, its provider's transient failures in a row
 	zoneless   map[string]string // channels held for a quiet_zone the server does not know, with it (maintain's)
 	otherCode  bool              // herald.installed_code was another build's when last sampled (maintain's)

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/herald/herald/runner"
 	heraldsql "github.com/herald/herald/sql"
@@ -149,17 +148,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
 	}
-	if sd != nil && sd.watchdog > 0 && sd.watchdog <= r.LongestTurn() {
-		fmt.Fprintf(stderr, "herald run: systemd's WatchdogSec (%s) is not longer than a turn of the claim loop may take (HERALD_LEASE + HERALD_POLL_INTERVAL = %s): raise WatchdogSec\n",
-			sd.watchdog, r.LongestTurn())
-		return exitUsage
-	}
 	stopWatch := make(chan struct{})
 	defer close(stopWatch)
-	go sd.watch(ctx, stopWatch, func() bool { // the claim loop came round within the watchdog's time (or has not begun)
-		turned := r.Turned()
-		return turned.IsZero() || time.Since(turned) < sd.watchdog
-	})
+	go sd.watch(ctx, stopWatch, func() bool { return r.Stalled() == 0 })
 	defer context.AfterFunc(ctx, func() { _ = sd.notify("STOPPING=1", "STATUS=stopping: finishing in-flight sends") })()
 
 	stopHTTP := func() {}

@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/herald/herald/runner/sender"
+	"github.com/herald/herald/runner/sender/sink"
+)
+
+// A claim loop that has not come round for more than twice its longest turn (lease
+// plus poll interval) is stalled: /healthz answers 503 saying so, and Stalled, which
+// feeds systemd's watchdog, says how long. Before the first turn (the start check)
+// and while it turns, it is not.
+func TestAStalledClaimLoopIsUnhealthy(t *testing.T) {
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	r, err := New(pool, Config{Senders: map[string]sender.Sender{"email": sink.New(io.Discard)}, Lease: 30 * time.Second, PollInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := func() (int, string) {
+		rr := httptest.NewRecorder()
+		r.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/healthz", nil))
+		var body map[string]string
+		if err := json.Unmarshal(rr.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		return rr.Code, body["claims"]
+	}
+	if _, c := claims(); r.Stalled() != 0 || c != "turning" {
+		t.Fatalf("before the first turn: %s, %q", r.Stalled(), c)
+	}
+	r.turned.Store(time.Now().Add(-61 * time.Second).UnixNano()) // within two turns of 31s
+	if _, c := claims(); r.Stalled() != 0 || c != "turning" {
+		t.Fatalf("61s after a turn: %s, %q", r.Stalled(), c)
+	}
+	r.turned.Store(time.Now().Add(-63 * time.Second).UnixNano())
+	if code, c := claims(); r.Stalled() < 63*time.Second || code != 503 || !strings.HasPrefix(c, "stalled: the claim loop has not come round for 1m3s") {
+		t.Fatalf("63s after a turn: %s, %d %q", r.Stalled(), code, c)
+	}
+}
