@@ -63,22 +63,19 @@ func (m *ServeMetrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// Handler serves /metrics (Prometheus exposition, github.com/prometheus/client_golang)
-// and /healthz (200 when the database answers, the listener is connected — its
-// "listener" also says when LISTEN is deaf, polling — and the claim loop turns
-// (Stalled), else 503, with a JSON body saying which).
+// Handler serves /metrics (Prometheus exposition, github.com/prometheus/client_golang),
+// /healthz (readiness: 200 when the database answers, the listener is connected —
+// its "listener" also says when LISTEN is deaf, polling — and the claim loop turns,
+// else 503, with a JSON body saying which) and /livez (liveness: 503 only while the
+// claim loop is stalled, which a restart may mend; a database outage is not).
 func (r *Runner) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) {
 		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 		defer cancel()
-		body := map[string]string{"database": "ok", "listener": "connected", "claims": "turning"}
-		code := http.StatusOK
-		if d := r.Stalled(); d > 0 {
-			body["claims"] = fmt.Sprintf("stalled: the claim loop has not come round for %s", d.Round(time.Second))
-			code = http.StatusServiceUnavailable
-		}
+		body := map[string]string{"database": "ok", "listener": "connected"}
+		code := r.claims(body)
 		if err := r.pool.Ping(ctx); err != nil {
 			body["database"] = "unreachable"
 			code = http.StatusServiceUnavailable
@@ -95,5 +92,23 @@ func (r *Runner) Handler() http.Handler {
 		w.WriteHeader(code)
 		json.NewEncoder(w).Encode(body)
 	})
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, req *http.Request) {
+		body := map[string]string{}
+		code := r.claims(body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(body)
+	})
 	return mux
+}
+
+// claims sets body's "claims" to whether the claim loop turns (Stalled) and returns
+// 200, or 503 when it is stalled.
+func (r *Runner) claims(body map[string]string) int {
+	if d := r.Stalled(); d > 0 {
+		body["claims"] = fmt.Sprintf("stalled: the claim loop has not come round for %s", d.Round(time.Second))
+		return http.StatusServiceUnavailable
+	}
+	body["claims"] = "turning"
+	return http.StatusOK
 }

@@ -16,9 +16,10 @@ import (
 )
 
 // A claim loop that has not come round for more than twice its longest turn (lease
-// plus poll interval) is stalled: /healthz answers 503 saying so, and Stalled, which
-// feeds systemd's watchdog, says how long. Before the first turn (the start check)
-// and while it turns, it is not.
+// plus poll interval) is stalled: /livez and /healthz answer 503 saying so, and
+// Stalled, which feeds systemd's watchdog, says how long. Before the first turn (the
+// start check) and while it turns, it is not; a database that does not answer makes
+// the runner not ready (/healthz) but leaves it alive (/livez).
 func TestAStalledClaimLoopIsUnhealthy(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
 	if err != nil {
@@ -29,24 +30,30 @@ func TestAStalledClaimLoopIsUnhealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := func() (int, string) {
+	claims := func(path string) (int, string) {
 		rr := httptest.NewRecorder()
-		r.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/healthz", nil))
+		r.Handler().ServeHTTP(rr, httptest.NewRequest("GET", path, nil))
 		var body map[string]string
 		if err := json.Unmarshal(rr.Body.Bytes(), &body); err != nil {
 			t.Fatal(err)
 		}
 		return rr.Code, body["claims"]
 	}
-	if _, c := claims(); r.Stalled() != 0 || c != "turning" {
-		t.Fatalf("before the first turn: %s, %q", r.Stalled(), c)
+	// The database does not answer: not ready, yet alive (a restart would not help).
+	if code, c := claims("/livez"); r.Stalled() != 0 || code != 200 || c != "turning" {
+		t.Fatalf("before the first turn: %s, /livez %d %q", r.Stalled(), code, c)
+	}
+	if code, c := claims("/healthz"); code != 503 || c != "turning" {
+		t.Fatalf("the database down: /healthz %d %q", code, c)
 	}
 	r.turned.Store(time.Now().Add(-61 * time.Second).UnixNano()) // within two turns of 31s
-	if _, c := claims(); r.Stalled() != 0 || c != "turning" {
-		t.Fatalf("61s after a turn: %s, %q", r.Stalled(), c)
+	if code, c := claims("/livez"); r.Stalled() != 0 || code != 200 || c != "turning" {
+		t.Fatalf("61s after a turn: %s, /livez %d %q", r.Stalled(), code, c)
 	}
 	r.turned.Store(time.Now().Add(-63 * time.Second).UnixNano())
-	if code, c := claims(); r.Stalled() < 63*time.Second || code != 503 || !strings.HasPrefix(c, "stalled: the claim loop has not come round for 1m3s") {
-		t.Fatalf("63s after a turn: %s, %d %q", r.Stalled(), code, c)
+	for _, path := range []string{"/livez", "/healthz"} {
+		if code, c := claims(path); r.Stalled() < 63*time.Second || code != 503 || !strings.HasPrefix(c, "stalled: the claim loop has not come round for 1m3s") {
+			t.Fatalf("63s after a turn: %s, %s %d %q", r.Stalled(), path, code, c)
+		}
 	}
 }

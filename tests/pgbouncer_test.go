@@ -182,8 +182,12 @@ func TestBehindPgBouncer(t *testing.T) {
 			return strings.Contains(logs.String(), `"listening"`) &&
 				(c.listen != "" || strings.HasPrefix(health["listener"], "deaf"))
 		})
-		if c.listen != "" && health["listener"] != "connected" {
+		if c.listen != "" && (health["listener"] != "connected" || health["claims"] != "turning") {
 			t.Fatalf("%s: /healthz %v", c.name, health)
+		}
+		var live map[string]string
+		if code := do(t, "GET", "http://"+addr+"/livez", "", "", nil, &live); code != 200 || live["claims"] != "turning" {
+			t.Fatalf("%s: /livez %d %v", c.name, code, live)
 		}
 		if c.listen == "" && !strings.Contains(logs.String(), "LISTEN receives no notifications") {
 			t.Fatalf("%s: no word of the deaf LISTEN in the logs:\n%s", c.name, logs.String())

@@ -95,6 +95,9 @@ func TestServeAndIntakeOff(t *testing.T) {
 	if code := do(t, "GET", "http://"+addr+"/healthz", "", "", nil, &health); code != 200 || health["database"] != "ok" {
 		t.Fatalf("herald serve /healthz: %d %v", code, health)
 	}
+	if code := do(t, "GET", "http://"+addr+"/livez", "", "", nil, &health); code != 200 || health["http"] != "serving" {
+		t.Fatalf("herald serve /livez: %d %v", code, health)
+	}
 	// Headers past 64 KiB are refused before the token is read: a client holds no
 	// more than that per connection. A valid message with them is not stored.
 	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json", goodEmail, map[string]string{

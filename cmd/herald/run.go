@@ -158,6 +158,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", r.Handler())
 		mux.Handle("GET /healthz", r.Handler())
+		mux.Handle("GET /livez", r.Handler())
 		evCfg.Counted, in.counted = r.CountDeliveryEvents, r.CountIntakeRequest
 		// The HTTP services' own pool: a flood of requests waits for its connections,
 		// never for the runner's.

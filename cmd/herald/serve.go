@@ -316,6 +316,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		io.WriteString(w, `{"database":"ok"}`+"\n")
 	})
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) { // no loop of its own: alive while it answers
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"http":"serving"}`+"\n")
+	})
 	stop, err := serveHTTP(ctx, *httpAddr, mux, *in.timeout, *in.idle, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
