@@ -18,6 +18,7 @@ type instruments struct {
 	events        *prometheus.CounterVec
 	intake        *prometheus.CounterVec
 	duplicates    prometheus.Counter
+	inDoubt       *prometheus.CounterVec
 	released      prometheus.Counter
 	leaseExtended prometheus.Counter
 	leaseLost     prometheus.Counter
@@ -97,9 +98,11 @@ func newInstruments() *instruments {
 		held: counterVec("herald_held_total", "Sends held back, not tried (the attempt given back), by reason: "+
 			"circuit_open (the receiver host keeps failing), host_busy (its sends in flight at the bound), provider_down (the channel's provider not answering).",
 			"channel", "reason"),
-		events:        deliveryEvents(reg),
-		intake:        intakeRequests(reg),
-		duplicates:    counter("herald_duplicates_total", "Reports that matched no row: the lease was lost, so the message may be delivered twice."),
+		events:     deliveryEvents(reg),
+		intake:     intakeRequests(reg),
+		duplicates: counter("herald_duplicates_total", "Reports that matched no row: the lease was lost, so the message may be delivered twice."),
+		inDoubt: counterVec("herald_in_doubt_total", "Sends that failed after the whole request was sent (no answer, a timeout, a reset): "+
+			"the provider may have taken the message, so the retry may deliver it twice.", "channel"),
 		released:      counter("herald_released_total", "Messages given back unsent at shutdown."),
 		leaseExtended: counter("herald_lease_extended_total", "Leases extended for slow sends."),
 		leaseLost:     counter("herald_lease_lost_total", "Lease extensions refused: the lease had already been lost."),

@@ -149,6 +149,9 @@ func (r *Runner) flush(batch []outcome) {
 		} else {
 			f := sender.Classify(o.err)
 			r.m.failed.WithLabelValues(o.msg.Channel, string(f.Class)).Inc()
+			if sender.InDoubt(o.err) {
+				r.m.inDoubt.WithLabelValues(o.msg.Channel).Inc()
+			}
 			if f.Held {
 				r.m.held.WithLabelValues(o.msg.Channel, f.Code).Inc()
 			}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -93,6 +95,23 @@ func ProviderClient(timeout time.Duration, roots *x509.CertPool) *http.Client {
 	t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12,
 		ClientSessionCache: tls.NewLRUClientSessionCache(MaxIdlePerHost)}
 	return &http.Client{Timeout: timeout, Transport: t}
+}
+
+// Do sends req with client; an error that comes after the whole request was
+// written (no answer, a timeout, a connection reset while the provider may be acting
+// on it) is wrapped as Sent, so that FromNetwork marks the failure in doubt.
+func Do(client *http.Client, req *http.Request) (*http.Response, error) {
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err == nil {
+			wrote.Store(true)
+		}
+	}}
+	resp, err := client.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if err != nil && wrote.Load() {
+		return nil, &Sent{Err: err}
+	}
+	return resp, err
 }
 
 // MaxResponseHeader bounds the headers of a provider's or receiver's answer: a few

@@ -1,7 +1,11 @@
 package sender
 
 import (
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,5 +39,45 @@ func TestRetryHeadersAreReadAndBounded(t *testing.T) {
 		if !f.RetryAt.Equal(c.want) {
 			t.Errorf("%s: %s: retry at %v, want %v", c.name, c.value, f.RetryAt, c.want)
 		}
+	}
+}
+
+// A request sent whole and never answered is in doubt (the provider may be acting on
+// it); one that found no server is not; an answer, whatever it says, is no error.
+func TestDoTellsARequestSentWholeFromOneNeverSent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/lost" {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	client := ProviderClient(5*time.Second, nil)
+	for _, c := range []struct {
+		url   string
+		doubt bool
+	}{{srv.URL + "/lost", true}, {closed + "/none", false}} {
+		req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader(`{"to":"ana@example.net"}`))
+		_, err := Do(client, req)
+		f := Classify(FromNetwork(err))
+		if err == nil || InDoubt(err) != c.doubt || (f.Code == "in_doubt") != c.doubt || f.Class != ClassTransient {
+			t.Errorf("%s: %v, in doubt %v, code %q; want in doubt %v", c.url, err, InDoubt(err), f.Code, c.doubt)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/answered", strings.NewReader(`{}`))
+	if resp, err := Do(client, req); err != nil || resp.StatusCode != 500 {
+		t.Fatalf("an answer: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 }

@@ -160,7 +160,31 @@ func FromNetwork(err error) error {
 	case errors.As(err, &dns) && dns.IsNotFound:
 		return Configuration(err, "dns")
 	}
-	return &Failure{Class: ClassTransient, Unavailable: true, Err: err}
+	return Unanswered(err)
+}
+
+// Sent is an error that came after the whole request was sent: an HTTP request
+// written (Do), SMTP's final dot (InDoubt).
+type Sent struct{ Err error }
+
+func (e *Sent) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error.
+func (e *Sent) Unwrap() error { return e.Err }
+
+// InDoubt reports whether err came after the whole request was sent (Sent): the
+// provider may have taken the message, so trying again may deliver it twice
+// (counted in herald_in_doubt_total).
+func InDoubt(err error) bool { return errors.As(err, new(*Sent)) }
+
+// Unanswered is a transient failure in which the provider did not answer
+// (Failure.Unavailable); one in doubt (InDoubt) has the code in_doubt.
+func Unanswered(err error) error {
+	f := &Failure{Class: ClassTransient, Unavailable: true, Err: err}
+	if InDoubt(err) {
+		f.Code = "in_doubt"
+	}
+	return f
 }
 
 // RateLimited wraps err as a rate-limited failure to retry at retryAt.

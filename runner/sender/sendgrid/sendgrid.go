@@ -170,7 +170,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	}
 	hr.Header.Set("Authorization", "Bearer "+s.cfg.APIKey)
 	hr.Header.Set("Content-Type", "application/json")
-	resp, err := s.client.Do(hr)
+	resp, err := sender.Do(s.client, hr)
 	if err != nil {
 		return sender.Result{}, sender.FromNetwork(err)
 	}
@@ -197,7 +197,7 @@ func (s *Sender) Check(ctx context.Context) error {
 		return sender.Configuration(err, "")
 	}
 	hr.Header.Set("Authorization", "Bearer "+s.cfg.APIKey)
-	resp, err := s.client.Do(hr)
+	resp, err := sender.Do(s.client, hr)
 	if err != nil {
 		return sender.FromNetwork(err)
 	}

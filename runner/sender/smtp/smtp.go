@@ -398,7 +398,7 @@ func (s *Sender) transact(c *gosmtp.Client, msg *mail.Msg, to, messageID string)
 		if errors.As(err, &te) { // the data refused (552 too large, 554 spam): the session goes on
 			return transaction{err: &replyError{stage: "data", reply: te}, dataSent: true, reusable: true}
 		}
-		return transaction{err: err, dataSent: true} // no reply: taken or not, nobody knows
+		return transaction{err: &sender.Sent{Err: err}, dataSent: true} // no reply: taken or not, nobody knows
 	}
 	return transaction{refused: refused, dataSent: true, reusable: true}
 }

@@ -613,6 +613,9 @@ func (r *scriptedRelay) serve(c net.Conn) {
 			r.mu.Lock()
 			r.accepted = append(r.accepted, id)
 			r.mu.Unlock()
+			if r.hangUp == "before the reply" && taken+1 == r.nth {
+				return // the message whole, the reply lost
+			}
 			_ = tc.PrintfLine("250 2.0.0 queued as %d", len(r.accepted))
 			if taken++; taken == r.nth {
 				switch r.hangUp {
@@ -643,6 +646,9 @@ func (r *scriptedRelay) serve(c net.Conn) {
 			_ = tc.PrintfLine("221 bye")
 			return
 		case "RCPT":
+			if r.hangUp == "at RCPT" {
+				return
+			}
 			if strings.Contains(line, "<fwd@") {
 				_ = tc.PrintfLine("251 2.1.5 user not local; will forward")
 			} else {
@@ -1003,6 +1009,24 @@ func TestSMTPGreetsWithTheConfiguredName(t *testing.T) {
 	for _, name := range []string{"mailer\r\nMAIL FROM:<x@evil.example>", "has space", "-dash.example", "a..b", "under_score.example"} {
 		if _, err := smtpsender.New(smtpsender.Config{Host: "127.0.0.1", HELO: name}); err == nil || !strings.Contains(err.Error(), "HELO") {
 			t.Errorf("%q: %v", name, err)
+		}
+	}
+}
+
+// A send that fails after the message's final dot, with no reply, is in doubt: the
+// relay may have taken it, and the retry may deliver it twice (code in_doubt,
+// counted by the runner). One cut off before the data is not.
+func TestSMTPNoReplyToTheDataIsInDoubt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		hangUp string
+		doubt  bool
+	}{{"before the reply", true}, {"at RCPT", false}} {
+		r := startScriptedRelay(t, relayScript{nth: 1, hangUp: c.hangUp})
+		_, err := r.sender(t, smtpsender.Config{}).Send(context.Background(), sendertest.EmailMessage(1, "ana@example.net"))
+		f := sendertest.WantClass(t, err, sender.ClassTransient)
+		if sender.InDoubt(err) != c.doubt || (f.Code == "in_doubt") != c.doubt {
+			t.Errorf("hang-up %s: in doubt %v, code %q, want %v", c.hangUp, sender.InDoubt(err), f.Code, c.doubt)
 		}
 	}
 }

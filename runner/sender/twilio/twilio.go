@@ -166,7 +166,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		return sender.Result{}, sender.Permanent(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := s.client.Do(req)
+	resp, err := sender.Do(s.client, req)
 	if err != nil {
 		return sender.Result{}, sender.FromNetwork(err)
 	}
@@ -300,7 +300,7 @@ func (s *Sender) get(ctx context.Context, path string, out any) error {
 	if err != nil {
 		return sender.Configuration(err, "")
 	}
-	resp, err := s.client.Do(req)
+	resp, err := sender.Do(s.client, req)
 	if err != nil {
 		return sender.FromNetwork(err)
 	}

@@ -482,11 +482,15 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id stri
 	for k, v := range traceContext(m.Metadata) {
 		req.Header.Set(k, v)
 	}
-	resp, err := s.client.Do(req)
+	resp, err := sender.Do(s.client, req)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		// Go's error names the whole URL, whose path or query is often the receiver's
 		// credential (Slack's, Discord's, Teams' webhook URLs): name its host only.
+		sent := errors.As(err, new(*sender.Sent))
 		err = fmt.Errorf("POST to %s: %w", u.Host, ue.Err)
+		if sent {
+			err = &sender.Sent{Err: err}
+		}
 	}
 	if pe := (*egress.ProxyError)(nil); errors.As(err, &pe) {
 		return sender.Result{}, proxyFailure(pe, time.Now())
@@ -495,9 +499,9 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id stri
 		return sender.Result{}, sender.WithCode(sender.Permanent(err), "egress_refused")
 	}
 	if err != nil {
-		// Transient, not sender.FromNetwork: a receiver's certificate or name is its own
-		// affair, never the channel's configuration.
-		return sender.Result{}, &sender.Failure{Class: sender.ClassTransient, Unavailable: true, Err: err}
+		// Unanswered, not sender.FromNetwork: a receiver's certificate or name is its
+		// own affair, never the channel's configuration.
+		return sender.Result{}, sender.Unanswered(err)
 	}
 	defer resp.Body.Close()
 	if s.proxied && u.Scheme == "http" {
