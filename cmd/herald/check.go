@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -40,7 +41,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "herald check: no channel has a sender: set HERALD_SENDER_<CHANNEL> (or --sender)")
 		return exitUsage
 	}
-	senders, closeSenders, err := buildSenders(ev, specs, nil) // checks send nothing: no ids to make
+	senders, closeSenders, err := buildSenders(ev, specs, nil, slog.New(slog.DiscardHandler)) // checks send nothing: no ids to make
 	if err != nil {
 		fmt.Fprintf(stderr, "herald check: %v\n", err)
 		return exitUsage

@@ -15,8 +15,9 @@ import (
 // read are remembered, so that a HERALD_ variable nothing read (a misspelt name, a
 // channel without a sender) can be reported (unread).
 type environ struct {
-	errs []error
-	read map[string]bool
+	errs  []error
+	read  map[string]bool
+	files []string // the secret files read (NAME_FILE), in order
 }
 
 // getenv is os.Getenv, remembering that name was read.
@@ -122,6 +123,7 @@ func (e *environ) secret(name string) string {
 	case v != "" && file != "":
 		e.fail("set %s or %s_FILE, not both", name, name)
 	case file != "":
+		e.files = append(e.files, file)
 		b, err := os.ReadFile(file)
 		if err != nil {
 			e.fail("%s_FILE: %v", name, err)

@@ -95,7 +95,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	idKey := &installationKey{}
-	senders, closeSenders, err := buildSenders(ev, specs, idKey.get)
+	senders, closeSenders, err := buildSenders(ev, specs, idKey.get, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
@@ -112,6 +112,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// SIGHUP: build again the senders whose secret files changed (reloading).
+	hup, stopHup := make(chan os.Signal, 1), make(chan struct{})
+	signal.Notify(hup, syscall.SIGHUP)
+	defer func() { signal.Stop(hup); close(stopHup) }()
+	go func() {
+		for {
+			select {
+			case <-stopHup:
+				return
+			case <-hup:
+				logger.Info("SIGHUP: reading the secret files again")
+				reloadAll(senders, logger)
+			}
+		}
+	}()
 	go func() {
 		<-sigs
 		logger.Info("signal received: shutting down (a second signal exits at once)")

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/mail"
 	"net/netip"
 	"net/url"
@@ -66,8 +67,9 @@ type closer interface{ Close() error }
 
 // buildSenders builds every channel's sender, the e-mail and webhook senders making
 // Message-IDs and webhook-ids with idKey; the returned function closes those that
-// hold resources.
-func buildSenders(ev *environ, specs senderSpecs, idKey idtag.KeySource) (map[string]sender.Sender, func(), error) {
+// hold resources. A provider's sender with a check whose secrets came from files is
+// wrapped to be built again when they change (reloading).
+func buildSenders(ev *environ, specs senderSpecs, idKey idtag.KeySource, log *slog.Logger) (map[string]sender.Sender, func(), error) {
 	senders := map[string]sender.Sender{}
 	closeAll := func() {
 		for _, s := range senders {
@@ -77,12 +79,25 @@ func buildSenders(ev *environ, specs senderSpecs, idKey idtag.KeySource) (map[st
 		}
 	}
 	for ch, spec := range specs {
+		read := len(ev.files)
 		s, err := buildSender(ev, ch, spec, idKey)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("channel %s: %w", ch, err)
 		}
 		senders[ch] = s
+		if _, checks := s.(sender.Checker); checks && len(ev.files) > read {
+			build := func() (sender.Sender, []string, error) {
+				again := &environ{}
+				s, err := buildSender(again, ch, spec, idKey)
+				return s, again.files, err
+			}
+			if senders[ch], err = newReloading(ch, s, ev.files[read:], build, log); err != nil {
+				senders[ch] = s
+				closeAll()
+				return nil, nil, fmt.Errorf("channel %s: %w", ch, err)
+			}
+		}
 	}
 	return senders, closeAll, nil
 }

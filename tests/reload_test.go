@@ -1,0 +1,102 @@
+package tests
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herald/herald/tests/testdb"
+)
+
+// Secrets rotated in place (a Kubernetes Secret volume, Vault Agent) reach a running
+// runner. SendGrid (a stand-in speaking its wire format) takes one API key at a time.
+// Rotated while the runner holds the old one: the next send is refused (401), the
+// channel pauses, and the probe reads the key file again, checks the new key and
+// resumes: the message goes out with its attempt given back, no restart. Rotated
+// again with SIGHUP (systemctl reload) before the old key is revoked: the runner
+// reads the file at once and no send is refused. The key appears in no log.
+func TestRotatedSecretFilesAreReadAgain(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	var key atomic.Value
+	key.Store("SG.first-k3y")
+	var refused atomic.Int64
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Header.Get("Authorization") != "Bearer "+key.Load().(string) {
+			if r.Method == http.MethodPost {
+				refused.Add(1)
+			}
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"errors":[{"field":null,"message":"The provided authorization grant is invalid, expired, or revoked"}]}`)
+			return
+		}
+		switch r.URL.Path {
+		case "/v3/scopes":
+			io.WriteString(w, `{"scopes":["mail.send"]}`)
+		case "/v3/mail/send":
+			w.Header().Set("X-Message-Id", "sg-"+r.Header.Get("Content-Length"))
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer provider.Close()
+	keyFile := filepath.Join(t.TempDir(), "sendgrid-key")
+	write := func(k string) {
+		t.Helper()
+		if err := os.WriteFile(keyFile+".new", []byte(k+"\n"), 0o600); err != nil { // replaced whole, as a Secret volume does
+			t.Fatal(err)
+		}
+		if err := os.Rename(keyFile+".new", keyFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("SG.first-k3y")
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_SENDER_EMAIL=sendgrid", "HERALD_SENDGRID_URL="+provider.URL,
+		"HERALD_SENDGRID_API_KEY_FILE="+keyFile, "HERALD_EMAIL_FROM=noreply@example.com",
+		"HERALD_POLL_INTERVAL=100ms", "HERALD_PROBE_INTERVAL=200ms")
+	send := func(n int) int64 {
+		t.Helper()
+		id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.net', jsonb_build_object('subject', 's' || $1::int, 'text', 't'))`, n)
+		eventually(t, 30*time.Second, "message sent", func() bool { return countWhere(t, pool, `id = $1 AND status = 'sent'`, id) == 1 })
+		return id
+	}
+	send(1)
+
+	// Rotated, the old key revoked at once.
+	write("SG.second-k3y")
+	key.Store("SG.second-k3y")
+	second := send(2)
+	if n := refused.Load(); n != 1 || countWhere(t, pool, `id = $1 AND attempts = 1`, second) != 1 {
+		t.Fatalf("%d sends refused; the message's attempts: %d\n%s", n,
+			scalar[int64](t, pool, `SELECT attempts FROM herald.messages WHERE id = $1`, second), logs.String())
+	}
+	if paused := scalar[bool](t, pool, `SELECT paused FROM herald.channels WHERE name = 'email'`); paused {
+		t.Fatal("the channel is still paused")
+	}
+
+	// Rotated with SIGHUP before the old key goes.
+	write("SG.third-k3y")
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the reload", func() bool { return strings.Count(logs.String(), "secrets reloaded") == 2 })
+	key.Store("SG.third-k3y")
+	send(3)
+	if n := refused.Load(); n != 1 {
+		t.Fatalf("%d sends refused after SIGHUP, want none more\n%s", n-1, logs.String())
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+	if strings.Contains(logs.String(), "k3y") {
+		t.Fatalf("a key is in the log:\n%s", logs.String())
+	}
+}
