@@ -103,6 +103,9 @@ func (r *reloading) Reload() error {
 	}
 	s, paths, err := r.build()
 	if err != nil {
+		if s != nil {
+			closeSender(s)
+		}
 		return fmt.Errorf("channel %s: its secrets changed, but: %w", r.channel, err)
 	}
 	files, err := readAll(paths)
