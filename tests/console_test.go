@@ -20,6 +20,25 @@ import (
 
 const consoleToken = "console-token-0123456789"
 
+// browser starts Debian's headless Chromium (chromedp) for the test and returns its
+// context, bounded to a minute, and the function that closes it (at the latest when
+// the test ends).
+func browser(t *testing.T) (context.Context, func()) {
+	t.Helper()
+	chromium := "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatal("chromium is not installed (make test installs Debian's chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
+		chromedp.NoSandbox, chromedp.Headless, chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	closeAll := func() { cancel(); cancelBrowser(); cancelAlloc() }
+	t.Cleanup(closeAll)
+	return ctx, closeAll
+}
+
 // The operator console in a real headless browser (Debian's chromium, driven by
 // chromedp): the token form lets the operator in, the overview shows a dead letter
 // with its failure, Redrive queues it again, and the message page shows it queued;
@@ -27,10 +46,7 @@ const consoleToken = "console-token-0123456789"
 // token the pages and the actions are refused and nothing changes.
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
-	chromium := "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatal("chromium is not installed (make test installs Debian's chromium)")
-	}
+	ctx, closeBrowser := browser(t)
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
 	// The producer has status callbacks, and its callback channel is opened to another
@@ -94,14 +110,6 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("after refused actions: %s", s)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, chromedp.Headless, chromedp.Flag("disable-gpu", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
 
 	deadID, redriveID := chromedp.ID(fmt.Sprintf("dead-%d", id)), chromedp.ID(fmt.Sprintf("redrive-%d", id))
 	step := func(what string, err error) {
@@ -219,9 +227,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	cancel()
-	cancelBrowser()
-	cancelAlloc()
+	closeBrowser()
 	waitExit(t, serve, logs, 10*time.Second)
 }
 
@@ -235,10 +241,7 @@ func TestConsoleInABrowser(t *testing.T) {
 // page: no element or script of theirs exists in the page.
 func TestConsoleRefusesTheBrowsersOtherOrigins(t *testing.T) {
 	t.Parallel()
-	chromium := "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatal("chromium is not installed (make test installs Debian's chromium)")
-	}
+	ctx, closeBrowser := browser(t)
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
 	const markup = `<img src=x onerror="document.title='pwned'"><script>document.title='pwned'</script>`
@@ -248,7 +251,6 @@ func TestConsoleRefusesTheBrowsersOtherOrigins(t *testing.T) {
 		FROM herald.claim_batch('w', 1)`, markup)
 	addr := freeAddr(t)
 	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_CONSOLE_TOKEN="+consoleToken)
-	defer waitExit(t, serve, logs, 15*time.Second)
 	waitHTTP(t, addr)
 	base := "http://" + addr + "/console/"
 	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -257,14 +259,6 @@ func TestConsoleRefusesTheBrowsersOtherOrigins(t *testing.T) {
 	}))
 	defer attacker.Close()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, chromedp.Headless, chromedp.Flag("disable-gpu", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
 	step := func(what string, err error) {
 		t.Helper()
 		if err != nil {
@@ -302,4 +296,6 @@ func TestConsoleRefusesTheBrowsersOtherOrigins(t *testing.T) {
 	if s := scalar[string](t, pool, `SELECT paused || ':' || coalesce(paused_reason, '') FROM herald.channels WHERE name = 'email'`); s != "true:the operator's own" {
 		t.Fatalf("the console's own Pause: %s", s)
 	}
+	closeBrowser()
+	waitExit(t, serve, logs, 15*time.Second)
 }

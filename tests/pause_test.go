@@ -296,17 +296,20 @@ func TestRelapsedPausesWaitLonger(t *testing.T) {
 }
 
 // revocableProvider is a SendGrid stand-in whose key can be revoked and restored:
-// /v3/scopes and /v3/mail/send answer 401 while it is revoked. Its one verified
-// sender identity is noreply@example.com: mail from any other gets SendGrid's 403.
+// /v3/scopes and /v3/mail/send answer 401 while it is revoked, or, when key is set,
+// to any other key. Its one verified sender identity is noreply@example.com: mail
+// from any other gets SendGrid's 403.
 type revocableProvider struct {
 	revoked atomic.Bool
+	key     atomic.Value // the one API key taken, when set (a string)
 	sends   atomic.Int64 // mail/send requests that arrived while the key was good
 	tries   atomic.Int64 // mail/send requests that arrived while it was revoked
 	refused atomic.Int64 // mail/send requests refused for their from
 }
 
 func (p *revocableProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.revoked.Load() {
+	key, keyed := p.key.Load().(string)
+	if p.revoked.Load() || keyed && r.Header.Get("Authorization") != "Bearer "+key {
 		if r.URL.Path == "/v3/mail/send" {
 			p.tries.Add(1)
 		}

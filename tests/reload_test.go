@@ -1,13 +1,10 @@
 package tests
 
 import (
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,29 +23,9 @@ func TestRotatedSecretFilesAreReadAgain(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
-	var key atomic.Value
-	key.Store("SG.first-k3y")
-	var refused atomic.Int64
-	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		if r.Header.Get("Authorization") != "Bearer "+key.Load().(string) {
-			if r.Method == http.MethodPost {
-				refused.Add(1)
-			}
-			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, `{"errors":[{"field":null,"message":"The provided authorization grant is invalid, expired, or revoked"}]}`)
-			return
-		}
-		switch r.URL.Path {
-		case "/v3/scopes":
-			io.WriteString(w, `{"scopes":["mail.send"]}`)
-		case "/v3/mail/send":
-			w.Header().Set("X-Message-Id", "sg-"+r.Header.Get("Content-Length"))
-			w.WriteHeader(http.StatusAccepted)
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
+	prov := &revocableProvider{}
+	prov.key.Store("SG.first-k3y")
+	provider := httptest.NewServer(prov)
 	defer provider.Close()
 	keyFile := filepath.Join(t.TempDir(), "sendgrid-key")
 	write := func(k string) {
@@ -74,9 +51,9 @@ func TestRotatedSecretFilesAreReadAgain(t *testing.T) {
 
 	// Rotated, the old key revoked at once.
 	write("SG.second-k3y")
-	key.Store("SG.second-k3y")
+	prov.key.Store("SG.second-k3y")
 	second := send(2)
-	if n := refused.Load(); n != 1 || countWhere(t, pool, `id = $1 AND attempts = 1`, second) != 1 {
+	if n := prov.tries.Load(); n != 1 || countWhere(t, pool, `id = $1 AND attempts = 1`, second) != 1 {
 		t.Fatalf("%d sends refused; the message's attempts: %d\n%s", n,
 			scalar[int64](t, pool, `SELECT attempts FROM herald.messages WHERE id = $1`, second), logs.String())
 	}
@@ -90,9 +67,9 @@ func TestRotatedSecretFilesAreReadAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the reload", func() bool { return strings.Count(logs.String(), "secrets reloaded") == 2 })
-	key.Store("SG.third-k3y")
+	prov.key.Store("SG.third-k3y")
 	send(3)
-	if n := refused.Load(); n != 1 {
+	if n := prov.tries.Load(); n != 1 {
 		t.Fatalf("%d sends refused after SIGHUP, want none more\n%s", n-1, logs.String())
 	}
 	waitExit(t, cmd, logs, 15*time.Second)
