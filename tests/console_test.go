@@ -110,7 +110,6 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("after refused actions: %s", s)
 	}
 
-
 	deadID, redriveID := chromedp.ID(fmt.Sprintf("dead-%d", id)), chromedp.ID(fmt.Sprintf("redrive-%d", id))
 	step := func(what string, err error) {
 		if err != nil {
