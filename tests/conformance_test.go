@@ -53,6 +53,7 @@ func TestConformanceSuite(t *testing.T) {
 		{"ignores lease tokens", []string{"-only", "drain", "--", filepath.Join(dir, "python-runner.sh"), "ignore-tokens"}, 1, "drain"},
 		{"drops unsent work at SIGTERM", []string{"-only", "SIGTERM", "--", filepath.Join(dir, "python-runner.sh"), "drop-unsent"}, 1, "SIGTERM"},
 		{"webhook-ids without the installation's tag", []string{"-only", "drain", "--", filepath.Join(dir, "python-runner.sh"), "bare-ids"}, 1, "drain"},
+		{"a send that may have been taken not reported in doubt", []string{"-only", "failure classes", "--", filepath.Join(dir, "python-runner.sh"), "no-doubt"}, 1, "failure classes"},
 		{"no command", nil, 2, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

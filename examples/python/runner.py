@@ -17,7 +17,7 @@ socket being opened (a DNS answer that changes in between gets through).
 """
 
 import base64, hashlib, hmac, ipaddress, json, os, select, signal, socket, sys, threading, time
-import urllib.error, urllib.parse, urllib.request
+import http.client, urllib.error, urllib.parse, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from email.utils import parsedate_to_datetime
 
@@ -108,8 +108,10 @@ def send(m, id_key):
         if s >= 500 or s == 408:
             raise Failure("transient", str(s), text, retry_after(e.headers, None))
         raise Failure("permanent", "redirect" if 300 <= s < 400 else str(s), text)
-    except (urllib.error.URLError, OSError) as e:
-        raise Failure("transient", None, f"connection: {e}")
+    except urllib.error.URLError as e:  # before the request went out whole: nobody has it
+        raise Failure("transient", None, f"connection: {e.reason}")
+    except (http.client.HTTPException, OSError) as e:  # after: the receiver may have taken it
+        raise Failure("transient", "in_doubt", f"no answer after the request: {e!r}")
 
 
 class Runner:

@@ -116,7 +116,7 @@ var checks = []check{
 			dup == 0 && receipts == n
 	}},
 	{"failure classes and times", func(ctx context.Context, s *suite) (string, bool) {
-		for _, path := range []string{"/fail-once", "/busy", "/gone"} {
+		for _, path := range []string{"/fail-once", "/busy", "/gone", "/lost-once"} {
 			if err := s.enqueue(ctx, path, 1, ""); err != nil {
 				return err.Error(), false
 			}
@@ -132,7 +132,7 @@ var checks = []check{
 		arr := s.recv.arrivals()
 		var ev []string
 		ok := true
-		rows, _ := s.db.Query(ctx, `SELECT id, recipient, status, attempts, coalesce(last_error_code, '') FROM herald.messages ORDER BY id`)
+		rows, _ := s.db.Query(ctx, `SELECT id, recipient, status, attempts, coalesce(errors -> 0 ->> 'code', '') FROM herald.messages ORDER BY id`)
 		for rows.Next() {
 			var id int64
 			var rcpt, status, code string
@@ -144,7 +144,7 @@ var checks = []check{
 				gap = t[1].Sub(t[0]).Round(10 * time.Millisecond)
 			}
 			path := rcpt[strings.LastIndex(rcpt, "/"):]
-			ev = append(ev, fmt.Sprintf("%s: %s after %d attempt(s) (retry after %v)", path, status, attempts, gap))
+			ev = append(ev, fmt.Sprintf("%s: %s after %d attempt(s) (retry after %v; first code %q)", path, status, attempts, gap, code))
 			switch path {
 			case "/fail-once": // transient: retried after the channel's backoff (1 s base, at least half of it)
 				ok = ok && status == "sent" && attempts == 2 && gap >= 450*time.Millisecond
@@ -152,6 +152,8 @@ var checks = []check{
 				ok = ok && status == "sent" && attempts == 1 && gap >= 1900*time.Millisecond
 			case "/gone": // permanent: dead at once
 				ok = ok && status == "dead" && attempts == 1 && len(t) == 1 && code == "410"
+			case "/lost-once": // sent whole, no answer: in doubt, and retried
+				ok = ok && status == "sent" && attempts == 2 && code == "in_doubt"
 			}
 		}
 		rows.Close()

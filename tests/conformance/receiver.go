@@ -19,6 +19,8 @@ import (
 //
 //	/ok          204 with X-Request-Id rcpt-msg_<herald id>
 //	/fail-once   503 the first time for a message, then as /ok
+//	/lost-once   the first time, the request read whole and the connection closed
+//	             with no answer (a provider that took it and crashed), then as /ok
 //	/busy        429 with Retry-After: 2 the first time, then as /ok
 //	/gone        410
 //	/slow?ms=N   as /ok after N milliseconds
@@ -120,6 +122,13 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case "fail-once":
 		if first {
 			w.WriteHeader(503)
+			return
+		}
+	case "lost-once":
+		if first {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
 			return
 		}
 	case "busy":
