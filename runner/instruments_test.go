@@ -127,6 +127,7 @@ func exposedLabels(t *testing.T) map[string]map[string]bool {
 	m.sent.WithLabelValues("email").Add(0)
 	m.failed.WithLabelValues("email", "transient").Add(0)
 	m.held.WithLabelValues("hooks", "host_busy").Add(0)
+	m.inDoubt.WithLabelValues("email").Add(0)
 	m.events.WithLabelValues("sendgrid", "bounced").Add(0)
 	m.intake.WithLabelValues("shop", "429", "recipient_limit_exceeded").Add(0)
 	m.queueDepth.WithLabelValues("email", "queued").Set(0)
