@@ -77,3 +77,69 @@ func TestRotatedSecretFilesAreReadAgain(t *testing.T) {
 		t.Fatalf("a key is in the log:\n%s", logs.String())
 	}
 }
+
+// Attack: a producer's intake token has leaked. The operator removes it from the
+// tokens file and sends SIGHUP (systemctl reload): from then on the leaked token is
+// refused (401, nothing stored) while the producer's new token and the others work,
+// with no restart. A file emptied by mistake does not open the intake to everyone:
+// the tokens it has stay, and it says why.
+func TestIntakeTokensAreReadAgain(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	file := filepath.Join(t.TempDir(), "tokens")
+	write := func(list string) {
+		t.Helper()
+		if err := os.WriteFile(file+".new", []byte(list+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".new", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("shop:tok-leaked,billing:tok-billing")
+	addr := freeAddr(t)
+	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS_FILE="+file)
+	waitHTTP(t, addr)
+	post := func(token string) int {
+		t.Helper()
+		return do(t, "POST", "http://"+addr+"/v1/messages", "application/json",
+			`{"channel":"email","recipient":"ana@example.net","payload":{"subject":"s","text":"t"}}`, map[string]string{"Authorization": "Bearer " + token}, nil)
+	}
+	if code := post("tok-leaked"); code != 202 {
+		t.Fatalf("before the reload: %d", code)
+	}
+	reload := func(n int) {
+		t.Helper()
+		if err := serve.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the reload", func() bool {
+			return strings.Count(logs.String(), "intake tokens read again")+strings.Count(logs.String(), "intake tokens not read again") == n
+		})
+	}
+	write("billing:tok-billing,shop:tok-new")
+	reload(1)
+	stored := countWhere(t, pool, `true`)
+	for token, want := range map[string]int{"tok-leaked": 401, "tok-new": 202, "tok-billing": 202} {
+		if code := post(token); code != want {
+			t.Fatalf("after the reload, %s: %d, want %d", token, code, want)
+		}
+	}
+	if n := countWhere(t, pool, `true`); n != stored+2 || countWhere(t, pool, `producer = 'intake:shop'`) != 2 {
+		t.Fatalf("%d messages stored after the reload, want 2 more, the new token's the shop's", n-stored)
+	}
+	write("")
+	reload(2)
+	if code := post("tok-new"); code != 202 {
+		t.Fatalf("an emptied file: the shop's token %d", code)
+	}
+	if code := do(t, "POST", "http://"+addr+"/v1/messages", "application/json",
+		`{"channel":"email","recipient":"ana@example.net","payload":{"subject":"s","text":"t"}}`, nil, nil); code != 401 {
+		t.Fatalf("an emptied file opened the intake: %d", code)
+	}
+	if !strings.Contains(logs.String(), "no token would open it to anyone") || strings.Contains(logs.String(), "tok-") {
+		t.Fatalf("the refused reload: %s", logs.String())
+	}
+	waitExit(t, serve, logs, 15*time.Second)
+}

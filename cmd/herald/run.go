@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/herald/herald/runner"
+	"github.com/herald/herald/runner/intake"
 	heraldsql "github.com/herald/herald/sql"
 )
 
@@ -112,21 +113,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	// SIGHUP: build again the senders whose secret files changed (reloading).
-	hup, stopHup := make(chan os.Signal, 1), make(chan struct{})
-	signal.Notify(hup, syscall.SIGHUP)
-	defer func() { signal.Stop(hup); close(stopHup) }()
-	go func() {
-		for {
-			select {
-			case <-stopHup:
-				return
-			case <-hup:
-				logger.Info("SIGHUP: reading the secret files again")
-				reloadAll(senders, logger)
-			}
-		}
-	}()
 	go func() {
 		<-sigs
 		logger.Info("signal received: shutting down (a second signal exits at once)")
@@ -169,6 +155,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer context.AfterFunc(ctx, func() { _ = sd.notify("STOPPING=1", "STATUS=stopping: finishing in-flight sends") })()
 
 	stopHTTP := func() {}
+	var served *intake.Intake // the intake, when this runner serves it
 	if *httpAddr != "" && *httpAddr != "off" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", r.Handler())
@@ -182,7 +169,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		defer httpPool.Close()
-		if err := registerServices(ctx, mux, httpPool, settings, in, consoleToken, evCfg, logger); err != nil {
+		if served, err = registerServices(ctx, mux, httpPool, settings, in, consoleToken, evCfg, logger); err != nil {
 			fmt.Fprintf(stderr, "herald run: %v\n", err)
 			return exitUsage
 		}
@@ -191,6 +178,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	// SIGHUP: build again the senders whose secret files changed (reloading), and
+	// read the intake's tokens again.
+	defer onHangUp(logger, func() { reloadAll(senders, logger); reloadTokens(ctx, pool, served, in, logger) })()
 	err = r.Run(ctx)
 	stopHTTP()
 	if errors.Is(err, runner.ErrConfiguration) {

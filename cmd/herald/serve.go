@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -115,20 +117,9 @@ func (f intakeFlags) resolve(ev *environ) (intakeSettings, error) {
 	if err := ev.err(); err != nil {
 		return s, err
 	}
-	seen := map[string]bool{}
-	for i, t := range strings.Split(list, ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		name, secret, ok := strings.Cut(t, ":")
-		if !ok || name == "" || secret == "" {
-			return s, fmt.Errorf("HERALD_INTAKE_TOKENS: entry %d is not name:token (the producer's name, a colon, the token)", i+1)
-		}
-		if seen[name] {
-			return s, fmt.Errorf("HERALD_INTAKE_TOKENS: the name %q is given twice", name)
-		}
-		seen[name] = true
-		s.tokens = append(s.tokens, intake.Token{Name: name, Secret: secret})
+	var err error
+	if s.tokens, err = parseTokens(list); err != nil {
+		return s, err
 	}
 	open := *f.open == "true" || *f.open == "1"
 	if !open && *f.open != "false" && *f.open != "0" {
@@ -147,11 +138,67 @@ func (f intakeFlags) resolve(ev *environ) (intakeSettings, error) {
 	return s, nil
 }
 
+// parseTokens reads a HERALD_INTAKE_TOKENS list: name:token pairs, comma-separated.
+func parseTokens(list string) ([]intake.Token, error) {
+	var tokens []intake.Token
+	seen := map[string]bool{}
+	for i, t := range strings.Split(list, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		name, secret, ok := strings.Cut(t, ":")
+		if !ok || name == "" || secret == "" {
+			return nil, fmt.Errorf("HERALD_INTAKE_TOKENS: entry %d is not name:token (the producer's name, a colon, the token)", i+1)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("HERALD_INTAKE_TOKENS: the name %q is given twice", name)
+		}
+		seen[name] = true
+		tokens = append(tokens, intake.Token{Name: name, Secret: secret})
+	}
+	return tokens, nil
+}
+
+// reloadTokens reads HERALD_INTAKE_TOKENS (or its _FILE) again and, once the database
+// has checked the producers' names, gives them to the intake (SIGHUP): a revoked
+// token is refused from then on. Nothing changes when they do not parse or check, when
+// they came from the --intake-tokens flag, or when they would open the intake.
+func reloadTokens(ctx context.Context, pool *pgxpool.Pool, in *intake.Intake, f intakeFlags, logger *slog.Logger) {
+	if in == nil {
+		return
+	}
+	if *f.tokens != "" {
+		logger.Warn("intake tokens given with --intake-tokens: nothing to read again")
+		return
+	}
+	ev := &environ{}
+	list := ev.secret("HERALD_INTAKE_TOKENS")
+	tokens, err := parseTokens(list)
+	if err == nil {
+		err = ev.err()
+	}
+	if err == nil {
+		err = intake.CheckTokens(ctx, pool, tokens)
+	}
+	if err == nil {
+		err = in.SetTokens(tokens)
+	}
+	if err != nil {
+		logger.Error("intake tokens not read again; the intake keeps the ones it has", "err", err)
+		return
+	}
+	names := make([]string, len(tokens))
+	for i, t := range tokens {
+		names[i] = t.Name
+	}
+	logger.Info("intake tokens read again", "producers", strings.Join(names, " "))
+}
+
 // register adds the intake routes to mux, warning when no token protects them. It
 // first has the database check the tokens' producer names (intake.CheckTokens): a
 // refusal (the role is not herald_intake, a bad name) is an error; a database that
 // cannot be reached yet is only logged, as every request will say (503).
-func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *pgxpool.Pool, f intakeFlags, logger *slog.Logger) error {
+func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *pgxpool.Pool, f intakeFlags, logger *slog.Logger) (*intake.Intake, error) {
 	if len(s.tokens) == 0 {
 		logger.Warn("the HTTP intake is open: anyone who reaches it can enqueue (HERALD_INTAKE_OPEN=true)")
 	}
@@ -159,33 +206,52 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 		if intake.Unavailable(err) {
 			logger.Warn("intake: the tokens' producers could not be checked", "err", err)
 		} else {
-			return err
+			return nil, err
 		}
 	}
 	inFlight := *f.inFlight
 	if inFlight == 0 {
 		inFlight = -1 // no bound
 	}
-	intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate,
-		MaxInFlight: inFlight, QuotaRetry: *f.quotaRetry, Logger: logger, Counted: f.counted})
-	return nil
+	return intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate,
+		MaxInFlight: inFlight, QuotaRetry: *f.quotaRetry, Logger: logger, Counted: f.counted}), nil
 }
 
 // registerServices adds what herald run and herald serve both serve: the intake (when
-// on), the operator console (with a token) and the delivery-event endpoints (those
-// configured).
+// on; returned, nil when off), the operator console (with a token) and the
+// delivery-event endpoints (those configured).
 func registerServices(ctx context.Context, mux *http.ServeMux, pool *pgxpool.Pool, settings intakeSettings, in intakeFlags,
-	consoleToken string, evCfg events.Config, logger *slog.Logger) error {
+	consoleToken string, evCfg events.Config, logger *slog.Logger) (*intake.Intake, error) {
+	var served *intake.Intake
 	if settings.on {
-		if err := settings.register(ctx, mux, pool, in, logger); err != nil {
-			return err
+		var err error
+		if served, err = settings.register(ctx, mux, pool, in, logger); err != nil {
+			return nil, err
 		}
 	}
 	if err := registerConsole(mux, pool, consoleToken, logger); err != nil {
-		return err
+		return nil, err
 	}
 	registerEvents(mux, pool, evCfg, logger)
-	return nil
+	return served, nil
+}
+
+// onHangUp calls reload on each SIGHUP until the returned function is called.
+func onHangUp(logger *slog.Logger, reload func()) (stop func()) {
+	hup, done := make(chan os.Signal, 1), make(chan struct{})
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				logger.Info("SIGHUP: reading the secret files again")
+				reload()
+			}
+		}
+	}()
+	return func() { signal.Stop(hup); close(done) }
 }
 
 // registerConsole adds the operator console (runner/console) to mux when a token is
@@ -301,10 +367,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	metrics := runner.NewServeMetrics()
 	evCfg.Counted, in.counted = metrics.CountDeliveryEvents, metrics.CountIntakeRequest
 	mux.Handle("GET /metrics", metrics.Handler())
-	if err := registerServices(ctx, mux, pool, settings, in, consoleToken, evCfg, logger); err != nil {
+	served, err := registerServices(ctx, mux, pool, settings, in, consoleToken, evCfg, logger)
+	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
 	}
+	defer onHangUp(logger, func() { reloadTokens(ctx, pool, served, in, logger) })()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

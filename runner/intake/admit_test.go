@@ -35,13 +35,14 @@ func TestASlowBodyHoldsNoDatabaseSlot(t *testing.T) {
 	}
 	defer slow.Close()
 	fmt.Fprint(slow, "POST /v1/messages HTTP/1.1\r\nHost: herald\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"chan")
-	for deadline := time.Now().Add(10 * time.Second); h.bounds[""].inFlight.Load() != 1; {
+	open, _ := h.bounded("")
+	for deadline := time.Now().Add(10 * time.Second); open.inFlight.Load() != 1; {
 		if time.Now().After(deadline) {
 			t.Fatal("the slow request was never admitted")
 		}
 		time.Sleep(time.Millisecond) // polling a counter: no signal to wait on
 	}
-	if n := len(h.bounds[""].conns); n != 0 {
+	if n := len(open.conns); n != 0 {
 		t.Fatalf("a request still reading its body holds %d database slots, want 0", n)
 	}
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(`{}`))

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,10 +81,31 @@ const (
 )
 
 type handler struct {
-	pool     *pgxpool.Pool
-	cfg      Config
+	pool   *pgxpool.Pool
+	cfg    Config // its Tokens are the first; tokens holds the current ones
+	tokens atomic.Pointer[[]Token]
+
+	mu       sync.Mutex
 	limiters map[string]*rate.Limiter // by token name ("" when open); nil: no limit
 	bounds   map[string]*bounds       // by token name ("" when open)
+}
+
+// Intake is a registered intake, whose tokens can be replaced while it serves.
+type Intake struct{ h *handler }
+
+// SetTokens replaces the accepted tokens (a revoked token is refused from the next
+// request on; requests in progress finish). An intake started open stays open, and
+// one started with tokens never becomes open: either is an error, and nothing changes.
+func (i *Intake) SetTokens(tokens []Token) error {
+	switch open := len(*i.h.tokens.Load()) == 0; {
+	case open && len(tokens) > 0:
+		return errors.New("intake: it was started open (no token); restart it to require tokens")
+	case !open && len(tokens) == 0:
+		return errors.New("intake: no token would open it to anyone; keeping the tokens it has")
+	}
+	list := slices.Clone(tokens)
+	i.h.tokens.Store(&list)
+	return nil
 }
 
 // bounds are one token's requests in progress and its database slots (admit).
@@ -93,11 +115,12 @@ type bounds struct {
 }
 
 // Register adds the intake's routes to mux.
-func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) {
+func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) *Intake {
 	h := newHandler(pool, cfg)
 	for pattern, f := range h.routes() {
 		mux.HandleFunc(pattern, f)
 	}
+	return &Intake{h: h}
 }
 
 // newHandler is the intake on pool with cfg's defaults filled in.
@@ -120,18 +143,34 @@ func newHandler(pool *pgxpool.Pool, cfg Config) *handler {
 	if cfg.TokenConns <= 0 {
 		cfg.TokenConns = max(1, int(pool.Config().MaxConns)-1)
 	}
-	h := &handler{pool: pool, cfg: cfg, bounds: map[string]*bounds{"": {conns: make(chan struct{}, cfg.TokenConns)}}}
-	for _, t := range cfg.Tokens {
-		h.bounds[t.Name] = &bounds{conns: make(chan struct{}, cfg.TokenConns)}
-	}
+	h := &handler{pool: pool, cfg: cfg, bounds: map[string]*bounds{}}
 	if cfg.Rate > 0 {
-		burst := max(int(cfg.Rate), cfg.MaxBatch)
-		h.limiters = map[string]*rate.Limiter{"": rate.NewLimiter(rate.Limit(cfg.Rate), burst)}
-		for _, t := range cfg.Tokens {
-			h.limiters[t.Name] = rate.NewLimiter(rate.Limit(cfg.Rate), burst)
-		}
+		h.limiters = map[string]*rate.Limiter{}
 	}
+	tokens := slices.Clone(cfg.Tokens)
+	h.tokens.Store(&tokens)
 	return h
+}
+
+// bounded returns the in-progress bounds and the rate limiter (nil: none) of token
+// ("" when open), made at its first request.
+func (h *handler) bounded(token string) (*bounds, *rate.Limiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.bounds[token]
+	if b == nil {
+		b = &bounds{conns: make(chan struct{}, h.cfg.TokenConns)}
+		h.bounds[token] = b
+	}
+	if h.limiters == nil {
+		return b, nil
+	}
+	l := h.limiters[token]
+	if l == nil {
+		l = rate.NewLimiter(rate.Limit(h.cfg.Rate), max(int(h.cfg.Rate), h.cfg.MaxBatch))
+		h.limiters[token] = l
+	}
+	return b, l
 }
 
 // routes are the intake's handlers by ServeMux pattern.
@@ -206,15 +245,16 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 		if h.cfg.Counted != nil {
 			defer func() { h.cfg.Counted(token, w.status, w.code) }()
 		}
-		if len(h.cfg.Tokens) == 0 {
+		tokens := *h.tokens.Load()
+		if len(tokens) == 0 {
 			h.admit(w, r, caller{q: h.pool}, next)
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		var match *Token
-		for i := range h.cfg.Tokens { // every token compared: the time does not tell which matched
-			if ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Tokens[i].Secret)) == 1 {
-				match = &h.cfg.Tokens[i]
+		for i := range tokens { // every token compared: the time does not tell which matched
+			if ok && subtle.ConstantTimeCompare([]byte(got), []byte(tokens[i].Secret)) == 1 {
+				match = &tokens[i]
 			}
 		}
 		if match == nil {
@@ -233,7 +273,7 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 // of the token's TokenConns slots is free, next. A client that leaves while waiting is
 // answered nothing (counted as status 499). A slow body holds no slot.
 func (h *handler) admit(w http.ResponseWriter, r *http.Request, c caller, next func(http.ResponseWriter, *http.Request, caller)) {
-	b := h.bounds[c.token]
+	b, _ := h.bounded(c.token)
 	if b.inFlight.Add(1) > int64(h.cfg.MaxInFlight) && h.cfg.MaxInFlight >= 0 {
 		b.inFlight.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -264,7 +304,7 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, c caller, next f
 // allow takes n messages from the caller's bucket, or answers 429 with the seconds
 // to wait in Retry-After and takes nothing.
 func (h *handler) allow(w http.ResponseWriter, c caller, n int) bool {
-	l := h.limiters[c.token]
+	_, l := h.bounded(c.token)
 	if l == nil {
 		return true
 	}
