@@ -24,6 +24,7 @@ import (
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/ratelimit"
 	"github.com/herald/herald/runner/sender/sendgrid"
+	"github.com/herald/herald/runner/sender/ses"
 	"github.com/herald/herald/runner/sender/sink"
 	smtpsender "github.com/herald/herald/runner/sender/smtp"
 	"github.com/herald/herald/runner/sender/twilio"
@@ -108,7 +109,7 @@ func buildSenders(ev *environ, specs senderSpecs, idKey idtag.KeySource, log *sl
 //	sink:PATH       the same, appended to the file PATH
 //	noop            accept and drop (benchmarks)
 //	noop:DURATION   accept and drop after DURATION (a slow provider, for tests)
-//	smtp, sendgrid, twilio, webhook   the providers, configured by HERALD_<PROVIDER>_*
+//	smtp, sendgrid, ses, twilio, webhook   the providers, configured by HERALD_<PROVIDER>_*
 //	                (docs/operations.md, "Providers"); with HERALD_<PROVIDER>_RATE, behind
 //	                this runner's adaptive limiter (the limit shared by all runners is
 //	                the channel's rate, in SQL)
@@ -129,7 +130,7 @@ func buildSender(ev *environ, channel, spec string, idKey idtag.KeySource) (send
 			}
 		}
 		return sink.Noop{Delay: d}, nil
-	case "smtp", "sendgrid", "twilio", "webhook":
+	case "smtp", "sendgrid", "ses", "twilio", "webhook":
 		if arg != "" {
 			return nil, fmt.Errorf("sender %q: %s takes no argument; configure it with HERALD_%s_*", spec, kind, strings.ToUpper(kind))
 		}
@@ -148,7 +149,7 @@ func buildSender(ev *environ, channel, spec string, idKey idtag.KeySource) (send
 		}
 		return s, nil
 	default:
-		return nil, fmt.Errorf("sender %q: unknown kind %q (known: sink, noop, smtp, sendgrid, twilio, webhook)", spec, kind)
+		return nil, fmt.Errorf("sender %q: unknown kind %q (known: sink, noop, smtp, sendgrid, ses, twilio, webhook)", spec, kind)
 	}
 }
 
@@ -214,6 +215,13 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 			cfg.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
 		return smtpsender.New(cfg)
+	case "ses":
+		roots, err := sender.LoadCAFile(str("CA_FILE"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", setting("CA_FILE"), err)
+		}
+		return ses.New(context.Background(), ses.Config{Region: str("REGION"), ConfigurationSet: str("CONFIGURATION_SET"),
+			Endpoint: str("URL"), Timeout: duration("TIMEOUT", 10*time.Second), Defaults: defaults, RootCAs: roots})
 	case "sendgrid", "twilio":
 		roots, err := sender.LoadCAFile(str("CA_FILE"))
 		if err != nil {
