@@ -167,6 +167,7 @@ func FromNetwork(err error) error {
 // written (Do), SMTP's final dot (InDoubt).
 type Sent struct{ Err error }
 
+// Error is the error's own text.
 func (e *Sent) Error() string { return e.Err.Error() }
 
 // Unwrap returns the error.

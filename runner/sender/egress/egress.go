@@ -171,6 +171,7 @@ type ProxyError struct {
 	Header      http.Header // the answer's headers (Retry-After)
 }
 
+// Error says what the proxy answered for which host; a refusal reads as ErrRefused.
 func (e *ProxyError) Error() string {
 	switch {
 	case e.Refused:
@@ -199,6 +200,8 @@ func ProxyAnswer(host string, res *http.Response) *ProxyError {
 	return proxyError(host, res)
 }
 
+// proxyError reads the proxy's answer res for host: its status, and its reason from
+// Smokescreen's X-Smokescreen-Error header (at most 300 bytes) or the status text.
 func proxyError(host string, res *http.Response) *ProxyError {
 	reason := strings.TrimSpace(res.Header.Get("X-Smokescreen-Error"))
 	if reason == "" {
