@@ -34,6 +34,9 @@ import (
 // connections and TLS handshakes per message, 429s provoked, CPU per message (runners
 // and database server), the runners' largest RSS, and a chart of throughput over time.
 func deliver(ctx context.Context, db *database, o options) ([]row, error) {
+	if o.deliverEmail != "sendgrid" && o.deliverEmail != "ses" {
+		return nil, fmt.Errorf("-deliver-email %q: want sendgrid or ses", o.deliverEmail)
+	}
 	bin, err := buildHerald(ctx)
 	if err != nil {
 		return nil, err
@@ -57,13 +60,17 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 	}
 	var configs []config
 	for _, c := range strings.Split(o.deliverConfigs, ",") {
-		if c == "fixed16" {
+		switch c {
+		case "fixed16":
 			configs = append(configs, config{"1 runner, fixed 16 at once (the old default)", 1, []string{"HERALD_CONCURRENCY=16", "HERALD_CONCURRENCY_FIXED=true"}, false})
+			continue
+		case "site":
+			configs = append(configs, config{"1 runner, the webhooks' one site bounded at 32 in flight (the default)", 1, []string{"HERALD_WEBHOOK_HOST_CONCURRENCY=32"}, false})
 			continue
 		}
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-deliver-configs: %q is neither fixed16 nor a number of runners", c)
+			return nil, fmt.Errorf("-deliver-configs: %q is not fixed16, site or a number of runners", c)
 		}
 		configs = append(configs, config{fmt.Sprintf("%d runner(s), defaults", n), n, nil, false})
 	}
@@ -87,10 +94,13 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 		}
 		curves = append(curves, d.curve)
 		inFlight := float64(c.runners * 512)
-		if len(c.env) > 0 {
+		if len(c.env) > 0 && strings.Contains(c.env[0], "CONCURRENCY=16") {
 			inFlight = 16
 		}
 		physical := inFlight / o.deliverLatency.Seconds()
+		if len(c.env) > 0 && strings.Contains(c.env[0], "HOST_CONCURRENCY") { // a third of the messages at 32 per send time
+			physical = min(physical, 3*32/o.deliverLatency.Seconds())
+		}
 		if o.deliverRate > 0 {
 			physical = min(physical, float64(o.deliverRate))
 		}
@@ -108,7 +118,7 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 				absRow(fmt.Sprintf("deliver, %s: database server CPU per message", c.label), "µs", perMessage(d.serverCPU, o.deliverMessages), 0))
 		}
 		switch {
-		case len(c.env) > 0:
+		case len(c.env) > 0 && strings.Contains(c.env[0], "CONCURRENCY=16"):
 			fixedRate = d.rate
 		case i > 0 && c.runners == 1 && fixedRate > 0:
 			rows = append(rows, ratioRowValues("deliver: 1 runner, adaptive vs fixed 16 at once", "messages/s", d.rate, fixedRate, 0))
@@ -148,13 +158,21 @@ func deliverRun(ctx context.Context, db *database, o options, bin string, prov *
 		}
 	}
 	defer db.pool.Exec(context.WithoutCancel(ctx), `SELECT herald.resume_channel('email'), herald.resume_channel('sms'), herald.resume_channel('hooks')`)
-	base := []string{"HERALD_SENDER_EMAIL=sendgrid", "HERALD_SENDGRID_URL=" + prov.url, "HERALD_SENDGRID_CA_FILE=" + prov.caFile,
-		"HERALD_SENDGRID_API_KEY=SG.bench", "HERALD_EMAIL_FROM=Bench <bench@example.com>",
-		"HERALD_SENDER_SMS=twilio", "HERALD_TWILIO_URL=" + prov.url, "HERALD_TWILIO_CA_FILE=" + prov.caFile,
+	emailSender := []string{"HERALD_SENDER_EMAIL=sendgrid", "HERALD_SENDGRID_URL=" + prov.url, "HERALD_SENDGRID_CA_FILE=" + prov.caFile,
+		"HERALD_SENDGRID_API_KEY=SG.bench"}
+	if o.deliverEmail == "ses" {
+		emailSender = []string{"HERALD_SENDER_EMAIL=ses", "HERALD_SES_URL=" + prov.url, "HERALD_SES_CA_FILE=" + prov.caFile,
+			"HERALD_SES_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIDBENCH", "AWS_SECRET_ACCESS_KEY=bench", "AWS_EC2_METADATA_DISABLED=true"}
+	}
+	base := append(emailSender, "HERALD_EMAIL_FROM=Bench <bench@example.com>",
+		"HERALD_SENDER_SMS=twilio", "HERALD_TWILIO_URL="+prov.url, "HERALD_TWILIO_CA_FILE="+prov.caFile,
 		"HERALD_TWILIO_ACCOUNT_SID=ACbench", "HERALD_TWILIO_AUTH_TOKEN=bench", "HERALD_TWILIO_FROM=+15005550006",
 		"HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS=whsec_YmVuY2gtd2ViaG9vay1zZWNyZXQtMzItYnl0ZXMhIQ==",
-		"HERALD_WEBHOOK_ALLOW=localhost", "HERALD_WEBHOOK_CA_FILE=" + prov.caFile,
-		"HERALD_START_CHECK=off", "HERALD_POLL_INTERVAL=100ms", "HERALD_STATS_INTERVAL=1h"}
+		"HERALD_WEBHOOK_ALLOW=localhost", "HERALD_WEBHOOK_CA_FILE="+prov.caFile,
+		"HERALD_START_CHECK=off", "HERALD_POLL_INTERVAL=100ms", "HERALD_STATS_INTERVAL=1h",
+		// The webhooks' one receiver stands for many sites: no bound per site, but
+		// in the "site" run.
+		"HERALD_WEBHOOK_HOST_CONCURRENCY=-1")
 	var procs []*runnerProc
 	defer func() {
 		for _, p := range procs {
@@ -192,7 +210,7 @@ func deliverRun(ctx context.Context, db *database, o options, bin string, prov *
 	return d, err
 }
 
-// fakeProvider answers SendGrid's Mail Send and Twilio's Messages API over HTTPS after
+// fakeProvider answers SendGrid's Mail Send, SES's SendEmail and Twilio's Messages API over HTTPS after
 // a jittered latency, optionally 429 beyond a rate, and counts connections,
 // handshakes and 429s.
 type fakeProvider struct {
@@ -325,6 +343,9 @@ func startFakeProvider(latency time.Duration, rate int) (*fakeProvider, error) {
 			case r.URL.Path == "/v3/mail/send":
 				w.Header().Set("X-Message-Id", "bench-"+strconv.FormatInt(n, 10))
 				w.WriteHeader(http.StatusAccepted)
+			case r.URL.Path == "/v2/email/outbound-emails": // SES v2 SendEmail (the signature is not checked)
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"MessageId":"bench-%d"}`, n)
 			case r.URL.Path == "/hook":
 				w.Header().Set("X-Request-Id", "hook-"+strconv.FormatInt(n, 10))
 				w.WriteHeader(http.StatusOK)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -19,56 +20,117 @@ import (
 	"github.com/herald/herald/runner/sender/egress"
 )
 
-// A host past its bound is refused with a wait: while none of its sends has finished,
-// how long its first has been out; then their moving average; within 1 second and 1
-// minute. Other hosts are not held; a host with nothing in flight is forgotten; no
-// bound below 1.
+// A host past its bound is refused with a wait (here with the wait for a slot over at
+// once): its held messages are given turns at the pace its slots free up, the first
+// after one send's time (the sends' moving average), each next one a send's time
+// divided by the bound later, never more than a minute ahead; while none of its sends
+// has finished, each waits as long as the first has been out (1 second to 1 minute).
+// Other hosts are not held; a host with nothing in flight for a minute is forgotten;
+// no bound below 1.
 func TestHostBound(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	over, cancel := context.WithCancel(context.Background())
+	cancel()
 	h := newHosts(2)
+	clock := t0
+	h.clock = func() time.Time { return clock }
 	for i := range 2 {
-		if _, ok := h.acquire("slow.example", t0); !ok {
+		if _, ok := h.acquire(over, "slow.example", t0); !ok {
 			t.Fatalf("send %d refused under the bound", i+1)
 		}
 	}
 	wantWait := func(now time.Time, want time.Duration) {
 		t.Helper()
-		if wait, ok := h.acquire("slow.example", now); ok || wait != want {
+		if wait, ok := h.acquire(over, "slow.example", now); ok || wait != want {
 			t.Fatalf("at +%v: ok %v, wait %v, want refused for %v", now.Sub(t0), ok, wait, want)
 		}
 	}
-	wantWait(t0.Add(200*time.Millisecond), time.Second)
-	wantWait(t0.Add(20*time.Second), 20*time.Second)
-	wantWait(t0.Add(5*time.Minute), time.Minute)
-	if _, ok := h.acquire("fast.example", t0); !ok {
+	take := func(now time.Time) {
+		t.Helper()
+		if _, ok := h.acquire(over, "slow.example", now); !ok {
+			t.Fatal("a freed slot refused")
+		}
+	}
+	wantWait(t0.Add(200*time.Millisecond), time.Second) // none finished: no pace yet, at least 1 s
+	wantWait(t0.Add(20*time.Second), 20*time.Second)    // as long as the first has been out
+	wantWait(t0.Add(5*time.Minute), time.Minute)        // at most a minute
+	if _, ok := h.acquire(over, "fast.example", t0); !ok {
 		t.Fatal("another host held")
 	}
 	h.release("slow.example", 8*time.Second)
-	if _, ok := h.acquire("slow.example", t0); !ok {
-		t.Fatal("a freed slot refused")
-	}
-	wantWait(t0.Add(time.Hour), 8*time.Second)
+	take(t0)
+	wantWait(t0.Add(time.Hour), 8*time.Second)  // a send's time
+	wantWait(t0.Add(time.Hour), 12*time.Second) // the next turn, 8 s / 2 later
 	h.release("slow.example", 4*time.Second)
-	if _, ok := h.acquire("slow.example", t0); !ok {
-		t.Fatal("a freed slot refused")
-	}
-	wantWait(t0, 7*time.Second)  // (3 × 8 s + 4 s) / 4
-	h.release("slow.example", 0) // not sent: the average stays
-	if _, ok := h.acquire("slow.example", t0); !ok {
-		t.Fatal("a freed slot refused")
-	}
-	wantWait(t0, 7*time.Second)
+	take(t0.Add(2 * time.Hour))
+	wantWait(t0.Add(2*time.Hour), 7*time.Second) // (3 × 8 s + 4 s) / 4
+	h.release("slow.example", 0)                 // not sent: the average stays
+	take(t0.Add(3 * time.Hour))
+	wantWait(t0.Add(3*time.Hour), 7*time.Second)
 	h.release("slow.example", time.Second)
 	h.release("slow.example", time.Second)
 	h.release("fast.example", time.Second)
-	if len(h.load) != 0 {
-		t.Fatalf("hosts kept with nothing in flight: %v", h.load)
+	clock = t0.Add(4 * time.Hour) // a minute and more with nothing in flight: forgotten
+	if _, ok := h.acquire(over, "other.example", clock); !ok {
+		t.Fatal("another host held")
+	}
+	h.release("other.example", time.Second)
+	if _, kept := h.load["slow.example"]; kept || len(h.load) != 1 {
+		t.Fatalf("hosts idle for a minute kept: %v", h.load)
 	}
 	unbounded := newHosts(-1)
 	for range 1000 {
-		if _, ok := unbounded.acquire("x", t0); !ok {
+		if _, ok := unbounded.acquire(over, "x", t0); !ok {
 			t.Fatal("bounded below 1")
 		}
+	}
+}
+
+// A send past a full site's bound waits in the runner for its next free slot, and
+// gets it when a send ends; as many wait as the bound, the next is held at once; a
+// wait lasts at most two of the site's send times.
+func TestAFullSiteLendsItsNextFreeSlot(t *testing.T) {
+	ctx := context.Background()
+	acquire := func(h *hosts) bool { _, ok := h.acquire(ctx, "busy.example", time.Now()); return ok }
+	full := func(pace time.Duration) *hosts { // two in flight, the pace known
+		h := newHosts(2)
+		if !acquire(h) || !acquire(h) {
+			t.Fatal("sends under the bound refused")
+		}
+		h.release("busy.example", pace)
+		if !acquire(h) {
+			t.Fatal("a freed slot refused")
+		}
+		return h
+	}
+	h := full(5 * time.Second)
+	got := make(chan bool)
+	for range 2 {
+		go func() { got <- acquire(h) }()
+	}
+	waiting := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.load["busy.example"].waiting
+	}
+	for waiting() != 2 { // a state to reach, not a signal to wait for
+		runtime.Gosched()
+	}
+	if wait, ok := h.acquire(ctx, "busy.example", time.Now()); ok || wait < 5*time.Second {
+		t.Fatalf("a send past the bound and its waiters: ok %v, wait %v; want held at once for a turn", ok, wait)
+	}
+	for range 2 {
+		h.release("busy.example", 5*time.Second)
+		if !<-got {
+			t.Fatal("a waiting send did not get the freed slot")
+		}
+	}
+	for range 2 {
+		h.release("busy.example", 5*time.Second)
+	}
+	h = full(20 * time.Millisecond)
+	if acquire(h) { // nobody frees a slot: held after two send times, 40 ms
+		t.Fatal("a wait with no slot freed took one")
 	}
 }
 

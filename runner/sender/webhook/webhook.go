@@ -354,9 +354,11 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		// (Slack and Discord limit each webhook URL on one shared host), so one
 		// producer's flooded endpoint does not hold the host's other tenants.
 		endpoint := host + u.EscapedPath()
+		// The site's slot first (waiting for one, perhaps): a trial the circuit lets
+		// through is then always sent.
+		wait, ok := s.hosts.acquire(ctx, site, time.Now())
 		now := time.Now()
-		// The site's slot first: a trial the circuit lets through is then always sent.
-		if wait, ok := s.hosts.acquire(site, now); !ok {
+		if !ok {
 			err = sender.Held(fmt.Errorf("%s has %d sends in flight: not tried", site, s.hosts.limit), now.Add(wait), "host_busy")
 		} else if open, until, n := s.circuit.hold(now, host, endpoint); open != "" {
 			s.hosts.release(site, 0)
