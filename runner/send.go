@@ -98,7 +98,7 @@ func (r *Runner) worker(ctx context.Context) {
 		} else {
 			start := time.Now()
 			o.res, o.err = r.send(ctx, m)
-			took := time.Since(start)
+			took := time.Since(start) - o.res.Queued // the provider's time, not a wait of the sender's own
 			if limit := r.conc.observe(took, o.err, time.Now()); limit > 0 {
 				r.m.concurrency.Set(float64(limit))
 			}

@@ -73,6 +73,10 @@ type Result struct {
 	// message went to the others; the runner records each
 	// (herald.record_copy_refusal), which suppresses an address that does not exist.
 	RefusedCopies []Refusal
+	// Queued is the part of the send spent waiting in the sender for a slot of its
+	// own (a webhook site at its bound), not in the provider: the runner leaves it out
+	// of the send's latency.
+	Queued time.Duration
 }
 
 // Refusal is one address a provider refused for good, with its code ("550 5.1.1").

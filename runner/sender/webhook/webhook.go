@@ -356,7 +356,8 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		endpoint := host + u.EscapedPath()
 		// The site's slot first (waiting for one, perhaps): a trial the circuit lets
 		// through is then always sent.
-		wait, ok := s.hosts.acquire(ctx, site, time.Now())
+		began := time.Now()
+		wait, ok := s.hosts.acquire(ctx, site, began)
 		now := time.Now()
 		if !ok {
 			err = sender.Held(fmt.Errorf("%s has %d sends in flight: not tried", site, s.hosts.limit), now.Add(wait), "host_busy")
@@ -370,6 +371,7 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 		} else {
 			res, err = s.post(ctx, m, u, ID(m.ID, key))
 			s.hosts.release(site, time.Since(now))
+			res.Queued = now.Sub(began)
 			// A send cut short by the runner's shutdown, or failed by the egress proxy
 			// itself, says nothing of the host.
 			if ctx.Err() == nil && !proxyFault(err) {
