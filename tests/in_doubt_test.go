@@ -58,13 +58,7 @@ func TestSendsInDoubtAreCounted(t *testing.T) {
 	if s := scalar[string](t, pool, `SELECT coalesce(last_error_code, '') FROM herald.messages WHERE id = $1`, unreached); s == "in_doubt" {
 		t.Fatalf("a refused connection is in doubt")
 	}
-	waitHTTP(t, addr)
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := metricsOf(t, addr)
 	if !regexp.MustCompile(`(?m)^herald_in_doubt_total\{channel="hooks"\} 1$`).Match(body) {
 		t.Fatalf("/metrics does not count the send in doubt once:\n%s", regexp.MustCompile(`(?m)^herald_in_doubt.*$`).FindAll(body, -1))
 	}

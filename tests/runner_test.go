@@ -735,6 +735,22 @@ func (f sendFunc) Send(ctx context.Context, m sender.Message) (sender.Result, er
 	return f(ctx, m)
 }
 
+// metricsOf is the exposition a runner serves at addr's /metrics, once it listens.
+func metricsOf(t *testing.T, addr string) []byte {
+	t.Helper()
+	waitHTTP(t, addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
 // scrape reads h's /metrics with the Prometheus text parser.
 func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
 	t.Helper()

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -74,13 +73,7 @@ func TestSlowReceiverHoldsFewSends(t *testing.T) {
 	if n := countWhere(t, pool, `last_error_code = 'host_busy'`); n == 0 {
 		t.Fatalf("no message was held for its busy host\n%s", logs.String())
 	}
-	waitHTTP(t, addr)
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := metricsOf(t, addr)
 	if !regexp.MustCompile(`(?m)^herald_held_total\{channel="hooks",reason="host_busy"\} [1-9]`).Match(body) {
 		t.Fatalf("/metrics does not count the held sends:\n%s", body)
 	}
@@ -119,13 +112,7 @@ func TestABusySiteGetsItsTurnsInOrder(t *testing.T) {
 	if n := most.Load(); n > 4 {
 		t.Fatalf("%d sends at once to the site, bound 4", n)
 	}
-	waitHTTP(t, addr)
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := metricsOf(t, addr)
 	m := regexp.MustCompile(`(?m)^herald_held_total\{channel="hooks",reason="host_busy"\} (\d+)`).FindSubmatch(body)
 	held := 0
 	if m != nil {
