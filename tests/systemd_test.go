@@ -30,7 +30,7 @@ func TestRunnerTellsSystemdItsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sock.Close()
-	states := make(chan string, 64)
+	states := make(chan string, 1024)
 	go func() {
 		buf := make([]byte, 4096)
 		for {
@@ -56,11 +56,11 @@ func TestRunnerTellsSystemdItsState(t *testing.T) {
 	}
 
 	env := []string{"NOTIFY_SOCKET=" + path, "HERALD_SENDER_EMAIL=sink:-", "HERALD_SENDER_SMS=sink:-"}
-	cmd, logs = runnerProcess(t, dbURL, append(env, "WATCHDOG_USEC=400000")...)
+	cmd, logs = runnerProcess(t, dbURL, append(env, "WATCHDOG_USEC=2000000")...)
 	if s := next("READY=1"); s != "READY=1\nSTATUS=claiming for email, sms" {
 		t.Fatalf("first notification %q\n%s", s, logs.String())
 	}
-	for range 3 { // fed every 200ms, though a turn of the claim loop may take 31s: a healthy runner is never killed
+	for range 2 { // fed every second, though a turn of the claim loop may take 31 s: a healthy runner is never killed
 		if s := next("watchdog ping"); s != "WATCHDOG=1" {
 			t.Fatalf("after READY: %q", s)
 		}

@@ -107,6 +107,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"names", strings.Join(names, " "))
 	}
 
+	sd, err := newSystemd()
+	if err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitUsage
+	}
+	defer sd.close()
+
 	// First signal: graceful stop. Second: exit at once.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -116,18 +123,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	go func() {
 		<-sigs
 		logger.Info("signal received: shutting down (a second signal exits at once)")
+		_ = sd.notify("STOPPING=1", "STATUS=stopping: finishing in-flight sends")
 		cancel()
 		<-sigs
 		logger.Warn("second signal: exiting at once")
 		os.Exit(exitFailure)
 	}()
-
-	sd, err := newSystemd()
-	if err != nil {
-		fmt.Fprintf(stderr, "herald run: %v\n", err)
-		return exitUsage
-	}
-	defer sd.close()
 	pool, code := openPool(ctx, stderr, "herald run", *dbPool)
 	if pool == nil {
 		return code
@@ -135,24 +136,24 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer pool.Close()
 	idKey.pool = pool
 
-	r, err := runner.New(pool, runner.Config{
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	var r *runner.Runner
+	r, err = runner.New(pool, runner.Config{
 		Worker: *worker, Senders: senders, BatchSize: *batch, Concurrency: *conc, Lease: *lease,
 		ConcurrencyStart: min(*concStart, *conc), FixedConcurrency: *concFixed == "true",
 		PollInterval: *poll, DeafPollInterval: *deafPoll, ListenURL: listenURL, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
 		StartCheck: *startCheck, CheckTimeout: *checkTimeout, ProbeInterval: *probe, QuotaInterval: *quota,
 		OutageFailures: *outageN, OutageWait: *outageWait, CodeHash: heraldsql.CodeHash(),
-		Ready: func() {
+		Ready: func() { // then the watchdog is fed while the claim loop turns
 			_ = sd.notify("READY=1", "STATUS=claiming for "+strings.Join(slices.Sorted(maps.Keys(senders)), ", "))
+			go sd.watch(ctx, stopWatch, func() bool { return r.Stalled() == 0 })
 		},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "herald run: %v\n", err)
 		return exitUsage
 	}
-	stopWatch := make(chan struct{})
-	defer close(stopWatch)
-	go sd.watch(ctx, stopWatch, func() bool { return r.Stalled() == 0 })
-	defer context.AfterFunc(ctx, func() { _ = sd.notify("STOPPING=1", "STATUS=stopping: finishing in-flight sends") })()
 
 	stopHTTP := func() {}
 	var served *intake.Intake // the intake, when this runner serves it

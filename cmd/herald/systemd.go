@@ -50,12 +50,14 @@ func newSystemd() (*systemd, error) {
 	return s, nil
 }
 
-// notify sends state lines ("READY=1", "STATUS=…") in one datagram; a failure is
-// returned, never fatal to herald.
+// notify sends state lines ("READY=1", "STATUS=…") in one datagram, waiting at most a
+// second for room in the socket (a manager that does not read its queue never holds
+// herald up); a failure is returned, never fatal to herald.
 func (s *systemd) notify(state ...string) error {
 	if s == nil {
 		return nil
 	}
+	_ = s.conn.SetWriteDeadline(time.Now().Add(time.Second))
 	_, err := s.conn.Write([]byte(strings.Join(state, "\n")))
 	return err
 }
