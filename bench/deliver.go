@@ -120,7 +120,7 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 		switch {
 		case len(c.env) > 0 && strings.Contains(c.env[0], "CONCURRENCY=16"):
 			fixedRate = d.rate
-		case i > 0 && c.runners == 1 && fixedRate > 0:
+		case i > 0 && c.runners == 1 && fixedRate > 0 && len(c.env) == 0:
 			rows = append(rows, ratioRowValues("deliver: 1 runner, adaptive vs fixed 16 at once", "messages/s", d.rate, fixedRate, 0))
 		}
 	}
