@@ -27,14 +27,13 @@ func TestSlowReceiverHoldsFewSends(t *testing.T) {
 	pool := testdb.Pool(t, dbURL)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
 	release := make(chan struct{})
-	var inFlight, most, slowServed, fastServed atomic.Int64
+	var slowServed, fastServed atomic.Int64
+	var inFlight peak
 	var once sync.Once
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
+		inFlight.enter()
 		<-release
-		inFlight.Add(-1)
+		inFlight.leave()
 		slowServed.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -59,7 +58,7 @@ func TestSlowReceiverHoldsFewSends(t *testing.T) {
 	eventually(t, 30*time.Second, "the fast receiver's ten webhooks while the slow one holds its sends", func() bool {
 		return fastServed.Load() == 10
 	})
-	if n := most.Load(); n > 2 || slowServed.Load() != 0 {
+	if n := inFlight.most.Load(); n > 2 || slowServed.Load() != 0 {
 		t.Fatalf("the slow host had %d sends at once (%d answered), want at most 2\n%s", n, slowServed.Load(), logs.String())
 	}
 	once.Do(func() { close(release) })
@@ -92,13 +91,11 @@ func TestABusySiteGetsItsTurnsInOrder(t *testing.T) {
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
-	var inFlight, most atomic.Int64
+	var inFlight peak
 	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
+		inFlight.enter()
 		time.Sleep(20 * time.Millisecond) // the receiver's own answer time
-		inFlight.Add(-1)
+		inFlight.leave()
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer busy.Close()
@@ -109,7 +106,7 @@ func TestABusySiteGetsItsTurnsInOrder(t *testing.T) {
 		"HERALD_HOOKS_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4), "HERALD_WEBHOOK_ALLOW=localhost",
 		"HERALD_WEBHOOK_HOST_CONCURRENCY=4", "HERALD_POLL_INTERVAL=50ms")
 	eventually(t, 60*time.Second, "all 120 sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 120 })
-	if n := most.Load(); n > 4 {
+	if n := inFlight.most.Load(); n > 4 {
 		t.Fatalf("%d sends at once to the site, bound 4", n)
 	}
 	body := metricsOf(t, addr)
@@ -124,3 +121,14 @@ func TestABusySiteGetsItsTurnsInOrder(t *testing.T) {
 	t.Logf("held %d times for 120 messages", held)
 	waitExit(t, cmd, logs, 15*time.Second)
 }
+
+// peak counts requests in progress and the most there were at once.
+type peak struct{ now, most atomic.Int64 }
+
+func (p *peak) enter() {
+	n := p.now.Add(1)
+	for m := p.most.Load(); n > m && !p.most.CompareAndSwap(m, n); m = p.most.Load() {
+	}
+}
+
+func (p *peak) leave() { p.now.Add(-1) }

@@ -159,9 +159,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var served *intake.Intake // the intake, when this runner serves it
 	if *httpAddr != "" && *httpAddr != "off" {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", r.Handler())
-		mux.Handle("GET /healthz", r.Handler())
-		mux.Handle("GET /livez", r.Handler())
+		own := r.Handler()
+		for _, route := range []string{"GET /metrics", "GET /healthz", "GET /livez"} {
+			mux.Handle(route, own)
+		}
 		evCfg.Counted, in.counted = r.CountDeliveryEvents, r.CountIntakeRequest
 		// The HTTP services' own pool: a flood of requests waits for its connections,
 		// never for the runner's.

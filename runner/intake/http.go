@@ -215,9 +215,10 @@ func Handler(pool *pgxpool.Pool, cfg Config) http.Handler {
 // caller is who a request acts for: the token's name ("" when the intake is open)
 // and a Querier acting for its producer.
 type caller struct {
-	token string
-	q     Querier
-	body  []byte // a POST's body, read within MaxBodyBytes before the database slot
+	token   string
+	q       Querier
+	body    []byte        // a POST's body, read within MaxBodyBytes before the database slot
+	limiter *rate.Limiter // the token's (allow); nil: no rate
 }
 
 // counted is a ResponseWriter that keeps the status and the error code answered, for
@@ -273,7 +274,8 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 // of the token's TokenConns slots is free, next. A client that leaves while waiting is
 // answered nothing (counted as status 499). A slow body holds no slot.
 func (h *handler) admit(w http.ResponseWriter, r *http.Request, c caller, next func(http.ResponseWriter, *http.Request, caller)) {
-	b, _ := h.bounded(c.token)
+	var b *bounds
+	b, c.limiter = h.bounded(c.token)
 	if b.inFlight.Add(1) > int64(h.cfg.MaxInFlight) && h.cfg.MaxInFlight >= 0 {
 		b.inFlight.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -304,7 +306,7 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, c caller, next f
 // allow takes n messages from the caller's bucket, or answers 429 with the seconds
 // to wait in Retry-After and takes nothing.
 func (h *handler) allow(w http.ResponseWriter, c caller, n int) bool {
-	_, l := h.bounded(c.token)
+	l := c.limiter
 	if l == nil {
 		return true
 	}

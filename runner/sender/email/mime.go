@@ -18,8 +18,12 @@ import (
 // Subject and the Message-ID, e's headers, text and HTML (alternatives when both),
 // attachments and inline parts; Bcc only in the envelope, never in a header; the
 // return path as the envelope sender. What cannot be written is a permanent failure
-// (the payload's) or, for the return path, configuration (the channel's).
+// (the payload's; a field only a provider's API sends, ProviderOnly, has the code
+// unsupported_field) or, for the return path, configuration (the channel's).
 func (e Email) MIME() (*mail.Msg, error) {
+	if f := e.ProviderOnly(); f != "" { // sending without it would drop what was asked
+		return nil, sender.WithCode(sender.Permanent(fmt.Errorf("payload: %s needs the SendGrid sender; a MIME message cannot carry it", f)), "unsupported_field")
+	}
 	msg := mail.NewMsg(mail.WithNoDefaultUserAgent()) // no X-Mailer naming our library
 	if err := msg.From(e.From); err != nil {
 		return nil, sender.Permanent(fmt.Errorf("from: %w", err))

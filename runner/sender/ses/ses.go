@@ -120,9 +120,6 @@ func (s *Sender) Send(ctx context.Context, m sender.Message) (sender.Result, err
 	if err != nil {
 		return sender.Result{}, err
 	}
-	if f := e.ProviderOnly(); f != "" { // sending without it would drop what was asked
-		return sender.Result{}, sender.WithCode(sender.Permanent(fmt.Errorf("payload: %s needs the SendGrid sender; SES cannot send it", f)), "unsupported_field")
-	}
 	msg, err := e.MIME()
 	if err != nil {
 		return sender.Result{}, err
