@@ -39,7 +39,8 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// do sends a request and decodes the JSON answer into out (when not nil).
+// do sends a request and decodes the JSON answer into out (when not nil); a "Host"
+// in header is the request's Host.
 func do(t *testing.T, method, url, ctype, body string, header map[string]string, out any) int {
 	t.Helper()
 	code, _ := doHeader(t, method, url, ctype, body, header, out)
@@ -59,6 +60,7 @@ func doHeader(t *testing.T, method, url, ctype, body string, header map[string]s
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	req.Host = req.Header.Get("Host") // "": the URL's
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

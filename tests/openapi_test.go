@@ -58,7 +58,10 @@ func TestIntakeMatchesItsOpenAPIDocument(t *testing.T) {
 	slow := httptest.NewServer(intake.Handler(role, intake.Config{Rate: 0.001, MaxBatch: 1,
 		Tokens: []intake.Token{{Name: "shop", Secret: "tok-shop"}}}))
 	defer slow.Close()
-	doc.Servers = openapi3.Servers{{URL: srv.URL}, {URL: slow.URL}} // the document's "/", here
+	// An open intake, asked through a DNS name (host_not_allowed).
+	open := httptest.NewServer(intake.Handler(role, intake.Config{}))
+	defer open.Close()
+	doc.Servers = openapi3.Servers{{URL: srv.URL}, {URL: slow.URL}, {URL: open.URL}} // the document's "/", here
 	router, err := legacy.NewRouter(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +118,7 @@ func TestIntakeMatchesItsOpenAPIDocument(t *testing.T) {
 		for k, v := range s.header {
 			req.Header.Set(k, v)
 		}
+		req.Host = req.Header.Get("Host")
 		route, params, err := router.FindRoute(req)
 		if err != nil {
 			t.Fatalf("%s %s: not in the document: %v", s.method, path, err)
@@ -153,6 +157,16 @@ func TestIntakeMatchesItsOpenAPIDocument(t *testing.T) {
 		{"GET", "/v1/messages?idempotency_key=k2", "", auth, 429, nil},
 	} {
 		run(slow.URL, s)
+	}
+	rebound := map[string]string{"Host": "rebind.example"}
+	for _, s := range []step{
+		{"POST", "/v1/messages", email("rebound"), rebound, 403, nil},
+		{"POST", "/v1/messages/batch", `{"messages":[` + email("rebound") + `]}`, rebound, 403, nil},
+		{"GET", "/v1/messages/1", "", rebound, 403, nil},
+		{"GET", "/v1/messages?idempotency_key=k2", "", rebound, 403, nil},
+		{"DELETE", "/v1/messages/1", "", rebound, 403, nil},
+	} {
+		run(open.URL, s)
 	}
 	for op, done := range operations {
 		if !done {

@@ -265,6 +265,56 @@ func TestIntakeTokensAreSeparateProducers(t *testing.T) {
 	wantPgError(t, err, "42501", "herald.producer")
 }
 
+// Attack by DNS rebinding: a developer runs herald with an open intake
+// (HERALD_INTAKE_OPEN, as `make run` does) on 127.0.0.1:8080 and visits a page on
+// rebind.example:8080, whose owner then points that name at 127.0.0.1. The page's
+// scripts are now same-origin with the intake — no preflight, answers readable — and
+// send what the browser would: Host rebind.example:8080, its Origin, Sec-Fetch-Site
+// same-origin, a JSON body. Nothing they send is stored or answered; the developer's
+// own requests (an IP address, localhost) are.
+func TestTheOpenIntakeRefusesARebindingPage(t *testing.T) {
+	srv, pool := intakeServer(t, intake.Config{})
+	var mine struct{ ID int64 }
+	if code := do(t, "POST", srv.URL+"/v1/messages", "application/json", goodEmail, nil, &mine); code != 202 {
+		t.Fatalf("the developer's own request: %d", code)
+	}
+	page := map[string]string{"Host": "rebind.example:8080", "Origin": "http://rebind.example:8080",
+		"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors"}
+	for _, host := range []string{"rebind.example:8080", "rebind.example", "REBIND.example.:8080", "localhost.rebind.example", "127.0.0.1.rebind.example"} {
+		page["Host"] = host
+		for _, req := range []struct{ method, path, body string }{
+			{"POST", "/v1/messages", `{"channel":"email","recipient":"victim@example.com","payload":{"subject":"x","text":"from the page"}}`},
+			{"POST", "/v1/messages/batch", `{"messages":[{"channel":"email","recipient":"victim@example.com","payload":{"subject":"x","text":"from the page"}}]}`},
+			{"GET", fmt.Sprintf("/v1/messages/%d", mine.ID), ""},
+			{"DELETE", fmt.Sprintf("/v1/messages/%d", mine.ID), ""},
+		} {
+			var e apiError
+			ctype := ""
+			if req.body != "" {
+				ctype = "application/json"
+			}
+			if code := do(t, req.method, srv.URL+req.path, ctype, req.body, page, &e); code != 403 || e.Error.Code != "host_not_allowed" {
+				t.Fatalf("%s %s from Host %s: %d %+v, want 403 host_not_allowed", req.method, req.path, host, code, e)
+			}
+		}
+	}
+	if n := countWhere(t, pool, `recipient = 'victim@example.com' OR status = 'cancelled'`); n != 0 {
+		t.Fatalf("the page stored or cancelled %d messages", n)
+	}
+	for _, host := range []string{"localhost:8080", "LOCALHOST", "app.localhost:8080", "[::1]:8080", "127.0.0.1", "10.0.0.5:8080"} {
+		if code := do(t, "GET", fmt.Sprintf("%s/v1/messages/%d", srv.URL, mine.ID), "", "", map[string]string{"Host": host}, nil); code != 200 {
+			t.Fatalf("the developer's request to Host %s: %d", host, code)
+		}
+	}
+	// With tokens the name does not matter: a rebinding page has no token.
+	tokens := httptest.NewServer(intake.Handler(pool, intake.Config{Tokens: []intake.Token{{Name: "shop", Secret: "tok-shop"}}}))
+	defer tokens.Close()
+	if code := do(t, "GET", tokens.URL+"/v1/messages?idempotency_key=none", "", "", map[string]string{
+		"Host": "herald.internal.example", "Authorization": "Bearer tok-shop"}, nil); code != 404 {
+		t.Fatalf("a token's request to a DNS name: %d, want 404 (served)", code)
+	}
+}
+
 // Attack at enqueue: webhook URLs with credentials or literal internal addresses are
 // refused with 22V02 naming the recipient, and nothing is stored. Host names pass
 // here; the runner judges what they resolve to when it connects.

@@ -22,7 +22,9 @@ import (
 	"maps"
 	"math"
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,6 +250,11 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 		}
 		tokens := *h.tokens.Load()
 		if len(tokens) == 0 {
+			if !localHost(r.Host) {
+				writeError(w, http.StatusForbidden, &InputError{Code: "host_not_allowed",
+					Message: fmt.Sprintf("Host %q: the open intake answers only requests to localhost or an IP address (a DNS name can be rebound to this host by any web page); serve other names with tokens (HERALD_INTAKE_TOKENS)", r.Host)})
+				return
+			}
 			h.admit(w, r, caller{q: h.pool}, next)
 			return
 		}
@@ -266,6 +273,22 @@ func (h *handler) auth(next func(http.ResponseWriter, *http.Request, caller)) ht
 		token = match.Name
 		h.admit(w, r, caller{token: match.Name, q: AsProducer(h.pool, match.Name)}, next)
 	}
+}
+
+// localHost reports whether a request's Host names this machine in a way no DNS
+// answer can change: an IP address, localhost, or a name under .localhost (which
+// browsers resolve to loopback themselves). An open intake answers only those: a web
+// page on a DNS name that its owner rebinds to 127.0.0.1 is same-origin with a
+// developer's intake and could otherwise enqueue to it and read the answers.
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // admit runs next for c's request within the token's bounds: counted in progress, or
