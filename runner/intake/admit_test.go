@@ -34,7 +34,7 @@ func TestASlowBodyHoldsNoDatabaseSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.Close()
-	fmt.Fprint(slow, "POST /v1/messages HTTP/1.1\r\nHost: herald\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"chan")
+	fmt.Fprint(slow, "POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"chan")
 	open, _ := h.bounded("")
 	for deadline := time.Now().Add(10 * time.Second); open.inFlight.Load() != 1; {
 		if time.Now().After(deadline) {
