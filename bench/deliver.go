@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,6 +21,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/herald/herald/runner/sender/sendertest"
 )
@@ -56,26 +61,34 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 		label   string
 		runners int
 		env     []string
-		rated   bool // the channels' rates set in SQL to the provider's (half each)
+		rated   bool          // the channels' rates set in SQL to the provider's (half each)
+		spans   *atomic.Int64 // traced: the spans the collector received
 	}
 	var configs []config
 	for _, c := range strings.Split(o.deliverConfigs, ",") {
 		switch c {
 		case "fixed16":
-			configs = append(configs, config{"1 runner, fixed 16 at once (the old default)", 1, []string{"HERALD_CONCURRENCY=16", "HERALD_CONCURRENCY_FIXED=true"}, false})
+			configs = append(configs, config{"1 runner, fixed 16 at once (the old default)", 1, []string{"HERALD_CONCURRENCY=16", "HERALD_CONCURRENCY_FIXED=true"}, false, nil})
 			continue
 		case "site":
-			configs = append(configs, config{"1 runner, the webhooks' one site bounded at 32 in flight (the default)", 1, []string{"HERALD_WEBHOOK_HOST_CONCURRENCY=32"}, false})
+			configs = append(configs, config{"1 runner, the webhooks' one site bounded at 32 in flight (the default)", 1, []string{"HERALD_WEBHOOK_HOST_CONCURRENCY=32"}, false, nil})
+			continue
+		case "traced":
+			spans := &atomic.Int64{}
+			sink := startSpanSink(spans)
+			defer sink.Close()
+			configs = append(configs, config{"1 runner, every send traced (OTLP/HTTP to a collector that discards)", 1,
+				[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.URL}, false, spans})
 			continue
 		}
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-deliver-configs: %q is not fixed16, site or a number of runners", c)
+			return nil, fmt.Errorf("-deliver-configs: %q is not fixed16, site, traced or a number of runners", c)
 		}
-		configs = append(configs, config{fmt.Sprintf("%d runner(s), defaults", n), n, nil, false})
+		configs = append(configs, config{fmt.Sprintf("%d runner(s), defaults", n), n, nil, false, nil})
 	}
 	if o.deliverRate > 0 {
-		configs = append(configs, config{"4 runner(s), the provider's rate set on the channels", 4, nil, true})
+		configs = append(configs, config{"4 runner(s), the provider's rate set on the channels", 4, nil, true, nil})
 	}
 	var rows []row
 	var curves []series
@@ -88,9 +101,15 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 		if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET rate = `+rate+` WHERE name IN ('email', 'sms', 'hooks')`); err != nil {
 			return nil, err
 		}
+		if c.spans != nil {
+			c.spans.Store(0)
+		}
 		d, err := deliverRun(ctx, db, o, bin, prov, c.label, c.runners, c.env)
 		if err != nil {
 			return nil, err
+		}
+		if c.spans != nil { // the runners have stopped, exporting what they held
+			rows = append(rows, absRow(fmt.Sprintf("deliver, %s: spans exported per message", c.label), "spans", float64(c.spans.Load())/float64(o.deliverMessages), 0))
 		}
 		curves = append(curves, d.curve)
 		inFlight := float64(c.runners * 512)
@@ -129,6 +148,26 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// startSpanSink serves OTLP/HTTP's traces endpoint: it counts the spans of every
+// export in spans, keeps nothing and answers success.
+func startSpanSink(spans *atomic.Int64) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req := &coltracepb.ExportTraceServiceRequest{}
+		if proto.Unmarshal(body, req) != nil {
+			http.Error(w, "not an OTLP/HTTP protobuf export", http.StatusBadRequest)
+			return
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				spans.Add(int64(len(ss.Spans)))
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK) // an empty ExportTraceServiceResponse
+	}))
 }
 
 // deliverRun is one delivery of the preloaded messages by n runners.

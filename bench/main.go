@@ -101,7 +101,7 @@ func main() {
 	flag.IntVar(&o.deliverMessages, "deliver-messages", 10000, "deliver: messages per run (a third each: e-mail through SendGrid, SMS through Twilio, webhooks)")
 	flag.DurationVar(&o.deliverLatency, "deliver-latency", 100*time.Millisecond, "deliver: the fake provider's answer time (jittered ±20 %)")
 	flag.IntVar(&o.deliverRate, "deliver-rate", 0, "deliver: the fake provider's rate, requests per second, 429 + Retry-After beyond it (0: none)")
-	flag.StringVar(&o.deliverConfigs, "deliver-configs", "fixed16,1,2,4,site", "deliver: the runs, in order: fixed16 (one runner, 16 sends at once), site (one runner, the webhooks' one receiver site bounded at 32 in flight, the default bound) or a number of runners with the defaults")
+	flag.StringVar(&o.deliverConfigs, "deliver-configs", "fixed16,1,2,4,site", "deliver: the runs, in order: fixed16 (one runner, 16 sends at once), site (one runner, the webhooks' one receiver site bounded at 32 in flight, the default bound), traced (one runner exporting a span per send over OTLP/HTTP) or a number of runners with the defaults")
 	flag.StringVar(&o.deliverEmail, "deliver-email", "sendgrid", "deliver: the e-mail channel's sender, sendgrid or ses (the Amazon SES v2 API through the AWS SDK)")
 	flag.StringVar(&o.deliverProvider, "deliver-provider", "", `deliver: "URL CAFILE" of a provider another process serves (bench provider), instead of one of its own`)
 	flag.IntVar(&o.smtpMessages, "smtp-messages", 3000, "smtp: messages sent")

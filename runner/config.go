@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/herald/herald/runner/sender"
 )
 
@@ -90,6 +92,10 @@ type Config struct {
 	// StatsInterval (the herald_sql_code_matches gauge, and a warning when they
 	// differ). Empty: not compared.
 	CodeHash string
+	// Tracer, when set, makes a span of every send ("deliver <channel>"), a child of
+	// the trace context in the message's metadata, and hands it to the sender in the
+	// send's context (OpenTelemetry). nil: no spans.
+	Tracer trace.Tracer
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
 }

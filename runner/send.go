@@ -97,7 +97,9 @@ func (r *Runner) worker(ctx context.Context) {
 			r.m.leaseLapsed.Inc()
 		} else {
 			start := time.Now()
-			o.res, o.err = r.send(ctx, m)
+			sctx, span := r.traceSend(ctx, m)
+			o.res, o.err = r.send(sctx, m)
+			endSend(span, o.res, o.err)
 			took := time.Since(start) - o.res.Queued // the provider's time, not a wait of the sender's own
 			if limit := r.conc.observe(took, o.err, time.Now()); limit > 0 {
 				r.m.concurrency.Set(float64(limit))

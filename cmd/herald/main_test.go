@@ -230,6 +230,27 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 	}
 }
 
+// Tracing is OpenTelemetry's variables; what herald cannot do with them (another
+// exporter, OTLP over gRPC) is refused at start with the variable named, not ignored.
+func TestTracingSettingsAreChecked(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_EMAIL", "noop")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+	for _, c := range []struct{ name, value string }{
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"},
+		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"},
+		{"OTEL_TRACES_EXPORTER", "zipkin"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(c.name, c.value)
+			code, _, errOut := run(t, "run", "--http-addr", "off")
+			if code != exitUsage || !strings.Contains(errOut, c.name) || strings.Count(errOut, "\n") != 1 {
+				t.Fatalf("%s=%s: exit %d %q, want %d naming the variable in one line", c.name, c.value, code, errOut, exitUsage)
+			}
+		})
+	}
+}
+
 // A channel's own provider settings (HERALD_<CHANNEL>_<PROVIDER>_*) are checked as
 // the shared ones are, and named when wrong; so is a channel account's SendGrid
 // event key.

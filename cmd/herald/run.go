@@ -102,6 +102,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer closeSenders()
+	tr, err := tracingFromEnv(ctx, ev, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "herald run: %v\n", err)
+		return exitUsage
+	}
+	defer tr.shutdown()
 	if names := ev.unread(); len(names) > 0 { // every setting has been read by now
 		logger.Warn("environment variables this herald run does not read: a misspelt name, or a setting of a channel without a sender or of a service it does not serve",
 			"names", strings.Join(names, " "))
@@ -144,7 +150,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ConcurrencyStart: min(*concStart, *conc), FixedConcurrency: *concFixed == "true",
 		PollInterval: *poll, DeafPollInterval: *deafPoll, ListenURL: listenURL, ShutdownGrace: *grace, ReapInterval: *reap, StatsInterval: *stats, Logger: logger,
 		StartCheck: *startCheck, CheckTimeout: *checkTimeout, ProbeInterval: *probe, QuotaInterval: *quota,
-		OutageFailures: *outageN, OutageWait: *outageWait, CodeHash: heraldsql.CodeHash(),
+		OutageFailures: *outageN, OutageWait: *outageWait, CodeHash: heraldsql.CodeHash(), Tracer: tr.Tracer,
 		Ready: func() { // then the watchdog is fed while the claim loop turns
 			_ = sd.notify("READY=1", "STATUS=claiming for "+strings.Join(slices.Sorted(maps.Keys(senders)), ", "))
 			go sd.watch(ctx, stopWatch, func() bool { return r.Stalled() == 0 })

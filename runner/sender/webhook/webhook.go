@@ -56,6 +56,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/herald/herald/runner/idtag"
 	"github.com/herald/herald/runner/sender"
 	"github.com/herald/herald/runner/sender/egress"
@@ -432,10 +435,16 @@ func failures(err error) (unanswered, limited bool) {
 	return f.Unavailable, f.Class == sender.ClassRateLimited
 }
 
-// traceContext is the W3C trace context a message's metadata carries (traceparent,
-// tracestate: the producer's, or the HTTP intake request's), as headers for the
-// receiver; what is not valid is not passed on.
-func traceContext(metadata json.RawMessage) map[string]string {
+// traceContext is the W3C trace context for the receiver's headers: the send's span
+// when the runner traces (in ctx, a child of the message's), else the one the
+// message's metadata carries (traceparent, tracestate: the producer's, or the HTTP
+// intake request's); what is not valid is not passed on.
+func traceContext(ctx context.Context, metadata json.RawMessage) map[string]string {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		out := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, out)
+		return out
+	}
 	if !bytes.Contains(metadata, []byte(tracecontext.Parent)) {
 		return nil
 	}
@@ -483,7 +492,7 @@ func (s *Sender) post(ctx context.Context, m sender.Message, u *url.URL, id stri
 	req.Header.Set(HeaderID, id)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, strings.Join(sigs, " "))
-	for k, v := range traceContext(m.Metadata) {
+	for k, v := range traceContext(ctx, m.Metadata) {
 		req.Header.Set(k, v)
 	}
 	resp, err := sender.Do(s.client, req)
