@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner/sender/webhook"
 	"github.com/herald/herald/tests/testdb"
 )
 
@@ -142,4 +145,78 @@ func TestIntakeTokensAreReadAgain(t *testing.T) {
 		t.Fatalf("the refused reload: %s", logs.String())
 	}
 	waitExit(t, serve, logs, 15*time.Second)
+}
+
+// Attack: a webhook channel's signing secret has leaked, so anyone could sign
+// requests its receivers take. The operator puts a new secret in the secrets file,
+// next to the old one, and sends SIGHUP: from the next send on, webhooks carry the
+// new secret's signature beside the old; once the receivers take the new one, the old
+// is taken out of the file, SIGHUP again, and no webhook is signed with the leaked
+// secret any more — with no restart. The receiver checks each signature on its own.
+func TestWebhookSecretFilesAreReadAgain(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	leaked, fresh := "whsec_"+strings.Repeat("bGVha2Vk", 4), "whsec_"+strings.Repeat("ZnJlc2gh", 4)
+	type signed struct{ byLeaked, byFresh bool }
+	got := make(chan signed, 8)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- signed{webhook.Verify([]string{leaked}, r.Header, body, time.Minute, time.Now()) == nil,
+			webhook.Verify([]string{fresh}, r.Header, body, time.Minute, time.Now()) == nil}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	file := filepath.Join(t.TempDir(), "secrets")
+	write := func(secrets string) {
+		t.Helper()
+		if err := os.WriteFile(file+".new", []byte(secrets+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".new", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(leaked)
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS_FILE="+file,
+		"HERALD_WEBHOOK_ALLOW=localhost", "HERALD_POLL_INTERVAL=100ms")
+	url := strings.Replace(receiver.URL, "127.0.0.1", "localhost", 1) + "/in"
+	send := func(want signed) {
+		t.Helper()
+		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, '{"n": 1}')`, url)
+		select {
+		case s := <-got:
+			if s != want {
+				t.Fatalf("signed by the leaked secret %v, by the new %v; want %v\n%s", s.byLeaked, s.byFresh, want, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no webhook\n%s", logs.String())
+		}
+	}
+	reload := func(times int) {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the reload", func() bool { return strings.Count(logs.String(), "secrets reloaded") == times })
+	}
+	send(signed{byLeaked: true})
+	write(fresh + " " + leaked)
+	reload(1)
+	send(signed{byLeaked: true, byFresh: true})
+	write(fresh)
+	reload(2)
+	send(signed{byFresh: true})
+	// A file that no longer parses keeps the secret the runner has.
+	write("not-a-secret")
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the refusal", func() bool { return strings.Contains(logs.String(), "reloading secrets failed") })
+	send(signed{byFresh: true})
+	waitExit(t, cmd, logs, 15*time.Second)
+	if strings.Contains(logs.String(), "bGVha2Vk") || strings.Contains(logs.String(), "ZnJlc2gh") {
+		t.Fatalf("a secret is in the log:\n%s", logs.String())
+	}
 }

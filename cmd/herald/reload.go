@@ -11,14 +11,15 @@ import (
 	"github.com/herald/herald/runner/sender"
 )
 
-// reloading is a channel's provider sender whose secrets come from files
-// (HERALD_…_FILE): Kubernetes, Vault Agent and the like rotate them in place, and a
-// sender built once would keep the old credentials until a restart (the provider then
-// refuses them, and the channel stays paused). Reload builds the sender again when a
-// file's content has changed: on every Check (the start check, and the probe of a
-// channel a runner paused, so a rotation heals within one probe interval) and on
-// SIGHUP (before the old credentials are revoked). Sends in flight finish on the
-// sender they began with, which is closed once they have.
+// reloading is a channel's sender whose secrets come from files (HERALD_…_FILE):
+// Kubernetes, Vault Agent and the like rotate them in place, and a sender built once
+// would keep the old credentials until a restart (a provider then refuses them, and
+// the channel stays paused; a webhook receiver that dropped the old signing secret
+// refuses every request). Reload builds the sender again when a file's content has
+// changed: on SIGHUP, and for a provider's sender with a check (checkedReloading) on
+// every Check too (the start check, and the probe of a channel a runner paused, so a
+// rotation heals within one probe interval). Sends in flight finish on the sender
+// they began with, which is closed once they have.
 type reloading struct {
 	channel string
 	build   func() (sender.Sender, []string, error) // the sender again, and the files it read
@@ -69,8 +70,11 @@ func (r *reloading) Send(ctx context.Context, m sender.Message) (sender.Result, 
 	return g.s.Send(ctx, m)
 }
 
+// checkedReloading is a reloading provider's sender that has a check (sender.Checker).
+type checkedReloading struct{ *reloading }
+
 // Check reloads the secrets if they changed, then checks the current sender.
-func (r *reloading) Check(ctx context.Context) error {
+func (r checkedReloading) Check(ctx context.Context) error {
 	if err := r.Reload(); err != nil {
 		return sender.Configuration(err, "")
 	}
@@ -140,7 +144,7 @@ func closeSender(s sender.Sender) error {
 // reloadAll reloads every reloading sender of senders (SIGHUP), logging what fails.
 func reloadAll(senders map[string]sender.Sender, log *slog.Logger) {
 	for _, s := range senders {
-		if r, ok := s.(*reloading); ok {
+		if r, ok := s.(interface{ Reload() error }); ok {
 			if err := r.Reload(); err != nil {
 				log.Error("reloading secrets failed; the channel keeps its sender", "err", err)
 			}

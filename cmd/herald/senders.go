@@ -68,8 +68,8 @@ type closer interface{ Close() error }
 
 // buildSenders builds every channel's sender, the e-mail and webhook senders making
 // Message-IDs and webhook-ids with idKey; the returned function closes those that
-// hold resources. A provider's sender with a check whose secrets came from files is
-// wrapped to be built again when they change (reloading).
+// hold resources. A sender whose secrets came from files is wrapped to be built again
+// when they change (reloading; checkedReloading for one with a check).
 func buildSenders(ev *environ, specs senderSpecs, idKey idtag.KeySource, log *slog.Logger) (map[string]sender.Sender, func(), error) {
 	senders := map[string]sender.Sender{}
 	closeAll := func() {
@@ -87,16 +87,20 @@ func buildSenders(ev *environ, specs senderSpecs, idKey idtag.KeySource, log *sl
 			return nil, nil, fmt.Errorf("channel %s: %w", ch, err)
 		}
 		senders[ch] = s
-		if _, checks := s.(sender.Checker); checks && len(ev.files) > read {
+		if len(ev.files) > read {
 			build := func() (sender.Sender, []string, error) {
 				again := &environ{}
 				s, err := buildSender(again, ch, spec, idKey)
 				return s, again.files, err
 			}
-			if senders[ch], err = newReloading(ch, s, ev.files[read:], build, log); err != nil {
-				senders[ch] = s
+			r, err := newReloading(ch, s, ev.files[read:], build, log)
+			if err != nil {
 				closeAll()
 				return nil, nil, fmt.Errorf("channel %s: %w", ch, err)
+			}
+			senders[ch] = r
+			if _, checks := s.(sender.Checker); checks {
+				senders[ch] = checkedReloading{r}
 			}
 		}
 	}
