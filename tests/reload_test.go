@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,5 +219,98 @@ func TestWebhookSecretFilesAreReadAgain(t *testing.T) {
 	waitExit(t, cmd, logs, 15*time.Second)
 	if strings.Contains(logs.String(), "bGVha2Vk") || strings.Contains(logs.String(), "ZnJlc2gh") {
 		t.Fatalf("a secret is in the log:\n%s", logs.String())
+	}
+}
+
+// Attack: the console's token has leaked (and with it every cookie, which holds the
+// token). The operator writes a new token to the token file and sends SIGHUP: from
+// then on the old cookie and the old token are refused — the holder can neither read
+// a page nor pause a channel — and the new token signs in, with no restart. A token
+// too short to keep changes nothing.
+func TestConsoleTokenIsReadAgain(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	const leaked, fresh = "leaked-console-t0ken-1", "fresh-console-t0ken-22"
+	file := filepath.Join(t.TempDir(), "console-token")
+	write := func(token string) {
+		t.Helper()
+		if err := os.WriteFile(file+".new", []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".new", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(leaked)
+	addr := freeAddr(t)
+	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_CONSOLE_TOKEN_FILE="+file)
+	waitHTTP(t, addr)
+	base := "http://" + addr + "/console/"
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	login := func(token string) (int, *http.Cookie) {
+		t.Helper()
+		resp, err := client.PostForm(base+"login", url.Values{"token": {token}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, c := range resp.Cookies() {
+			return resp.StatusCode, c
+		}
+		return resp.StatusCode, nil
+	}
+	ask := func(method, path string, form url.Values, cookie *http.Cookie) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(cookie)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	reload := func(want string) {
+		t.Helper()
+		n := strings.Count(logs.String(), want)
+		if err := serve.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, want, func() bool { return strings.Count(logs.String(), want) == n+1 })
+	}
+	code, old := login(leaked)
+	if code != http.StatusSeeOther || old == nil || ask("GET", "", nil, old) != 200 {
+		t.Fatalf("signing in with the token: %d %v", code, old)
+	}
+	write(fresh)
+	reload("console token read again")
+	if code := ask("GET", "", nil, old); code != http.StatusUnauthorized {
+		t.Fatalf("the leaked token's cookie after the rotation: %d, want 401", code)
+	}
+	if code := ask("POST", "pause", url.Values{"channel": {"email"}, "reason": {"attacker"}}, old); code != http.StatusUnauthorized {
+		t.Fatalf("a pause with the leaked token's cookie: %d, want 401", code)
+	}
+	if scalar[bool](t, pool, `SELECT paused FROM herald.channels WHERE name = 'email'`) {
+		t.Fatal("the leaked token's cookie paused the channel")
+	}
+	if code, c := login(leaked); code != http.StatusUnauthorized || c != nil {
+		t.Fatalf("signing in with the leaked token: %d %v, want 401 and no cookie", code, c)
+	}
+	code, cookie := login(fresh)
+	if code != http.StatusSeeOther || cookie == nil || ask("GET", "", nil, cookie) != 200 {
+		t.Fatalf("signing in with the new token: %d %v", code, cookie)
+	}
+	write("short")
+	reload("the console token was not read again")
+	if ask("GET", "", nil, cookie) != 200 {
+		t.Fatal("a token too short replaced the console's")
+	}
+	waitExit(t, serve, logs, 15*time.Second)
+	for _, token := range []string{leaked, fresh} {
+		if strings.Contains(logs.String(), token) {
+			t.Fatalf("a token is in the log:\n%s", logs.String())
+		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/herald/herald/runner"
-	"github.com/herald/herald/runner/intake"
 	heraldsql "github.com/herald/herald/sql"
 )
 
@@ -162,7 +161,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	stopHTTP := func() {}
-	var served *intake.Intake // the intake, when this runner serves it
+	var served *services // the HTTP services, when this runner serves them
 	if *httpAddr != "" && *httpAddr != "off" {
 		mux := http.NewServeMux()
 		own := r.Handler()
@@ -187,8 +186,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	// SIGHUP: build again the senders whose secret files changed (reloading), and
-	// read the intake's tokens again.
-	defer onHangUp(logger, func() { reloadAll(senders, logger); reloadTokens(ctx, pool, served, in, logger) })()
+	// read the intake's and the console's tokens again.
+	defer onHangUp(logger, func() { reloadAll(senders, logger); served.reload(ctx, pool, logger) })()
 	err = r.Run(ctx)
 	stopHTTP()
 	if errors.Is(err, runner.ErrConfiguration) {

@@ -217,23 +217,55 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 		MaxInFlight: inFlight, QuotaRetry: *f.quotaRetry, Logger: logger, Counted: f.counted}), nil
 }
 
+// services are the HTTP services whose secrets SIGHUP reads again: the intake (nil
+// when off) and the console (nil without a token).
+type services struct {
+	intake  *intake.Intake
+	console *console.Console
+	in      intakeFlags
+}
+
 // registerServices adds what herald run and herald serve both serve: the intake (when
-// on; returned, nil when off), the operator console (with a token) and the
-// delivery-event endpoints (those configured).
+// on), the operator console (with a token) and the delivery-event endpoints (those
+// configured).
 func registerServices(ctx context.Context, mux *http.ServeMux, pool *pgxpool.Pool, settings intakeSettings, in intakeFlags,
-	consoleToken string, evCfg events.Config, logger *slog.Logger) (*intake.Intake, error) {
-	var served *intake.Intake
+	consoleToken string, evCfg events.Config, logger *slog.Logger) (*services, error) {
+	s := &services{in: in}
 	if settings.on {
 		var err error
-		if served, err = settings.register(ctx, mux, pool, in, logger); err != nil {
+		if s.intake, err = settings.register(ctx, mux, pool, in, logger); err != nil {
 			return nil, err
 		}
 	}
-	if err := registerConsole(mux, pool, consoleToken, logger); err != nil {
+	var err error
+	if s.console, err = registerConsole(mux, pool, consoleToken, logger); err != nil {
 		return nil, err
 	}
 	registerEvents(mux, pool, evCfg, logger)
-	return served, nil
+	return s, nil
+}
+
+// reload reads the intake's tokens and the console's token again (SIGHUP); nothing
+// when s is nil (no HTTP services).
+func (s *services) reload(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) {
+	if s == nil {
+		return
+	}
+	reloadTokens(ctx, pool, s.intake, s.in, logger)
+	if s.console == nil {
+		return
+	}
+	ev := &environ{}
+	token := ev.secret("HERALD_CONSOLE_TOKEN")
+	err := ev.err()
+	if err == nil {
+		err = s.console.SetToken(token)
+	}
+	if err != nil {
+		logger.Error("the console token was not read again; the console keeps the one it has", "err", err)
+		return
+	}
+	logger.Info("console token read again: operators signed in with another sign in again")
 }
 
 // onHangUp calls reload on each SIGHUP until the returned function is called.
@@ -256,15 +288,16 @@ func onHangUp(logger *slog.Logger, reload func()) (stop func()) {
 
 // registerConsole adds the operator console (runner/console) to mux when a token is
 // set (HERALD_CONSOLE_TOKEN or its _FILE); without one there is no console.
-func registerConsole(mux *http.ServeMux, pool *pgxpool.Pool, token string, logger *slog.Logger) error {
+func registerConsole(mux *http.ServeMux, pool *pgxpool.Pool, token string, logger *slog.Logger) (*console.Console, error) {
 	if token == "" {
-		return nil
+		return nil, nil
 	}
-	if err := console.Register(mux, pool, console.Config{Token: token, Logger: logger}); err != nil {
-		return err
+	c, err := console.Register(mux, pool, console.Config{Token: token, Logger: logger})
+	if err != nil {
+		return nil, err
 	}
 	logger.Info("serving the operator console", "path", console.Prefix)
-	return nil
+	return c, nil
 }
 
 // maxHeaderBytes bounds a request's headers, read before any token is checked: what
@@ -372,7 +405,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)
 		return exitUsage
 	}
-	defer onHangUp(logger, func() { reloadTokens(ctx, pool, served, in, logger) })()
+	defer onHangUp(logger, func() { served.reload(ctx, pool, logger) })()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

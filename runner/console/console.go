@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,19 +60,35 @@ type Config struct {
 }
 
 type console struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	pool  *pgxpool.Pool
+	cfg   Config                 // its Token is the first; token holds the current one
+	token atomic.Pointer[string] // the current token
+}
+
+// Console is a registered console, whose token can be replaced while it serves.
+type Console struct{ c *console }
+
+// SetToken replaces the token: from the next request on, only the new one signs in,
+// and cookies of the old one are refused (the operators sign in again). A token
+// under 16 characters is an error, and the console keeps the one it has.
+func (c *Console) SetToken(token string) error {
+	if len(token) < 16 {
+		return errors.New("console: the token must be at least 16 characters; keeping the one it has")
+	}
+	c.c.token.Store(&token)
+	return nil
 }
 
 // Register adds the console's routes under Prefix to mux.
-func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) error {
+func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) (*Console, error) {
 	if len(cfg.Token) < 16 {
-		return errors.New("console: the token must be at least 16 characters")
+		return nil, errors.New("console: the token must be at least 16 characters")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	c := &console{pool: pool, cfg: cfg}
+	c.token.Store(&cfg.Token)
 	mux.HandleFunc("GET "+Prefix+"{$}", c.auth(c.overview))
 	mux.HandleFunc("GET "+Prefix+"messages/{id}", c.auth(c.message))
 	// A form posted from another origin carries the cookie when that origin is of
@@ -87,12 +104,12 @@ func Register(mux *http.ServeMux, pool *pgxpool.Pool, cfg Config) error {
 		mux.Handle("POST "+Prefix+path, sameOrigin.Handler(c.auth(action)))
 	}
 	mux.Handle("POST "+Prefix+"login", sameOrigin.Handler(http.HandlerFunc(c.login)))
-	return nil
+	return &Console{c: c}, nil
 }
 
 func (c *console) valid(r *http.Request) bool {
 	ck, err := r.Cookie(cookieName)
-	return err == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.cfg.Token)) == 1
+	return err == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(*c.token.Load())) == 1
 }
 
 // auth runs next for a request with the console's cookie; others get the login form
@@ -113,12 +130,13 @@ func (c *console) auth(next http.HandlerFunc) http.HandlerFunc {
 
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.cfg.Token)) != 1 {
+	token := *c.token.Load()
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(token)) != 1 {
 		w.WriteHeader(http.StatusUnauthorized)
 		c.render(w, "login", map[string]any{"Prefix": Prefix, "Failed": true})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.cfg.Token, Path: Prefix, HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: Prefix, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
