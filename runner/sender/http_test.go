@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,37 @@ func TestDoTellsARequestSentWholeFromOneNeverSent(t *testing.T) {
 		t.Fatalf("an answer: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
+	}
+}
+
+// The proxy the environment names answers a provider's CONNECT: a refusal (403) or a
+// demand for credentials (407) is the channel's configuration (code proxy), naming
+// the host; the proxy failing to reach the provider (502, 504) is the provider not
+// answering, as an outage is; and the request never left, so neither is in doubt.
+func TestAProxysRefusalIsConfiguration(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		class  Class
+		code   string
+	}{
+		{http.StatusForbidden, ClassConfiguration, "proxy"},
+		{http.StatusProxyAuthRequired, ClassConfiguration, "proxy"},
+		{http.StatusBadGateway, ClassTransient, ""},
+		{http.StatusGatewayTimeout, ClassTransient, ""},
+	} {
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(c.status)
+		}))
+		client := ProviderClient(5*time.Second, nil)
+		proxyURL, _ := url.Parse(proxy.URL)
+		client.Transport.(*http.Transport).Proxy = http.ProxyURL(proxyURL) // as HTTPS_PROXY would
+		req, _ := http.NewRequest("POST", "https://api.provider.example/v1/send", strings.NewReader("{}"))
+		_, err := Do(client, req)
+		f := Classify(FromNetwork(err))
+		if f.Class != c.class || f.Code != c.code || (c.class == ClassTransient && !f.Unavailable) || InDoubt(err) ||
+			!strings.Contains(err.Error(), "api.provider.example") {
+			t.Errorf("proxy answering %d: %s %q (unavailable %v, in doubt %v): %v", c.status, f.Class, f.Code, f.Unavailable, InDoubt(err), err)
+		}
+		proxy.Close()
 	}
 }

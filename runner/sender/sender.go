@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 )
 
@@ -150,15 +151,20 @@ func Configuration(err error, code string) error {
 }
 
 // FromNetwork classifies an error from reaching a provider's own host (not a
-// recipient's): a certificate the runner does not trust (code tls) or a host name
-// that does not resolve (code dns) is configuration; anything else is transient.
+// recipient's): a certificate the runner does not trust (code tls), a host name
+// that does not resolve (code dns) or a proxy that refuses the host or wants
+// credentials (code proxy, ProxyRefusal) is configuration; anything else is the
+// provider not answering (Unanswered).
 func FromNetwork(err error) error {
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var verify *tls.CertificateVerificationError
 	var dns *net.DNSError
+	var proxy *ProxyRefusal
 	switch {
+	case errors.As(err, &proxy) && (proxy.Status == http.StatusForbidden || proxy.Status == http.StatusProxyAuthRequired):
+		return Configuration(err, "proxy")
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
 		return Configuration(err, "tls")
 	case errors.As(err, &dns) && dns.IsNotFound:
