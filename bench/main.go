@@ -11,7 +11,8 @@
 // Scenarios: enqueue-single, enqueue-batch (scenarios.go), deliver (deliver.go: real
 // providers' senders against a slow HTTPS fake; run it by name), callbacks
 // (callbacks.go: dispatch_callbacks against a plain log consumer; by name), forget
-// (forget.go: erasing one person against a bare DELETE; by name), sign (sign.go: a
+// (forget.go: erasing one person against a bare DELETE; by name), purge (purge.go:
+// retention once caught up, against a read bounded by time alone; by name), sign (sign.go: a
 // webhook's Ed25519 signature against its HMAC one; by name), smtp (smtp.go: sends
 // through the SMTP sender to a relay a round trip away; by name), intake (intake.go:
 // the HTTP intake's per-token bounds against none; by name), drain (with the
@@ -70,6 +71,7 @@ type options struct {
 	smtpPool         int
 	callbackMessages int
 	forgetMessages   int
+	purgeMessages    int
 }
 
 func main() {
@@ -109,6 +111,7 @@ func main() {
 	flag.IntVar(&o.smtpPool, "smtp-pool", 16, "smtp: HERALD_SMTP_POOL of the runner")
 	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
 	flag.IntVar(&o.forgetMessages, "forget-messages", 200000, "forget: messages stored and sent beside the person's 10")
+	flag.IntVar(&o.purgeMessages, "purge-messages", 1000000, "purge: finished messages stored over 40 days (a quarter old enough)")
 	flag.IntVar(&o.callbackMessages, "callback-messages", 20000, "callbacks: messages sent per round, each called back once (an accepted and a sent event each)")
 	flag.StringVar(&o.jsonPath, "json", "bench/out/results.json", "where to write the results as JSON")
 	flag.StringVar(&o.outDir, "out", "bench/out", "where to write the SVG charts")
@@ -137,7 +140,7 @@ func main() {
 		}
 	}
 	if o.conns < 1 || o.rounds < 1 || o.batch < 1 || o.duration <= 0 || o.warmup < 0 || o.runners < 1 || o.runnerBatch < 1 ||
-		o.drainMessages < 1 || o.drainRounds < 1 || o.producers < 1 || o.soakRate < 1 || o.soakDuration <= o.soakHold || o.soakSample <= 0 {
+		o.drainMessages < 1 || o.drainRounds < 1 || o.producers < 1 || o.soakRate < 1 || o.soakDuration <= o.soakHold || o.soakSample <= 0 || o.purgeMessages < 1 {
 		fmt.Fprintln(os.Stderr, "bench: counts and durations must be positive (-warmup may be 0), and -soak longer than -soak-hold")
 		os.Exit(2)
 	}

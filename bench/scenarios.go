@@ -21,6 +21,7 @@ var scenarios = map[string]scenario{
 	"deliver":        deliver,
 	"callbacks":      callbacks,
 	"forget":         forget,
+	"purge":          purge,
 	"sign":           sign,
 	"smtp":           smtpDeliver,
 	"latency":        latency,

@@ -103,6 +103,7 @@
 {{ template "functions/pause_channel.sql" . }}
 {{ template "functions/resume_channel.sql" . }}
 {{ template "functions/redrive.sql" . }}
+{{ template "functions/_id_before.sql" . }}
 {{ template "functions/purge.sql" . }}
 {{ template "functions/_person_key.sql" . }}
 {{ template "functions/_person_messages.sql" . }}

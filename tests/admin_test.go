@@ -110,6 +110,52 @@ func TestPurgeGoesInBatches(t *testing.T) {
 	}
 }
 
+// Purge reads only the ids inserted before its bound, found by bisecting the primary
+// key on created_at (received_at for delivery events), which rise with the ids; what
+// it deletes it still checks row by row. Clocks out of step with the ids — one row
+// stored with a clock years ahead in the middle, a backfill stored with an admin's
+// past `now` after newer rows — never get a row deleted before its time, and never
+// keep one for good: the backfill waits for the rows stored before it to be old
+// enough (docs/sql.md), the rows around the forged one go at their time.
+func TestPurgeWithClocksOutOfStep(t *testing.T) {
+	_, pool := setup(t)
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	// ids 1..300, a minute apart; then 301..340 backfilled two days earlier.
+	mustExec(t, pool, `INSERT INTO herald.messages (id, producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, expires_at)
+		SELECT g, 'test', 'email', 'a@example.com', '{}', c, 'sent', 5, c, c + interval '1 second', 'infinity'
+		FROM (SELECT g, CASE WHEN g <= 300 THEN $1::timestamptz + g * interval '1 minute'
+		                     ELSE $1::timestamptz - interval '2 days' + g * interval '1 second' END AS c
+		      FROM generate_series(1, 340) g) s`, base)
+	mustExec(t, pool, `UPDATE herald.messages SET created_at = created_at + interval '10 years', finished_at = finished_at + interval '10 years' WHERE id = 150`)
+	mustExec(t, pool, `INSERT INTO herald.delivery_events (source, event_id, event, at, received_at)
+		SELECT 'generic', 'e' || g, 'delivered', c, c FROM (SELECT g, CASE WHEN g <= 30 THEN $1::timestamptz + g * interval '10 minutes'
+		ELSE $1::timestamptz - interval '1 day' END AS c FROM generate_series(1, 40) g) s`, base)
+	purgeAt := func(at time.Time) {
+		t.Helper()
+		for n := int64(-1); n != 0; {
+			n = scalar[int64](t, pool, `SELECT herald.purge('1 hour', now => $1, batch_size => 7)`, at)
+		}
+		if early := countWhere(t, pool, `finished_at >= $1`, at.Add(-time.Hour)); early != scalar[int64](t, pool,
+			`SELECT count(*) FROM generate_series(1, 340) g WHERE g = 150 OR (g <= 300 AND $1::timestamptz + g * interval '1 minute' + interval '1 second' >= $2)`, base, at.Add(-time.Hour)) {
+			t.Fatalf("purge at %s deleted messages that finished after its bound", at)
+		}
+	}
+	purgeAt(base.Add(260 * time.Minute)) // the bound: base + 200 minutes
+	if left := scalar[string](t, pool, `SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM herald.messages WHERE id < 200`); left != "150" {
+		t.Fatalf("messages below id 200 left: %s, want the forged 150", left)
+	}
+	if kept := scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events WHERE id <= 19`); kept != 0 {
+		t.Fatalf("%d of the delivery events received before the bound kept", kept)
+	}
+	purgeAt(base.Add(400 * time.Minute)) // past every row but the forged one
+	if left := scalar[string](t, pool, `SELECT string_agg(id::text, ',' ORDER BY id) FROM herald.messages`); left != "150" {
+		t.Fatalf("messages left: %s, want the forged 150", left)
+	}
+	if kept := scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`); kept != 0 {
+		t.Fatalf("%d delivery events kept", kept)
+	}
+}
+
 // herald.status tells what happened; queue_stats counts per channel and status.
 func TestStatusAndQueueStats(t *testing.T) {
 	ctx, pool := setup(t)

@@ -603,3 +603,38 @@ func TestSiteProbesTheSuffixIndex(t *testing.T) {
 		t.Fatalf("herald._site does not probe public_suffixes_pkey:\n%s", plan)
 	}
 }
+
+// herald.purge reads the ids inserted before its bound, not the rows kept: 20,000 sent
+// messages over two weeks, stored in random physical order (as freed space reused
+// makes a kept table), 1 % of the oldest still queued for later; a purge of the
+// oldest thousand reads messages_pkey up to them (herald._id_before), and its filter
+// turns away only the queued ones and the bisection's few rows past the bound, where
+// a scan bounded by time alone would read the table. Without messages_finished_idx.
+func TestPurgeReadsTheIdsBeforeItsBound(t *testing.T) {
+	ctx, pool := setup(t)
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	mustExec(t, pool, `INSERT INTO herald.messages (id, producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, expires_at)
+		SELECT g, 'test', 'email', 'a@example.com', '{}', c, 'sent', 5, c, c + interval '1 second', 'infinity'
+		FROM (SELECT g, $1::timestamptz + g * interval '1 minute' AS c FROM generate_series(1, 20000) g ORDER BY random()) s`, base)
+	mustExec(t, pool, `UPDATE herald.messages SET status = 'queued', finished_at = NULL, run_at = 'infinity' WHERE id % 100 = 0 AND id < 2000`)
+	mustExec(t, pool, `SELECT setval(pg_get_serial_sequence('herald.messages', 'id'), 20000)`)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET auto_explain.log_analyze = on`); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	// The bound: 1,000 minutes after base, so ids 1..999 are old enough, less the 9 queued.
+	if err := conn.QueryRow(ctx, `SELECT herald.purge('19000 minutes', now => $1)`, base.Add(20000*time.Minute)).Scan(&n); err != nil || n != 990 {
+		t.Fatalf("purge deleted %d (%v), want the 990 sent before the bound", n, err)
+	}
+	plan := planOf(t, *notices, "Delete on messages")
+	removed := regexp.MustCompile(`Rows Removed by Filter: (\d+)`).FindStringSubmatch(plan)
+	if !regexp.MustCompile(`(Bitmap Index Scan on messages_pkey|Index Scan using messages_pkey on messages f)[^\n]*\n\s+Index Cond: \(id <= `).MatchString(plan) || strings.Contains(plan, "Seq Scan on messages") ||
+		removed == nil || len(removed[1]) > 2 {
+		t.Fatalf("purge should read messages_pkey up to its bound, turning away fewer than 100 rows:\n%s", plan)
+	}
+	if left := countWhere(t, pool, `id < 1000`); left != 9 {
+		t.Fatalf("%d messages below the bound left, want the 9 queued", left)
+	}
+}

@@ -1281,6 +1281,48 @@ COMMENT ON FUNCTION herald._held(specs herald.message_spec[], producer text, bar
 
 
 --
+-- Name: _id_before(regclass, name, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._id_before(tab regclass, col name, cut timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+  lo bigint;
+  hi bigint;
+  mid bigint;
+  probe_id bigint;
+  probe_at timestamptz;
+BEGIN
+  EXECUTE format('SELECT min(id), max(id) FROM %s', tab) INTO lo, hi;
+  IF lo IS NULL THEN
+    RETURN 0;
+  END IF;
+  lo := lo - 1; -- no row below: nothing yet known before cut
+  WHILE lo < hi LOOP
+    mid := lo + (hi - lo + 1) / 2;
+    EXECUTE format('SELECT max(id), min(%1$I) FROM (SELECT id, %1$I FROM %2$s WHERE id >= $1 ORDER BY id LIMIT 8) p', col, tab)
+      INTO probe_id, probe_at USING mid;
+    IF probe_at < cut THEN
+      lo := probe_id;
+    ELSE
+      hi := mid - 1;
+    END IF;
+  END LOOP;
+  RETURN greatest(lo, 0);
+END
+$_$;
+
+
+--
+-- Name: FUNCTION _id_before(tab regclass, col name, cut timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._id_before(tab regclass, col name, cut timestamp with time zone) IS 'Private: an id bounding the rows of a table inserted before a time, by bisecting its primary key (herald.purge).';
+
+
+--
 -- Name: _json_integer(jsonb, text, text, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -5177,6 +5219,8 @@ DECLARE
   v_events bigint;
   v_recipients bigint;
   v_producers bigint;
+  v_cut timestamptz;
+  v_upto bigint;
 BEGIN
   IF older_than IS NULL OR older_than < interval '0' THEN
     PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
@@ -5184,13 +5228,17 @@ BEGIN
   IF batch_size IS NULL OR batch_size NOT BETWEEN 1 AND 1000000 THEN
     PERFORM herald._reject('22V12', 'batch_size', format('%s is outside 1..1000000', batch_size));
   END IF;
+  v_cut := purge.now - purge.older_than;
+  -- A message finished before the bound was created before it.
+  v_upto := herald._id_before(tab => 'herald.messages', col => 'created_at', cut => v_cut);
   DELETE FROM herald.messages m
   WHERE m.ctid = ANY (ARRAY(SELECT f.ctid FROM herald.messages f
-                            WHERE f.finished_at < purge.now - purge.older_than LIMIT purge.batch_size));
+                            WHERE f.id <= v_upto AND f.finished_at < v_cut ORDER BY f.id LIMIT purge.batch_size));
   GET DIAGNOSTICS v_messages = ROW_COUNT;
+  v_upto := herald._id_before(tab => 'herald.delivery_events', col => 'received_at', cut => v_cut);
   DELETE FROM herald.delivery_events d
   WHERE d.ctid = ANY (ARRAY(SELECT e.ctid FROM herald.delivery_events e
-                            WHERE e.received_at < purge.now - purge.older_than LIMIT purge.batch_size));
+                            WHERE e.id <= v_upto AND e.received_at < v_cut ORDER BY e.id LIMIT purge.batch_size));
   GET DIAGNOSTICS v_events = ROW_COUNT;
   -- Budgets whole again: as if absent.
   DELETE FROM herald.recipient_buckets b
@@ -7178,6 +7226,13 @@ REVOKE ALL ON FUNCTION herald._gsm7(extension_only boolean) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._held(specs herald.message_spec[], producer text, barred bigint[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _id_before(tab regclass, col name, cut timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._id_before(tab regclass, col name, cut timestamp with time zone) FROM PUBLIC;
 
 
 --

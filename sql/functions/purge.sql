@@ -1,16 +1,15 @@
 -- herald.purge(older_than, now, batch_size) — retention, one batch at a time: delete
--- at most batch_size each of finished messages (finished_at set: sent, dead,
--- cancelled, expired, suppressed) finished more than `older_than` ago, delivery events
--- received before that, and recipients' and producers' budgets whole again
--- (herald.recipient_buckets, herald.producer_buckets). Returns the most rows it
+-- at most batch_size each of finished messages (sent, dead, cancelled, expired,
+-- suppressed) finished more than `older_than` ago, delivery events received before
+-- that, and recipients' and producers' budgets whole again. Returns the most rows it
 -- deleted of any one of those: call it again, each call a transaction of its own,
--- while that is batch_size (a first purge of months of rows is then many short
--- transactions, not one that holds back vacuum for its whole length). From cron or
--- pg_cron, e.g. herald.purge('30 days'). A replay of a purged event is stored again
--- as unknown. Index: none by default (delivered messages enter no index): a scan of
--- herald.messages that stops at batch_size; with messages_finished_idx (docs/tuning.md)
--- a range scan of it. Locks: the deleted rows. Errors: 22V12 older_than (NULL or
--- negative), batch_size (1..1,000,000). Admin only (herald_admin).
+-- while that is batch_size. From cron or pg_cron, e.g. herald.purge('30 days'). A
+-- replay of a purged event is stored again as unknown. Index: messages_pkey and
+-- delivery_events_pkey, the range of ids inserted before the bound
+-- (herald._id_before), so a call reads what may be old enough, not the rows kept
+-- (messages_finished_idx of docs/tuning.md narrows it to finished ones). Locks: the
+-- deleted rows. Errors: 22V12 older_than (NULL or negative), batch_size
+-- (1..1,000,000). Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.purge(older_than interval, now timestamptz DEFAULT now(), batch_size integer DEFAULT 10000)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -24,6 +23,8 @@ DECLARE
   v_events bigint;
   v_recipients bigint;
   v_producers bigint;
+  v_cut timestamptz;
+  v_upto bigint;
 BEGIN
   IF older_than IS NULL OR older_than < interval '0' THEN
     PERFORM herald._reject('22V12', 'older_than', 'must be a non-negative interval');
@@ -31,13 +32,17 @@ BEGIN
   IF batch_size IS NULL OR batch_size NOT BETWEEN 1 AND 1000000 THEN
     PERFORM herald._reject('22V12', 'batch_size', format('%s is outside 1..1000000', batch_size));
   END IF;
+  v_cut := purge.now - purge.older_than;
+  -- A message finished before the bound was created before it.
+  v_upto := herald._id_before(tab => 'herald.messages', col => 'created_at', cut => v_cut);
   DELETE FROM herald.messages m
   WHERE m.ctid = ANY (ARRAY(SELECT f.ctid FROM herald.messages f
-                            WHERE f.finished_at < purge.now - purge.older_than LIMIT purge.batch_size));
+                            WHERE f.id <= v_upto AND f.finished_at < v_cut ORDER BY f.id LIMIT purge.batch_size));
   GET DIAGNOSTICS v_messages = ROW_COUNT;
+  v_upto := herald._id_before(tab => 'herald.delivery_events', col => 'received_at', cut => v_cut);
   DELETE FROM herald.delivery_events d
   WHERE d.ctid = ANY (ARRAY(SELECT e.ctid FROM herald.delivery_events e
-                            WHERE e.received_at < purge.now - purge.older_than LIMIT purge.batch_size));
+                            WHERE e.id <= v_upto AND e.received_at < v_cut ORDER BY e.id LIMIT purge.batch_size));
   GET DIAGNOSTICS v_events = ROW_COUNT;
   -- Budgets whole again: as if absent.
   DELETE FROM herald.recipient_buckets b
