@@ -96,7 +96,7 @@ func (r *Runner) flush(batch []outcome) {
 			doneTokens = append(doneTokens, o.msg.LeaseToken)
 			providerIDs = append(providerIDs, o.res.ProviderMessageID)
 			if o.res.Warning != "" {
-				r.log.Warn("sent, with a part undelivered", "id", o.msg.ID, "channel", o.msg.Channel, "warning", o.res.Warning)
+				r.log.Warn("sent, with a part undelivered", o.about("warning", o.res.Warning)...)
 			}
 			continue
 		}
@@ -120,13 +120,12 @@ func (r *Runner) flush(batch []outcome) {
 		switch f.Class {
 		case sender.ClassConfiguration:
 			r.log.Error("channel paused: the provider says this runner's configuration is wrong; the message goes back unharmed",
-				"id", o.msg.ID, "channel", o.msg.Channel, "err", f.Error())
+				o.about("err", f.Error())...)
 		case sender.ClassQuota:
 			r.log.Error("channel paused for its quota_wait: the provider says the account's sending quota is spent; the message goes back unharmed",
-				"id", o.msg.ID, "channel", o.msg.Channel, "err", f.Error())
+				o.about("err", f.Error())...)
 		default:
-			r.log.Info("delivery failed", "id", o.msg.ID, "channel", o.msg.Channel, "attempt", o.msg.Attempt,
-				"class", string(f.Class), "err", f.Error())
+			r.log.Info("delivery failed", o.about("class", string(f.Class), "err", f.Error())...)
 		}
 	}
 	if len(doneIDs) > 0 {

@@ -78,9 +78,20 @@ type outcome struct {
 	msg   sender.Message
 	res   sender.Result
 	err   error
-	down  bool // err came while the channel's provider is down (outage)
-	began bool // err is the failure that found it down (its report pauses the channel)
-	stops bool // err stops the whole channel (stopsChannel, or began): held until this report lands
+	down  bool   // err came while the channel's provider is down (outage)
+	began bool   // err is the failure that found it down (its report pauses the channel)
+	stops bool   // err stops the whole channel (stopsChannel, or began): held until this report lands
+	trace string // the send's trace id when it was traced (Config.Tracer), for the logs
+}
+
+// about is what the logs say of the outcome's message: its id, channel and attempt,
+// and the send's trace_id when it was traced; then more.
+func (o outcome) about(more ...any) []any {
+	args := []any{"id", o.msg.ID, "channel", o.msg.Channel, "attempt", o.msg.Attempt}
+	if o.trace != "" {
+		args = append(args, "trace_id", o.trace)
+	}
+	return append(args, more...)
 }
 
 // New returns a Runner on pool. The pool should allow at least 4 connections: the

@@ -99,7 +99,7 @@ func (r *Runner) worker(ctx context.Context) {
 			start := time.Now()
 			sctx, span := r.traceSend(ctx, m)
 			o.res, o.err = r.send(sctx, m)
-			endSend(span, o.res, o.err)
+			o.trace = endSend(span, o.res, o.err)
 			took := time.Since(start) - o.res.Queued // the provider's time, not a wait of the sender's own
 			if limit := r.conc.observe(took, o.err, time.Now()); limit > 0 {
 				r.m.concurrency.Set(float64(limit))
@@ -110,8 +110,7 @@ func (r *Runner) worker(ctx context.Context) {
 				r.holds.stop(m.Channel) // before the slot is freed: the next claim leaves the channel out
 			}
 			if o.err == nil && debug {
-				r.log.Debug("delivered", "id", m.ID, "channel", m.Channel, "attempt", m.Attempt,
-					"provider_message_id", o.res.ProviderMessageID, "seconds", took.Seconds())
+				r.log.Debug("delivered", o.about("provider_message_id", o.res.ProviderMessageID, "seconds", took.Seconds())...)
 			}
 		}
 		r.post(o)

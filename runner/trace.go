@@ -49,10 +49,10 @@ func (r *Runner) traceSend(ctx context.Context, m sender.Message) (context.Conte
 
 // endSend ends a send's span with its outcome: the provider's id, or the failure's
 // class and code (its status description; not the error's text, which may quote the
-// recipient).
-func endSend(span trace.Span, res sender.Result, err error) {
+// recipient). It returns the span's trace id for the logs ("" without a span).
+func endSend(span trace.Span, res sender.Result, err error) string {
 	if span == nil {
-		return
+		return ""
 	}
 	if err == nil {
 		if res.ProviderMessageID != "" {
@@ -65,4 +65,5 @@ func endSend(span trace.Span, res sender.Result, err error) {
 		span.SetStatus(codes.Error, string(f.Class)+" "+f.Code)
 	}
 	span.End()
+	return span.SpanContext().TraceID().String()
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -110,7 +111,8 @@ func spanAttr(s *tracepb.Span, key string) string {
 // producer's tracestate passed on. A span names the message, channel, attempt and
 // outcome (a failure's class and code), never the recipient, the payload or the
 // error's text (a receiver's answer may quote them): the collector is a third party's
-// storage. SIGTERM exports what is batched before the runner exits.
+// storage. The runner's log line of a failure names its trace_id. SIGTERM exports
+// what is batched before the runner exits.
 func TestSendsAreTracedWithOpenTelemetry(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
@@ -184,6 +186,10 @@ func TestSendsAreTracedWithOpenTelemetry(t *testing.T) {
 		if c.failed && (s.Status.Message != "permanent 410" || spanAttr(s, "error.type") != "permanent" || spanAttr(s, "herald.error.code") != "410") {
 			t.Fatalf("message %d: status %q, attributes %v", c.id, s.Status.Message, s.Attributes)
 		}
+	}
+	// The log's line of the failure names its trace, to go from one to the other.
+	if !regexp.MustCompile(`"msg":"delivery failed",[^\n]*"id":` + fmt.Sprint(gone) + `,[^\n]*"trace_id":"` + producerTrace + `"`).MatchString(logs.String()) {
+		t.Fatalf("the failure's log line does not name its trace %s:\n%s", producerTrace, logs.String())
 	}
 	all := col.exported()
 	for _, secret := range []string{"customer-secret", "payload-secret", "localhost:", "no endpoint"} {
