@@ -20,31 +20,15 @@ func forget(ctx context.Context, db *database, o options) ([]row, error) {
 		return nil, err
 	}
 	h, b := result{name: "herald.forget"}, result{name: "DELETE by recipient"}
-	timed := func(sql string) (float64, error) {
-		var d time.Duration
-		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			t0 := time.Now()
-			_, err := tx.Exec(ctx, sql)
-			d = time.Since(t0)
-			if err == nil {
-				err = errRollback
-			}
-			return err
-		})
-		if err != errRollback {
-			return 0, err
-		}
-		return 1 / d.Seconds(), nil
-	}
 	for round := range o.rounds {
 		sides := []func() error{
 			func() error {
-				r, err := timed(`SELECT * FROM herald.forget('email', 'ana@example.com')`)
+				r, err := rolledBack(ctx, db, `SELECT * FROM herald.forget('email', 'ana@example.com')`)
 				h.rates = append(h.rates, r)
 				return err
 			},
 			func() error {
-				r, err := timed(`DELETE FROM herald.messages WHERE lower(recipient) = 'ana@example.com'`)
+				r, err := rolledBack(ctx, db, `DELETE FROM herald.messages WHERE lower(recipient) = 'ana@example.com'`)
 				b.rates = append(b.rates, r)
 				return err
 			},
@@ -61,6 +45,25 @@ func forget(ctx context.Context, db *database, o options) ([]row, error) {
 
 // errRollback ends a timed transaction without keeping what it did.
 var errRollback = fmt.Errorf("rolled back")
+
+// rolledBack runs sql with args in a transaction that it rolls back, and returns how
+// many such calls a second its time makes.
+func rolledBack(ctx context.Context, db *database, sql string, args ...any) (float64, error) {
+	var d time.Duration
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		t0 := time.Now()
+		_, err := tx.Exec(ctx, sql, args...)
+		d = time.Since(t0)
+		if err == nil {
+			err = errRollback
+		}
+		return err
+	})
+	if err != errRollback {
+		return 0, err
+	}
+	return 1 / d.Seconds(), nil
+}
 
 // forgetSetup stores n e-mails to distinct recipients and 10 to ana@example.com, and
 // sends them all (database.sendAll).

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // purge: what retention costs once it has caught up, as the rows kept grow.
@@ -59,33 +57,17 @@ func purge(ctx context.Context, db *database, o options) ([]row, error) {
 	if _, err := db.pool.Exec(ctx, `VACUUM ANALYZE herald.messages`); err != nil { // as autovacuum would, after so many deletions
 		return nil, err
 	}
-	timed := func(sql string, at time.Time) (float64, error) {
-		var d time.Duration
-		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			t0 := time.Now()
-			_, err := tx.Exec(ctx, sql, at)
-			d = time.Since(t0)
-			if err == nil {
-				err = errRollback
-			}
-			return err
-		})
-		if err != errRollback {
-			return 0, err
-		}
-		return 1 / d.Seconds(), nil
-	}
 	h, b := result{name: "herald.purge"}, result{name: "read bounded by time alone"}
 	for round := range o.rounds {
 		at := time.Date(2030, 2, 10, 0, 30*(round+1), 0, 0, time.UTC)
 		sides := []func() error{
 			func() error {
-				r, err := timed(`SELECT herald.purge('30 days', now => $1, batch_size => 10000)`, at)
+				r, err := rolledBack(ctx, db, `SELECT herald.purge('30 days', now => $1, batch_size => 10000)`, at)
 				h.rates = append(h.rates, r)
 				return err
 			},
 			func() error {
-				r, err := timed(`SELECT count(*) FROM (SELECT ctid FROM herald.messages WHERE finished_at < $1::timestamptz - interval '30 days' LIMIT 10000) s`, at)
+				r, err := rolledBack(ctx, db, `SELECT count(*) FROM (SELECT ctid FROM herald.messages WHERE finished_at < $1::timestamptz - interval '30 days' LIMIT 10000) s`, at)
 				b.rates = append(b.rates, r)
 				return err
 			},

@@ -32,16 +32,7 @@ func TestRotatedSecretFilesAreReadAgain(t *testing.T) {
 	provider := httptest.NewServer(prov)
 	defer provider.Close()
 	keyFile := filepath.Join(t.TempDir(), "sendgrid-key")
-	write := func(k string) {
-		t.Helper()
-		if err := os.WriteFile(keyFile+".new", []byte(k+"\n"), 0o600); err != nil { // replaced whole, as a Secret volume does
-			t.Fatal(err)
-		}
-		if err := os.Rename(keyFile+".new", keyFile); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("SG.first-k3y")
+	replaceFile(t, keyFile, "SG.first-k3y")
 	cmd, logs := runnerProcess(t, dbURL, "HERALD_SENDER_EMAIL=sendgrid", "HERALD_SENDGRID_URL="+provider.URL,
 		"HERALD_SENDGRID_API_KEY_FILE="+keyFile, "HERALD_EMAIL_FROM=noreply@example.com",
 		"HERALD_POLL_INTERVAL=100ms", "HERALD_PROBE_INTERVAL=200ms")
@@ -54,7 +45,7 @@ func TestRotatedSecretFilesAreReadAgain(t *testing.T) {
 	send(1)
 
 	// Rotated, the old key revoked at once.
-	write("SG.second-k3y")
+	replaceFile(t, keyFile, "SG.second-k3y")
 	prov.key.Store("SG.second-k3y")
 	second := send(2)
 	if n := prov.tries.Load(); n != 1 || countWhere(t, pool, `id = $1 AND attempts = 1`, second) != 1 {
@@ -66,7 +57,7 @@ func TestRotatedSecretFilesAreReadAgain(t *testing.T) {
 	}
 
 	// Rotated with SIGHUP before the old key goes.
-	write("SG.third-k3y")
+	replaceFile(t, keyFile, "SG.third-k3y")
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -92,16 +83,7 @@ func TestIntakeTokensAreReadAgain(t *testing.T) {
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
 	file := filepath.Join(t.TempDir(), "tokens")
-	write := func(list string) {
-		t.Helper()
-		if err := os.WriteFile(file+".new", []byte(list+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(file+".new", file); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("shop:tok-leaked,billing:tok-billing")
+	replaceFile(t, file, "shop:tok-leaked,billing:tok-billing")
 	addr := freeAddr(t)
 	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_TOKENS_FILE="+file)
 	waitHTTP(t, addr)
@@ -122,7 +104,7 @@ func TestIntakeTokensAreReadAgain(t *testing.T) {
 			return strings.Count(logs.String(), "intake tokens read again")+strings.Count(logs.String(), "intake tokens not read again") == n
 		})
 	}
-	write("billing:tok-billing,shop:tok-new")
+	replaceFile(t, file, "billing:tok-billing,shop:tok-new")
 	reload(1)
 	stored := countWhere(t, pool, `true`)
 	for token, want := range map[string]int{"tok-leaked": 401, "tok-new": 202, "tok-billing": 202} {
@@ -133,7 +115,7 @@ func TestIntakeTokensAreReadAgain(t *testing.T) {
 	if n := countWhere(t, pool, `true`); n != stored+2 || countWhere(t, pool, `producer = 'intake:shop'`) != 2 {
 		t.Fatalf("%d messages stored after the reload, want 2 more, the new token's the shop's", n-stored)
 	}
-	write("")
+	replaceFile(t, file, "")
 	reload(2)
 	if code := post("tok-new"); code != 202 {
 		t.Fatalf("an emptied file: the shop's token %d", code)
@@ -170,16 +152,7 @@ func TestWebhookSecretFilesAreReadAgain(t *testing.T) {
 	}))
 	defer receiver.Close()
 	file := filepath.Join(t.TempDir(), "secrets")
-	write := func(secrets string) {
-		t.Helper()
-		if err := os.WriteFile(file+".new", []byte(secrets+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(file+".new", file); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(leaked)
+	replaceFile(t, file, leaked)
 	cmd, logs := runnerProcess(t, dbURL, "HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS_FILE="+file,
 		"HERALD_WEBHOOK_ALLOW=localhost", "HERALD_POLL_INTERVAL=100ms")
 	url := strings.Replace(receiver.URL, "127.0.0.1", "localhost", 1) + "/in"
@@ -203,14 +176,14 @@ func TestWebhookSecretFilesAreReadAgain(t *testing.T) {
 		eventually(t, 10*time.Second, "the reload", func() bool { return strings.Count(logs.String(), "secrets reloaded") == times })
 	}
 	send(signed{byLeaked: true})
-	write(fresh + " " + leaked)
+	replaceFile(t, file, fresh+" "+leaked)
 	reload(1)
 	send(signed{byLeaked: true, byFresh: true})
-	write(fresh)
+	replaceFile(t, file, fresh)
 	reload(2)
 	send(signed{byFresh: true})
 	// A file that no longer parses keeps the secret the runner has.
-	write("not-a-secret")
+	replaceFile(t, file, "not-a-secret")
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -233,16 +206,7 @@ func TestConsoleTokenIsReadAgain(t *testing.T) {
 	pool := testdb.Pool(t, dbURL)
 	const leaked, fresh = "leaked-console-t0ken-1", "fresh-console-t0ken-22"
 	file := filepath.Join(t.TempDir(), "console-token")
-	write := func(token string) {
-		t.Helper()
-		if err := os.WriteFile(file+".new", []byte(token+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(file+".new", file); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(leaked)
+	replaceFile(t, file, leaked)
 	addr := freeAddr(t)
 	serve, logs := runnerProcessArgs(t, dbURL, []string{"serve"}, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_CONSOLE_TOKEN_FILE="+file)
 	waitHTTP(t, addr)
@@ -284,7 +248,7 @@ func TestConsoleTokenIsReadAgain(t *testing.T) {
 	if code != http.StatusSeeOther || old == nil || ask("GET", "", nil, old) != 200 {
 		t.Fatalf("signing in with the token: %d %v", code, old)
 	}
-	write(fresh)
+	replaceFile(t, file, fresh)
 	reload("console token read again")
 	if code := ask("GET", "", nil, old); code != http.StatusUnauthorized {
 		t.Fatalf("the leaked token's cookie after the rotation: %d, want 401", code)
@@ -302,7 +266,7 @@ func TestConsoleTokenIsReadAgain(t *testing.T) {
 	if code != http.StatusSeeOther || cookie == nil || ask("GET", "", nil, cookie) != 200 {
 		t.Fatalf("signing in with the new token: %d %v", code, cookie)
 	}
-	write("short")
+	replaceFile(t, file, "short")
 	reload("the console token was not read again")
 	if ask("GET", "", nil, cookie) != 200 {
 		t.Fatal("a token too short replaced the console's")
@@ -312,5 +276,17 @@ func TestConsoleTokenIsReadAgain(t *testing.T) {
 		if strings.Contains(logs.String(), token) {
 			t.Fatalf("a token is in the log:\n%s", logs.String())
 		}
+	}
+}
+
+// replaceFile puts content and a newline in path as a Secret volume or Vault Agent
+// does: written beside it, then renamed over it.
+func replaceFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path+".new", []byte(content+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
 	}
 }
