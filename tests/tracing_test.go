@@ -2,11 +2,14 @@ package tests
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -221,4 +224,36 @@ func TestAnUnreachableCollectorHoldsNoSendBack(t *testing.T) {
 		return strings.Contains(logs.String(), "exporting spans failed")
 	})
 	waitExit(t, cmd, logs, 15*time.Second)
+}
+
+// herald check checks the collector too: with an OTLP endpoint it exports one span
+// ("herald check") and says ok, or FAIL with why (exit 1) when the collector cannot
+// be reached.
+func TestCheckExportsASpan(t *testing.T) {
+	t.Parallel()
+	col := startCollector(t)
+	check := func(endpoint string) (int, string) {
+		cmd := exec.Command(buildHerald(t), "check")
+		cmd.Env = append(os.Environ(), "HERALD_SENDER_EMAIL=noop", "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := check(col.URL); code != 0 || !strings.Contains(out, "tracing  otlp  ok") || !strings.Contains(col.exported(), "herald check") {
+		t.Fatalf("herald check with a collector: exit %d\n%s", code, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	if code, out := check(down); code != 1 || !strings.Contains(out, "tracing  otlp  FAIL  "+down) {
+		t.Fatalf("herald check with no collector: exit %d\n%s", code, out)
+	}
 }

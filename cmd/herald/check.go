@@ -26,7 +26,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: herald check [flags]")
 		fmt.Fprintln(stderr, "\nChecks each configured provider as herald run does at start (SMTP: connect, STARTTLS, AUTH;")
-		fmt.Fprintln(stderr, "SendGrid: the key and its mail.send scope; Twilio: the account), sending nothing.")
+		fmt.Fprintln(stderr, "SendGrid: the key and its mail.send scope; Twilio: the account), sending nothing; with an OTLP")
+		fmt.Fprintln(stderr, "endpoint (OTEL_EXPORTER_OTLP_ENDPOINT), exports one span to it.")
 		fmt.Fprintln(stderr, "Exit codes: 0 all passed, 1 a check failed, 2 bad configuration. Flags:")
 		fs.PrintDefaults()
 	}
@@ -65,6 +66,24 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		default:
 			fmt.Fprintf(tw, "%s\t%s\tok\tnothing to check\n", ch, kind)
 		}
+	}
+	tr, err := tracingFromEnv(ctx, ev, slog.New(slog.DiscardHandler))
+	if err != nil {
+		tw.Flush()
+		fmt.Fprintf(stderr, "herald check: %v\n", err)
+		return exitUsage
+	}
+	if tr.Tracer != nil {
+		cctx, cancel := context.WithTimeout(ctx, *timeout)
+		err := tr.check(cctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(tw, "tracing\totlp\tFAIL\t%s: %v\n", tr.endpoint, err)
+			failed["tracing"] = err
+		} else {
+			fmt.Fprintf(tw, "tracing\totlp\tok\ta span exported to %s\n", tr.endpoint)
+		}
+		tr.shutdown()
 	}
 	tw.Flush()
 	if len(failed) > 0 {

@@ -27,6 +27,7 @@ import (
 type tracing struct {
 	Tracer   trace.Tracer // nil: not tracing
 	provider *sdktrace.TracerProvider
+	endpoint string
 }
 
 // tracingFromEnv reads whether and how to trace (see tracing).
@@ -59,7 +60,15 @@ func tracingFromEnv(ctx context.Context, ev *environ, logger *slog.Logger) (*tra
 		logger.Warn("exporting spans failed; they are dropped", "err", err)
 	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &tracing{Tracer: tp.Tracer("github.com/herald/herald/runner"), provider: tp}, nil
+	return &tracing{Tracer: tp.Tracer("github.com/herald/herald/runner"), provider: tp, endpoint: endpoint}, nil
+}
+
+// check exports one span ("herald check") and says whether the collector took it
+// (herald check).
+func (t *tracing) check(ctx context.Context) error {
+	_, span := t.Tracer.Start(ctx, "herald check")
+	span.End()
+	return t.provider.ForceFlush(ctx)
 }
 
 // shutdown exports the spans still batched, for at most five seconds.
