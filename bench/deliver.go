@@ -35,7 +35,8 @@ import (
 // jittered latency, optionally enforcing a rate with 429 + Retry-After. For 1, 2 and
 // 4 runners with the defaults (adaptive concurrency), and for 1 runner with the old
 // fixed 16 sends at once: messages/s against the setup's physical limit
-// (min(provider rate, sends the runners may have in flight / latency)), new TCP
+// (min(provider rate, the sends the runners may have in flight in each lane — the
+// providers' two thirds of the messages, the receivers' third — over the latency)), new TCP
 // connections and TLS handshakes per message, 429s provoked, CPU per message (runners
 // and database server), the runners' largest RSS, and a chart of throughput over time.
 func deliver(ctx context.Context, db *database, o options) ([]row, error) {
@@ -112,14 +113,17 @@ func deliver(ctx context.Context, db *database, o options) ([]row, error) {
 			rows = append(rows, absRow(fmt.Sprintf("deliver, %s: spans exported per message", c.label), "spans", float64(c.spans.Load())/float64(o.deliverMessages), 0))
 		}
 		curves = append(curves, d.curve)
-		inFlight := float64(c.runners * 512)
+		// Two lanes of sends per runner, each of HERALD_CONCURRENCY: the providers' (two
+		// thirds of the messages) and the webhook receivers' (a third), in parallel.
+		lane := float64(c.runners * 512)
 		if len(c.env) > 0 && strings.Contains(c.env[0], "CONCURRENCY=16") {
-			inFlight = 16
+			lane = 16
 		}
-		physical := inFlight / o.deliverLatency.Seconds()
-		if len(c.env) > 0 && strings.Contains(c.env[0], "HOST_CONCURRENCY") { // a third of the messages at 32 per send time
-			physical = min(physical, 3*32/o.deliverLatency.Seconds())
+		receivers := lane
+		if len(c.env) > 0 && strings.Contains(c.env[0], "HOST_CONCURRENCY") { // the one site's 32 per runner
+			receivers = 32
 		}
+		physical := min(lane*3/2, receivers*3) / o.deliverLatency.Seconds()
 		if o.deliverRate > 0 {
 			physical = min(physical, float64(o.deliverRate))
 		}

@@ -54,8 +54,8 @@ func (c *concurrency) saturate() {
 	c.mu.Unlock()
 }
 
-// observe records one send: how long it took and how it ended; it returns the new
-// limit when this send closed a window that changed it, else 0.
+// observe records one send to a provider: how long it took and how it ended; it
+// returns the new limit when this send closed a window that changed it, else 0.
 func (c *concurrency) observe(took time.Duration, err error, now time.Time) int {
 	if !c.adaptive {
 		return 0

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -29,7 +30,7 @@ func (r *Runner) claimLoop(ctx, sendCtx context.Context) {
 			continue
 		}
 		backoff.reset()
-		if full && r.free() > 0 {
+		if n, _ := r.free(); full && n > 0 {
 			continue // a full batch: there is probably more
 		}
 		if !r.waitForWork(ctx, poll, deafPoll, trailing) {
@@ -80,20 +81,45 @@ func (r *Runner) Stalled() time.Duration {
 	return 0
 }
 
-func (r *Runner) free() int { return r.conc.current() - int(r.busy.Load()) }
+// free is how many messages a claim may take now, and of which channels: sends to
+// providers within the adaptive limit, sends to receivers (sender.ToReceivers)
+// within Config.Concurrency, each lane on its own; when one lane is full, only the
+// other's channels (only; nil: all).
+func (r *Runner) free() (n int, only func(channel string) bool) {
+	providers := r.conc.current() - int(r.limited.Load())
+	receivers := r.cfg.Concurrency - int(r.busy.Load()-r.limited.Load())
+	switch {
+	case len(r.receivers) == 0:
+		return providers, nil
+	case len(r.receivers) == len(r.channels):
+		return receivers, nil
+	case providers <= 0:
+		return receivers, func(ch string) bool { return r.receivers[ch] }
+	case receivers <= 0:
+		return providers, func(ch string) bool { return !r.receivers[ch] }
+	}
+	return min(providers, receivers), nil
+}
 
 // claim takes up to min(batch size, free slots) messages and starts their sends. It
 // reports whether it got as many as it asked for.
 func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
-	n := min(r.cfg.BatchSize, r.free())
+	n, only := r.free()
+	n = min(r.cfg.BatchSize, n)
 	channels := r.holds.open(r.channels)
 	if len(channels) == 0 {
 		return false, nil // every channel held: wait for a report to lift one
 	}
-	if n <= 0 || ctx.Err() != nil {
-		if n <= 0 {
-			r.conc.saturate() // every slot busy: the limit is what holds the runner back
+	if len(r.receivers) < len(r.channels) && r.conc.current() <= int(r.limited.Load()) {
+		r.conc.saturate() // the providers' slots all busy: the limit is what holds them back
+	}
+	if only != nil {
+		channels = slices.DeleteFunc(slices.Clone(channels), func(ch string) bool { return !only(ch) })
+		if len(channels) == 0 {
+			return true, nil
 		}
+	}
+	if n <= 0 || ctx.Err() != nil {
 		return true, nil
 	}
 	start := time.Now()

@@ -22,12 +22,15 @@ type Config struct {
 	// BatchSize is the most messages one claim_batch call takes (default 100), and
 	// the most results one complete/fail call reports.
 	BatchSize int
-	// Concurrency is the most sends that run at once (default 512). Unless
-	// FixedConcurrency is set, the runner adapts its limit below it to the provider:
-	// from ConcurrencyStart it grows while latency holds and the provider does not
-	// push back, and shrinks on 429s, timeouts and rising latency (runner/adaptive.go).
-	// A claim never takes more messages than there are free send slots under the
-	// limit, nor more than BatchSize.
+	// Concurrency is the most sends to providers that run at once (default 512), and
+	// apart from those the most to receivers (senders that are sender.ToReceivers:
+	// webhooks, each receiver site bounded by the sender), so that slow receivers
+	// never take the providers' slots. Unless FixedConcurrency is set, the runner
+	// adapts its limit on provider sends below it to the provider: from
+	// ConcurrencyStart it grows while latency holds and the provider does not push
+	// back, and shrinks on 429s, timeouts and rising latency (runner/adaptive.go). A
+	// claim never takes more messages than there are free send slots, nor more than
+	// BatchSize.
 	Concurrency int
 	// ConcurrencyStart is the adaptive limit's first value (default 16).
 	ConcurrencyStart int

@@ -45,12 +45,14 @@ type Runner struct {
 	mu      sync.Mutex
 	flights map[int64]*flight // claimed, not yet reported
 
-	work    chan sender.Message // claimed messages waiting for a send worker (capacity Concurrency)
+	work    chan sender.Message // claimed messages waiting for a send worker (capacity: both lanes, 2 × Concurrency)
 	workers int                 // send workers started (guarded by mu)
 	growing bool                // a grow goroutine is running (guarded by mu)
 
-	busy       atomic.Int64 // claimed messages not yet sent (queued or sending)
-	conc       *concurrency // the limit on busy (adaptive unless Config.FixedConcurrency)
+	busy       atomic.Int64    // claimed messages not yet sent (queued or sending)
+	limited    atomic.Int64    // those of them to providers (not receivers): at most conc's limit; the others at most Config.Concurrency
+	conc       *concurrency    // the limit on limited (adaptive unless Config.FixedConcurrency)
+	receivers  map[string]bool // channels whose sender sends to receivers (sender.ToReceivers)
 	sends      sync.WaitGroup
 	outMu      sync.Mutex
 	outbox     []outcome     // results waiting for the reporter (guarded by outMu)
@@ -101,19 +103,32 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	return &Runner{
-		cfg:      cfg,
-		pool:     pool,
-		log:      cfg.Logger.With("worker", cfg.Worker),
-		m:        newInstruments(),
-		channels: cfg.channels(),
-		wake:     make(chan struct{}, 1),
-		freed:    make(chan struct{}, 1),
-		flights:  map[int64]*flight{},
-		outage:   outage{streak: map[string]int{}},
-		work:     make(chan sender.Message, cfg.Concurrency),
-		conc:     newConcurrency(cfg),
-		outKick:  make(chan struct{}, 1),
+		cfg:       cfg,
+		pool:      pool,
+		log:       cfg.Logger.With("worker", cfg.Worker),
+		m:         newInstruments(),
+		channels:  cfg.channels(),
+		wake:      make(chan struct{}, 1),
+		freed:     make(chan struct{}, 1),
+		flights:   map[int64]*flight{},
+		outage:    outage{streak: map[string]int{}},
+		work:      make(chan sender.Message, 2*cfg.Concurrency),
+		conc:      newConcurrency(cfg),
+		receivers: receiverChannels(cfg.Senders),
+		outKick:   make(chan struct{}, 1),
 	}, nil
+}
+
+// receiverChannels are the channels whose sender sends to receivers
+// (sender.ToReceivers).
+func receiverChannels(senders map[string]sender.Sender) map[string]bool {
+	out := map[string]bool{}
+	for ch, s := range senders {
+		if t, ok := s.(sender.ToReceivers); ok && t.ToReceivers() {
+			out[ch] = true
+		}
+	}
+	return out
 }
 
 // Run delivers until ctx ends, then shuts down gracefully (see the package doc).

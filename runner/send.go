@@ -11,7 +11,7 @@ import (
 )
 
 // growInterval is how long claimed messages may wait in the work queue before the
-// runner doubles its send workers (up to Config.Concurrency).
+// runner doubles its send workers (up to the work queue's capacity).
 const growInterval = time.Millisecond
 
 // start records the flights of a claimed batch and queues them for the send
@@ -23,6 +23,11 @@ const growInterval = time.Millisecond
 // the runner's life.
 func (r *Runner) start(ctx context.Context, fl []flight) {
 	r.busy.Add(int64(len(fl)))
+	for i := range fl {
+		if !r.receivers[fl[i].msg.Channel] {
+			r.limited.Add(1)
+		}
+	}
 	r.sends.Add(len(fl))
 	r.mu.Lock()
 	for i := range fl {
@@ -39,20 +44,20 @@ func (r *Runner) start(ctx context.Context, fl []flight) {
 		r.workers++
 		go r.worker(ctx)
 	}
-	if !r.growing && len(r.work) > 0 && r.workers < r.cfg.Concurrency {
+	if !r.growing && len(r.work) > 0 && r.workers < cap(r.work) {
 		r.growing = true
 		go r.grow(ctx)
 	}
 }
 
 // grow adds send workers while messages wait in the queue: as many again as there
-// are every growInterval, up to Config.Concurrency.
+// are every growInterval, up to the work queue's capacity (both lanes' sends).
 func (r *Runner) grow(ctx context.Context) {
 	t := time.NewTimer(growInterval)
 	defer t.Stop()
 	for range t.C {
 		r.mu.Lock()
-		add := min(r.workers, r.cfg.Concurrency-r.workers, len(r.work))
+		add := min(r.workers, cap(r.work)-r.workers, len(r.work))
 		if add <= 0 {
 			r.growing = false
 			r.mu.Unlock()
@@ -101,7 +106,9 @@ func (r *Runner) worker(ctx context.Context) {
 			o.res, o.err = r.send(sctx, m)
 			o.trace = endSend(span, o.res, o.err)
 			took := time.Since(start) - o.res.Queued // the provider's time, not a wait of the sender's own
-			if limit := r.conc.observe(took, o.err, time.Now()); limit > 0 {
+			if r.receivers[m.Channel] {
+				// A receiver's time is its own: the adaptive limit follows providers.
+			} else if limit := r.conc.observe(took, o.err, time.Now()); limit > 0 {
 				r.m.concurrency.Set(float64(limit))
 			}
 			r.m.sendSeconds.WithLabelValues(m.Channel).Observe(took.Seconds())
@@ -115,6 +122,9 @@ func (r *Runner) worker(ctx context.Context) {
 		}
 		r.post(o)
 		r.busy.Add(-1)
+		if !r.receivers[m.Channel] {
+			r.limited.Add(-1)
+		}
 		r.sends.Done()
 		select {
 		case r.freed <- struct{}{}:

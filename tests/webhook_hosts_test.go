@@ -132,3 +132,49 @@ func (p *peak) enter() {
 }
 
 func (p *peak) leave() { p.now.Add(-1) }
+
+// Receivers and providers have send slots of their own (two lanes): a receiver that
+// holds every request it gets (40 webhooks to one site, the default bound of 32) takes
+// no slot from the e-mail channel's provider nor the runner's adaptive limit, which
+// starts at 16 and follows providers; so e-mails (a password reset) and webhooks to
+// another receiver go out at once, with the default settings, while the slow
+// receiver still holds its sends. With one pool of slots under the adaptive limit,
+// the slow site took all 16 and every e-mail waited for its answers.
+func TestASlowReceiverTakesNoProvidersSlots(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	release := make(chan struct{})
+	var once sync.Once
+	var held atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		held.Add(1)
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer slow.Close()
+	defer once.Do(func() { close(release) })
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer fast.Close()
+	for i := range 40 {
+		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"/in", i)
+	}
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_SENDER_EMAIL=noop", "HERALD_SENDER_HOOKS=webhook",
+		"HERALD_HOOKS_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4), "HERALD_WEBHOOK_ALLOW=localhost",
+		"HERALD_WEBHOOK_TIMEOUT=10m", "HERALD_POLL_INTERVAL=100ms") // the slow sends end when released, not by a timeout
+	eventually(t, 30*time.Second, "the slow receiver holding its sends", func() bool { return held.Load() >= 16 })
+	mustExec(t, pool, `SELECT herald.enqueue('email', 'u' || g || '@example.com', '{"subject":"Reset your password","text":"t"}') FROM generate_series(1, 20) g`)
+	for i := range 20 {
+		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(fast.URL, "127.0.0.1", "localhost", 1)+"/in", i)
+	}
+	eventually(t, 30*time.Second, "the e-mails and the other receiver's webhooks sent while the slow one holds its sends", func() bool {
+		return countWhere(t, pool, `status = 'sent' AND (channel = 'email' OR recipient LIKE $1)`, strings.Replace(fast.URL, "127.0.0.1", "localhost", 1)+"%") == 40
+	})
+	if n := countWhere(t, pool, `status = 'sent' AND recipient LIKE $1`, strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"%"); n != 0 {
+		t.Fatalf("%d of the slow receiver's webhooks answered before it was released", n)
+	}
+	once.Do(func() { close(release) })
+	eventually(t, 90*time.Second, "all eighty sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 80 })
+	waitExit(t, cmd, logs, 15*time.Second)
+}

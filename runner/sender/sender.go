@@ -91,6 +91,15 @@ type Sender interface {
 	Send(ctx context.Context, m Message) (Result, error)
 }
 
+// ToReceivers is implemented by a sender whose sends go to endpoints of the messages'
+// own (webhook receivers, many and each bounded by the sender) rather than to one
+// provider: the runner bounds its sends by Config.Concurrency alone, not by its
+// adaptive limit, which follows a provider's capacity; so a slow receiver neither
+// takes the provider channels' turn nor holds their limit down.
+type ToReceivers interface {
+	ToReceivers() bool
+}
+
 // Checker is implemented by senders that can check their configuration against the
 // provider without sending anything (connect, authenticate, read the account). Check
 // returns nil, a *Failure of ClassConfiguration for a setup an operator must fix, or

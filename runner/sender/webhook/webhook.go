@@ -332,6 +332,10 @@ func Verify(keys []string, h http.Header, body []byte, tolerance time.Duration, 
 	return errors.New("webhook: no signature matches")
 }
 
+// ToReceivers says webhooks go to receivers (sender.ToReceivers): the runner leaves
+// them out of its adaptive limit; the sender bounds each receiver site itself.
+func (s *Sender) ToReceivers() bool { return true }
+
 // Send posts the message to its recipient URL, unless the host's circuit is open.
 // Every failure is the receiver's (sender.Failure.Receiver): one customer's endpoint
 // does not slow the runner's sends to the others.
