@@ -119,3 +119,50 @@ func pushback(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
+
+// ramp is the limit on sends to receivers (sender.ToReceivers): receivers are many,
+// each bounded by its sender, so their answer times say nothing of a capacity to
+// find; but a runner starting with a backlog should not open Config.Concurrency
+// connections at once. Unless Config.FixedConcurrency, it starts at
+// Config.ConcurrencyStart and doubles once a window has passed in which it held a
+// claim back, up to Config.Concurrency; it never shrinks.
+type ramp struct {
+	mu        sync.Mutex
+	limit     int
+	max       int
+	windowEnd time.Time
+}
+
+func newRamp(cfg Config) *ramp {
+	r := &ramp{limit: cfg.Concurrency, max: cfg.Concurrency}
+	if !cfg.FixedConcurrency {
+		r.limit = min(cfg.ConcurrencyStart, cfg.Concurrency)
+	}
+	return r
+}
+
+// current is the limit now.
+func (r *ramp) current() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.limit
+}
+
+// held records at now that the limit held back a claim; it returns the new limit
+// when that doubled it, else 0.
+func (r *ramp) held(now time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.limit >= r.max:
+		return 0
+	case r.windowEnd.IsZero():
+		r.windowEnd = now.Add(adaptWindow)
+		return 0
+	case now.Before(r.windowEnd):
+		return 0
+	}
+	r.limit = min(r.max, 2*r.limit)
+	r.windowEnd = now.Add(adaptWindow)
+	return r.limit
+}

@@ -63,3 +63,27 @@ func TestAdaptiveConcurrency(t *testing.T) {
 		t.Fatalf("fixed: %d, want 50", got)
 	}
 }
+
+// The receivers' limit starts low and doubles once a window has passed in which it
+// held a claim back, never past the maximum and never shrinking; fixed, it is the
+// maximum from the start.
+func TestReceiversRamp(t *testing.T) {
+	r := newRamp(Config{Concurrency: 100, ConcurrencyStart: 16})
+	now := time.Unix(0, 0)
+	if got := r.held(now); got != 0 || r.current() != 16 {
+		t.Fatalf("the first hold: %d, limit %d; want no change from 16", got, r.current())
+	}
+	if got := r.held(now.Add(adaptWindow / 2)); got != 0 {
+		t.Fatalf("within the window: %d, want no change", got)
+	}
+	for _, want := range []int{32, 64, 100, 100} {
+		now = now.Add(adaptWindow)
+		r.held(now)
+		if got := r.current(); got != want {
+			t.Fatalf("a window later: %d, want %d", got, want)
+		}
+	}
+	if fixed := newRamp(Config{Concurrency: 50, ConcurrencyStart: 16, FixedConcurrency: true}); fixed.current() != 50 {
+		t.Fatalf("fixed: %d, want 50", fixed.current())
+	}
+}

@@ -83,11 +83,11 @@ func (r *Runner) Stalled() time.Duration {
 
 // free is how many messages a claim may take now, and of which channels: sends to
 // providers within the adaptive limit, sends to receivers (sender.ToReceivers)
-// within Config.Concurrency, each lane on its own; when one lane is full, only the
-// other's channels (only; nil: all).
+// within theirs (ramp, up to Config.Concurrency), each lane on its own; when one
+// lane is full, only the other's channels (only; nil: all).
 func (r *Runner) free() (n int, only func(channel string) bool) {
 	providers := r.conc.current() - int(r.limited.Load())
-	receivers := r.cfg.Concurrency - int(r.busy.Load()-r.limited.Load())
+	receivers := r.ramp.current() - int(r.busy.Load()-r.limited.Load())
 	switch {
 	case len(r.receivers) == 0:
 		return providers, nil
@@ -112,6 +112,9 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	}
 	if len(r.receivers) < len(r.channels) && r.conc.current() <= int(r.limited.Load()) {
 		r.conc.saturate() // the providers' slots all busy: the limit is what holds them back
+	}
+	if len(r.receivers) > 0 && r.ramp.current() <= int(r.busy.Load()-r.limited.Load()) {
+		r.ramp.held(time.Now()) // the receivers' slots all busy
 	}
 	if only != nil {
 		channels = slices.DeleteFunc(slices.Clone(channels), func(ch string) bool { return !only(ch) })

@@ -50,8 +50,9 @@ type Runner struct {
 	growing bool                // a grow goroutine is running (guarded by mu)
 
 	busy       atomic.Int64    // claimed messages not yet sent (queued or sending)
-	limited    atomic.Int64    // those of them to providers (not receivers): at most conc's limit; the others at most Config.Concurrency
+	limited    atomic.Int64    // those of them to providers (not receivers): at most conc's limit; the others at most ramp's
 	conc       *concurrency    // the limit on limited (adaptive unless Config.FixedConcurrency)
+	ramp       *ramp           // the limit on sends to receivers (up to Config.Concurrency)
 	receivers  map[string]bool // channels whose sender sends to receivers (sender.ToReceivers)
 	sends      sync.WaitGroup
 	outMu      sync.Mutex
@@ -114,6 +115,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 		outage:    outage{streak: map[string]int{}},
 		work:      make(chan sender.Message, 2*cfg.Concurrency),
 		conc:      newConcurrency(cfg),
+		ramp:      newRamp(cfg),
 		receivers: receiverChannels(cfg.Senders),
 		outKick:   make(chan struct{}, 1),
 	}, nil

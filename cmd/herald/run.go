@@ -27,7 +27,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(specs, "sender", "CHANNEL=SPEC, repeatable (env HERALD_SENDER_<CHANNEL>): sink:-, sink:PATH, noop, noop:DURATION, smtp, sendgrid, ses, twilio, webhook")
 	httpAddr := fs.String("http-addr", ev.str("HERALD_HTTP_ADDR", "127.0.0.1:8080"), "address of /metrics, /healthz and the intake; off to disable (env HERALD_HTTP_ADDR)")
 	batch := fs.Int("batch-size", ev.int("HERALD_BATCH_SIZE", runner.DefaultBatchSize), "messages per claim and per report (env HERALD_BATCH_SIZE)")
-	conc := fs.Int("concurrency", ev.int("HERALD_CONCURRENCY", runner.DefaultConcurrency), "the most sends at once; the runner adapts its limit below it to the provider (env HERALD_CONCURRENCY)")
+	conc := fs.Int("concurrency", ev.int("HERALD_CONCURRENCY", runner.DefaultConcurrency), "the most sends to providers at once (the runner adapts its limit below it to the provider), and apart from those to webhook receivers (env HERALD_CONCURRENCY)")
 	concStart := fs.Int("concurrency-start", ev.int("HERALD_CONCURRENCY_START", runner.DefaultConcurrencyStart), "the adaptive limit's first value (env HERALD_CONCURRENCY_START)")
 	concFixed := fs.String("concurrency-fixed", ev.str("HERALD_CONCURRENCY_FIXED", "false"), "true: always --concurrency sends at once, no adapting (env HERALD_CONCURRENCY_FIXED)")
 	lease := fs.Duration("lease", ev.duration("HERALD_LEASE", runner.DefaultLease), "lease per claim; slow sends get it extended (env HERALD_LEASE)")
