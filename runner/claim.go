@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -30,7 +29,7 @@ func (r *Runner) claimLoop(ctx, sendCtx context.Context) {
 			continue
 		}
 		backoff.reset()
-		if n, _ := r.free(); full && n > 0 {
+		if full && r.free() {
 			continue // a full batch: there is probably more
 		}
 		if !r.waitForWork(ctx, poll, deafPoll, trailing) {
@@ -81,50 +80,86 @@ func (r *Runner) Stalled() time.Duration {
 	return 0
 }
 
-// free is how many messages a claim may take now, and of which channels: sends to
-// providers within the adaptive limit, sends to receivers (sender.ToReceivers)
-// within theirs (ramp, up to Config.Concurrency), each lane on its own; when one
-// lane is full, only the other's channels (only; nil: all).
-func (r *Runner) free() (n int, only func(channel string) bool) {
-	providers := r.conc.current() - int(r.limited.Load())
-	receivers := r.ramp.current() - int(r.busy.Load()-r.limited.Load())
-	switch {
-	case len(r.receivers) == 0:
-		return providers, nil
-	case len(r.receivers) == len(r.channels):
-		return receivers, nil
-	case providers <= 0:
-		return receivers, func(ch string) bool { return r.receivers[ch] }
-	case receivers <= 0:
-		return providers, func(ch string) bool { return !r.receivers[ch] }
-	}
-	return min(providers, receivers), nil
+// room is how many more sends each lane may start: to providers within the adaptive
+// limit, to receivers (sender.ToReceivers) within theirs (ramp, up to
+// Config.Concurrency).
+func (r *Runner) room() (providers, receivers int) {
+	limited := int(r.limited.Load())
+	return r.conc.current() - limited, r.ramp.current() - (int(r.busy.Load()) - limited)
 }
 
-// claim takes up to min(batch size, free slots) messages and starts their sends. It
-// reports whether it got as many as it asked for.
+// free is whether a lane the runner serves has room for a send.
+func (r *Runner) free() bool {
+	providers, receivers := r.room()
+	return (providers > 0 && len(r.receivers) < len(r.channels)) || (receivers > 0 && len(r.receivers) > 0)
+}
+
+// part is one claim of a turn: its channels, how many messages, and what to tell
+// the lane whose room held it back (nil: neither's).
+type part struct {
+	channels []string
+	n        int
+	held     func()
+}
+
+// parts plans a turn's claims over channels: one of all of them when both lanes have
+// room for a batch, else one per lane, of its channels and as many as it has room
+// for; so a lane nearly full neither holds the other's claims to its room nor is
+// passed over.
+func (r *Runner) parts(channels []string) []part {
+	providers, receivers := r.room()
+	p := part{n: min(r.cfg.BatchSize, providers), held: r.conc.saturate}
+	q := part{n: min(r.cfg.BatchSize, receivers), held: func() { r.ramp.held(time.Now()) }}
+	for _, ch := range channels {
+		if r.receivers[ch] {
+			q.channels = append(q.channels, ch)
+		} else {
+			p.channels = append(p.channels, ch)
+		}
+	}
+	switch {
+	case len(q.channels) == 0:
+		return []part{p}
+	case len(p.channels) == 0:
+		return []part{q}
+	case p.n >= r.cfg.BatchSize && q.n >= r.cfg.BatchSize:
+		return []part{{channels: channels, n: r.cfg.BatchSize}}
+	}
+	return []part{p, q}
+}
+
+// claim takes up to a batch of messages for each lane with free send slots (parts)
+// and starts their sends. It reports whether a claim got as many as it asked for.
 func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
-	n, only := r.free()
-	n = min(r.cfg.BatchSize, n)
 	channels := r.holds.open(r.channels)
 	if len(channels) == 0 {
 		return false, nil // every channel held: wait for a report to lift one
 	}
-	if len(r.receivers) < len(r.channels) && r.conc.current() <= int(r.limited.Load()) {
-		r.conc.saturate() // the providers' slots all busy: the limit is what holds them back
-	}
-	if len(r.receivers) > 0 && r.ramp.current() <= int(r.busy.Load()-r.limited.Load()) {
-		r.ramp.held(time.Now()) // the receivers' slots all busy
-	}
-	if only != nil {
-		channels = slices.DeleteFunc(slices.Clone(channels), func(ch string) bool { return !only(ch) })
-		if len(channels) == 0 {
-			return true, nil
+	for _, pt := range r.parts(channels) {
+		if pt.n <= 0 || ctx.Err() != nil {
+			if pt.n <= 0 && pt.held != nil {
+				pt.held() // every slot of the lane busy: its limit is what holds it back
+			}
+			full = true
+			continue
+		}
+		got, err := r.claimFrom(ctx, sendCtx, pt.channels, pt.n)
+		if err != nil {
+			return false, err
+		}
+		if got == pt.n {
+			full = true
+			if pt.n < r.cfg.BatchSize && pt.held != nil {
+				pt.held() // there was more to take than free slots
+			}
 		}
 	}
-	if n <= 0 || ctx.Err() != nil {
-		return true, nil
-	}
+	return full, nil
+}
+
+// claimFrom claims up to n messages of channels and starts their sends; it returns
+// how many it got.
+func (r *Runner) claimFrom(ctx, sendCtx context.Context, channels []string, n int) (int, error) {
 	start := time.Now()
 	// A claim in flight when the runner is stopped (ctx) is not cut short:
 	// claim_batch commits on the server, so a claim whose result the runner stopped
@@ -138,7 +173,7 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	rows, err := r.pool.Query(qctx, `SELECT id, channel, recipient, payload, metadata, attempt, lease_token, lease_expires_at, expires_at
 		FROM herald.claim_batch($1, $2, $3 * interval '1 microsecond', $4)`, r.cfg.Worker, n, r.cfg.Lease.Microseconds(), channels)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	// Scanned straight into the batch's flights (no second copy of the batch), with
 	// the channel's name shared, the JSON copied into a few large blocks and one
@@ -159,7 +194,7 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 			&m.ID, &channel, &m.Recipient, &payload, &metadata, &m.Attempt, &m.LeaseToken, &m.LeaseUntil, &expiresAt
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
-			return false, err
+			return 0, err
 		}
 		m.Channel = r.channelName(channel)
 		// Payload and metadata as bytes: PostgreSQL has already checked the JSON.
@@ -174,17 +209,14 @@ func (r *Runner) claim(ctx, sendCtx context.Context) (full bool, err error) {
 	if err := rows.Err(); err != nil {
 		// The claim may have committed before the error: those messages come back
 		// through reap_stale when their lease expires.
-		return false, err
+		return 0, err
 	}
 	r.m.claimSeconds.Observe(time.Since(start).Seconds())
 	for ch, k := range countByChannel(fl) {
 		r.m.claimed.WithLabelValues(ch).Add(float64(k))
 	}
 	r.start(sendCtx, fl)
-	if len(fl) == n && n < r.cfg.BatchSize {
-		r.conc.saturate() // there was more to take than free slots
-	}
-	return len(fl) == n, nil
+	return len(fl), nil
 }
 
 // channelName returns the runner's own copy of a claimed message's channel name (the
