@@ -131,7 +131,14 @@ Thanks.
 // mail server's pipe does; returns its exit code and output.
 func mailReport(t *testing.T, bin, input string, env ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(bin, "mail-report")
+	return runCommand(t, bin, []string{"mail-report"}, input, env...)
+}
+
+// runCommand runs bin with args, input on stdin and env added to the environment, and
+// returns its exit code and its output (standard output and error together).
+func runCommand(t *testing.T, bin string, args []string, input string, env ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(input)
 	out, err := cmd.CombinedOutput()

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -460,18 +458,8 @@ func TestStartCheckRefuseAndHeraldCheck(t *testing.T) {
 
 	sgFake := sendertest.FakeSendGrid(t)
 	check := func(key string) (int, string) {
-		cmd := exec.Command(buildHerald(t), "check")
-		cmd.Env = append(os.Environ(), "HERALD_SENDER_EMAIL=sendgrid", "HERALD_SENDGRID_API_KEY="+key, "HERALD_SENDGRID_URL="+sgFake.URL,
-			"HERALD_EMAIL_FROM=noreply@example.com", "HERALD_SENDER_LOG=sink:-")
-		out, err := cmd.CombinedOutput()
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, string(out)
+		return runCommand(t, buildHerald(t), []string{"check"}, "", "HERALD_SENDER_EMAIL=sendgrid", "HERALD_SENDGRID_API_KEY="+key,
+			"HERALD_SENDGRID_URL="+sgFake.URL, "HERALD_EMAIL_FROM=noreply@example.com", "HERALD_SENDER_LOG=sink:-")
 	}
 	if code, out := check("SG.test-key"); code != 0 || !strings.Contains(out, "email  sendgrid  ok") {
 		t.Fatalf("herald check with a good key: exit %d\n%s", code, out)

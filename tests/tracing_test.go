@@ -2,14 +2,11 @@ package tests
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -233,16 +230,7 @@ func TestCheckExportsASpan(t *testing.T) {
 	t.Parallel()
 	col := startCollector(t)
 	check := func(endpoint string) (int, string) {
-		cmd := exec.Command(buildHerald(t), "check")
-		cmd.Env = append(os.Environ(), "HERALD_SENDER_EMAIL=noop", "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint)
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode(), string(out)
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
+		return runCommand(t, buildHerald(t), []string{"check"}, "", "HERALD_SENDER_EMAIL=noop", "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint)
 	}
 	if code, out := check(col.URL); code != 0 || !strings.Contains(out, "tracing  otlp  ok") || !strings.Contains(col.exported(), "herald check") {
 		t.Fatalf("herald check with a collector: exit %d\n%s", code, out)
