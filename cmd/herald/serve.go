@@ -231,13 +231,12 @@ type services struct {
 func registerServices(ctx context.Context, mux *http.ServeMux, pool *pgxpool.Pool, settings intakeSettings, in intakeFlags,
 	consoleToken string, evCfg events.Config, logger *slog.Logger) (*services, error) {
 	s := &services{in: in}
+	var err error
 	if settings.on {
-		var err error
 		if s.intake, err = settings.register(ctx, mux, pool, in, logger); err != nil {
 			return nil, err
 		}
 	}
-	var err error
 	if s.console, err = registerConsole(mux, pool, consoleToken, logger); err != nil {
 		return nil, err
 	}
