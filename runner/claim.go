@@ -109,7 +109,11 @@ type part struct {
 func (r *Runner) parts(channels []string) []part {
 	providers, receivers := r.room()
 	p := part{n: min(r.cfg.BatchSize, providers), held: r.conc.saturate}
-	q := part{n: min(r.cfg.BatchSize, receivers), held: func() { r.ramp.held(time.Now()) }}
+	q := part{n: min(r.cfg.BatchSize, receivers), held: func() {
+		if limit := r.ramp.held(time.Now()); limit > 0 {
+			r.m.receiverConc.Set(float64(limit))
+		}
+	}}
 	for _, ch := range channels {
 		if r.receivers[ch] {
 			q.channels = append(q.channels, ch)

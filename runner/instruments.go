@@ -31,6 +31,7 @@ type instruments struct {
 	listenerUp    prometheus.Gauge
 	inflight      prometheus.Gauge
 	concurrency   prometheus.Gauge
+	receiverConc  prometheus.Gauge
 	atMaxPending  prometheus.Gauge
 	suspended     prometheus.Gauge
 	codeMatches   prometheus.Gauge
@@ -115,7 +116,8 @@ func newInstruments() *instruments {
 		notifications: counter("herald_notifications_total", "NOTIFY herald_queue received."),
 		listenerUp:    gauge("herald_listener_connected", "1 while the LISTEN connection is up."),
 		inflight:      gauge("herald_inflight_messages", "Messages claimed and not yet reported."),
-		concurrency:   gauge("herald_concurrency_limit", "Sends this runner lets run at once now (adaptive unless fixed)."),
+		concurrency:   gauge("herald_concurrency_limit", "Sends to providers this runner lets run at once now (adaptive unless fixed)."),
+		receiverConc:  gauge("herald_receiver_concurrency_limit", "Sends to webhook receivers this runner lets run at once now (ramping up to HERALD_CONCURRENCY unless fixed)."),
 		atMaxPending: gauge("herald_producers_at_max_pending",
 			"Producers whose enqueues are refused: at their max_pending when this runner last counted (herald.count_producers)."),
 		suspended: gauge("herald_producers_suspended",

@@ -140,6 +140,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		"concurrency_max", r.cfg.Concurrency, "concurrency", r.conc.current(), "adaptive", !r.cfg.FixedConcurrency,
 		"lease", r.cfg.Lease.String(), "poll_interval", r.cfg.PollInterval.String())
 	r.m.concurrency.Set(float64(r.conc.current()))
+	r.m.receiverConc.Set(float64(r.ramp.current()))
 	if err := r.startCheck(ctx); err != nil {
 		return err
 	}

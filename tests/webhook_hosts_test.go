@@ -160,7 +160,8 @@ func TestASlowReceiverTakesNoProvidersSlots(t *testing.T) {
 	for i := range 40 {
 		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"/in", i)
 	}
-	cmd, logs := runnerProcess(t, dbURL, "HERALD_SENDER_EMAIL=noop", "HERALD_SENDER_HOOKS=webhook",
+	addr := freeAddr(t)
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_SENDER_EMAIL=noop", "HERALD_SENDER_HOOKS=webhook",
 		"HERALD_HOOKS_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4), "HERALD_WEBHOOK_ALLOW=localhost",
 		"HERALD_WEBHOOK_TIMEOUT=10m", "HERALD_POLL_INTERVAL=100ms") // the slow sends end when released, not by a timeout
 	eventually(t, 30*time.Second, "the slow receiver holding its sends", func() bool { return held.Load() >= 16 })
@@ -173,6 +174,11 @@ func TestASlowReceiverTakesNoProvidersSlots(t *testing.T) {
 	})
 	if n := countWhere(t, pool, `status = 'sent' AND recipient LIKE $1`, strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"%"); n != 0 {
 		t.Fatalf("%d of the slow receiver's webhooks answered before it was released", n)
+	}
+	// The receivers' limit grew past its start (16) as its slots held claims back.
+	m := regexp.MustCompile(`(?m)^herald_receiver_concurrency_limit (\d+)$`).FindSubmatch(metricsOf(t, addr))
+	if m == nil || len(m[1]) < 2 || string(m[1]) == "16" {
+		t.Fatalf("herald_receiver_concurrency_limit: %q, want above 16", m)
 	}
 	once.Do(func() { close(release) })
 	eventually(t, 90*time.Second, "all eighty sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 80 })
