@@ -1,7 +1,6 @@
 package sender
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -9,12 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/herald/herald/runner/sender/egress"
 )
 
 // FromHTTP classifies a provider's non-2xx HTTP answer:
@@ -85,7 +85,8 @@ func retryAfter(h http.Header, now time.Time) time.Time {
 // MaxIdlePerHost sessions), dial and TLS handshake bounded (10 s each) within the
 // request's timeout, at most MaxResponseHeader bytes of a response's headers read,
 // when roots is not nil, only those CAs trusted, and the proxy the environment names
-// (HTTPS_PROXY, NO_PROXY) used, whose refusals are ProxyRefusal.
+// (HTTPS_PROXY, NO_PROXY) used, its answers other than a connection read as
+// egress.ProxyError.
 func ProviderClient(timeout time.Duration, roots *x509.CertPool) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxResponseHeaderBytes = MaxResponseHeader
@@ -97,12 +98,7 @@ func ProviderClient(timeout time.Duration, roots *x509.CertPool) *http.Client {
 	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12,
 		ClientSessionCache: tls.NewLRUClientSessionCache(MaxIdlePerHost)}
-	t.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, req *http.Request, res *http.Response) error {
-		if res.StatusCode == http.StatusOK {
-			return nil
-		}
-		return &ProxyRefusal{Host: req.Host, Status: res.StatusCode}
-	}
+	t.OnProxyConnectResponse = egress.ConnectAnswer
 	return &http.Client{Timeout: timeout, Transport: t}
 }
 
@@ -127,21 +123,6 @@ func Do(client *http.Client, req *http.Request) (*http.Response, error) {
 // kilobytes in practice, where Go's default (10 MiB) let a hostile webhook receiver
 // make every send in flight hold ten megabytes (a send with more fails, transient).
 const MaxResponseHeader = 64 << 10
-
-// ProxyRefusal is the answer of the proxy from the environment (HTTPS_PROXY) to a
-// CONNECT for a provider's host, other than 200: FromNetwork makes a refusal (403) or
-// a demand for credentials (407) the channel's configuration, code "proxy"; another
-// status (the proxy could not reach the provider: 502, 504) the provider not
-// answering.
-type ProxyRefusal struct {
-	Host   string
-	Status int
-}
-
-// Error says which host the proxy would not connect to, and its answer.
-func (e *ProxyRefusal) Error() string {
-	return fmt.Sprintf("the proxy (HTTPS_PROXY) answered %d %s to a connection to %s", e.Status, http.StatusText(e.Status), e.Host)
-}
 
 // MaxIdlePerHost is how many idle connections ProviderClient keeps per host: as many
 // as the sends a runner may have in flight by default (HERALD_CONCURRENCY, 512), so

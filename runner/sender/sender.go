@@ -31,8 +31,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
+
+	"github.com/herald/herald/runner/sender/egress"
 )
 
 // Class is a failure class, as herald.fail knows them.
@@ -162,7 +163,7 @@ func Configuration(err error, code string) error {
 // FromNetwork classifies an error from reaching a provider's own host (not a
 // recipient's): a certificate the runner does not trust (code tls), a host name
 // that does not resolve (code dns) or a proxy that refuses the host or wants
-// credentials (code proxy, ProxyRefusal) is configuration; anything else is the
+// credentials (code proxy, egress.ProxyError) is configuration; anything else is the
 // provider not answering (Unanswered).
 func FromNetwork(err error) error {
 	var unknownCA x509.UnknownAuthorityError
@@ -170,9 +171,9 @@ func FromNetwork(err error) error {
 	var invalid x509.CertificateInvalidError
 	var verify *tls.CertificateVerificationError
 	var dns *net.DNSError
-	var proxy *ProxyRefusal
+	var proxy *egress.ProxyError
 	switch {
-	case errors.As(err, &proxy) && (proxy.Status == http.StatusForbidden || proxy.Status == http.StatusProxyAuthRequired):
+	case errors.As(err, &proxy) && (proxy.Refused || proxy.Credentials):
 		return Configuration(err, "proxy")
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
 		return Configuration(err, "tls")

@@ -149,12 +149,17 @@ func (p Policy) Transport(t *http.Transport, timeout time.Duration) {
 		return
 	}
 	t.Proxy = http.ProxyURL(p.Proxy)
-	t.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, req *http.Request, res *http.Response) error {
-		if res.StatusCode == http.StatusOK {
-			return nil
-		}
-		return proxyError(req.Host, res)
+	t.OnProxyConnectResponse = ConnectAnswer
+}
+
+// ConnectAnswer reads a proxy's answer res to the CONNECT req (an
+// http.Transport's OnProxyConnectResponse): nil when it connected, else its
+// ProxyError.
+func ConnectAnswer(_ context.Context, _ *url.URL, req *http.Request, res *http.Response) error {
+	if res.StatusCode == http.StatusOK {
+		return nil
 	}
+	return proxyError(req.Host, res)
 }
 
 // ProxyError is an egress proxy's answer other than a connection to Host: a refusal
@@ -177,7 +182,7 @@ func (e *ProxyError) Error() string {
 	case e.Refused:
 		return fmt.Sprintf("%s: the egress proxy refused %s (%d): %s", ErrRefused, e.Host, e.Status, e.Reason)
 	case e.Credentials:
-		return fmt.Sprintf("the egress proxy wants credentials (%d): give HERALD_WEBHOOK_PROXY its user and password", e.Status)
+		return fmt.Sprintf("the egress proxy wants credentials (%d): give the proxy's URL its user and password", e.Status)
 	}
 	return fmt.Sprintf("the egress proxy answered %d for %s: %s", e.Status, e.Host, e.Reason)
 }
