@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,18 +23,8 @@ func (r *Runner) traceSend(ctx context.Context, m sender.Message) (context.Conte
 	if r.cfg.Tracer == nil {
 		return ctx, nil
 	}
-	if bytes.Contains(m.Metadata, []byte(tracecontext.Parent)) {
-		var md struct {
-			Parent string `json:"traceparent"`
-			State  string `json:"tracestate"`
-		}
-		if json.Unmarshal(m.Metadata, &md) == nil && tracecontext.ValidParent(md.Parent) {
-			carrier := propagation.MapCarrier{tracecontext.Parent: md.Parent}
-			if tracecontext.ValidState(md.State) {
-				carrier[tracecontext.State] = md.State
-			}
-			ctx = propagation.TraceContext{}.Extract(ctx, carrier)
-		}
+	if carrier := tracecontext.FromMetadata(m.Metadata); carrier != nil {
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier(carrier))
 	}
 	return r.cfg.Tracer.Start(ctx, "deliver "+m.Channel, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(

@@ -4,7 +4,11 @@
 // receiver's tracing continues the producer's trace across the queue.
 package tracecontext
 
-import "regexp"
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+)
 
 // Metadata keys, and header names, of the two fields.
 const (
@@ -29,3 +33,24 @@ func ValidParent(s string) bool {
 // ASCII, at most 512 characters (the size receivers must accept). Its entries are the
 // tracing systems' business.
 func ValidState(s string) bool { return state.MatchString(s) }
+
+// FromMetadata is the trace context a message's metadata carries (its traceparent,
+// with its tracestate), as header names to values, or nil when it carries no valid
+// traceparent; a tracestate that is not valid is left out.
+func FromMetadata(metadata []byte) map[string]string {
+	if !bytes.Contains(metadata, []byte(Parent)) {
+		return nil
+	}
+	var md struct {
+		Parent string `json:"traceparent"`
+		State  string `json:"tracestate"`
+	}
+	if json.Unmarshal(metadata, &md) != nil || !ValidParent(md.Parent) {
+		return nil
+	}
+	out := map[string]string{Parent: md.Parent}
+	if ValidState(md.State) {
+		out[State] = md.State
+	}
+	return out
+}

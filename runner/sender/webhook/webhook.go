@@ -449,21 +449,7 @@ func traceContext(ctx context.Context, metadata json.RawMessage) map[string]stri
 		propagation.TraceContext{}.Inject(ctx, out)
 		return out
 	}
-	if !bytes.Contains(metadata, []byte(tracecontext.Parent)) {
-		return nil
-	}
-	var md struct {
-		Parent string `json:"traceparent"`
-		State  string `json:"tracestate"`
-	}
-	if json.Unmarshal(metadata, &md) != nil || !tracecontext.ValidParent(md.Parent) {
-		return nil
-	}
-	out := map[string]string{tracecontext.Parent: md.Parent}
-	if tracecontext.ValidState(md.State) {
-		out[tracecontext.State] = md.State
-	}
-	return out
+	return tracecontext.FromMetadata(metadata)
 }
 
 // post signs and posts the message to u as webhook-id id.
