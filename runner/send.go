@@ -106,10 +106,11 @@ func (r *Runner) worker(ctx context.Context) {
 			o.res, o.err = r.send(sctx, m)
 			o.trace = endSend(span, o.res, o.err)
 			took := time.Since(start) - o.res.Queued // the provider's time, not a wait of the sender's own
-			if r.receivers[m.Channel] {
-				// A receiver's time is its own: the adaptive limit follows providers.
-			} else if limit := r.conc.observe(took, o.err, time.Now()); limit > 0 {
-				r.m.concurrency.Set(float64(limit))
+			// A receiver's time is its own: the adaptive limit follows providers.
+			if !r.receivers[m.Channel] {
+				if limit := r.conc.observe(took, o.err, time.Now()); limit > 0 {
+					r.m.concurrency.Set(float64(limit))
+				}
 			}
 			r.m.sendSeconds.WithLabelValues(m.Channel).Observe(took.Seconds())
 			o.down, o.began = r.outage.observe(m.Channel, o.err, r.cfg.OutageFailures)
