@@ -1,10 +1,15 @@
 package tests
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // claim_batch hands out only ready rows, in (priority, run_at, id) order, at most
@@ -193,4 +198,83 @@ func planOf(t *testing.T, notices []string, marker string) string {
 		t.Fatalf("no plan containing %q among %d notices", marker, len(notices))
 	}
 	return plan
+}
+
+// enqueueNewsletter stores n e-mails as the producer q logs in as, with one
+// enqueue_batch call at the database's clock (a producer may not pass one), and
+// returns their ids.
+func enqueueNewsletter(t *testing.T, q *pgxpool.Pool, n int) []int64 {
+	t.Helper()
+	var got []int64
+	if err := q.QueryRow(context.Background(), `SELECT herald.enqueue_batch((SELECT jsonb_agg(jsonb_build_object(
+		'channel', 'email', 'recipient', 'u' || g || '@example.com', 'payload', '{"subject":"s","text":"t"}'::jsonb))
+		FROM generate_series(1, $1) g))`, n).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// Producers of a channel take turns within a priority, as channels do: one
+// producer's backlog (a newsletter of 2,000 enqueued first) must not hold another
+// producer's password resets back for the 20 claims of 100 it takes to drain, and
+// every producer with a backlog gets its share of each claim. Within a producer,
+// messages keep their (run_at, id) order.
+func TestClaimProducersTakeTurns(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	bob := loginPool(t, pool, "herald_test_bob", "herald_producer")
+	enqueueNewsletter(t, mallory, 2000)
+	var resets []int64
+	for i := range 3 {
+		var id int64
+		if err := alice.QueryRow(ctx, `SELECT herald.enqueue('email', $1, '{"subject":"Reset","text":"t"}')`,
+			fmt.Sprintf("reset%d@example.com", i)).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		resets = append(resets, id)
+	}
+	at := time.Now().Add(time.Minute)
+	first := ids(claim(t, pool, 100, at))
+	if len(first) != 100 {
+		t.Fatalf("a claim of 100 took %d", len(first))
+	}
+	for _, id := range resets {
+		if !slices.Contains(first, id) {
+			t.Fatalf("alice's reset %d is not in the first claim of 100 behind mallory's 2,000 (claimed %v…)", id, first[:5])
+		}
+	}
+
+	// Three backlogs: each claim of 10 shares itself among them (4, 3, 3), and the
+	// one that gets the extra one takes turns.
+	enqueueNewsletter(t, alice, 500)
+	enqueueNewsletter(t, bob, 500)
+	total := map[string]int{}
+	for range 3 {
+		per := map[string]int{}
+		got := ids(claim(t, pool, 10, at))
+		rows, err := pool.Query(ctx, `SELECT producer FROM herald.messages WHERE id = ANY ($1)`, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		producers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range producers {
+			per[p]++
+			total[p]++
+		}
+		if len(got) != 10 || per["herald_test_mallory"] < 3 || per["herald_test_alice"] < 3 || per["herald_test_bob"] < 3 {
+			t.Fatalf("a claim of 10 from three backlogs took %v", per)
+		}
+	}
+	if total["herald_test_mallory"] != 10 || total["herald_test_alice"] != 10 || total["herald_test_bob"] != 10 {
+		t.Fatalf("three claims of 10 from three backlogs took %v, want 10 each", total)
+	}
+	// Each producer in its own order: the oldest of each were taken.
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages p WHERE p.status = 'processing' AND EXISTS (
+		SELECT FROM herald.messages q WHERE q.status = 'queued' AND q.producer = p.producer AND q.id < p.id)`); n != 0 {
+		t.Fatalf("%d claimed messages had an older queued message of their producer", n)
+	}
 }

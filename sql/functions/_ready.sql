@@ -1,18 +1,19 @@
--- herald._ready(channels, slots, caps, n, first, from_priority, now) — lock and return
+-- herald._ready(channels, slots, caps, n, turn, from_priority, now) — lock and return
 -- up to n ready messages for herald.claim_batch: queued, run_at <= now < expires_at, no
 -- earlier message of its producer's ordering_key pending (not finished). Priority by
 -- priority from from_priority (the lowest queued) upwards; within a priority, channel
--- by channel in turns from channels[first] (wrapping), each in (run_at, id) order;
--- channels[i] gives at most caps[slots[i]], a cap its channels share (a rerouted
--- channel uses its fallback's). FOR NO KEY UPDATE SKIP LOCKED: rows another claim
--- holds are passed over. One statement walks up to the next priority where a channel
--- has a due message (a probe of messages_claim_idx per priority and per channel);
--- each such channel is then one range scan (priority, hashtext(channel), run_at <=
--- now). PL/pgSQL so its statements are planned once per session (claim_batch's
--- generic plan applies). Index: messages_claim_idx, messages_ordering_key_idx.
--- Locks: the returned rows, until the transaction ends.
+-- by channel in turns from channels[turn % k] (wrapping); within a channel, its due
+-- producers (two sharing a hashtext share) share what the channel may give, in turns from
+-- the (turn % producers)th, each in (run_at, id) order, a share left by one that had
+-- fewer going to those that had more. channels[i] gives at most caps[slots[i]], a cap
+-- its channels share (a rerouted channel uses its fallback's). FOR NO KEY UPDATE SKIP
+-- LOCKED: rows another claim holds are passed over. One statement walks up to the
+-- next priority where a channel has a due message, and their due producers (a probe of
+-- messages_claim_idx per priority, channel and producer); each producer's share is one
+-- range scan (priority, hashtext(channel), hashtext(producer), run_at <= now). Index:
+-- messages_claim_idx, messages_ordering_key_idx. Locks: the returned rows.
 CREATE OR REPLACE FUNCTION herald._ready(
-  channels text[], slots integer[], caps integer[], n integer, first integer, from_priority integer, now timestamptz
+  channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, now timestamptz
 )
 RETURNS TABLE (id bigint, channel text, recipient text, priority smallint, run_at timestamptz)
 LANGUAGE plpgsql
@@ -23,30 +24,56 @@ DECLARE
   v_left integer := _ready.n;
   v_caps integer[] := _ready.caps;
   v_priority integer := _ready.from_priority - 1;
-  v_due integer[];
+  v_due integer[]; -- {channel position, hashtext(producer)} of each due producer
   v_k integer := cardinality(_ready.channels);
   v_i integer;
-  v_got integer;
+  v_want integer;    -- what channels[v_i] may give
+  v_got integer;     -- what it gave
+  v_producers integer[]; -- its due producers (hashtext), in turn order
+  v_open integer[];  -- those (positions) that filled their last share
+  v_next integer[];
+  v_after_run timestamptz[]; -- where each producer's next share starts
+  v_after_id bigint[];
+  v_share integer;
+  v_took integer;
+  v_p integer;
 BEGIN
   LOOP
     -- The next queued priority in which a channel with tokens left has a due message,
     -- and those channels: one statement walks the priorities in between (a priority
-    -- that holds only scheduled messages costs a probe per channel, not a scan).
+    -- that holds only scheduled messages costs a probe per channel and producer, not a
+    -- scan).
     WITH RECURSIVE walk (p, due) AS (
       SELECT v_priority, '{}'::integer[]
       UNION ALL
-      SELECT n.p, ARRAY(SELECT c.i::integer
+      SELECT n.p, ARRAY(SELECT ARRAY[c.i::integer, d.h]
                         FROM unnest(_ready.channels, _ready.slots) WITH ORDINALITY AS c (name, slot, i)
-                        WHERE v_caps[c.slot] >= 1 AND (
-                          -- A scalar subquery, not EXISTS, and in the index's order: a
-                          -- probe of messages_claim_idx per channel whatever the
-                          -- statistics (else a hash join, or another index, may be chosen).
-                          SELECT true FROM herald.messages m
-                          WHERE m.status = 'queued' AND m.priority = n.p
-                            AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
-                            AND m.run_at <= _ready.now
-                          ORDER BY m.run_at
-                          LIMIT 1))
+                        CROSS JOIN LATERAL (
+                          -- The channel's producers: a probe of the index per producer
+                          -- with queued messages in the priority (its earliest entry
+                          -- says whether it is due), and one more.
+                          WITH RECURSIVE producer (h, due) AS (
+                            (SELECT hashtext(m.producer), m.run_at <= _ready.now
+                             FROM herald.messages m
+                             WHERE m.status = 'queued' AND m.priority = n.p
+                               AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
+                             ORDER BY hashtext(m.producer), m.run_at
+                             LIMIT 1)
+                            UNION ALL
+                            SELECT x.h, x.due
+                            FROM producer q
+                            CROSS JOIN LATERAL (
+                              SELECT hashtext(m.producer) AS h, m.run_at <= _ready.now AS due
+                              FROM herald.messages m
+                              WHERE m.status = 'queued' AND m.priority = n.p
+                                AND hashtext(m.channel) = hashtext(c.name) AND m.channel = c.name
+                                AND hashtext(m.producer) > q.h
+                              ORDER BY hashtext(m.producer), m.run_at
+                              LIMIT 1) AS x
+                          )
+                          SELECT producer.h FROM producer WHERE producer.due) AS d
+                        WHERE v_caps[c.slot] >= 1
+                        ORDER BY c.i, d.h)
       FROM walk w
       CROSS JOIN LATERAL (SELECT min(m.priority) AS p FROM herald.messages m
                           WHERE m.status = 'queued' AND m.priority > w.p) AS n
@@ -55,29 +82,61 @@ BEGIN
     SELECT w.p, w.due INTO v_priority, v_due FROM walk w WHERE cardinality(w.due) > 0 LIMIT 1;
     EXIT WHEN v_priority IS NULL;
     FOR t IN 0 .. v_k - 1 LOOP
-      v_i := (_ready.first - 1 + t) % v_k + 1;
-      CONTINUE WHEN NOT v_i = ANY (v_due);
-      RETURN QUERY
-      SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
-      FROM herald.messages m
-      WHERE m.status = 'queued'
-        AND m.priority = v_priority
-        AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
-        AND m.channel = _ready.channels[v_i]
-        AND m.run_at <= _ready.now
-        AND m.expires_at > _ready.now
-        -- Held messages are not in the index; this check covers the few a race left
-        -- queued behind an earlier pending message of their key.
-        AND (m.ordering_key IS NULL OR NOT EXISTS (
-              SELECT 1 FROM herald.messages e
-              WHERE e.producer = m.producer
-                AND e.ordering_key = m.ordering_key
-                AND e.id < m.id
-                AND e.finished_at IS NULL))
-      ORDER BY m.run_at, m.id
-      LIMIT least(v_left, v_caps[_ready.slots[v_i]])
-      FOR NO KEY UPDATE SKIP LOCKED;
-      GET DIAGNOSTICS v_got = ROW_COUNT;
+      v_i := ((_ready.turn % v_k)::integer + t) % v_k + 1;
+      v_want := least(v_left, v_caps[_ready.slots[v_i]]);
+      CONTINUE WHEN v_want < 1;
+      v_producers := ARRAY(SELECT v_due[d][2] FROM generate_subscripts(v_due, 1) AS d WHERE v_due[d][1] = v_i);
+      v_p := cardinality(v_producers);
+      CONTINUE WHEN v_p = 0;
+      v_producers := v_producers[(_ready.turn % v_p)::integer + 1 :] || v_producers[: (_ready.turn % v_p)::integer];
+      v_open := ARRAY(SELECT generate_series(1, v_p));
+      v_after_run := array_fill('-infinity'::timestamptz, ARRAY[v_p]);
+      v_after_id := array_fill(0::bigint, ARRAY[v_p]);
+      v_got := 0;
+      -- Rounds: each open producer takes its share of what is left (more than an
+      -- equal one when those before it had fewer); one that filled its share stays
+      -- open for the next round, which goes on after what it took.
+      WHILE cardinality(v_open) > 0 AND v_got < v_want LOOP
+        v_next := '{}';
+        FOR j IN 1 .. cardinality(v_open) LOOP
+          EXIT WHEN v_got = v_want;
+          v_share := ceil((v_want - v_got)::numeric / (cardinality(v_open) - j + 1));
+          v_took := 0;
+          FOR id, channel, recipient, priority, run_at IN
+            SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
+            FROM herald.messages m
+            WHERE m.status = 'queued'
+              AND m.priority = v_priority
+              AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
+              AND m.channel = _ready.channels[v_i]
+              AND hashtext(m.producer) = v_producers[v_open[j]]
+              AND (m.run_at, m.id) > (v_after_run[v_open[j]], v_after_id[v_open[j]])
+              AND m.run_at <= _ready.now
+              AND m.expires_at > _ready.now
+              -- Held messages are not in the index; this check covers the few a race
+              -- left queued behind an earlier pending message of their key.
+              AND (m.ordering_key IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM herald.messages e
+                    WHERE e.producer = m.producer
+                      AND e.ordering_key = m.ordering_key
+                      AND e.id < m.id
+                      AND e.finished_at IS NULL))
+            ORDER BY m.run_at, m.id
+            LIMIT v_share
+            FOR NO KEY UPDATE SKIP LOCKED
+          LOOP
+            RETURN NEXT;
+            v_took := v_took + 1;
+          END LOOP;
+          IF v_took = v_share THEN
+            v_after_run[v_open[j]] := run_at;
+            v_after_id[v_open[j]] := id;
+            v_next := v_next || v_open[j];
+          END IF;
+          v_got := v_got + v_took;
+        END LOOP;
+        v_open := v_next;
+      END LOOP;
       v_left := v_left - v_got;
       v_caps[_ready.slots[v_i]] := v_caps[_ready.slots[v_i]] - v_got;
       IF v_left = 0 THEN
@@ -88,6 +147,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer[], integer, integer, integer, timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION herald._ready(text[], integer[], integer[], integer, integer, integer, timestamptz) IS
-  'Private: lock the next ready messages for claim_batch, priority by priority, channels in turns (FOR NO KEY UPDATE SKIP LOCKED).';
+REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, timestamptz) IS
+  'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';

@@ -147,11 +147,12 @@ BEGIN
 
   RETURN QUERY
   WITH ready AS (
-    -- Channels take turns being first within a priority, one claim after another (the
-    -- token), so a backlog on one channel does not hold back the others.
+    -- Channels, and producers within a channel, take turns being first within a
+    -- priority, one claim after another (the token), so a backlog on one channel, or of
+    -- one producer, does not hold back the others.
     SELECT r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
-                       first => (v_token % cardinality(v_channels))::integer + 1, from_priority => v_priority,
+                       turn => v_token, from_priority => v_priority,
                        now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id

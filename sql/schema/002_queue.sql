@@ -268,12 +268,15 @@ COMMENT ON COLUMN herald.messages.last_error IS 'Text of the last failure (at mo
 COMMENT ON COLUMN herald.messages.last_error_code IS 'Short code of the last failure (SMTP reply, HTTP status, provider error code); producers see it.';
 COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, code, error, worker}.';
 
--- claim_batch (herald._ready): one priority and channel's ready messages in (run_at,
--- id) order. hashtext(channel) is a fixed-width stand-in for the name, so run_at and id
--- keep fixed offsets in the entry; a query tests hashtext(channel) and channel both.
+-- claim_batch (herald._ready): one priority, channel and producer's ready messages in
+-- (run_at, id) order, the producers of a channel found by probes (herald._due_producers).
+-- hashtext(channel) and hashtext(producer) are fixed-width stand-ins for the names, so
+-- run_at and id keep fixed offsets in the entry; a query tests hashtext(channel) and
+-- channel both (two producers sharing a hash share a turn).
 -- Held messages (waiting for an earlier one of their ordering key) are not in it, so a
 -- key's backlog is not read by every claim.
-CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), run_at, id) WHERE status = 'queued';
+CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), hashtext(producer), run_at, id)
+  WHERE status = 'queued';
 -- reap_stale: expired leases.
 CREATE INDEX messages_lease_expiry_idx ON herald.messages (lease_expires_at) WHERE status = 'processing';
 -- enqueue: a key is unique per producer; lookup of the first id of a repeat. Keys and
