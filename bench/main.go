@@ -12,7 +12,8 @@
 // providers' senders against a slow HTTPS fake; run it by name), callbacks
 // (callbacks.go: dispatch_callbacks against a plain log consumer; by name), forget
 // (forget.go: erasing one person against a bare DELETE; by name), purge (purge.go:
-// retention once caught up, against a read bounded by time alone; by name), sign (sign.go: a
+// retention once caught up, against a read bounded by time alone; by name), fair (fair.go:
+// one producer's message behind another's backlog on one channel; by name), sign (sign.go: a
 // webhook's Ed25519 signature against its HMAC one; by name), smtp (smtp.go: sends
 // through the SMTP sender to a relay a round trip away; by name), intake (intake.go:
 // the HTTP intake's per-token bounds against none; by name), drain (with the
@@ -72,6 +73,7 @@ type options struct {
 	callbackMessages int
 	forgetMessages   int
 	purgeMessages    int
+	fairBacklog      int
 }
 
 func main() {
@@ -112,6 +114,7 @@ func main() {
 	flag.DurationVar(&o.soakWindow, "soak-window", 8*time.Second, "soak: the first and last windows compared (the issue's: 1m)")
 	flag.IntVar(&o.forgetMessages, "forget-messages", 200000, "forget: messages stored and sent beside the person's 10")
 	flag.IntVar(&o.purgeMessages, "purge-messages", 1000000, "purge: finished messages stored over 40 days (a quarter old enough)")
+	flag.IntVar(&o.fairBacklog, "fair-backlog", 20000, "fair: the e-mails one producer enqueues ahead of another's")
 	flag.IntVar(&o.callbackMessages, "callback-messages", 20000, "callbacks: messages sent per round, each called back once (an accepted and a sent event each)")
 	flag.StringVar(&o.jsonPath, "json", "bench/out/results.json", "where to write the results as JSON")
 	flag.StringVar(&o.outDir, "out", "bench/out", "where to write the SVG charts")
@@ -140,7 +143,7 @@ func main() {
 		}
 	}
 	if o.conns < 1 || o.rounds < 1 || o.batch < 1 || o.duration <= 0 || o.warmup < 0 || o.runners < 1 || o.runnerBatch < 1 ||
-		o.drainMessages < 1 || o.drainRounds < 1 || o.producers < 1 || o.soakRate < 1 || o.soakDuration <= o.soakHold || o.soakSample <= 0 || o.purgeMessages < 1 {
+		o.drainMessages < 1 || o.drainRounds < 1 || o.producers < 1 || o.soakRate < 1 || o.soakDuration <= o.soakHold || o.soakSample <= 0 || o.purgeMessages < 1 || o.fairBacklog < 1 {
 		fmt.Fprintln(os.Stderr, "bench: counts and durations must be positive (-warmup may be 0), and -soak longer than -soak-hold")
 		os.Exit(2)
 	}

@@ -22,6 +22,7 @@ var scenarios = map[string]scenario{
 	"callbacks":      callbacks,
 	"forget":         forget,
 	"purge":          purge,
+	"fair":           fair,
 	"sign":           sign,
 	"smtp":           smtpDeliver,
 	"latency":        latency,
