@@ -41,6 +41,35 @@ func TestConcurrentClaimersDrainExactlyOnce(t *testing.T) {
 	}
 }
 
+// Producers' shares under contention: 10,000 messages of seven producers with uneven
+// backlogs (one holds 4,000), drained by 4 concurrent claimers whose claims skip each
+// other's rows and go round again after a producer that had fewer than its share:
+// every message is claimed exactly once (no claim returns one twice) and sent at its
+// first attempt.
+func TestConcurrentClaimersShareProducersExactlyOnce(t *testing.T) {
+	ctx, pool := setup(t)
+	const total = 10000
+	for b := 0; b < total/1000; b++ {
+		mustExec(t, pool, `SELECT herald.enqueue_batch(
+			(SELECT jsonb_agg(jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com',
+			        'payload', '{"subject":"s","text":"t"}'::jsonb))
+			 FROM generate_series(1, 1000) g))`)
+	}
+	mustExec(t, pool, `UPDATE herald.messages SET producer = 'p' || least(id % 10, 6)`)
+	seen := drain(t, ctx, pool, 4)
+	if len(seen) != total {
+		t.Fatalf("claimed %d distinct messages, want %d", len(seen), total)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("message %d claimed %d times", id, n)
+		}
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE status <> 'sent' OR attempts <> 1`); n != 0 {
+		t.Fatalf("%d messages not sent at their first attempt", n)
+	}
+}
+
 // drain runs `workers` claimers, each on its own connection, looping
 // claim_batch → complete until a claim comes back empty; it returns how many times
 // each id was claimed.
