@@ -278,3 +278,33 @@ func TestClaimProducersTakeTurns(t *testing.T) {
 		t.Fatalf("%d claimed messages had an older queued message of their producer", n)
 	}
 }
+
+// A producer's share goes on, round after round, past the rows another claim holds
+// and the rows this claim took: with mallory's ten oldest locked by a claim in
+// progress, a claim of 100 beside alice's three takes those three and mallory's next
+// 97, each once.
+func TestClaimProducersTakeTurnsPastLockedRows(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	backlog := enqueueNewsletter(t, mallory, 200)
+	resets := enqueueNewsletter(t, alice, 3)
+	other, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(ctx)
+	if _, err := other.Exec(ctx, `SELECT id FROM herald.messages WHERE id = ANY ($1) FOR NO KEY UPDATE`, backlog[:10]); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // both producers first in turn, one claim each
+		got := ids(claim(t, pool, 100, time.Now().Add(time.Minute)))
+		slices.Sort(got)
+		want := slices.Concat(backlog[10:107], resets)
+		if !slices.Equal(got, want) {
+			t.Fatalf("claimed %d: %v\nwant %d: %v", len(got), got, len(want), want)
+		}
+		mustExec(t, pool, `UPDATE herald.messages SET status = 'queued', lease_token = NULL, lease_expires_at = NULL,
+			leased_by = NULL, attempts = 0 WHERE id = ANY ($1)`, got)
+	}
+}

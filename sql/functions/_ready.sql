@@ -32,8 +32,7 @@ DECLARE
   v_producers integer[]; -- its due producers (hashtext), in turn order
   v_open integer[];  -- those (positions) that filled their last share
   v_next integer[];
-  v_after_run timestamptz[]; -- where each producer's next share starts
-  v_after_id bigint[];
+  v_gave integer[]; -- what each producer gave so far
   v_share integer;
   v_took integer;
   v_p integer;
@@ -90,47 +89,49 @@ BEGIN
       CONTINUE WHEN v_p = 0;
       v_producers := v_producers[(_ready.turn % v_p)::integer + 1 :] || v_producers[: (_ready.turn % v_p)::integer];
       v_open := ARRAY(SELECT generate_series(1, v_p));
-      v_after_run := array_fill('-infinity'::timestamptz, ARRAY[v_p]);
-      v_after_id := array_fill(0::bigint, ARRAY[v_p]);
+      v_gave := array_fill(0, ARRAY[v_p]);
       v_got := 0;
       -- Rounds: each open producer takes its share of what is left (more than an
       -- equal one when those before it had fewer); one that filled its share stays
-      -- open for the next round, which goes on after what it took.
+      -- open for the next round, which passes over the rows it gave (OFFSET: they
+      -- are locked by this claim, so SKIP LOCKED keeps them). Should the rows before
+      -- them change in between (a claim rolled back, an earlier run_at committed), a
+      -- row may come twice or one be locked and not returned: claim_batch takes each
+      -- id once, and the rest stays queued.
       WHILE cardinality(v_open) > 0 AND v_got < v_want LOOP
         v_next := '{}';
         FOR j IN 1 .. cardinality(v_open) LOOP
           EXIT WHEN v_got = v_want;
           v_share := ceil((v_want - v_got)::numeric / (cardinality(v_open) - j + 1));
-          v_took := 0;
-          FOR id, channel, recipient, priority, run_at IN
-            SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
-            FROM herald.messages m
-            WHERE m.status = 'queued'
-              AND m.priority = v_priority
-              AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
-              AND m.channel = _ready.channels[v_i]
-              AND hashtext(m.producer) = v_producers[v_open[j]]
-              AND (m.run_at, m.id) > (v_after_run[v_open[j]], v_after_id[v_open[j]])
-              AND m.run_at <= _ready.now
-              AND m.expires_at > _ready.now
-              -- Held messages are not in the index; this check covers the few a race
-              -- left queued behind an earlier pending message of their key.
-              AND (m.ordering_key IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM herald.messages e
-                    WHERE e.producer = m.producer
-                      AND e.ordering_key = m.ordering_key
-                      AND e.id < m.id
-                      AND e.finished_at IS NULL))
-            ORDER BY m.run_at, m.id
-            LIMIT v_share
-            FOR NO KEY UPDATE SKIP LOCKED
-          LOOP
-            RETURN NEXT;
-            v_took := v_took + 1;
-          END LOOP;
+          -- OFFSET outside: the scan's plan is the one a LIMIT alone gets (with an
+          -- OFFSET parameter, the generic plan's guess of it can prefer a sort).
+          RETURN QUERY
+            SELECT s.id, s.channel, s.recipient, s.priority, s.run_at
+            FROM (
+              SELECT m.id, m.channel, m.recipient, m.priority, m.run_at
+              FROM herald.messages m
+              WHERE m.status = 'queued'
+                AND m.priority = v_priority
+                AND hashtext(m.channel) = hashtext(_ready.channels[v_i]) -- the index's stand-in for the name
+                AND m.channel = _ready.channels[v_i]
+                AND hashtext(m.producer) = v_producers[v_open[j]]
+                AND m.run_at <= _ready.now
+                AND m.expires_at > _ready.now
+                -- Held messages are not in the index; this check covers the few a race
+                -- left queued behind an earlier pending message of their key.
+                AND (m.ordering_key IS NULL OR NOT EXISTS (
+                      SELECT 1 FROM herald.messages e
+                      WHERE e.producer = m.producer
+                        AND e.ordering_key = m.ordering_key
+                        AND e.id < m.id
+                        AND e.finished_at IS NULL))
+              ORDER BY m.run_at, m.id
+              LIMIT v_gave[v_open[j]] + v_share
+              FOR NO KEY UPDATE SKIP LOCKED) AS s
+            OFFSET v_gave[v_open[j]];
+          GET DIAGNOSTICS v_took = ROW_COUNT;
+          v_gave[v_open[j]] := v_gave[v_open[j]] + v_took;
           IF v_took = v_share THEN
-            v_after_run[v_open[j]] := run_at;
-            v_after_id[v_open[j]] := id;
             v_next := v_next || v_open[j];
           END IF;
           v_got := v_got + v_took;

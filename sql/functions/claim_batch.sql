@@ -150,7 +150,8 @@ BEGIN
     -- Channels, and producers within a channel, take turns being first within a
     -- priority, one claim after another (the token), so a backlog on one channel, or of
     -- one producer, does not hold back the others.
-    SELECT r.id, r.channel, r.recipient
+    -- Each id once (herald._ready may return one twice after a race).
+    SELECT DISTINCT ON (r.id) r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
                        turn => v_token, from_priority => v_priority,
                        now => claim_batch.now) AS r
