@@ -4,15 +4,15 @@
 -- tokens of its herald.rate_buckets row, for all runners together), no earlier message
 -- of its producer's ordering_key pending (such a one is 'held'); and the due messages of
 -- a channel a runner paused whose fallback is one of those: moved to the fallback (a
--- 'rerouted' log event). Lowest priority first; channels take turns (herald._ready).
--- They become processing, attempts + 1, lease_expires_at = now + lease (NULL: the
--- channel's), under one new lease_token (the fencing token of complete/fail/extend_lease).
--- Not handed out: a suppressed recipient's (ends 'suppressed', a log event; suppressed
--- cc/bcc are left out), or one in its recipient's quiet hours on a quiet_per_recipient
--- channel (due at their end; NOTIFY herald_queue: claim again). Index: messages_claim_idx,
--- messages_ordering_key_idx, messages_pkey. Locks: the claimed rows and rate-limited
--- channels' buckets until the transaction ends: call it in autocommit. Errors: 22V12
--- worker, batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; generic plan.
+-- 'rerouted' log event). Lowest priority first; channels, and producers within a channel,
+-- take turns (herald._ready). They become processing, attempts + 1, lease_expires_at =
+-- now + lease (NULL: the channel's), under one new lease_token (the fencing token of
+-- complete/fail/extend_lease). Not handed out: a suppressed recipient's (ends 'suppressed',
+-- a log event; suppressed cc/bcc are left out), or one in its recipient's quiet hours on
+-- a quiet_per_recipient channel (due at their end; NOTIFY herald_queue: claim again).
+-- Index: messages_claim_idx, messages_ordering_key_idx, messages_pkey. Locks: the claimed
+-- rows and rate-limited channels' buckets until the transaction ends (call it in autocommit).
+-- Errors: 22V12 worker, batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; generic plan.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
   batch_size integer DEFAULT 100,
