@@ -17,12 +17,7 @@ func TestConcurrentClaimersDrainExactlyOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("%d claimers", workers), func(t *testing.T) {
 			ctx, pool := setup(t)
 			const total = 10000
-			for b := 0; b < total/1000; b++ {
-				mustExec(t, pool, `SELECT herald.enqueue_batch(
-					(SELECT jsonb_agg(jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com',
-					        'payload', '{"subject":"s","text":"t"}'::jsonb))
-					 FROM generate_series(1, 1000) g))`)
-			}
+			enqueueThousands(t, pool, total/1000)
 			seen := drain(t, ctx, pool, workers)
 			if len(seen) != total {
 				t.Fatalf("claimed %d distinct messages, want %d", len(seen), total)
@@ -49,12 +44,7 @@ func TestConcurrentClaimersDrainExactlyOnce(t *testing.T) {
 func TestConcurrentClaimersShareProducersExactlyOnce(t *testing.T) {
 	ctx, pool := setup(t)
 	const total = 10000
-	for b := 0; b < total/1000; b++ {
-		mustExec(t, pool, `SELECT herald.enqueue_batch(
-			(SELECT jsonb_agg(jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com',
-			        'payload', '{"subject":"s","text":"t"}'::jsonb))
-			 FROM generate_series(1, 1000) g))`)
-	}
+	enqueueThousands(t, pool, total/1000)
 	mustExec(t, pool, `UPDATE herald.messages SET producer = 'p' || least(id % 10, 6)`)
 	seen := drain(t, ctx, pool, 4)
 	if len(seen) != total {
@@ -67,6 +57,17 @@ func TestConcurrentClaimersShareProducersExactlyOnce(t *testing.T) {
 	}
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE status <> 'sent' OR attempts <> 1`); n != 0 {
 		t.Fatalf("%d messages not sent at their first attempt", n)
+	}
+}
+
+// enqueueThousands stores k × 1,000 e-mails, 1,000 to a call of enqueue_batch.
+func enqueueThousands(t *testing.T, pool *pgxpool.Pool, k int) {
+	t.Helper()
+	for range k {
+		mustExec(t, pool, `SELECT herald.enqueue_batch(
+			(SELECT jsonb_agg(jsonb_build_object('channel', 'email', 'recipient', 'u' || g || '@example.com',
+			        'payload', '{"subject":"s","text":"t"}'::jsonb))
+			 FROM generate_series(1, 1000) g))`)
 	}
 }
 
