@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -109,15 +108,10 @@ func fair(ctx context.Context, db *database, o options) ([]row, error) {
 		fmt.Printf("  fair round %d: the reset sent %.1f ms after its commit; the backlog of %d in %.0f ms\n",
 			round+1, waits[round], o.fairBacklog, backlogs[round])
 	}
-	median := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
 	return []row{
 		absRow(fmt.Sprintf("fair: one producer's message behind another's %d on the same channel, commit → sent", o.fairBacklog),
-			"ms", median(waits), 0),
+			"ms", result{rates: waits}.median(), 0),
 		absRow(fmt.Sprintf("fair: the runner sends that backlog of %d (a first-come queue's wait for the message)", o.fairBacklog),
-			"ms", median(backlogs), 0),
+			"ms", result{rates: backlogs}.median(), 0),
 	}, nil
 }
