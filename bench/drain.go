@@ -206,6 +206,12 @@ func drainHerald(ctx context.Context, db *database, o options, bin string, round
 		return drainRun{}, err
 	}
 	defer db.pool.Exec(context.WithoutCancel(ctx), `UPDATE herald.channels SET paused = false WHERE name = 'email'`)
+	if o.drainBound > 0 {
+		if _, err := db.pool.Exec(ctx, `UPDATE herald.channels SET producer_concurrency = $1 WHERE name = 'email'`, o.drainBound); err != nil {
+			return drainRun{}, err
+		}
+		defer db.pool.Exec(context.WithoutCancel(ctx), `UPDATE herald.channels SET producer_concurrency = NULL WHERE name = 'email'`)
+	}
 	var procs []*runnerProc
 	for i := 0; i < o.runners; i++ {
 		p, err := startRunner(bin, db.url, "HERALD_SENDER_EMAIL=noop", fmt.Sprintf("HERALD_WORKER=bench-%d", i),

@@ -52,6 +52,7 @@ type options struct {
 	drainMessages    int
 	drainBaseline    string
 	drainRounds      int
+	drainBound       int
 	producers        int
 	latencyRates     []int
 	latencyDuration  time.Duration
@@ -93,6 +94,7 @@ func main() {
 	flag.IntVar(&o.runnerBatch, "runner-batch", 1000, "drain: HERALD_BATCH_SIZE of the runners (concurrency is twice that)")
 	flag.IntVar(&o.drainMessages, "drain-messages", 200000, "drain: messages preloaded")
 	flag.IntVar(&o.drainRounds, "drain-rounds", 3, "drain: rounds, each herald then the baseline (ratio: the median of the rounds' quotients)")
+	flag.IntVar(&o.drainBound, "drain-producer-concurrency", 0, "drain: the e-mail channel's producer_concurrency during herald's drain (0: none)")
 	flag.StringVar(&o.drainBaseline, "drain-baseline", "queue", "drain: the baseline loop's table: queue (herald.messages' columns and constraints, with the primary key and the claim index only) or herald (herald's indexes too)")
 	flag.IntVar(&o.producers, "producers", 4, "latency, soak: producer connections")
 	rates := flag.String("latency-rates", "1000,5000", "latency: producer rates, messages per second")
@@ -197,8 +199,8 @@ func run(ctx context.Context, o options, names []string) error {
 }
 
 func (o options) describe() string {
-	return fmt.Sprintf("-duration %s -warmup %s -conns %d -rounds %d -batch %d -runners %d -runner-batch %d -drain-messages %d -drain-rounds %d -drain-baseline %s -producers %d -latency-rates %v -latency-duration %s -soak %s -soak-hold %s -soak-rate %d",
-		o.duration, o.warmup, o.conns, o.rounds, o.batch, o.runners, o.runnerBatch, o.drainMessages, o.drainRounds, o.drainBaseline, o.producers, o.latencyRates,
+	return fmt.Sprintf("-duration %s -warmup %s -conns %d -rounds %d -batch %d -runners %d -runner-batch %d -drain-messages %d -drain-rounds %d -drain-producer-concurrency %d -drain-baseline %s -producers %d -latency-rates %v -latency-duration %s -soak %s -soak-hold %s -soak-rate %d",
+		o.duration, o.warmup, o.conns, o.rounds, o.batch, o.runners, o.runnerBatch, o.drainMessages, o.drainRounds, o.drainBound, o.drainBaseline, o.producers, o.latencyRates,
 		o.latencyDuration, o.soakDuration, o.soakHold, o.soakRate)
 }
 

@@ -39,8 +39,8 @@ func (r *Runner) claimLoop(ctx, sendCtx context.Context) {
 }
 
 // waitForWork waits until a claim is due: a notification (and NotifyWindow after it,
-// for a commit that raced the first claim), the poll, a freed send slot, or — while
-// LISTEN is deaf — the DeafPollInterval tick. It returns false when ctx ends.
+// for a commit that raced the first claim), the poll, a freed send slot, a report, or
+// — while LISTEN is deaf — the DeafPollInterval tick. It returns false when ctx ends.
 func (r *Runner) waitForWork(ctx context.Context, poll, deafPoll *time.Ticker, trailing *time.Timer) bool {
 	for {
 		select {

@@ -165,6 +165,12 @@ func (r *Runner) flush(batch []outcome) {
 	}
 	r.m.inflight.Set(float64(len(r.flights)))
 	r.mu.Unlock()
+	// A channel's producer_concurrency counts a message until it is reported: the
+	// claim its send's freed slot woke may have come too early to find the room.
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
 }
 
 // liftHolds ends the holds of the channels whose stopping failures batch reported

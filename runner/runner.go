@@ -40,7 +40,7 @@ type Runner struct {
 	channels []string
 
 	wake  chan struct{} // a notification (or reconnect) asks for a claim
-	freed chan struct{} // a send slot was freed
+	freed chan struct{} // a send slot was freed, or sends were reported
 
 	mu      sync.Mutex
 	flights map[int64]*flight // claimed, not yet reported

@@ -246,7 +246,7 @@ func TestQueueDepth(t *testing.T) {
 	if strings.Contains(plan, "Seq Scan on messages") ||
 		!(strings.Contains(plan, "messages_claim_idx") || strings.Contains(plan, "messages_expiry_idx")) ||
 		!(strings.Contains(plan, "messages_expiry_idx") || strings.Contains(plan, "messages_ordering_key_idx")) ||
-		!strings.Contains(plan, "messages_lease_expiry_idx") {
+		!strings.Contains(plan, "messages_in_flight_idx") {
 		t.Fatalf("queue_depth should read the partial indexes, not the table:\n%s", plan)
 	}
 }

@@ -142,3 +142,53 @@ func drain(t *testing.T, ctx context.Context, pool *pgxpool.Pool, workers int) m
 	}
 	return seen
 }
+
+// A producer's bound under contention: claims that run at the same moment see each
+// other's claimed rows only once those commit, so each would hand out the bound again;
+// claims of a bounded channel are taken one at a time. Four claimers at once, five
+// rounds: each producer has exactly its bound of messages being sent after each.
+func TestConcurrentClaimersKeepProducersBound(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET producer_concurrency = 5 WHERE name = 'email'`)
+	for _, p := range []string{"mallory", "alice", "bob"} {
+		enqueueNewsletter(t, loginPool(t, pool, "herald_test_"+p, "herald_producer"), 50)
+	}
+	for round := range 5 {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make(chan error, 4)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if _, err := pool.Exec(ctx, `SELECT herald.claim_batch($1, 100)`, fmt.Sprintf("claimer-%d", w)); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		rows, err := pool.Query(ctx, `SELECT producer, count(*) FROM herald.messages WHERE status = 'processing' GROUP BY producer`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sending := map[string]int64{}
+		for rows.Next() {
+			var p string
+			var n int64
+			if err := rows.Scan(&p, &n); err != nil {
+				t.Fatal(err)
+			}
+			sending[p] = n
+		}
+		if len(sending) != 3 || sending["herald_test_mallory"] != 5 || sending["herald_test_alice"] != 5 || sending["herald_test_bob"] != 5 {
+			t.Fatalf("round %d: four claims at once left %v being sent, want 5 of each producer", round, sending)
+		}
+		mustExec(t, pool, `SELECT herald.complete(array_agg(id), array_agg(lease_token)) FROM herald.messages WHERE status = 'processing'`)
+	}
+}

@@ -308,3 +308,80 @@ func TestClaimProducersTakeTurnsPastLockedRows(t *testing.T) {
 			leased_by = NULL, attempts = 0 WHERE id = ANY ($1)`, got)
 	}
 }
+
+// producerCounts is how many of the given messages each producer has.
+func producerCounts(t *testing.T, pool *pgxpool.Pool, ids []int64) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT producer FROM herald.messages WHERE id = ANY ($1)`, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	producers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, p := range producers {
+		n[strings.TrimPrefix(p, "herald_test_")]++
+	}
+	return n
+}
+
+// Attack: one producer's messages that take long to send (slow receivers) would fill
+// every send slot. A channel's producer_concurrency bounds how many of one producer's
+// messages are being sent at once: a claim hands out no more, in any priority, and a
+// producer's room comes back as its messages are reported.
+func TestClaimProducerConcurrency(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	bob := loginPool(t, pool, "herald_test_bob", "herald_producer")
+	mustExec(t, pool, `UPDATE herald.channels SET producer_concurrency = 3 WHERE name = 'email'`)
+	backlog := enqueueNewsletter(t, mallory, 200)
+	enqueueNewsletter(t, alice, 2)
+	enqueueNewsletter(t, bob, 5)
+	// Two of bob's less urgent: his bound counts what the claim gave him at priority 0.
+	if _, err := bob.Exec(ctx, `SELECT herald.enqueue('email', 'later' || g || '@example.com', '{"subject":"s","text":"t"}', priority => 50)
+		FROM generate_series(1, 2) g`); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(time.Minute)
+	first := claim(t, pool, 100, at)
+	if got := producerCounts(t, pool, ids(first)); len(first) != 8 || got["mallory"] != 3 || got["alice"] != 2 || got["bob"] != 3 {
+		t.Fatalf("a claim of 100 under a bound of 3 took %d: %v, want mallory 3, alice 2, bob 3", len(first), got)
+	}
+	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE status = 'processing' AND priority = 50`); n != 0 {
+		t.Fatalf("bob's less urgent messages claimed past his bound: %d", n)
+	}
+	if got := claim(t, pool, 100, at); len(got) != 0 {
+		t.Fatalf("every producer at its bound, a claim took %d: %v", len(got), producerCounts(t, pool, ids(got)))
+	}
+	// Two of mallory's sent: she may have two more sent at once, her oldest.
+	var done []int64
+	var tokens []int64
+	for _, c := range first {
+		if slices.Contains(backlog, c.ID) && len(done) < 2 {
+			done, tokens = append(done, c.ID), append(tokens, c.Token)
+		}
+	}
+	mustExec(t, pool, `SELECT herald.complete($1::bigint[], $2::bigint[])`, done, tokens)
+	next := ids(claim(t, pool, 100, at))
+	if !slices.Equal(next, backlog[3:5]) {
+		t.Fatalf("after two of mallory's were sent, a claim took %v, want her next two %v", next, backlog[3:5])
+	}
+	// Lifted, the bound holds nothing back.
+	mustExec(t, pool, `UPDATE herald.channels SET producer_concurrency = NULL WHERE name = 'email'`)
+	if got := producerCounts(t, pool, ids(claim(t, pool, 100, at))); got["mallory"] != 98 || got["bob"] != 2 {
+		t.Fatalf("with no bound a claim of 100 took %v, want mallory 98 and bob 2", got)
+	}
+	// Bad input: refused, the channel unchanged.
+	for _, bad := range []int{0, -1, 100001} {
+		_, err := pool.Exec(ctx, `UPDATE herald.channels SET producer_concurrency = $1 WHERE name = 'email'`, bad)
+		if pe := wantPgError(t, err, "23514", ""); pe.ConstraintName != "channels_producer_concurrency_range" {
+			t.Fatalf("producer_concurrency %d: %v", bad, err)
+		}
+	}
+	if n := scalar[*int32](t, pool, `SELECT producer_concurrency FROM herald.channels WHERE name = 'email'`); n != nil {
+		t.Fatalf("producer_concurrency %d after refused updates", *n)
+	}
+}

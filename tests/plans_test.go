@@ -52,6 +52,65 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	t.Logf("claim plan:\n%s", plan)
 }
 
+// On a channel with producer_concurrency a claim counts each producer's messages
+// being sent once, from messages_in_flight_idx (the in-flight messages of every
+// channel, their channel and producer tested on the entries), under its generic plan:
+// never the table of 100,000 finished messages.
+func TestBoundedClaimCountsFromInFlightIndex(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `UPDATE herald.channels SET producer_concurrency = 50 WHERE name = 'email'`)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'sent', 5, $1, $1, 'infinity'
+		FROM generate_series(1, 100000) g`, t0)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, lease_token, lease_expires_at, expires_at)
+		SELECT CASE WHEN g % 2 = 0 THEN 'test' ELSE 'other' END, CASE WHEN g % 3 = 0 THEN 'sms' ELSE 'email' END, 'a@example.com', '{}',
+		       $1, 'processing', 5, $1, 7, $1::timestamptz + interval '1 hour', 'infinity'
+		FROM generate_series(1, 90) g`, t0)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'queued', 5, $1, 'infinity'
+		FROM generate_series(1, 1000) g`, t0)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+	conn, notices := explainConn(t, pool)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 100, now => $1)`, t0).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 20 { // 'test' has 30 of the 60 e-mails being sent
+		t.Fatalf("claimed %d, want the 20 that 'test' has room for", n)
+	}
+	plan := planOf(t, *notices, "m.status = 'processing' AND m.channel")
+	if !strings.Contains(plan, "messages_in_flight_idx") || strings.Contains(plan, "Seq Scan on messages") {
+		t.Fatalf("the count of messages being sent does not read messages_in_flight_idx alone:\n%s", plan)
+	}
+}
+
+// reap_stale finds expired leases in messages_in_flight_idx (the messages being sent,
+// read whole: lease_expires_at is its last column), under its generic plan: never the
+// table of 100,000 finished messages.
+func TestReapReadsInFlightIndex(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, finished_at, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{"subject":"s","text":"t"}', $1, 'sent', 5, $1, $1, 'infinity'
+		FROM generate_series(1, 100000) g`, t0)
+	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, status, max_attempts, created_at, lease_token, lease_expires_at, expires_at)
+		SELECT 'test', 'email', 'a@example.com', '{}', $1, 'processing', 5, $1, 7,
+		       $1::timestamptz + CASE WHEN g <= 10 THEN interval '1 second' ELSE interval '1 hour' END, 'infinity'
+		FROM generate_series(1, 2000) g`, t0)
+	mustExec(t, pool, `ANALYZE herald.messages`)
+	conn, notices := explainConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT herald.reap_stale($1)`, t0.Add(time.Minute)).Scan(&n); err != nil || n != 10 {
+		t.Fatalf("reap_stale changed %d (%v), want the 10 expired leases", n, err)
+	}
+	plan := planOf(t, *notices, "e.lease_expires_at < reap_stale.now")
+	if !strings.Contains(plan, "messages_in_flight_idx") || strings.Contains(plan, "Seq Scan on messages") {
+		t.Fatalf("reap_stale does not find expired leases in messages_in_flight_idx:\n%s", plan)
+	}
+}
+
 // A claim reads what it can take, not the backlog it cannot: a queue that keeps up
 // has scheduled messages and few ready ones, and a claim that does not fill its batch
 // reads only the index entries up to each priority's first scheduled message; a due
@@ -166,7 +225,7 @@ func TestCompletePlanProbesPrimaryKey(t *testing.T) {
 		t.Fatalf("complete changed %d (%v)", n, err)
 	}
 	plan := planOf(t, *notices, "Update on messages")
-	if !strings.Contains(plan, "messages_pkey") || strings.Contains(plan, "messages_lease_expiry_idx") {
+	if !strings.Contains(plan, "messages_pkey") || strings.Contains(plan, "messages_in_flight_idx") {
 		t.Fatalf("complete's plan does not probe the primary key:\n%s", plan)
 	}
 }

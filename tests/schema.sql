@@ -2401,6 +2401,7 @@ CREATE TABLE herald.channels (
     fallback text,
     max_segments integer DEFAULT 10,
     max_recipients integer DEFAULT 50 NOT NULL,
+    producer_concurrency integer,
     CONSTRAINT channels_backoff_positive CHECK (((backoff_base > '00:00:00'::interval) AND (backoff_max >= backoff_base))),
     CONSTRAINT channels_budget_wait_range CHECK (((budget_wait >= '00:00:00.001'::interval) AND (budget_wait <= '00:01:00'::interval))),
     CONSTRAINT channels_burst_positive CHECK (((burst >= 1) AND (burst <= 1000000))),
@@ -2415,6 +2416,7 @@ CREATE TABLE herald.channels (
     CONSTRAINT channels_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
     CONSTRAINT channels_paused_by_known CHECK ((paused_by = ANY (ARRAY['operator'::text, 'runner'::text]))),
     CONSTRAINT channels_paused_until_runner CHECK (((paused_until IS NULL) OR (paused AND (paused_by = 'runner'::text)))),
+    CONSTRAINT channels_producer_concurrency_range CHECK (((producer_concurrency >= 1) AND (producer_concurrency <= 100000))),
     CONSTRAINT channels_producers_listed CHECK ((((cardinality(producers) >= 1) AND (cardinality(producers) <= 1000)) AND (array_position(producers, NULL::text) IS NULL))),
     CONSTRAINT channels_quiet_days_listed CHECK ((((cardinality(quiet_days) >= 1) AND (cardinality(quiet_days) <= 6)) AND (quiet_days <@ '{1,2,3,4,5,6,7}'::smallint[]))),
     CONSTRAINT channels_quiet_hours_whole CHECK ((((quiet_from IS NULL) = (quiet_until IS NULL)) AND (quiet_from <> quiet_until))),
@@ -2634,6 +2636,13 @@ COMMENT ON COLUMN herald.channels.max_recipients IS 'email: the most addresses o
 
 
 --
+-- Name: COLUMN channels.producer_concurrency; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.channels.producer_concurrency IS 'Most messages of one producer being sent (processing) on the channel at once, by all runners together: claim_batch hands out no more of its messages until some are reported, so one producer''s slow receivers cannot take every send slot. NULL: no bound.';
+
+
+--
 -- Name: _range_key(herald.channels, text); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2655,10 +2664,10 @@ COMMENT ON FUNCTION herald._range_key(channel herald.channels, recipient text) I
 
 
 --
--- Name: _ready(text[], integer[], integer[], integer, bigint, integer, timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
+CREATE FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -2678,6 +2687,13 @@ DECLARE
   v_share integer;
   v_took integer;
   v_p integer;
+  v_bound integer;  -- channels[v_i]'s producer_concurrency
+  v_room_keys text[] := '{}'; -- '<channel position>/<producer hash>' of each bounded producer seen
+  v_rooms integer[] := '{}';  -- what each may still be given: the bound less its messages
+                              -- being sent and what this claim gave it
+  v_room_at integer[]; -- each of v_producers' place in v_rooms
+  v_counted integer[] := '{}'; -- the bounded channels (positions) counted
+  v_at integer;
 BEGIN
   LOOP
     -- The next queued priority in which a channel with tokens left has a due message,
@@ -2730,7 +2746,34 @@ BEGIN
       v_p := cardinality(v_producers);
       CONTINUE WHEN v_p = 0;
       v_producers := v_producers[(_ready.turn % v_p)::integer + 1 :] || v_producers[: (_ready.turn % v_p)::integer];
-      v_open := ARRAY(SELECT generate_series(1, v_p));
+      v_bound := _ready.bounds[array_position(_ready.bounded, _ready.channels[v_i])];
+      IF v_bound IS NULL THEN
+        v_open := ARRAY(SELECT generate_series(1, v_p));
+      ELSE
+        -- Each producer's room: its messages being sent on the channel counted once
+        -- per claim (one scan of messages_in_flight_idx), less what the claim gave it.
+        IF NOT v_i = ANY (v_counted) THEN
+          v_counted := v_counted || v_i;
+          SELECT v_room_keys || coalesce(array_agg(v_i || '/' || k.h), '{}'),
+                 v_rooms || coalesce(array_agg(v_bound - k.n), '{}')
+          INTO v_room_keys, v_rooms
+          FROM (SELECT hashtext(m.producer) AS h, count(*)::integer AS n
+                FROM herald.messages m
+                WHERE m.status = 'processing' AND m.channel = _ready.channels[v_i]
+                GROUP BY 1) AS k;
+        END IF;
+        v_room_at := '{}';
+        FOR q IN 1 .. v_p LOOP
+          v_at := array_position(v_room_keys, v_i || '/' || v_producers[q]);
+          IF v_at IS NULL THEN -- none being sent
+            v_room_keys := v_room_keys || (v_i || '/' || v_producers[q]);
+            v_rooms := v_rooms || v_bound;
+            v_at := cardinality(v_rooms);
+          END IF;
+          v_room_at := v_room_at || v_at;
+        END LOOP;
+        v_open := ARRAY(SELECT q FROM generate_series(1, v_p) AS q WHERE v_rooms[v_room_at[q]] > 0);
+      END IF;
       v_gave := array_fill(0, ARRAY[v_p]);
       v_got := 0;
       -- Rounds: each open producer takes its share of what is left (more than an
@@ -2745,6 +2788,9 @@ BEGIN
         FOR j IN 1 .. cardinality(v_open) LOOP
           EXIT WHEN v_got = v_want;
           v_share := ceil((v_want - v_got)::numeric / (cardinality(v_open) - j + 1));
+          IF v_bound IS NOT NULL THEN
+            v_share := least(v_share, v_rooms[v_room_at[v_open[j]]] - v_gave[v_open[j]]);
+          END IF;
           -- OFFSET outside: the scan's plan is the one a LIMIT alone gets (with an
           -- OFFSET parameter, the generic plan's guess of it can prefer a sort).
           RETURN QUERY
@@ -2773,13 +2819,18 @@ BEGIN
             OFFSET v_gave[v_open[j]];
           GET DIAGNOSTICS v_took = ROW_COUNT;
           v_gave[v_open[j]] := v_gave[v_open[j]] + v_took;
-          IF v_took = v_share THEN
+          IF v_took = v_share AND (v_bound IS NULL OR v_gave[v_open[j]] < v_rooms[v_room_at[v_open[j]]]) THEN
             v_next := v_next || v_open[j];
           END IF;
           v_got := v_got + v_took;
         END LOOP;
         v_open := v_next;
       END LOOP;
+      IF v_bound IS NOT NULL THEN
+        FOR q IN 1 .. v_p LOOP
+          v_rooms[v_room_at[q]] := v_rooms[v_room_at[q]] - v_gave[q];
+        END LOOP;
+      END IF;
       v_left := v_left - v_got;
       v_caps[_ready.slots[v_i]] := v_caps[_ready.slots[v_i]] - v_got;
       IF v_left = 0 THEN
@@ -2792,10 +2843,10 @@ $$;
 
 
 --
--- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';
+COMMENT ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';
 
 
 --
@@ -3841,6 +3892,8 @@ DECLARE
   v_avail double precision[];
   v_caps integer[];
   v_priority integer;
+  v_bounded text[]; -- the served channels with a producer_concurrency, in hash order
+  v_bounds integer[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -3867,9 +3920,13 @@ BEGIN
          array_agg(c.kind ORDER BY c.name) FILTER (WHERE NOT c.serving),
          array_agg(c.fallback ORDER BY c.name) FILTER (WHERE NOT c.serving),
          array_agg(c.paused_reason ORDER BY c.name) FILTER (WHERE NOT c.serving),
-         bool_or(c.quiet_per_recipient)
-  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why, v_recipient_quiet
-  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving, c.quiet_per_recipient
+         bool_or(c.quiet_per_recipient),
+         array_agg(c.name ORDER BY hashtext(c.name)) FILTER (WHERE c.serving AND c.producer_concurrency IS NOT NULL),
+         array_agg(c.producer_concurrency ORDER BY hashtext(c.name)) FILTER (WHERE c.serving AND c.producer_concurrency IS NOT NULL)
+  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why, v_recipient_quiet,
+       v_bounded, v_bounds
+  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving, c.quiet_per_recipient,
+               c.producer_concurrency
         FROM herald.channels c
         WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
                OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
@@ -3928,6 +3985,12 @@ BEGIN
     RETURN;
   END IF;
   v_token := nextval('herald.lease_token_seq');
+  IF v_bounded IS NOT NULL THEN
+    -- Channels with producer_concurrency: one claim at a time counts and takes their
+    -- producers' messages (after the buckets, in hash order: no deadlock).
+    PERFORM pg_advisory_xact_lock(1213612877, b.h)
+    FROM (SELECT hashtext(x) AS h FROM unnest(v_bounded) AS x ORDER BY 1) AS b;
+  END IF;
 
   RETURN QUERY
   WITH ready AS (
@@ -3937,7 +4000,7 @@ BEGIN
     -- Each id once (herald._ready may return one twice after a race).
     SELECT DISTINCT ON (r.id) r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
-                       turn => v_token, from_priority => v_priority,
+                       turn => v_token, from_priority => v_priority, bounded => v_bounded, bounds => v_bounds,
                        now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
@@ -6934,10 +6997,10 @@ CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages USING btree 
 
 
 --
--- Name: messages_lease_expiry_idx; Type: INDEX; Schema: herald; Owner: -
+-- Name: messages_in_flight_idx; Type: INDEX; Schema: herald; Owner: -
 --
 
-CREATE INDEX messages_lease_expiry_idx ON herald.messages USING btree (lease_expires_at) WHERE (status = 'processing'::text);
+CREATE INDEX messages_in_flight_idx ON herald.messages USING btree (channel, producer, lease_expires_at) WITH (deduplicate_items=off) WHERE (status = 'processing'::text);
 
 
 --
@@ -7524,10 +7587,10 @@ REVOKE ALL ON FUNCTION herald._range_key(channel herald.channels, recipient text
 
 
 --
--- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -184,3 +184,91 @@ func TestASlowReceiverTakesNoProvidersSlots(t *testing.T) {
 	eventually(t, 90*time.Second, "all eighty sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 80 })
 	waitExit(t, cmd, logs, 15*time.Second)
 }
+
+// Attack: a producer whose webhooks go to receivers that never answer (here: not until
+// the test lets them), enqueued before anyone else's, with the per-site bound set
+// aside (as many slow sites would). Unbounded, its sends take all eight of the
+// runner's receiver slots and alice's webhooks wait for its timeouts. With the
+// channel's producer_concurrency at 4, mallory holds four slots; alice's webhooks go
+// out while mallory's receivers still hold theirs, and the rest of mallory's stay
+// queued, no attempt spent, until her sends are answered.
+func TestSlowProducerHoldsFewSends(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producer_concurrency) VALUES ('hooks', 'webhook', 4)`)
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	release := make(chan struct{})
+	var once sync.Once
+	var slowServed, fastServed atomic.Int64
+	var inFlight peak
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.enter()
+		<-release
+		inFlight.leave()
+		slowServed.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer slow.Close()
+	defer once.Do(func() { close(release) })
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fastServed.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer fast.Close()
+	mustExec(t, mallory, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', g)) FROM generate_series(1, 30) g`,
+		strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"/in")
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_INTAKE=off", "HERALD_SENDER_HOOKS=webhook",
+		"HERALD_HOOKS_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4), "HERALD_WEBHOOK_ALLOW=localhost",
+		"HERALD_WEBHOOK_TIMEOUT=10m", "HERALD_WEBHOOK_HOST_CONCURRENCY=-1",
+		"HERALD_CONCURRENCY=8", "HERALD_CONCURRENCY_FIXED=true", "HERALD_POLL_INTERVAL=100ms")
+	eventually(t, 30*time.Second, "mallory's receiver holding four sends", func() bool { return inFlight.now.Load() == 4 })
+	mustExec(t, alice, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', g)) FROM generate_series(1, 10) g`,
+		strings.Replace(fast.URL, "127.0.0.1", "localhost", 1)+"/in")
+	eventually(t, 30*time.Second, "alice's ten webhooks sent while mallory's receiver holds its sends", func() bool {
+		return fastServed.Load() == 10
+	})
+	if n, answered := inFlight.most.Load(), slowServed.Load(); n != 4 || answered != 0 {
+		t.Fatalf("mallory had %d sends at once (%d answered), want 4\n%s", n, answered, logs.String())
+	}
+	if n := countWhere(t, pool, `status = 'queued' AND producer = 'herald_test_mallory' AND attempts = 0`); n != 26 {
+		t.Fatalf("%d of mallory's other 26 webhooks queued with no attempt spent", n)
+	}
+	once.Do(func() { close(release) })
+	eventually(t, 60*time.Second, "all forty sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 40 })
+	if n := inFlight.most.Load(); n != 4 {
+		t.Fatalf("mallory had %d sends at once, bound 4", n)
+	}
+	if n := countWhere(t, pool, `attempts = 1`); n != 40 {
+		t.Fatalf("%d of 40 messages with one attempt", n)
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+}
+
+// A bounded producer's messages follow its reports, not the poll: bound 2, twenty
+// webhooks to a receiver that answers at once, and a poll interval longer than the
+// test. Each claim after the first finds room only once sends are reported (a freed
+// slot wakes the claim loop before that): the report wakes it again.
+func TestBoundedProducerFollowsItsReports(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producer_concurrency) VALUES ('hooks', 'webhook', 2)`)
+	var served atomic.Int64
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', g)) FROM generate_series(1, 20) g`,
+		strings.Replace(receiver.URL, "127.0.0.1", "localhost", 1)+"/in")
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_INTAKE=off", "HERALD_SENDER_HOOKS=webhook",
+		"HERALD_HOOKS_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4), "HERALD_WEBHOOK_ALLOW=localhost",
+		"HERALD_POLL_INTERVAL=10m")
+	eventually(t, 30*time.Second, "twenty sent, two at a time, with no poll", func() bool { return countWhere(t, pool, `status = 'sent'`) == 20 })
+	if n := served.Load(); n != 20 {
+		t.Fatalf("the receiver answered %d requests for 20 messages", n)
+	}
+	waitExit(t, cmd, logs, 15*time.Second)
+}

@@ -1,19 +1,20 @@
--- herald._ready(channels, slots, caps, n, turn, from_priority, now) — lock and return
--- up to n ready messages for herald.claim_batch: queued, run_at <= now < expires_at, no
--- earlier message of its producer's ordering_key pending (not finished). Priority by
--- priority from from_priority (the lowest queued) upwards; within a priority, channel
--- by channel in turns from channels[turn % k] (wrapping); within a channel, its due
--- producers (two sharing a hashtext share) share what the channel may give, in turns from
--- the (turn % producers)th, each in (run_at, id) order, a share left by one that had
--- fewer going to those that had more. channels[i] gives at most caps[slots[i]], a cap
--- its channels share (a rerouted channel uses its fallback's). FOR NO KEY UPDATE SKIP
--- LOCKED: rows another claim holds are passed over. One statement walks up to the
--- next priority where a channel has a due message, and their due producers (a probe of
--- messages_claim_idx per priority, channel and producer); each producer's share is one
--- range scan (priority, hashtext(channel), hashtext(producer), run_at <= now). Index:
--- messages_claim_idx, messages_ordering_key_idx. Locks: the returned rows.
+-- herald._ready(channels, slots, caps, n, turn, from_priority, bounded, bounds, now) — lock
+-- and return up to n ready messages for herald.claim_batch: queued, run_at <= now <
+-- expires_at, no earlier message of its producer's ordering_key pending. Priority by
+-- priority from from_priority (the lowest queued) upwards; within a priority, channel by
+-- channel in turns from channels[turn % k]; within a channel, its due producers (two
+-- sharing a hashtext share) share what the channel may give, in turns from the (turn %
+-- producers)th, each in (run_at, id) order, a share left by one that had fewer going to
+-- those that had more. channels[i] gives at most caps[slots[i]], a cap its channels share
+-- (a rerouted channel uses its fallback's); a channel named in bounded gives a producer at
+-- most its bound (bounds, same order) less its messages processing (the caller serialises
+-- those claims). FOR NO KEY UPDATE SKIP LOCKED. One statement walks to the next priority
+-- where a channel has a due message, and their due producers (a probe per priority,
+-- channel and producer); a share is one range scan. Index: messages_claim_idx,
+-- messages_ordering_key_idx, messages_in_flight_idx. Locks: the returned rows.
 CREATE OR REPLACE FUNCTION herald._ready(
-  channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, now timestamptz
+  channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer,
+  bounded text[], bounds integer[], now timestamptz
 )
 RETURNS TABLE (id bigint, channel text, recipient text, priority smallint, run_at timestamptz)
 LANGUAGE plpgsql
@@ -36,6 +37,13 @@ DECLARE
   v_share integer;
   v_took integer;
   v_p integer;
+  v_bound integer;  -- channels[v_i]'s producer_concurrency
+  v_room_keys text[] := '{}'; -- '<channel position>/<producer hash>' of each bounded producer seen
+  v_rooms integer[] := '{}';  -- what each may still be given: the bound less its messages
+                              -- being sent and what this claim gave it
+  v_room_at integer[]; -- each of v_producers' place in v_rooms
+  v_counted integer[] := '{}'; -- the bounded channels (positions) counted
+  v_at integer;
 BEGIN
   LOOP
     -- The next queued priority in which a channel with tokens left has a due message,
@@ -88,7 +96,34 @@ BEGIN
       v_p := cardinality(v_producers);
       CONTINUE WHEN v_p = 0;
       v_producers := v_producers[(_ready.turn % v_p)::integer + 1 :] || v_producers[: (_ready.turn % v_p)::integer];
-      v_open := ARRAY(SELECT generate_series(1, v_p));
+      v_bound := _ready.bounds[array_position(_ready.bounded, _ready.channels[v_i])];
+      IF v_bound IS NULL THEN
+        v_open := ARRAY(SELECT generate_series(1, v_p));
+      ELSE
+        -- Each producer's room: its messages being sent on the channel counted once
+        -- per claim (its range of messages_in_flight_idx), less what the claim gave it.
+        IF NOT v_i = ANY (v_counted) THEN
+          v_counted := v_counted || v_i;
+          SELECT v_room_keys || coalesce(array_agg(v_i || '/' || k.h), '{}'),
+                 v_rooms || coalesce(array_agg(v_bound - k.n), '{}')
+          INTO v_room_keys, v_rooms
+          FROM (SELECT hashtext(m.producer) AS h, count(*)::integer AS n
+                FROM herald.messages m
+                WHERE m.status = 'processing' AND m.channel = _ready.channels[v_i]
+                GROUP BY 1) AS k;
+        END IF;
+        v_room_at := '{}';
+        FOR q IN 1 .. v_p LOOP
+          v_at := array_position(v_room_keys, v_i || '/' || v_producers[q]);
+          IF v_at IS NULL THEN -- none being sent
+            v_room_keys := v_room_keys || (v_i || '/' || v_producers[q]);
+            v_rooms := v_rooms || v_bound;
+            v_at := cardinality(v_rooms);
+          END IF;
+          v_room_at := v_room_at || v_at;
+        END LOOP;
+        v_open := ARRAY(SELECT q FROM generate_series(1, v_p) AS q WHERE v_rooms[v_room_at[q]] > 0);
+      END IF;
       v_gave := array_fill(0, ARRAY[v_p]);
       v_got := 0;
       -- Rounds: each open producer takes its share of what is left (more than an
@@ -103,6 +138,9 @@ BEGIN
         FOR j IN 1 .. cardinality(v_open) LOOP
           EXIT WHEN v_got = v_want;
           v_share := ceil((v_want - v_got)::numeric / (cardinality(v_open) - j + 1));
+          IF v_bound IS NOT NULL THEN
+            v_share := least(v_share, v_rooms[v_room_at[v_open[j]]] - v_gave[v_open[j]]);
+          END IF;
           -- OFFSET outside: the scan's plan is the one a LIMIT alone gets (with an
           -- OFFSET parameter, the generic plan's guess of it can prefer a sort).
           RETURN QUERY
@@ -131,13 +169,18 @@ BEGIN
             OFFSET v_gave[v_open[j]];
           GET DIAGNOSTICS v_took = ROW_COUNT;
           v_gave[v_open[j]] := v_gave[v_open[j]] + v_took;
-          IF v_took = v_share THEN
+          IF v_took = v_share AND (v_bound IS NULL OR v_gave[v_open[j]] < v_rooms[v_room_at[v_open[j]]]) THEN
             v_next := v_next || v_open[j];
           END IF;
           v_got := v_got + v_took;
         END LOOP;
         v_open := v_next;
       END LOOP;
+      IF v_bound IS NOT NULL THEN
+        FOR q IN 1 .. v_p LOOP
+          v_rooms[v_room_at[q]] := v_rooms[v_room_at[q]] - v_gave[q];
+        END LOOP;
+      END IF;
       v_left := v_left - v_got;
       v_caps[_ready.slots[v_i]] := v_caps[_ready.slots[v_i]] - v_got;
       IF v_left = 0 THEN
@@ -148,6 +191,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, timestamptz) IS
+REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], timestamptz) IS
   'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';

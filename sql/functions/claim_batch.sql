@@ -1,17 +1,17 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
--- all), not paused nor in its quiet hours (herald._channel_quiet), within its rate (the whole
--- tokens of its herald.rate_buckets row, for all runners together), no earlier message
--- of its producer's ordering_key pending (such a one is 'held'); and the due messages of
--- a channel a runner paused whose fallback is one of those: moved to the fallback (a
--- 'rerouted' log event). Lowest priority first; channels, and producers within a channel,
--- take turns (herald._ready). They become processing, attempts + 1, lease_expires_at =
--- now + lease (NULL: the channel's), under one new lease_token (the fencing token of
--- complete/fail/extend_lease). Not handed out: a suppressed recipient's (ends 'suppressed',
--- a log event; suppressed cc/bcc are left out), or one in its recipient's quiet hours on
--- a quiet_per_recipient channel (due at their end; NOTIFY herald_queue: claim again).
--- Index: messages_claim_idx, messages_ordering_key_idx, messages_pkey. Locks: the claimed
--- rows and rate-limited channels' buckets until the transaction ends (call it in autocommit).
+-- all), not paused nor in its quiet hours (herald._channel_quiet), within its rate (the
+-- whole tokens of its herald.rate_buckets row) and producer_concurrency (all runners
+-- together), no earlier message of its producer's ordering_key pending (such one is 'held');
+-- and the due messages of a channel a runner paused whose fallback is one of those: moved
+-- to the fallback ('rerouted' log event). Lowest priority first; channels, and producers
+-- within a channel, take turns (herald._ready). They become processing, attempts + 1,
+-- lease_expires_at = now + lease (NULL: the channel's), under one new lease_token (the
+-- fencing token of complete/fail/extend_lease). Not handed out: a suppressed recipient's
+-- (ends 'suppressed'; suppressed cc/bcc are left out), one in its recipient's quiet hours on
+-- a quiet_per_recipient channel (due at their end; NOTIFY herald_queue). Index: claim_idx,
+-- ordering_key_idx, in_flight_idx, pkey (messages_). Locks: claimed rows, rate-limited
+-- channels' buckets, bounded channels' advisory lock, to commit (call it in autocommit).
 -- Errors: 22V12 worker, batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; generic plan.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
@@ -57,6 +57,8 @@ DECLARE
   v_avail double precision[];
   v_caps integer[];
   v_priority integer;
+  v_bounded text[]; -- the served channels with a producer_concurrency, in hash order
+  v_bounds integer[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -83,9 +85,13 @@ BEGIN
          array_agg(c.kind ORDER BY c.name) FILTER (WHERE NOT c.serving),
          array_agg(c.fallback ORDER BY c.name) FILTER (WHERE NOT c.serving),
          array_agg(c.paused_reason ORDER BY c.name) FILTER (WHERE NOT c.serving),
-         bool_or(c.quiet_per_recipient)
-  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why, v_recipient_quiet
-  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving, c.quiet_per_recipient
+         bool_or(c.quiet_per_recipient),
+         array_agg(c.name ORDER BY hashtext(c.name)) FILTER (WHERE c.serving AND c.producer_concurrency IS NOT NULL),
+         array_agg(c.producer_concurrency ORDER BY hashtext(c.name)) FILTER (WHERE c.serving AND c.producer_concurrency IS NOT NULL)
+  INTO v_channels, v_kinds, v_leases, v_limited, v_paused, v_paused_kinds, v_paused_to, v_paused_why, v_recipient_quiet,
+       v_bounded, v_bounds
+  FROM (SELECT c.name, c.kind, c.lease, c.rate, c.fallback, c.paused_reason, NOT c.paused AS serving, c.quiet_per_recipient,
+               c.producer_concurrency
         FROM herald.channels c
         WHERE (NOT c.paused AND (claim_batch.channels IS NULL OR c.name = ANY (claim_batch.channels))
                OR c.paused AND c.paused_by = 'runner' AND c.fallback IS NOT NULL)
@@ -144,6 +150,12 @@ BEGIN
     RETURN;
   END IF;
   v_token := nextval('herald.lease_token_seq');
+  IF v_bounded IS NOT NULL THEN
+    -- Channels with producer_concurrency: one claim at a time counts and takes their
+    -- producers' messages (after the buckets, in hash order: no deadlock).
+    PERFORM pg_advisory_xact_lock(1213612877, b.h)
+    FROM (SELECT hashtext(x) AS h FROM unnest(v_bounded) AS x ORDER BY 1) AS b;
+  END IF;
 
   RETURN QUERY
   WITH ready AS (
@@ -153,7 +165,7 @@ BEGIN
     -- Each id once (herald._ready may return one twice after a race).
     SELECT DISTINCT ON (r.id) r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
-                       turn => v_token, from_priority => v_priority,
+                       turn => v_token, from_priority => v_priority, bounded => v_bounded, bounds => v_bounds,
                        now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id

@@ -7,7 +7,7 @@
 -- herald.log_statements row in id order whose receipts and attempts are typed arrays
 -- (readers build the JSON detail).
 -- Index: the primary key, one probe per id; status is not tested (the token implies
--- processing), which keeps the planner off messages_lease_expiry_idx.
+-- processing), which keeps the planner off messages_in_flight_idx.
 -- Locks: the changed rows; ROW EXCLUSIVE on herald.log_statements.
 -- Errors: 22V12 ids/lease_tokens NULL, or an array whose length differs from ids.
 -- The single-id overload returns true when the row changed. SECURITY DEFINER for

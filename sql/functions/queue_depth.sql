@@ -4,7 +4,7 @@
 -- status, 0 when there are none (a gauge that reads 0 rather than vanishes). The runner
 -- samples it every HERALD_STATS_INTERVAL for herald_queue_depth_messages.
 -- Reads only the rows of the partial indexes messages_claim_idx, messages_expiry_idx
--- and messages_lease_expiry_idx: its cost follows the backlog, not the table (unlike
+-- and messages_in_flight_idx: its cost follows the backlog, not the table (unlike
 -- herald.queue_stats). Readable by herald_worker and herald_admin.
 CREATE OR REPLACE VIEW herald.queue_depth AS
 WITH counted AS (

@@ -10,7 +10,7 @@
 -- LOCKED). At most 10,000 rows of each kind per call: call it again while it returns
 -- 10,000 or more. Safe from many workers at once. Releases the ordering keys of what
 -- it ended, and settles those noted in herald.ordering_rechecks (not counted).
--- Index: messages_lease_expiry_idx, messages_expiry_idx. Locks: the changed rows;
+-- Index: messages_in_flight_idx, messages_expiry_idx. Locks: the changed rows;
 -- ROW EXCLUSIVE on herald.log_statements. SECURITY DEFINER for herald_worker.
 CREATE OR REPLACE FUNCTION herald.reap_stale(now timestamptz DEFAULT now())
 RETURNS integer

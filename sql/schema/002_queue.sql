@@ -56,6 +56,7 @@ CREATE TABLE herald.channels (
   fallback           text,
   max_segments       integer DEFAULT 10,
   max_recipients     integer NOT NULL DEFAULT 50,
+  producer_concurrency integer,
   CONSTRAINT channels_name_kind_key UNIQUE (name, kind),
   -- A fallback sends the same kind of message, and is another channel: one whose
   -- sender takes this channel's payloads (herald.claim_batch reroutes to it).
@@ -83,6 +84,7 @@ CREATE TABLE herald.channels (
   CONSTRAINT channels_budget_wait_range CHECK (budget_wait BETWEEN '1 millisecond' AND '1 minute'),
   CONSTRAINT channels_max_segments_range CHECK (max_segments BETWEEN 1 AND 50),
   CONSTRAINT channels_max_recipients_range CHECK (max_recipients BETWEEN 1 AND 101),
+  CONSTRAINT channels_producer_concurrency_range CHECK (producer_concurrency BETWEEN 1 AND 100000),
   CONSTRAINT channels_quiet_hours_whole CHECK ((quiet_from IS NULL) = (quiet_until IS NULL) AND quiet_from <> quiet_until),
   -- An unknown zone fails here with 22023 'time zone "…" not recognized'.
   CONSTRAINT channels_quiet_days_listed CHECK (cardinality(quiet_days) BETWEEN 1 AND 6
@@ -129,6 +131,7 @@ COMMENT ON COLUMN herald.channels.quiet_per_recipient IS 'The quiet hours are ea
 COMMENT ON COLUMN herald.channels.max_recipients IS 'email: the most addresses one message may go to, its recipient, cc and bcc together (Amazon SES, Postmark and Resend take 50; the SMTP standard has servers take at least 100); past it enqueue refuses (22V03 payload.cc or payload.bcc). Other kinds ignore it.';
 COMMENT ON COLUMN herald.channels.max_segments IS 'sms: the most segments (each one billed) a text may take, counted as carriers do (GSM-7 153 characters a segment, else UCS-2 67); past it enqueue refuses (22V03 payload.text). Texts with media_urls go as MMS and are not counted. NULL: up to 1600 characters; other kinds ignore it.';
 COMMENT ON COLUMN herald.channels.fallback IS 'A channel of the same kind (another provider or account) that sends this channel''s due messages while a runner has paused it (provider down, configuration, spent quota; not an operator''s pause): claim_batch moves them to the fallback as it claims them (a rerouted log event). NULL: they wait.';
+COMMENT ON COLUMN herald.channels.producer_concurrency IS 'Most messages of one producer being sent (processing) on the channel at once, by all runners together: claim_batch hands out no more of its messages until some are reported, so one producer''s slow receivers cannot take every send slot. NULL: no bound.';
 COMMENT ON COLUMN herald.channels.range_digits IS 'How many digits after the + make a number range for range_limit (7: +8801712, +1415555).';
 INSERT INTO herald.channels (name, kind) VALUES ('email', 'email'), ('sms', 'sms');
 ANALYZE herald.channels;
@@ -269,7 +272,7 @@ COMMENT ON COLUMN herald.messages.last_error_code IS 'Short code of the last fai
 COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at most 20 entries: {at, attempt, class, code, error, worker}.';
 
 -- claim_batch (herald._ready): one priority, channel and producer's ready messages in
--- (run_at, id) order, the producers of a channel found by probes (herald._due_producers).
+-- (run_at, id) order, the producers of a channel found by probes of it.
 -- hashtext(channel) and hashtext(producer) are fixed-width stand-ins for the names, so
 -- run_at and id keep fixed offsets in the entry; a query tests hashtext(channel) and
 -- channel both (two producers sharing a hash share a turn).
@@ -277,8 +280,12 @@ COMMENT ON COLUMN herald.messages.errors IS 'Error history, oldest first, at mos
 -- key's backlog is not read by every claim.
 CREATE INDEX messages_claim_idx ON herald.messages (priority, hashtext(channel), hashtext(producer), run_at, id)
   WHERE status = 'queued';
--- reap_stale: expired leases.
-CREATE INDEX messages_lease_expiry_idx ON herald.messages (lease_expires_at) WHERE status = 'processing';
+-- Messages being sent: herald._ready on a channel with producer_concurrency (the
+-- channel's entries, per producer), queue_depth, reap_stale (lease_expires_at < now:
+-- read whole, as it holds only what is in flight). Entries live as long as a send:
+-- no deduplication, which cost every claim more (docs/decisions.md).
+CREATE INDEX messages_in_flight_idx ON herald.messages (channel, producer, lease_expires_at)
+  WITH (deduplicate_items = off) WHERE status = 'processing';
 -- enqueue: a key is unique per producer; lookup of the first id of a repeat. Keys and
 -- producers are opaque identifiers: byte order (COLLATE "C") compares them cheaply.
 CREATE UNIQUE INDEX messages_idempotency_key_idx ON herald.messages (producer, idempotency_key)
