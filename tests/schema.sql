@@ -2751,7 +2751,7 @@ BEGIN
         v_open := ARRAY(SELECT generate_series(1, v_p));
       ELSE
         -- Each producer's room: its messages being sent on the channel counted once
-        -- per claim (one scan of messages_in_flight_idx), less what the claim gave it.
+        -- per claim (its range of messages_in_flight_idx), less what the claim gave it.
         IF NOT v_i = ANY (v_counted) THEN
           v_counted := v_counted || v_i;
           SELECT v_room_keys || coalesce(array_agg(v_i || '/' || k.h), '{}'),
