@@ -385,3 +385,44 @@ func TestClaimProducerConcurrency(t *testing.T) {
 		t.Fatalf("producer_concurrency %d after refused updates", *n)
 	}
 }
+
+// A producer's own concurrency (herald.producers) takes the place of the channel's
+// producer_concurrency: a busy tenant gets a larger share of the sends in flight, a
+// suspect one a smaller; the others keep the channel's. It does not bound a producer
+// on a channel without one.
+func TestClaimProducerOwnConcurrency(t *testing.T) {
+	ctx, pool := setup(t)
+	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
+	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
+	bob := loginPool(t, pool, "herald_test_bob", "herald_producer")
+	mustExec(t, pool, `UPDATE herald.channels SET producer_concurrency = 3 WHERE name = 'email'`)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, concurrency) VALUES ('herald_test_alice', 6), ('herald_test_mallory', 1)`)
+	for _, p := range []*pgxpool.Pool{mallory, alice, bob} {
+		enqueueNewsletter(t, p, 10)
+	}
+	if _, err := mallory.Exec(ctx, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"t"}') FROM generate_series(1, 4)`); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(time.Minute)
+	got := claim(t, pool, 100, at)
+	var emails []int64
+	sms := 0
+	for _, c := range got {
+		if c.Channel == "sms" {
+			sms++
+		} else {
+			emails = append(emails, c.ID)
+		}
+	}
+	if n := producerCounts(t, pool, emails); n["alice"] != 6 || n["mallory"] != 1 || n["bob"] != 3 || sms != 4 {
+		t.Fatalf("a claim took e-mails %v and %d SMS, want alice 6, mallory 1, bob 3 and mallory's 4 SMS (no bound there)", n, sms)
+	}
+	// Bad input: refused, the row unchanged.
+	_, err := pool.Exec(ctx, `UPDATE herald.producers SET concurrency = 0 WHERE producer = 'herald_test_alice'`)
+	if pe := wantPgError(t, err, "23514", ""); pe.ConstraintName != "producers_concurrency_range" {
+		t.Fatalf("concurrency 0: %v", err)
+	}
+	if n := scalar[int32](t, pool, `SELECT concurrency FROM herald.producers WHERE producer = 'herald_test_alice'`); n != 6 {
+		t.Fatalf("alice's concurrency %d after a refused update", n)
+	}
+}

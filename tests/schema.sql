@@ -411,7 +411,9 @@ CREATE TABLE herald.producers (
     callback_events text[],
     send_limit integer,
     send_window interval DEFAULT '1 day'::interval NOT NULL,
+    concurrency integer,
     CONSTRAINT producers_callback_whole CHECK ((((callback_url IS NULL) = (callback_channel IS NULL)) AND ((callback_events IS NULL) OR (callback_url IS NOT NULL)))),
+    CONSTRAINT producers_concurrency_range CHECK (((concurrency >= 1) AND (concurrency <= 100000))),
     CONSTRAINT producers_max_pending_range CHECK (((max_pending >= 1) AND (max_pending <= 1000000000))),
     CONSTRAINT producers_min_priority_range CHECK (((min_priority >= '-100'::integer) AND (min_priority <= 100))),
     CONSTRAINT producers_rate_min_sent_range CHECK (((rate_min_sent >= 1) AND (rate_min_sent <= 1000000000))),
@@ -576,6 +578,13 @@ COMMENT ON COLUMN herald.producers.send_limit IS 'Most messages the producer may
 --
 
 COMMENT ON COLUMN herald.producers.send_window IS 'The span send_limit counts over.';
+
+
+--
+-- Name: COLUMN producers.concurrency; Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON COLUMN herald.producers.concurrency IS 'The producer''s own producer_concurrency on every channel that has one, in place of the channel''s: a larger share for a busy tenant, a smaller one for a suspect one. NULL: the channel''s.';
 
 
 --
@@ -2664,10 +2673,10 @@ COMMENT ON FUNCTION herald._range_key(channel herald.channels, recipient text) I
 
 
 --
--- Name: _ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], integer[], integer[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
+CREATE FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -2755,7 +2764,7 @@ BEGIN
         IF NOT v_i = ANY (v_counted) THEN
           v_counted := v_counted || v_i;
           SELECT v_room_keys || coalesce(array_agg(v_i || '/' || k.h), '{}'),
-                 v_rooms || coalesce(array_agg(v_bound - k.n), '{}')
+                 v_rooms || coalesce(array_agg(coalesce(_ready.own_bounds[array_position(_ready.own_hashes, k.h)], v_bound) - k.n), '{}')
           INTO v_room_keys, v_rooms
           FROM (SELECT hashtext(m.producer) AS h, count(*)::integer AS n
                 FROM herald.messages m
@@ -2767,7 +2776,7 @@ BEGIN
           v_at := array_position(v_room_keys, v_i || '/' || v_producers[q]);
           IF v_at IS NULL THEN -- none being sent
             v_room_keys := v_room_keys || (v_i || '/' || v_producers[q]);
-            v_rooms := v_rooms || v_bound;
+            v_rooms := v_rooms || coalesce(_ready.own_bounds[array_position(_ready.own_hashes, v_producers[q])], v_bound);
             v_at := cardinality(v_rooms);
           END IF;
           v_room_at := v_room_at || v_at;
@@ -2843,10 +2852,10 @@ $$;
 
 
 --
--- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';
+COMMENT ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';
 
 
 --
@@ -3894,6 +3903,8 @@ DECLARE
   v_priority integer;
   v_bounded text[]; -- the served channels with a producer_concurrency, in hash order
   v_bounds integer[];
+  v_own_hashes integer[]; -- hashtext of the producers with a concurrency of their own
+  v_own_bounds integer[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -3990,6 +4001,9 @@ BEGIN
     -- producers' messages (after the buckets, in hash order: no deadlock).
     PERFORM pg_advisory_xact_lock(1213612877, b.h)
     FROM (SELECT hashtext(x) AS h FROM unnest(v_bounded) AS x ORDER BY 1) AS b;
+    SELECT array_agg(hashtext(p.producer)), array_agg(p.concurrency) INTO v_own_hashes, v_own_bounds
+    FROM herald.producers p
+    WHERE p.concurrency IS NOT NULL;
   END IF;
 
   RETURN QUERY
@@ -4001,6 +4015,7 @@ BEGIN
     SELECT DISTINCT ON (r.id) r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
                        turn => v_token, from_priority => v_priority, bounded => v_bounded, bounds => v_bounds,
+                       own_hashes => v_own_hashes, own_bounds => v_own_bounds,
                        now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
@@ -7587,10 +7602,10 @@ REVOKE ALL ON FUNCTION herald._range_key(channel herald.channels, recipient text
 
 
 --
--- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -1,18 +1,18 @@
 -- herald.claim_batch(worker, batch_size, lease, channels, now) — lease the next ready
 -- messages to `worker`: queued, run_at <= now < expires_at, channel in `channels` (NULL =
 -- all), not paused nor in its quiet hours (herald._channel_quiet), within its rate (the
--- whole tokens of its herald.rate_buckets row) and producer_concurrency (all runners
--- together), no earlier message of its producer's ordering_key pending (such one is 'held');
--- and the due messages of a channel a runner paused whose fallback is one of those: moved
--- to the fallback ('rerouted' log event). Lowest priority first; channels, and producers
--- within a channel, take turns (herald._ready). They become processing, attempts + 1,
--- lease_expires_at = now + lease (NULL: the channel's), under one new lease_token (the
--- fencing token of complete/fail/extend_lease). Not handed out: a suppressed recipient's
--- (ends 'suppressed'; suppressed cc/bcc are left out), one in its recipient's quiet hours on
--- a quiet_per_recipient channel (due at their end; NOTIFY herald_queue). Index: claim_idx,
--- ordering_key_idx, in_flight_idx, pkey (messages_). Locks: claimed rows, rate-limited
--- channels' buckets, bounded channels' advisory lock, to commit (call it in autocommit).
--- Errors: 22V12 worker, batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; generic plan.
+-- whole tokens of its herald.rate_buckets row) and producer_concurrency (or producers'
+-- concurrency; all runners together), no earlier message of its producer's ordering_key
+-- pending (such one is 'held'); and the due messages of a channel a runner paused whose
+-- fallback is one of those: moved to it ('rerouted'). Lowest priority first; channels, and
+-- producers within a channel, take turns (herald._ready). They become processing,
+-- attempts + 1, lease_expires_at = now + lease (NULL: the channel's), under one new
+-- lease_token (complete/fail/extend_lease's fencing token). Not handed out: a suppressed
+-- recipient's (ends 'suppressed'; suppressed cc/bcc left out), one in its recipient's quiet
+-- hours on a quiet_per_recipient channel (due at their end; NOTIFY herald_queue). Index:
+-- claim_idx, ordering_key_idx, in_flight_idx, pkey (messages_). Locks: claimed rows, rate
+-- buckets, bounded channels' advisory locks, to commit (call it in autocommit). Errors:
+-- 22V12 worker, batch_size (1..10,000), lease (1 s..1 day). SECURITY DEFINER; generic plan.
 CREATE OR REPLACE FUNCTION herald.claim_batch(
   worker text,
   batch_size integer DEFAULT 100,
@@ -59,6 +59,8 @@ DECLARE
   v_priority integer;
   v_bounded text[]; -- the served channels with a producer_concurrency, in hash order
   v_bounds integer[];
+  v_own_hashes integer[]; -- hashtext of the producers with a concurrency of their own
+  v_own_bounds integer[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -155,6 +157,9 @@ BEGIN
     -- producers' messages (after the buckets, in hash order: no deadlock).
     PERFORM pg_advisory_xact_lock(1213612877, b.h)
     FROM (SELECT hashtext(x) AS h FROM unnest(v_bounded) AS x ORDER BY 1) AS b;
+    SELECT array_agg(hashtext(p.producer)), array_agg(p.concurrency) INTO v_own_hashes, v_own_bounds
+    FROM herald.producers p
+    WHERE p.concurrency IS NOT NULL;
   END IF;
 
   RETURN QUERY
@@ -166,6 +171,7 @@ BEGIN
     SELECT DISTINCT ON (r.id) r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
                        turn => v_token, from_priority => v_priority, bounded => v_bounded, bounds => v_bounds,
+                       own_hashes => v_own_hashes, own_bounds => v_own_bounds,
                        now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id

@@ -169,6 +169,7 @@ CREATE TABLE herald.producers (
   callback_events    text[],
   send_limit         integer,
   send_window        interval NOT NULL DEFAULT '1 day',
+  concurrency        integer,
   CONSTRAINT producers_min_priority_range CHECK (min_priority BETWEEN -100 AND 100),
   CONSTRAINT producers_rates_range CHECK (max_bounce_rate > 0 AND max_bounce_rate <= 1
                                           AND max_complaint_rate > 0 AND max_complaint_rate <= 1),
@@ -179,12 +180,14 @@ CREATE TABLE herald.producers (
   CONSTRAINT producers_max_pending_range CHECK (max_pending BETWEEN 1 AND 1000000000),
   CONSTRAINT producers_send_limit_range CHECK (send_limit BETWEEN 1 AND 1000000000),
   CONSTRAINT producers_send_window_range CHECK (send_window BETWEEN '1 second' AND '31 days'),
+  CONSTRAINT producers_concurrency_range CHECK (concurrency BETWEEN 1 AND 100000),
   CONSTRAINT producers_callback_whole CHECK ((callback_url IS NULL) = (callback_channel IS NULL)
                                              AND (callback_events IS NULL OR callback_url IS NOT NULL))
 ) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
 COMMENT ON TABLE herald.producers IS 'Per-producer policy set by admins: the most urgent priority a producer may use (0 without a row), the From addresses it may set (none without a row).';
 COMMENT ON COLUMN herald.producers.producer IS 'The producer as herald.messages.producer stores it: a role name, or intake:<name>.';
 COMMENT ON COLUMN herald.producers.min_priority IS 'Most urgent priority the producer may use (lower runs first); above 0 it is also its default priority.';
+COMMENT ON COLUMN herald.producers.concurrency IS 'The producer''s own producer_concurrency on every channel that has one, in place of the channel''s: a larger share for a busy tenant, a smaller one for a suspect one. NULL: the channel''s.';
 COMMENT ON COLUMN herald.producers.max_pending IS 'Most unfinished (queued, held, processing) messages the producer may have; over it, its enqueues are refused (53400) until herald.count_producers finds fewer. NULL: no limit.';
 COMMENT ON COLUMN herald.producers.pending IS 'The producer''s unfinished messages when herald.count_producers last counted them (only with max_pending).';
 COMMENT ON COLUMN herald.producers.counted_at IS 'When herald.count_producers last counted pending.';
