@@ -26,44 +26,27 @@ func TestSlowReceiverHoldsFewSends(t *testing.T) {
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
-	release := make(chan struct{})
-	var slowServed, fastServed atomic.Int64
-	var inFlight peak
-	var once sync.Once
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inFlight.enter()
-		<-release
-		inFlight.leave()
-		slowServed.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer slow.Close()
-	defer once.Do(func() { close(release) })
-	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fastServed.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer fast.Close()
+	rc := newHeldReceivers(t)
 	secret := "whsec_" + strings.Repeat("SG9va3Nz", 4)
 	for i := range 30 {
-		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"/in", i)
+		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(rc.slow.URL, "127.0.0.1", "localhost", 1)+"/in", i)
 	}
 	for i := range 10 {
-		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(fast.URL, "127.0.0.1", "localhost", 1)+"/in", i)
+		mustExec(t, pool, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', $2::int))`, strings.Replace(rc.fast.URL, "127.0.0.1", "localhost", 1)+"/in", i)
 	}
 	addr := freeAddr(t)
 	cmd, logs := runnerProcess(t, dbURL, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE=off", "HERALD_SENDER_HOOKS=webhook", "HERALD_HOOKS_WEBHOOK_SECRETS="+secret,
 		"HERALD_WEBHOOK_ALLOW=127.0.0.1/32", "HERALD_WEBHOOK_TIMEOUT=2m", "HERALD_WEBHOOK_HOST_CONCURRENCY=2",
 		"HERALD_CONCURRENCY=8", "HERALD_CONCURRENCY_FIXED=true", "HERALD_BATCH_SIZE=8", "HERALD_POLL_INTERVAL=100ms")
 	eventually(t, 30*time.Second, "the fast receiver's ten webhooks while the slow one holds its sends", func() bool {
-		return fastServed.Load() == 10
+		return rc.fastServed.Load() == 10
 	})
-	if n := inFlight.most.Load(); n > 2 || slowServed.Load() != 0 {
-		t.Fatalf("the slow host had %d sends at once (%d answered), want at most 2\n%s", n, slowServed.Load(), logs.String())
+	if n := rc.inFlight.most.Load(); n > 2 || rc.slowServed.Load() != 0 {
+		t.Fatalf("the slow host had %d sends at once (%d answered), want at most 2\n%s", n, rc.slowServed.Load(), logs.String())
 	}
-	once.Do(func() { close(release) })
+	rc.release()
 	eventually(t, 90*time.Second, "all forty sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 40 })
-	if n := slowServed.Load(); n != 30 {
+	if n := rc.slowServed.Load(); n != 30 {
 		t.Fatalf("the slow receiver answered %d requests for 30 messages", n)
 	}
 	if n := countWhere(t, pool, `attempts = 1`); n != 40 {
@@ -133,6 +116,39 @@ func (p *peak) enter() {
 
 func (p *peak) leave() { p.now.Add(-1) }
 
+// heldReceivers are two webhook receivers: slow holds every request until release
+// (at the latest when the test ends), counting those in progress; fast answers at
+// once. Each counts the requests it answered.
+type heldReceivers struct {
+	slow, fast             *httptest.Server
+	slowServed, fastServed atomic.Int64
+	inFlight               peak
+	release                func()
+}
+
+func newHeldReceivers(t *testing.T) *heldReceivers {
+	t.Helper()
+	rc := &heldReceivers{}
+	held := make(chan struct{})
+	var once sync.Once
+	rc.release = func() { once.Do(func() { close(held) }) }
+	rc.slow = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.inFlight.enter()
+		<-held
+		rc.inFlight.leave()
+		rc.slowServed.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	rc.fast = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.fastServed.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rc.fast.Close)
+	t.Cleanup(rc.slow.Close)
+	t.Cleanup(rc.release) // before the slow receiver closes: Close waits for its requests
+	return rc
+}
+
 // Receivers and providers have send slots of their own (two lanes): a receiver that
 // holds every request it gets (40 webhooks to one site, the default bound of 32) takes
 // no slot from the e-mail channel's provider nor the runner's adaptive limit, which
@@ -199,45 +215,28 @@ func TestSlowProducerHoldsFewSends(t *testing.T) {
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producer_concurrency) VALUES ('hooks', 'webhook', 4)`)
 	mallory := loginPool(t, pool, "herald_test_mallory", "herald_producer")
 	alice := loginPool(t, pool, "herald_test_alice", "herald_producer")
-	release := make(chan struct{})
-	var once sync.Once
-	var slowServed, fastServed atomic.Int64
-	var inFlight peak
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inFlight.enter()
-		<-release
-		inFlight.leave()
-		slowServed.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer slow.Close()
-	defer once.Do(func() { close(release) })
-	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fastServed.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer fast.Close()
+	rc := newHeldReceivers(t)
 	mustExec(t, mallory, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', g)) FROM generate_series(1, 30) g`,
-		strings.Replace(slow.URL, "127.0.0.1", "localhost", 1)+"/in")
+		strings.Replace(rc.slow.URL, "127.0.0.1", "localhost", 1)+"/in")
 	cmd, logs := runnerProcess(t, dbURL, "HERALD_INTAKE=off", "HERALD_SENDER_HOOKS=webhook",
 		"HERALD_HOOKS_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4), "HERALD_WEBHOOK_ALLOW=localhost",
 		"HERALD_WEBHOOK_TIMEOUT=10m", "HERALD_WEBHOOK_HOST_CONCURRENCY=-1",
 		"HERALD_CONCURRENCY=8", "HERALD_CONCURRENCY_FIXED=true", "HERALD_POLL_INTERVAL=100ms")
-	eventually(t, 30*time.Second, "mallory's receiver holding four sends", func() bool { return inFlight.now.Load() == 4 })
+	eventually(t, 30*time.Second, "mallory's receiver holding four sends", func() bool { return rc.inFlight.now.Load() == 4 })
 	mustExec(t, alice, `SELECT herald.enqueue('hooks', $1, jsonb_build_object('n', g)) FROM generate_series(1, 10) g`,
-		strings.Replace(fast.URL, "127.0.0.1", "localhost", 1)+"/in")
+		strings.Replace(rc.fast.URL, "127.0.0.1", "localhost", 1)+"/in")
 	eventually(t, 30*time.Second, "alice's ten webhooks sent while mallory's receiver holds its sends", func() bool {
-		return fastServed.Load() == 10
+		return rc.fastServed.Load() == 10
 	})
-	if n, answered := inFlight.most.Load(), slowServed.Load(); n != 4 || answered != 0 {
+	if n, answered := rc.inFlight.most.Load(), rc.slowServed.Load(); n != 4 || answered != 0 {
 		t.Fatalf("mallory had %d sends at once (%d answered), want 4\n%s", n, answered, logs.String())
 	}
 	if n := countWhere(t, pool, `status = 'queued' AND producer = 'herald_test_mallory' AND attempts = 0`); n != 26 {
 		t.Fatalf("%d of mallory's other 26 webhooks queued with no attempt spent", n)
 	}
-	once.Do(func() { close(release) })
+	rc.release()
 	eventually(t, 60*time.Second, "all forty sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 40 })
-	if n := inFlight.most.Load(); n != 4 {
+	if n := rc.inFlight.most.Load(); n != 4 {
 		t.Fatalf("mallory had %d sends at once, bound 4", n)
 	}
 	if n := countWhere(t, pool, `attempts = 1`); n != 40 {
