@@ -192,3 +192,37 @@ func TestConcurrentClaimersKeepProducersBound(t *testing.T) {
 		mustExec(t, pool, `SELECT herald.complete(array_agg(id), array_agg(lease_token)) FROM herald.messages WHERE status = 'processing'`)
 	}
 }
+
+// Claims take a bounded channel's lock only when they take from it: while another
+// claim holds the lock of 'hooks' (bounded, nothing due there), a claim of every
+// channel takes the e-mails without waiting for it (lock_timeout would fail it); once
+// 'hooks' has a due message, a claim waits for the lock.
+func TestClaimsWaitOnlyForBoundedChannelsTheyTake(t *testing.T) {
+	ctx, pool := setup(t)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, producer_concurrency) VALUES ('hooks', 'webhook', 5)`)
+	enqueueNewsletter(t, loginPool(t, pool, "herald_test_alice", "herald_producer"), 10)
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(1213612877, hashtext('hooks'))`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET lock_timeout = '200ms'`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.Background(), `RESET lock_timeout`)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 100)`).Scan(&n); err != nil || n != 10 {
+		t.Fatalf("a claim with nothing due on the locked bounded channel: %d claimed, %v", n, err)
+	}
+	mustExec(t, pool, `SELECT herald.enqueue('hooks', 'https://hooks.example.com/in', '{"n": 1}')`)
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM herald.claim_batch('w', 100)`).Scan(&n)
+	wantPgError(t, err, "55P03", "")
+}

@@ -2703,6 +2703,7 @@ DECLARE
   v_room_at integer[]; -- each of v_producers' place in v_rooms
   v_counted integer[] := '{}'; -- the bounded channels (positions) counted
   v_at integer;
+  v_locked boolean := false; -- the bounded channels' advisory locks taken
 BEGIN
   LOOP
     -- The next queued priority in which a channel with tokens left has a due message,
@@ -2761,6 +2762,13 @@ BEGIN
       ELSE
         -- Each producer's room: its messages being sent on the channel counted once
         -- per claim (its range of messages_in_flight_idx), less what the claim gave it.
+        IF NOT v_locked THEN
+          -- One claim at a time counts and takes the bounded channels' messages: at
+          -- the first it visits, it locks them all, in hash order (no deadlock).
+          PERFORM pg_advisory_xact_lock(1213612877, b.h)
+          FROM (SELECT hashtext(x) AS h FROM unnest(_ready.bounded) AS x ORDER BY 1) AS b;
+          v_locked := true;
+        END IF;
         IF NOT v_i = ANY (v_counted) THEN
           v_counted := v_counted || v_i;
           SELECT v_room_keys || coalesce(array_agg(v_i || '/' || k.h), '{}'),
@@ -3997,10 +4005,6 @@ BEGIN
   END IF;
   v_token := nextval('herald.lease_token_seq');
   IF v_bounded IS NOT NULL THEN
-    -- Channels with producer_concurrency: one claim at a time counts and takes their
-    -- producers' messages (after the buckets, in hash order: no deadlock).
-    PERFORM pg_advisory_xact_lock(1213612877, b.h)
-    FROM (SELECT hashtext(x) AS h FROM unnest(v_bounded) AS x ORDER BY 1) AS b;
     SELECT array_agg(hashtext(p.producer)), array_agg(p.concurrency) INTO v_own_hashes, v_own_bounds
     FROM herald.producers p
     WHERE p.concurrency IS NOT NULL;

@@ -8,10 +8,11 @@
 -- those that had more. channels[i] gives at most caps[slots[i]], a cap its channels share
 -- (a rerouted channel uses its fallback's); a channel in bounded gives a producer at most
 -- its bound (bounds; own_bounds for the producer hashes own_hashes) less its messages
--- processing (the caller serialises those claims). FOR NO KEY UPDATE SKIP LOCKED. One
--- statement walks to the next priority where a channel has a due message, and their due
--- producers (a probe per priority, channel and producer); a share is one range scan. Index:
--- messages_claim_idx, messages_ordering_key_idx, messages_in_flight_idx. Locks: the rows.
+-- processing. FOR NO KEY UPDATE SKIP LOCKED. One statement walks to the next priority
+-- where a channel has a due message, and their due producers (a probe per priority,
+-- channel and producer); a share is one range scan. Index: messages_claim_idx,
+-- messages_ordering_key_idx, messages_in_flight_idx. Locks: the rows; at the first bounded
+-- channel it takes from, every bounded channel's advisory lock (to commit).
 CREATE OR REPLACE FUNCTION herald._ready(
   channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer,
   bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamptz
@@ -44,6 +45,7 @@ DECLARE
   v_room_at integer[]; -- each of v_producers' place in v_rooms
   v_counted integer[] := '{}'; -- the bounded channels (positions) counted
   v_at integer;
+  v_locked boolean := false; -- the bounded channels' advisory locks taken
 BEGIN
   LOOP
     -- The next queued priority in which a channel with tokens left has a due message,
@@ -102,6 +104,13 @@ BEGIN
       ELSE
         -- Each producer's room: its messages being sent on the channel counted once
         -- per claim (its range of messages_in_flight_idx), less what the claim gave it.
+        IF NOT v_locked THEN
+          -- One claim at a time counts and takes the bounded channels' messages: at
+          -- the first it visits, it locks them all, in hash order (no deadlock).
+          PERFORM pg_advisory_xact_lock(1213612877, b.h)
+          FROM (SELECT hashtext(x) AS h FROM unnest(_ready.bounded) AS x ORDER BY 1) AS b;
+          v_locked := true;
+        END IF;
         IF NOT v_i = ANY (v_counted) THEN
           v_counted := v_counted || v_i;
           SELECT v_room_keys || coalesce(array_agg(v_i || '/' || k.h), '{}'),

@@ -153,10 +153,6 @@ BEGIN
   END IF;
   v_token := nextval('herald.lease_token_seq');
   IF v_bounded IS NOT NULL THEN
-    -- Channels with producer_concurrency: one claim at a time counts and takes their
-    -- producers' messages (after the buckets, in hash order: no deadlock).
-    PERFORM pg_advisory_xact_lock(1213612877, b.h)
-    FROM (SELECT hashtext(x) AS h FROM unnest(v_bounded) AS x ORDER BY 1) AS b;
     SELECT array_agg(hashtext(p.producer)), array_agg(p.concurrency) INTO v_own_hashes, v_own_bounds
     FROM herald.producers p
     WHERE p.concurrency IS NOT NULL;
