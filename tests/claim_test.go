@@ -408,6 +408,22 @@ func TestClaimProducerOwnConcurrency(t *testing.T) {
 	if n := producerCounts(t, pool, emails); n["alice"] != 6 || n["mallory"] != 1 || n["bob"] != 3 || sms != 4 {
 		t.Fatalf("a claim took e-mails %v and %d SMS, want alice 6, mallory 1, bob 3 and mallory's 4 SMS (no bound there)", n, sms)
 	}
+	// An admin sees each producer's sends in flight against its bound.
+	for _, c := range []struct {
+		producer, channel string
+		processing        int64
+		bound             *int32
+	}{{"alice", "email", 6, ptr[int32](6)}, {"mallory", "email", 1, ptr[int32](1)}, {"bob", "email", 3, ptr[int32](3)}, {"mallory", "sms", 4, nil}} {
+		var processing int64
+		var bound *int32
+		if err := pool.QueryRow(ctx, `SELECT processing, concurrency FROM herald.producer_backlog WHERE producer = $1 AND channel = $2`,
+			"herald_test_"+c.producer, c.channel).Scan(&processing, &bound); err != nil {
+			t.Fatal(err)
+		}
+		if processing != c.processing || (bound == nil) != (c.bound == nil) || (bound != nil && *bound != *c.bound) {
+			t.Fatalf("producer_backlog for %s on %s: processing %d, concurrency %v; want %d, %v", c.producer, c.channel, processing, bound, c.processing, c.bound)
+		}
+	}
 	// Bad input: refused, the row unchanged.
 	_, err := pool.Exec(ctx, `UPDATE herald.producers SET concurrency = 0 WHERE producer = 'herald_test_alice'`)
 	if pe := wantPgError(t, err, "23514", ""); pe.ConstraintName != "producers_concurrency_range" {

@@ -6583,22 +6583,34 @@ ALTER TABLE herald.ordering_rechecks ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
 --
 
 CREATE VIEW herald.producer_backlog AS
- SELECT m.producer,
-    m.channel,
-    count(*) FILTER (WHERE (m.status = 'queued'::text)) AS queued,
-    count(*) FILTER (WHERE (m.status = 'held'::text)) AS held,
-    count(*) FILTER (WHERE (m.status = 'processing'::text)) AS processing,
-    min(m.run_at) FILTER (WHERE (m.status = 'queued'::text)) AS earliest_run_at
-   FROM herald.messages m
-  WHERE (m.status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text]))
-  GROUP BY m.producer, m.channel;
+ SELECT b.producer,
+    b.channel,
+    b.queued,
+    b.held,
+    b.processing,
+    b.earliest_run_at,
+        CASE
+            WHEN (c.producer_concurrency IS NOT NULL) THEN COALESCE(p.concurrency, c.producer_concurrency)
+            ELSE NULL::integer
+        END AS concurrency
+   FROM ((( SELECT m.producer,
+            m.channel,
+            count(*) FILTER (WHERE (m.status = 'queued'::text)) AS queued,
+            count(*) FILTER (WHERE (m.status = 'held'::text)) AS held,
+            count(*) FILTER (WHERE (m.status = 'processing'::text)) AS processing,
+            min(m.run_at) FILTER (WHERE (m.status = 'queued'::text)) AS earliest_run_at
+           FROM herald.messages m
+          WHERE (m.status = ANY (ARRAY['queued'::text, 'held'::text, 'processing'::text]))
+          GROUP BY m.producer, m.channel) b
+     LEFT JOIN herald.channels c ON ((c.name = b.channel)))
+     LEFT JOIN herald.producers p ON ((p.producer = b.producer)));
 
 
 --
 -- Name: VIEW producer_backlog; Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON VIEW herald.producer_backlog IS 'Unfinished messages per producer and channel: who fills the queue (admins; reads every unfinished message).';
+COMMENT ON VIEW herald.producer_backlog IS 'Unfinished messages per producer and channel, and the bound on its sends there: who fills the queue (admins; reads every unfinished message).';
 
 
 --
