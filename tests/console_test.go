@@ -64,8 +64,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	midnight := scalar[time.Time](t, pool, `SELECT date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 day'`)
 	mustExec(t, pool, `UPDATE herald.channels SET paused = true, paused_reason = 'SMTP 535: authentication failed', paused_at = now(),
 		paused_by = 'runner', fallback = 'sms_backup' WHERE name = 'sms'`)
-	mustExec(t, pool, `INSERT INTO herald.producers (producer, min_priority, max_pending, send_limit, max_bounce_rate, suspended_until, suspended_reason)
-		VALUES ('bulk', 50, 5000, 20000, 0.05, '2100-01-02 03:04:05+00', '30 of 200 messages in the last 01:00:00 bounced, over max_bounce_rate 0.05')`)
+	mustExec(t, pool, `INSERT INTO herald.producers (producer, min_priority, max_pending, send_limit, max_bounce_rate, suspended_until, suspended_reason, concurrency)
+		VALUES ('bulk', 50, 5000, 20000, 0.05, '2100-01-02 03:04:05+00', '30 of 200 messages in the last 01:00:00 bounced, over max_bounce_rate 0.05', 8)`)
+	mustExec(t, pool, `UPDATE herald.channels SET producer_concurrency = 64 WHERE name = 'email'`)
 	mustExec(t, pool, `INSERT INTO herald.messages (producer, channel, recipient, payload, run_at, priority, max_attempts, created_at, expires_at)
 		SELECT 'bulk', 'email', 'u' || g || '@example.com', '{"subject":"s","text":"t"}', now(), 50, 5, now(), now() + interval '1 day'
 		FROM generate_series(1, 7) g`)
@@ -133,7 +134,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if want := "promo " + midnight.Local().Format("2006-01-02 15:04:05"); !strings.Contains(strings.Join(strings.Fields(quiet), " "), want) {
 		t.Fatalf("quiet channels: %q, want %q", quiet, want)
 	}
-	if !regexp.MustCompile(`bulk\s+email\s+7\s+0\s+0\s+50\s+5000\s+20000 / 1 day\s+2100-01-02 \d\d:04:05: 30 of 200 messages`).MatchString(producers) {
+	if !regexp.MustCompile(`bulk\s+email\s+7\s+0\s+0\s+8\s+50\s+5000\s+20000 / 1 day\s+2100-01-02 \d\d:04:05: 30 of 200 messages`).MatchString(producers) {
 		t.Fatalf("producers table: %q", producers)
 	}
 	if !regexp.MustCompile(`sms\s+SMTP 535: authentication failed\s+\S+ \S+\s+when resumed\s+sms_backup`).MatchString(paused) {

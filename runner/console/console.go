@@ -190,12 +190,14 @@ type Quiet struct {
 	Until   *time.Time
 }
 
-// Producer is one row of herald.producer_backlog with the producer's priority floor,
-// backlog bound (MaxPending, empty when none), send limit ("N / window", empty when
-// none) and suspension (until when and why, empty when none).
+// Producer is one row of herald.producer_backlog with the bound on its sends in
+// flight there (Concurrency, empty when none), the producer's priority floor, backlog
+// bound (MaxPending, empty when none), send limit ("N / window", empty when none) and
+// suspension (until when and why, empty when none).
 type Producer struct {
 	Producer, Channel        string
 	Queued, Held, Processing int64
+	Concurrency              string
 	MinPriority              int16
 	MaxPending, SendLimit    string
 	Suspended                string
@@ -272,13 +274,13 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if data["Producers"], err = collect(ctx, c.pool, `SELECT b.producer, b.channel, b.queued, b.held, b.processing,
-		coalesce(p.min_priority, 0), coalesce(p.max_pending::text, ''), coalesce(p.send_limit || ' / ' || p.send_window, ''),
+		coalesce(b.concurrency::text, ''), coalesce(p.min_priority, 0), coalesce(p.max_pending::text, ''), coalesce(p.send_limit || ' / ' || p.send_window, ''),
 		CASE WHEN p.suspended_until > now() THEN to_char(p.suspended_until, 'YYYY-MM-DD HH24:MI:SS') || ': ' || p.suspended_reason ELSE '' END
 		FROM herald.producer_backlog b
 		LEFT JOIN herald.producers p ON p.producer = b.producer
 		ORDER BY b.queued + b.held + b.processing DESC, 1, 2 LIMIT 20`, func(row pgx.CollectableRow) (p Producer, err error) {
-		err = row.Scan(&p.Producer, &p.Channel, &p.Queued, &p.Held, &p.Processing, &p.MinPriority, &p.MaxPending, &p.SendLimit,
-			&p.Suspended)
+		err = row.Scan(&p.Producer, &p.Channel, &p.Queued, &p.Held, &p.Processing, &p.Concurrency, &p.MinPriority, &p.MaxPending,
+			&p.SendLimit, &p.Suspended)
 		return
 	}); err != nil {
 		c.fail(w, err)
