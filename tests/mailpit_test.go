@@ -38,7 +38,8 @@ func TestMailpit(t *testing.T) {
 		t.Fatal("Mailpit is not installed (make test installs it into .bin/)")
 	}
 	certFile, keyFile := sendertest.CertFiles(t)
-	smtpAddr, apiAddr := freeAddr(t), freeAddr(t)
+	addrs := freeAddrs(t, 2)
+	smtpAddr, apiAddr := addrs[0], addrs[1]
 	cmd := exec.Command(bin, "--smtp", smtpAddr, "--listen", apiAddr, "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile,
 		"--smtp-require-starttls", "--smtp-auth-accept-any", "--smtp-disable-rdns", "--smtp-allowed-recipients", `^[^x].*@example\.net$`,
 		"--database", filepath.Join(t.TempDir(), "mailpit.db"))
