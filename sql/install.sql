@@ -93,6 +93,7 @@
 {{ template "functions/enqueue.sql" . }}
 {{ template "functions/enqueue_batch.sql" . }}
 {{ template "functions/enqueue_many.sql" . }}
+{{ template "functions/_producer_bound.sql" . }}
 {{ template "functions/_ready.sql" . }}
 {{ template "functions/claim_batch.sql" . }}
 {{ template "functions/complete.sql" . }}

@@ -2166,6 +2166,22 @@ COMMENT ON FUNCTION herald._producer() IS 'Private: the producer of the current 
 
 
 --
+-- Name: _producer_bound(integer, integer); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._producer_bound(channel_bound integer, own_bound integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    RETURN CASE WHEN (channel_bound IS NOT NULL) THEN COALESCE(own_bound, channel_bound) ELSE NULL::integer END;
+
+
+--
+-- Name: FUNCTION _producer_bound(channel_bound integer, own_bound integer); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._producer_bound(channel_bound integer, own_bound integer) IS 'Private: a producer''s bound on its sends in flight on a channel (its own concurrency in place of the channel''s producer_concurrency).';
+
+
+--
 -- Name: _producers_callback_check(); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -2673,10 +2689,10 @@ COMMENT ON FUNCTION herald._range_key(channel herald.channels, recipient text) I
 
 
 --
--- Name: _ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], integer[], integer[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+-- Name: _ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
 --
 
-CREATE FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
+CREATE FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) RETURNS TABLE(id bigint, channel text, recipient text, priority smallint, run_at timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -2704,6 +2720,8 @@ DECLARE
   v_counted integer[] := '{}'; -- the bounded channels (positions) counted
   v_at integer;
   v_locked boolean := false; -- the bounded channels' advisory locks taken
+  v_own_hashes integer[]; -- hashtext of the producers with a concurrency of their own
+  v_own_bounds integer[];
 BEGIN
   LOOP
     -- The next queued priority in which a channel with tokens left has a due message,
@@ -2768,11 +2786,14 @@ BEGIN
           PERFORM pg_advisory_xact_lock(1213612877, b.h)
           FROM (SELECT hashtext(x) AS h FROM unnest(_ready.bounded) AS x ORDER BY 1) AS b;
           v_locked := true;
+          SELECT array_agg(hashtext(p.producer)), array_agg(p.concurrency) INTO v_own_hashes, v_own_bounds
+          FROM herald.producers p
+          WHERE p.concurrency IS NOT NULL;
         END IF;
         IF NOT v_i = ANY (v_counted) THEN
           v_counted := v_counted || v_i;
           SELECT v_room_keys || coalesce(array_agg(v_i || '/' || k.h), '{}'),
-                 v_rooms || coalesce(array_agg(coalesce(_ready.own_bounds[array_position(_ready.own_hashes, k.h)], v_bound) - k.n), '{}')
+                 v_rooms || coalesce(array_agg(herald._producer_bound(v_bound, v_own_bounds[array_position(v_own_hashes, k.h)]) - k.n), '{}')
           INTO v_room_keys, v_rooms
           FROM (SELECT hashtext(m.producer) AS h, count(*)::integer AS n
                 FROM herald.messages m
@@ -2784,7 +2805,7 @@ BEGIN
           v_at := array_position(v_room_keys, v_i || '/' || v_producers[q]);
           IF v_at IS NULL THEN -- none being sent
             v_room_keys := v_room_keys || (v_i || '/' || v_producers[q]);
-            v_rooms := v_rooms || coalesce(_ready.own_bounds[array_position(_ready.own_hashes, v_producers[q])], v_bound);
+            v_rooms := v_rooms || herald._producer_bound(v_bound, v_own_bounds[array_position(v_own_hashes, v_producers[q])]);
             v_at := cardinality(v_rooms);
           END IF;
           v_room_at := v_room_at || v_at;
@@ -2860,10 +2881,10 @@ $$;
 
 
 --
--- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';
+COMMENT ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) IS 'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';
 
 
 --
@@ -3911,8 +3932,6 @@ DECLARE
   v_priority integer;
   v_bounded text[]; -- the served channels with a producer_concurrency, in hash order
   v_bounds integer[];
-  v_own_hashes integer[]; -- hashtext of the producers with a concurrency of their own
-  v_own_bounds integer[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -4004,11 +4023,6 @@ BEGIN
     RETURN;
   END IF;
   v_token := nextval('herald.lease_token_seq');
-  IF v_bounded IS NOT NULL THEN
-    SELECT array_agg(hashtext(p.producer)), array_agg(p.concurrency) INTO v_own_hashes, v_own_bounds
-    FROM herald.producers p
-    WHERE p.concurrency IS NOT NULL;
-  END IF;
 
   RETURN QUERY
   WITH ready AS (
@@ -4019,7 +4033,6 @@ BEGIN
     SELECT DISTINCT ON (r.id) r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
                        turn => v_token, from_priority => v_priority, bounded => v_bounded, bounds => v_bounds,
-                       own_hashes => v_own_hashes, own_bounds => v_own_bounds,
                        now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id
@@ -6589,10 +6602,7 @@ CREATE VIEW herald.producer_backlog AS
     b.held,
     b.processing,
     b.earliest_run_at,
-        CASE
-            WHEN (c.producer_concurrency IS NOT NULL) THEN COALESCE(p.concurrency, c.producer_concurrency)
-            ELSE NULL::integer
-        END AS concurrency
+    herald._producer_bound(c.producer_concurrency, p.concurrency) AS concurrency
    FROM ((( SELECT m.producer,
             m.channel,
             count(*) FILTER (WHERE (m.status = 'queued'::text)) AS queued,
@@ -7575,6 +7585,14 @@ REVOKE ALL ON FUNCTION herald._producer() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _producer_bound(channel_bound integer, own_bound integer); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._producer_bound(channel_bound integer, own_bound integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION herald._producer_bound(channel_bound integer, own_bound integer) TO herald_admin;
+
+
+--
 -- Name: FUNCTION _producers_callback_check(); Type: ACL; Schema: herald; Owner: -
 --
 
@@ -7618,10 +7636,10 @@ REVOKE ALL ON FUNCTION herald._range_key(channel herald.channels, recipient text
 
 
 --
--- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+-- Name: FUNCTION _ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
 --
 
-REVOKE ALL ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION herald._ready(channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer, bounded text[], bounds integer[], now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -1,21 +1,20 @@
--- herald._ready(channels, slots, caps, n, turn, from_priority, bounded, bounds, own_hashes,
--- own_bounds, now) — lock and return up to n ready messages for herald.claim_batch: queued,
--- run_at <= now < expires_at, no earlier message of its producer's ordering_key pending.
--- Priority by priority from from_priority (the lowest queued) upwards; within a priority,
--- channel by channel in turns from channels[turn % k]; within a channel, its due producers
--- (two sharing a hashtext share) share what the channel may give, in turns from the (turn
--- % producers)th, each in (run_at, id) order, a share left by one that had fewer going to
+-- herald._ready(channels, slots, caps, n, turn, from_priority, bounded, bounds, now) — lock
+-- and return up to n ready messages for herald.claim_batch: queued, run_at <= now <
+-- expires_at, no earlier message of its producer's ordering_key pending. Priority by
+-- priority from from_priority (the lowest queued) upwards; within a priority, channel by
+-- channel in turns from channels[turn % k]; within a channel, its due producers (two
+-- sharing a hashtext share) share what the channel may give, in turns from the (turn %
+-- producers)th, each in (run_at, id) order, a share left by one that had fewer going to
 -- those that had more. channels[i] gives at most caps[slots[i]], a cap its channels share
 -- (a rerouted channel uses its fallback's); a channel in bounded gives a producer at most
--- its bound (bounds; own_bounds for the producer hashes own_hashes) less its messages
+-- herald._producer_bound(bounds[…], its herald.producers.concurrency) less its messages
 -- processing. FOR NO KEY UPDATE SKIP LOCKED. One statement walks to the next priority
--- where a channel has a due message, and their due producers (a probe per priority,
--- channel and producer); a share is one range scan. Index: messages_claim_idx,
--- messages_ordering_key_idx, messages_in_flight_idx. Locks: the rows; at the first bounded
--- channel it takes from, every bounded channel's advisory lock (to commit).
+-- where a channel has a due message, and their due producers; a share is one range scan.
+-- Index: messages_claim_idx, messages_ordering_key_idx, messages_in_flight_idx. Locks: the
+-- rows; at the first bounded channel it takes from, every bounded channel's advisory lock.
 CREATE OR REPLACE FUNCTION herald._ready(
   channels text[], slots integer[], caps integer[], n integer, turn bigint, from_priority integer,
-  bounded text[], bounds integer[], own_hashes integer[], own_bounds integer[], now timestamptz
+  bounded text[], bounds integer[], now timestamptz
 )
 RETURNS TABLE (id bigint, channel text, recipient text, priority smallint, run_at timestamptz)
 LANGUAGE plpgsql
@@ -46,6 +45,8 @@ DECLARE
   v_counted integer[] := '{}'; -- the bounded channels (positions) counted
   v_at integer;
   v_locked boolean := false; -- the bounded channels' advisory locks taken
+  v_own_hashes integer[]; -- hashtext of the producers with a concurrency of their own
+  v_own_bounds integer[];
 BEGIN
   LOOP
     -- The next queued priority in which a channel with tokens left has a due message,
@@ -110,11 +111,14 @@ BEGIN
           PERFORM pg_advisory_xact_lock(1213612877, b.h)
           FROM (SELECT hashtext(x) AS h FROM unnest(_ready.bounded) AS x ORDER BY 1) AS b;
           v_locked := true;
+          SELECT array_agg(hashtext(p.producer)), array_agg(p.concurrency) INTO v_own_hashes, v_own_bounds
+          FROM herald.producers p
+          WHERE p.concurrency IS NOT NULL;
         END IF;
         IF NOT v_i = ANY (v_counted) THEN
           v_counted := v_counted || v_i;
           SELECT v_room_keys || coalesce(array_agg(v_i || '/' || k.h), '{}'),
-                 v_rooms || coalesce(array_agg(coalesce(_ready.own_bounds[array_position(_ready.own_hashes, k.h)], v_bound) - k.n), '{}')
+                 v_rooms || coalesce(array_agg(herald._producer_bound(v_bound, v_own_bounds[array_position(v_own_hashes, k.h)]) - k.n), '{}')
           INTO v_room_keys, v_rooms
           FROM (SELECT hashtext(m.producer) AS h, count(*)::integer AS n
                 FROM herald.messages m
@@ -126,7 +130,7 @@ BEGIN
           v_at := array_position(v_room_keys, v_i || '/' || v_producers[q]);
           IF v_at IS NULL THEN -- none being sent
             v_room_keys := v_room_keys || (v_i || '/' || v_producers[q]);
-            v_rooms := v_rooms || coalesce(_ready.own_bounds[array_position(_ready.own_hashes, v_producers[q])], v_bound);
+            v_rooms := v_rooms || herald._producer_bound(v_bound, v_own_bounds[array_position(v_own_hashes, v_producers[q])]);
             v_at := cardinality(v_rooms);
           END IF;
           v_room_at := v_room_at || v_at;
@@ -200,6 +204,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], integer[], integer[], timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], integer[], integer[], timestamptz) IS
+REVOKE ALL ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION herald._ready(text[], integer[], integer[], integer, bigint, integer, text[], integer[], timestamptz) IS
   'Private: lock the next ready messages for claim_batch, priority by priority, channels and their producers in turns (FOR NO KEY UPDATE SKIP LOCKED).';

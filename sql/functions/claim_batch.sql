@@ -59,8 +59,6 @@ DECLARE
   v_priority integer;
   v_bounded text[]; -- the served channels with a producer_concurrency, in hash order
   v_bounds integer[];
-  v_own_hashes integer[]; -- hashtext of the producers with a concurrency of their own
-  v_own_bounds integer[];
 BEGIN
   IF claim_batch.worker IS NULL OR claim_batch.worker = '' OR length(claim_batch.worker) > 200 THEN
     PERFORM herald._reject('22V12', 'worker', 'must be a non-empty name of at most 200 characters');
@@ -152,11 +150,6 @@ BEGIN
     RETURN;
   END IF;
   v_token := nextval('herald.lease_token_seq');
-  IF v_bounded IS NOT NULL THEN
-    SELECT array_agg(hashtext(p.producer)), array_agg(p.concurrency) INTO v_own_hashes, v_own_bounds
-    FROM herald.producers p
-    WHERE p.concurrency IS NOT NULL;
-  END IF;
 
   RETURN QUERY
   WITH ready AS (
@@ -167,7 +160,6 @@ BEGIN
     SELECT DISTINCT ON (r.id) r.id, r.channel, r.recipient
     FROM herald._ready(channels => v_channels, slots => v_slots, caps => v_caps, n => claim_batch.batch_size,
                        turn => v_token, from_priority => v_priority, bounded => v_bounded, bounds => v_bounds,
-                       own_hashes => v_own_hashes, own_bounds => v_own_bounds,
                        now => claim_batch.now) AS r
   ), barred AS (
     SELECT r.id

@@ -8,7 +8,7 @@
 -- and then, not a dashboard's every refresh. herald_admin only.
 CREATE OR REPLACE VIEW herald.producer_backlog AS
 SELECT b.producer, b.channel, b.queued, b.held, b.processing, b.earliest_run_at,
-       CASE WHEN c.producer_concurrency IS NOT NULL THEN coalesce(p.concurrency, c.producer_concurrency) END AS concurrency
+       herald._producer_bound(c.producer_concurrency, p.concurrency) AS concurrency
 FROM (SELECT m.producer, m.channel,
              count(*) FILTER (WHERE m.status = 'queued') AS queued,
              count(*) FILTER (WHERE m.status = 'held') AS held,
