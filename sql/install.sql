@@ -85,6 +85,7 @@
 {{ template "functions/_notify.sql" . }}
 {{ template "functions/_listening.sql" . }}
 {{ template "functions/_release_after.sql" . }}
+{{ template "functions/_mark_sent.sql" . }}
 {{ template "functions/_settle_rechecks.sql" . }}
 {{ template "functions/_check_group.sql" . }}
 {{ template "functions/_consumer_partition.sql" . }}

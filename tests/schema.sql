@@ -1598,6 +1598,62 @@ COMMENT ON FUNCTION herald._mailbox_key(kind text, recipient text) IS 'Private: 
 
 
 --
+-- Name: _mark_sent(bigint[], bigint[], text[], timestamp with time zone); Type: FUNCTION; Schema: herald; Owner: -
+--
+
+CREATE FUNCTION herald._mark_sent(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone) RETURNS integer
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+  changed integer;
+  v_ordered bigint[];
+BEGIN
+  WITH sent AS (
+    UPDATE herald.messages m
+    SET status = 'sent',
+        finished_at = _mark_sent.now,
+        provider_message_id = coalesce(CASE WHEN length(u.provider_message_id) <= 255 THEN u.provider_message_id END,
+                                       m.provider_message_id),
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM unnest(ids, lease_tokens, provider_message_ids) AS u(id, lease_token, provider_message_id)
+    WHERE m.id = u.id
+      AND CASE WHEN u.lease_token IS NULL THEN m.status = 'queued' AND m.attempts > 0
+               ELSE m.lease_token = u.lease_token END -- a lease token exists only while processing
+    RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.provider_message_id, m.attempts
+  ), appended AS (
+    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes,
+                                       provider_message_ids, attempts)
+    SELECT 'sent', _mark_sent.now, array_agg(s.id), array_agg(s.channel),
+           array_agg(herald._key_hash(s.ordering_key, s.recipient)),
+           CASE WHEN count(s.provider_message_id) > 0 THEN array_agg(s.provider_message_id) END,
+           array_agg(s.attempts)
+    -- Sorted once, below the aggregate, instead of once per array_agg(… ORDER BY):
+    -- the arrays are filled from the same rows in the same order.
+    FROM (SELECT * FROM sent ORDER BY id) s
+    HAVING count(*) > 0
+  )
+  SELECT count(*), array_agg(s.id) FILTER (WHERE s.ordering_key IS NOT NULL) INTO changed, v_ordered FROM sent s;
+  IF v_ordered IS NOT NULL THEN
+    PERFORM herald._release_after(ids => v_ordered);
+  END IF;
+  IF changed > 0 THEN
+    PERFORM herald._notify(ARRAY['herald_log']);
+  END IF;
+  RETURN changed;
+END
+$$;
+
+
+--
+-- Name: FUNCTION _mark_sent(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
+--
+
+COMMENT ON FUNCTION herald._mark_sent(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone) IS 'Private: mark messages sent (under their lease token, or waiting for a retry), log it, release their ordering keys.';
+
+
+--
 -- Name: _message_specs(jsonb); Type: FUNCTION; Schema: herald; Owner: -
 --
 
@@ -4138,43 +4194,14 @@ CREATE FUNCTION herald.complete(ids bigint[], lease_tokens bigint[], provider_me
     AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => complete.now); -- first: a forged clock changes nothing
-  changed integer;
-  v_ordered bigint[];
 BEGIN
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'provider_message_ids'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(provider_message_ids)], 2);
-
-  WITH sent AS (
-    UPDATE herald.messages m
-    SET status = 'sent',
-        finished_at = complete.now,
-        provider_message_id = CASE WHEN length(u.provider_message_id) <= 255 THEN u.provider_message_id END,
-        lease_token = NULL,
-        lease_expires_at = NULL
-    FROM unnest(ids, lease_tokens, provider_message_ids) AS u(id, lease_token, provider_message_id)
-    WHERE m.id = u.id
-      AND m.lease_token = u.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
-    RETURNING m.id, m.channel, m.recipient, m.ordering_key, m.provider_message_id, m.attempts
-  ), appended AS (
-    INSERT INTO herald.log_statements (kind, at, message_ids, channels, key_hashes,
-                                       provider_message_ids, attempts)
-    SELECT 'sent', complete.now, array_agg(s.id), array_agg(s.channel),
-           array_agg(herald._key_hash(s.ordering_key, s.recipient)),
-           CASE WHEN count(s.provider_message_id) > 0 THEN array_agg(s.provider_message_id) END,
-           array_agg(s.attempts)
-    -- Sorted once, below the aggregate, instead of once per array_agg(… ORDER BY):
-    -- the arrays are filled from the same rows in the same order.
-    FROM (SELECT * FROM sent ORDER BY id) s
-    HAVING count(*) > 0
-  )
-  SELECT count(*), array_agg(s.id) FILTER (WHERE s.ordering_key IS NOT NULL) INTO changed, v_ordered FROM sent s;
-  IF v_ordered IS NOT NULL THEN
-    PERFORM herald._release_after(ids => v_ordered);
+  IF array_position(lease_tokens, NULL) IS NOT NULL THEN -- NULL would mean, to _mark_sent, a message not leased
+    PERFORM herald._reject('22V12', 'lease_tokens', 'a lease token is NULL');
   END IF;
-  IF changed > 0 THEN
-    PERFORM herald._notify(ARRAY['herald_log']);
-  END IF;
-  RETURN changed;
+  RETURN herald._mark_sent(ids => ids, lease_tokens => lease_tokens, provider_message_ids => provider_message_ids,
+                           now => complete.now);
 END
 $$;
 
@@ -4697,6 +4724,9 @@ DECLARE
   died boolean;
   ready boolean;
   bad text;
+  v_taken bigint[];
+  v_taken_tokens bigint[];
+  taken integer := 0;
 BEGIN
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'errors', 'error_classes', 'retry_at', 'error_codes'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
@@ -4710,6 +4740,16 @@ BEGIN
   END IF;
   IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
     PERFORM herald._reject('22V12', 'error_codes', 'a code is over 64 characters');
+  END IF;
+  -- A provider reported taking the message while this attempt was out (its id stored
+  -- by herald.record_delivery_events): it was sent, whatever this report says.
+  SELECT array_agg(m.id) FILTER (WHERE m.provider_message_id IS NOT NULL), -- not a scan condition: a probe per id
+         array_agg(m.lease_token) FILTER (WHERE m.provider_message_id IS NOT NULL)
+  INTO v_taken, v_taken_tokens
+  FROM unnest(ids, lease_tokens) AS u(id, lease_token)
+  JOIN herald.messages m ON m.id = u.id AND m.lease_token = u.lease_token;
+  IF v_taken IS NOT NULL THEN
+    taken := herald._mark_sent(ids => v_taken, lease_tokens => v_taken_tokens, provider_message_ids => NULL, now => fail.now);
   END IF;
 
   WITH failed AS (
@@ -4754,6 +4794,7 @@ BEGIN
     ) AS d
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
+      AND m.provider_message_id IS NULL -- one a report stored since: left to reap_stale, which marks it sent
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
               m.last_error, m.last_error_code, m.attempts, d.next_run_at
   ), refused AS ( -- a refusal that rules the address out (herald._suppression_reason) stops future sends
@@ -4801,7 +4842,7 @@ BEGIN
   IF ready THEN
     PERFORM herald._notify(ARRAY['herald_queue']); -- a retry due at once
   END IF;
-  RETURN changed;
+  RETURN changed + taken;
 END
 $$;
 
@@ -5454,9 +5495,11 @@ DECLARE
   finished boolean;
   ready boolean;
   v_ordered bigint[];
+  v_taken bigint[];
+  v_taken_tokens bigint[];
 BEGIN
   WITH lapsed AS (
-    SELECT e.id
+    SELECT e.id, e.lease_token, e.provider_message_id IS NOT NULL AS taken
     FROM herald.messages e
     WHERE e.status = 'processing'
       AND e.lease_expires_at < reap_stale.now
@@ -5479,9 +5522,12 @@ BEGIN
     FROM (SELECT x.id, CASE WHEN x.attempts >= x.max_attempts THEN 'dead'
                             WHEN x.expires_at <= reap_stale.now THEN 'expired'
                             ELSE 'queued' END AS next_status
-          FROM lapsed l JOIN herald.messages x ON x.id = l.id) AS d
+          FROM lapsed l JOIN herald.messages x ON x.id = l.id
+          WHERE NOT l.taken) AS d
     WHERE m.id = d.id
     RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
+  ), taken AS ( -- a provider reported taking it while the lease ran (record_delivery_events): sent
+    SELECT l.id, l.lease_token FROM lapsed l WHERE l.taken
   ), overdue AS (
     SELECT e.id
     FROM herald.messages e
@@ -5508,9 +5554,14 @@ BEGIN
     GROUP BY r.status
   )
   SELECT count(*), bool_or(r.status <> 'queued'), bool_or(r.status = 'queued'),
-         array_agg(r.id) FILTER (WHERE r.ordering_key IS NOT NULL AND r.status <> 'queued')
-  INTO changed, finished, ready, v_ordered
+         array_agg(r.id) FILTER (WHERE r.ordering_key IS NOT NULL AND r.status <> 'queued'),
+         (SELECT array_agg(k.id) FROM taken k), (SELECT array_agg(k.lease_token) FROM taken k)
+  INTO changed, finished, ready, v_ordered, v_taken, v_taken_tokens
   FROM changes r;
+  IF v_taken IS NOT NULL THEN
+    changed := changed + herald._mark_sent(ids => v_taken, lease_tokens => v_taken_tokens,
+                                           provider_message_ids => NULL, now => reap_stale.now);
+  END IF;
   IF finished THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;
@@ -5635,7 +5686,7 @@ CREATE FUNCTION herald.record_delivery_events(source text, events jsonb, now tim
 DECLARE
   clock_ok boolean := herald._check_clock(now => record_delivery_events.now); -- first: a forged clock changes nothing
   fields constant text[] := '{event_id,message_id,provider_message_id,recipient,event,type,code,reason,at}';
-  kinds constant text[] := '{delivered,deferred,bounced,complained,unsubscribed,undelivered}';
+  kinds constant text[] := '{processed,delivered,deferred,bounced,complained,unsubscribed,undelivered}';
   n integer;
   i integer;
   e jsonb;
@@ -5643,6 +5694,10 @@ DECLARE
   k text;
   at_ok boolean := true;
   v_logged boolean;
+  v_waiting bigint[];
+  v_waiting_ids text[];
+  v_sending bigint[];
+  v_sending_ids text[];
 BEGIN
   PERFORM herald._check_source(source => source);
   IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 10000 THEN
@@ -5725,10 +5780,14 @@ BEGIN
                                 AND herald._suppression_key(kind => 'email', recipient => i.recipient)
                                     IN (SELECT herald._suppression_key(kind => 'email', recipient => c.address)
                                         FROM herald._copies(payload => m.payload) AS c)))))
+    -- processed says no more than that the provider took the message: kept when it
+    -- settles a send (the message is being sent, or waits for a retry) or is unmatched
+    WHERE i.event <> 'processed' OR m.id IS NULL OR m.status = 'processing' OR (m.status = 'queued' AND m.attempts > 0)
     ON CONFLICT ON CONSTRAINT delivery_events_once DO NOTHING
-    RETURNING d.id, d.message_id, d.recipient, d.event, d.type, d.code, d.at
+    RETURNING d.id, d.event_id, d.message_id, d.recipient, d.event, d.type, d.code, d.at
   ), matched AS ( -- copy: the event is about a cc or bcc address, not the message's recipient
-    SELECT s.id, s.message_id, s.event, s.type, s.code, s.at, m.channel, m.recipient, m.ordering_key, c.kind,
+    SELECT s.id, s.event_id, s.message_id, s.event, s.type, s.code, s.at, m.channel, m.recipient, m.ordering_key, c.kind,
+           m.status, m.attempts,
            herald._suppression_key(kind => c.kind, recipient => coalesce(s.recipient, m.recipient)) AS suppression_key,
            s.recipient IS NOT NULL AND herald._suppression_key(kind => c.kind, recipient => s.recipient)
                                        <> herald._suppression_key(kind => c.kind, recipient => m.recipient) AS copy
@@ -5739,7 +5798,7 @@ BEGIN
     SELECT DISTINCT ON (s.message_id) s.message_id, s.event, s.type, s.code, s.at,
            herald._outcome_rank(outcome => s.event, outcome_type => s.type) AS rank
     FROM matched s
-    WHERE NOT s.copy
+    WHERE NOT s.copy AND s.event <> 'processed'
     ORDER BY s.message_id, 6 DESC, s.at DESC
   ), outcome AS (
     UPDATE herald.messages m
@@ -5757,7 +5816,7 @@ BEGIN
            array_agg(jsonb_strip_nulls(jsonb_build_object('type', s.type, 'code', s.code, 'at', s.at, 'source', source))
                      ORDER BY s.message_id, s.id)
     FROM matched s
-    WHERE NOT s.copy
+    WHERE NOT s.copy AND s.event <> 'processed'
     GROUP BY s.event
     RETURNING 1
   ), suppressed AS ( -- outcomes that rule the address out (the recipient's or a copy's) stop future sends
@@ -5769,11 +5828,31 @@ BEGIN
     WHERE r.reason IS NOT NULL
     ORDER BY s.kind, s.suppression_key, s.id
     ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
+  ), taken AS ( -- the provider has a message herald has not marked sent: it went through
+    SELECT DISTINCT ON (s.message_id) s.message_id, s.status,
+           (SELECT i.provider_message_id FROM input i WHERE i.event_id = s.event_id LIMIT 1) AS provider_message_id
+    FROM matched s
+    WHERE NOT s.copy AND (s.status = 'processing' OR (s.status = 'queued' AND s.attempts > 0))
+    ORDER BY s.message_id, 3 NULLS LAST, s.id
   )
   SELECT count(*)::integer, count(*) FILTER (WHERE s.message_id IS NULL)::integer,
-         EXISTS (SELECT FROM appended)
-  INTO recorded, unknown, v_logged
+         EXISTS (SELECT FROM appended),
+         (SELECT array_agg(t.message_id) FROM taken t WHERE t.status = 'queued'),
+         (SELECT array_agg(t.provider_message_id) FROM taken t WHERE t.status = 'queued'),
+         (SELECT array_agg(t.message_id) FROM taken t WHERE t.provider_message_id IS NOT NULL),
+         (SELECT array_agg(t.provider_message_id) FROM taken t WHERE t.provider_message_id IS NOT NULL)
+  INTO recorded, unknown, v_logged, v_waiting, v_waiting_ids, v_sending, v_sending_ids
   FROM stored s;
+  IF v_waiting IS NOT NULL THEN -- an attempt in doubt (or cut short) went through: no retry
+    PERFORM herald._mark_sent(ids => v_waiting, lease_tokens => NULL, provider_message_ids => v_waiting_ids,
+                              now => record_delivery_events.now);
+  END IF;
+  IF v_sending IS NOT NULL THEN -- being sent (a claim took it first, if it waited): fail and reap_stale read the id as sent
+    UPDATE herald.messages m
+    SET provider_message_id = u.provider_message_id
+    FROM unnest(v_sending, v_sending_ids) AS u(id, provider_message_id)
+    WHERE m.id = u.id AND m.status = 'processing' AND m.provider_message_id IS NULL;
+  END IF;
   duplicates := n - recorded;
   recorded := recorded - unknown;
   IF v_logged THEN
@@ -5788,7 +5867,7 @@ $_$;
 -- Name: FUNCTION record_delivery_events(source text, events jsonb, now timestamp with time zone); Type: COMMENT; Schema: herald; Owner: -
 --
 
-COMMENT ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) IS 'Record providers'' delivery events once each: outcomes, log receipts, suppressions of hard bounces, complaints and unsubscribes.';
+COMMENT ON FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamp with time zone) IS 'Record providers'' delivery events once each: outcomes, log receipts, suppressions, and sends in doubt the provider took marked sent.';
 
 
 --
@@ -7470,6 +7549,13 @@ REVOKE ALL ON FUNCTION herald._mailbox(value text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION herald._mailbox_key(kind text, recipient text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _mark_sent(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone); Type: ACL; Schema: herald; Owner: -
+--
+
+REVOKE ALL ON FUNCTION herald._mark_sent(ids bigint[], lease_tokens bigint[], provider_message_ids text[], now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -155,7 +155,7 @@ func sesMessage(kind string, id int64, msgID, to, extra string) string {
 	return fmt.Sprintf(`{"%s":%q,"mail":{"timestamp":"2026-11-26T10:00:00.000Z","source":"noreply@example.com",
 		"messageId":"0100018c-ses-%d","destination":[%q,"copy@example.net"],"headersTruncated":false,
 		"commonHeaders":{"from":["Herald <noreply@example.com>"],"to":["Ana Lima <%s>"],"messageId":%q,"subject":"s"}},%s}`,
-		map[bool]string{true: "eventType", false: "notificationType"}[kind == "Open"], kind, id, to, to, msgID, extra)
+		map[bool]string{true: "eventType", false: "notificationType"}[kind == "Open" || kind == "Send"], kind, id, to, to, msgID, extra)
 }
 
 // Amazon SES's notifications through Amazon SNS: a subscription is confirmed; a
@@ -163,7 +163,8 @@ func sesMessage(kind string, id int64, msgID, to, extra string) string {
 // herald set) and a hard bounce and a complaint suppress the recipient; a copy's
 // bounce suppresses the copy and leaves the message's outcome alone; a bounce of an
 // address the message never went to suppresses nothing; opens and a not-spam report
-// are ignored; a replay changes nothing twice. Attacks, each
+// are ignored; a Send (SES took it: processed) of a message herald marked sent tells
+// nothing new; a replay changes nothing twice. Attacks, each
 // 401 with nothing stored: a validly signed message of another account's topic, a
 // tampered message, a certificate on a host that is not SNS's (never fetched), over
 // http, or not from SNS's CA; a subscription to confirm on another host is not visited.
@@ -286,6 +287,7 @@ func TestSESNotifications(t *testing.T) {
 	strangerBounce := message("Notification", sesMessage("Bounce", ids[3], msgID(3), "dee@example.com", `"bounce":{"bounceType":"Permanent",
 		"bouncedRecipients":[{"emailAddress":"stranger@example.org","status":"5.1.1"}],"timestamp":"2026-11-26T10:00:05.000Z"}`))
 	open := message("Notification", sesMessage("Open", ids[2], msgID(2), "cy@example.com", `"open":{"timestamp":"2026-11-26T10:00:06.000Z"}`))
+	send := message("Notification", sesMessage("Send", ids[2], msgID(2), "cy@example.com", `"send":{}`))
 	notSpam := message("Notification", sesMessage("Complaint", ids[2], msgID(2), "cy@example.com", `"complaint":{"complainedRecipients":
 		[{"emailAddress":"cy@example.com"}],"complaintFeedbackType":"not-spam","timestamp":"2026-11-26T10:00:07.000Z","feedbackId":"f3"}`))
 	// Another herald installation sending through the same SES account and topic: its
@@ -294,11 +296,12 @@ func TestSESNotifications(t *testing.T) {
 		"cy@example.com", `"bounce":{"bounceType":"Permanent","bouncedRecipients":[{"emailAddress":"cy@example.com","status":"5.1.1"}],
 		"timestamp":"2026-11-26T10:00:05.000Z"}`))
 	for name, m := range map[string]map[string]string{"complaint": complaint, "delivery": delivery, "a copy's bounce": copyBounce,
-		"a stranger's bounce": strangerBounce, "open": open, "a not-spam report": notSpam, "another installation's bounce": otherInstallation} {
+		"a stranger's bounce": strangerBounce, "open": open, "a not-spam report": notSpam, "another installation's bounce": otherInstallation,
+		"send": send} {
 		sns.sign(t, m, "2", sns.key, "/SimpleNotificationService-good.pem")
 		code, res := post(m)
 		want := map[string]eventsResult{"a stranger's bounce": {Unknown: 1}, "open": {Ignored: 1}, "a not-spam report": {Ignored: 1},
-			"another installation's bounce": {Unknown: 1}}[name]
+			"another installation's bounce": {Unknown: 1}, "send": {Duplicates: 1}}[name] // SES took one herald knows it sent
 		if want == (eventsResult{}) {
 			want = eventsResult{Recorded: 1}
 		}

@@ -324,6 +324,8 @@ func (h *handler) sendgrid(r *http.Request, body []byte) (json.RawMessage, int, 
 		str := func(k string) string { s, _ := e[k].(string); return s }
 		kind, typ := "", ""
 		switch str("event") {
+		case "processed": // taken: settles a send in doubt
+			kind = "processed"
 		case "delivered":
 			kind = "delivered"
 		case "deferred":
@@ -350,14 +352,17 @@ func (h *handler) sendgrid(r *http.Request, body []byte) (json.RawMessage, int, 
 			kind = "complained"
 		case "unsubscribe", "group_unsubscribe":
 			kind = "unsubscribed"
-		default: // processed, open, click, group_resubscribe: no outcome
+		default: // open, click, group_resubscribe: no outcome
 			ignored++
 			continue
 		}
 		if str("sg_event_id") == "" {
 			return nil, 0, fmt.Errorf("events[%d].sg_event_id: missing", i)
 		}
-		ev := event{EventID: str("sg_event_id"), ProviderMessageID: str("sg_message_id"), Recipient: str("email"), Event: kind, Type: typ,
+		// sg_message_id is the send's X-Message-Id (what the sender stored), a '.' and
+		// SendGrid's suffix for the recipient: the first part names the send.
+		xMessageID, _, _ := strings.Cut(str("sg_message_id"), ".")
+		ev := event{EventID: str("sg_event_id"), ProviderMessageID: xMessageID, Recipient: str("email"), Event: kind, Type: typ,
 			Code: str("status"), Reason: firstOf(str("reason"), str("response"))}
 		if id, err := strconv.ParseInt(str("herald_id"), 10, 64); err == nil {
 			ev.MessageID = &id
@@ -385,11 +390,13 @@ func (h *handler) twilio(r *http.Request, body []byte) (json.RawMessage, int, er
 	}
 	ev := event{EventID: sid + ":" + status, ProviderMessageID: sid, Code: form.Get("ErrorCode")}
 	switch status {
+	case "accepted", "queued", "sending", "sent": // taken: settles a send in doubt
+		ev.Event = "processed"
 	case "delivered", "read":
 		ev.Event = "delivered"
 	case "undelivered", "failed":
 		ev.Event = "undelivered"
-	default: // accepted, scheduled, queued, sending, sent, canceled: not an outcome
+	default: // scheduled, canceled (herald schedules nothing at Twilio), partially_delivered: not an outcome
 		return nil, 1, nil
 	}
 	if id, err := strconv.ParseInt(r.URL.Query().Get("herald_id"), 10, 64); err == nil {

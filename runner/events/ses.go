@@ -200,6 +200,7 @@ type sesNotification struct {
 	EventType        string `json:"eventType"`        // event publishing
 	Mail             struct {
 		MessageID     string `json:"messageId"`
+		Timestamp     string `json:"timestamp"`
 		CommonHeaders struct {
 			MessageID string `json:"messageId"`
 		} `json:"commonHeaders"`
@@ -267,6 +268,8 @@ func sesEvent(m snsMessage) (json.RawMessage, int, error) {
 		}
 	}
 	switch kind := firstOf(n.NotificationType, n.EventType); {
+	case kind == "Send": // SES took it: settles a send in doubt
+		each(n.Mail.Timestamp, nil, func(ev *event, _ sesRecipient) { ev.Event = "processed" })
 	case kind == "Delivery" && n.Delivery != nil:
 		rs := make([]sesRecipient, len(n.Delivery.Recipients))
 		for i, a := range n.Delivery.Recipients {
@@ -294,7 +297,7 @@ func sesEvent(m snsMessage) (json.RawMessage, int, error) {
 		})
 	case kind == "Reject" && n.Reject != nil:
 		each("", nil, func(ev *event, _ sesRecipient) { ev.Event, ev.Reason = "undelivered", n.Reject.Reason })
-	default: // Send, Open, Click, Rendering Failure, Subscription: no outcome
+	default: // Open, Click, Rendering Failure, Subscription: no outcome
 		return nil, 1, nil
 	}
 	if m.MessageID == "" {

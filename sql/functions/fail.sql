@@ -1,18 +1,18 @@
 -- herald.fail(ids, lease_tokens, errors, error_classes, retry_at, error_codes, now) —
 -- report failed deliveries (rows still processing under that lease_token); SQL
 -- decides what follows; returns how many changed (the single-id overload: whether).
---   permanent: dead; a code that rules the address out (SMTP '550 5.1.1',
---   herald._suppression_reason) also suppresses the recipient (source 'send').
+--   a provider reported taking it meanwhile (record_delivery_events stored its id): sent.
+--   permanent: dead; a code ruling the address out (_suppression_reason) suppresses it.
 --   transient: queued at retry_at (else now + herald._backoff), dead at max attempts.
---   rate_limited / configuration / quota: queued at retry_at (else now + backoff /
---   now / now + the channel's quota_wait), the attempt given back; configuration also
---   pauses the channel (by runner, the error), quota until that time. On a channel
---   with a fallback they are due at once while a runner pauses it (claim_batch reroutes).
--- Due at or after expires_at: expired. Dead and expired: a log event. error_codes: what
--- producers see; errors: the text (2,000 characters), the last 20 kept. Index: the
--- primary key. Locks: the changed rows; ROW EXCLUSIVE on log_statements and
--- suppressions; the channel of a configuration or quota failure. Errors: 22V12 NULL or
--- mismatched arrays, an unknown class, a code over 64. SECURITY DEFINER for workers.
+--   rate_limited / configuration / quota: queued at retry_at (else now + backoff / now /
+--   now + the channel's quota_wait), the attempt given back; configuration also pauses
+--   the channel (by runner, the error), quota until then; with a fallback, due at once
+--   while a runner pauses it (claim_batch reroutes).
+-- Due at or after expires_at: expired. Dead, expired: a log event. error_codes: what
+-- producers see; errors: the text (2,000 chars), the last 20 kept. Index: pkey. Locks:
+-- the changed rows; ROW EXCLUSIVE on log_statements, suppressions; a configuration or
+-- quota failure's channel. Errors: 22V12 NULL or mismatched arrays, an unknown class, a
+-- code over 64. SECURITY DEFINER for workers.
 CREATE OR REPLACE FUNCTION herald.fail(
   ids bigint[],
   lease_tokens bigint[],
@@ -37,6 +37,9 @@ DECLARE
   died boolean;
   ready boolean;
   bad text;
+  v_taken bigint[];
+  v_taken_tokens bigint[];
+  taken integer := 0;
 BEGIN
   PERFORM herald._check_arrays(ARRAY['ids', 'lease_tokens', 'errors', 'error_classes', 'retry_at', 'error_codes'],
     ARRAY[cardinality(ids), cardinality(lease_tokens), cardinality(errors),
@@ -50,6 +53,16 @@ BEGIN
   END IF;
   IF EXISTS (SELECT FROM unnest(error_codes) AS c WHERE length(c) > 64) THEN
     PERFORM herald._reject('22V12', 'error_codes', 'a code is over 64 characters');
+  END IF;
+  -- A provider reported taking the message while this attempt was out (its id stored
+  -- by herald.record_delivery_events): it was sent, whatever this report says.
+  SELECT array_agg(m.id) FILTER (WHERE m.provider_message_id IS NOT NULL), -- not a scan condition: a probe per id
+         array_agg(m.lease_token) FILTER (WHERE m.provider_message_id IS NOT NULL)
+  INTO v_taken, v_taken_tokens
+  FROM unnest(ids, lease_tokens) AS u(id, lease_token)
+  JOIN herald.messages m ON m.id = u.id AND m.lease_token = u.lease_token;
+  IF v_taken IS NOT NULL THEN
+    taken := herald._mark_sent(ids => v_taken, lease_tokens => v_taken_tokens, provider_message_ids => NULL, now => fail.now);
   END IF;
 
   WITH failed AS (
@@ -94,6 +107,7 @@ BEGIN
     ) AS d
     WHERE m.id = d.id
       AND m.lease_token = d.lease_token -- a lease token exists only while processing (messages_lease_when_processing)
+      AND m.provider_message_id IS NULL -- one a report stored since: left to reap_stale, which marks it sent
     RETURNING m.id, m.status, m.run_at, m.channel, m.recipient, m.ordering_key, m.last_error_class,
               m.last_error, m.last_error_code, m.attempts, d.next_run_at
   ), refused AS ( -- a refusal that rules the address out (herald._suppression_reason) stops future sends
@@ -141,7 +155,7 @@ BEGIN
   IF ready THEN
     PERFORM herald._notify(ARRAY['herald_queue']); -- a retry due at once
   END IF;
-  RETURN changed;
+  RETURN changed + taken;
 END
 $$;
 

@@ -2,9 +2,10 @@
 -- or lost its connection) and end queued messages past their expires_at; returns how
 -- many messages changed.
 -- An expired lease: back to 'queued' at now (the attempt it used counts), 'dead' when
--- attempts >= max_attempts, 'expired' when now >= expires_at; lease_token cleared, so
--- the old worker's late complete/fail changes nothing; recorded as class transient,
--- code 'lease_expired'. A queued or held message with expires_at <= now: 'expired'.
+-- attempts >= max_attempts, 'expired' when now >= expires_at (these three recorded as
+-- class transient, code 'lease_expired'), 'sent' when a provider's report stored its id
+-- meanwhile (herald._mark_sent); lease_token cleared, so the old worker's late report
+-- changes nothing. A queued or held message with expires_at <= now: 'expired'.
 -- 'dead' and 'expired' log events in the same statement; runners and log consumers
 -- are woken (herald._notify). Rows locked by a concurrent call are skipped (SKIP
 -- LOCKED). At most 10,000 rows of each kind per call: call it again while it returns
@@ -25,9 +26,11 @@ DECLARE
   finished boolean;
   ready boolean;
   v_ordered bigint[];
+  v_taken bigint[];
+  v_taken_tokens bigint[];
 BEGIN
   WITH lapsed AS (
-    SELECT e.id
+    SELECT e.id, e.lease_token, e.provider_message_id IS NOT NULL AS taken
     FROM herald.messages e
     WHERE e.status = 'processing'
       AND e.lease_expires_at < reap_stale.now
@@ -50,9 +53,12 @@ BEGIN
     FROM (SELECT x.id, CASE WHEN x.attempts >= x.max_attempts THEN 'dead'
                             WHEN x.expires_at <= reap_stale.now THEN 'expired'
                             ELSE 'queued' END AS next_status
-          FROM lapsed l JOIN herald.messages x ON x.id = l.id) AS d
+          FROM lapsed l JOIN herald.messages x ON x.id = l.id
+          WHERE NOT l.taken) AS d
     WHERE m.id = d.id
     RETURNING m.id, m.status, m.channel, m.recipient, m.ordering_key, m.attempts
+  ), taken AS ( -- a provider reported taking it while the lease ran (record_delivery_events): sent
+    SELECT l.id, l.lease_token FROM lapsed l WHERE l.taken
   ), overdue AS (
     SELECT e.id
     FROM herald.messages e
@@ -79,9 +85,14 @@ BEGIN
     GROUP BY r.status
   )
   SELECT count(*), bool_or(r.status <> 'queued'), bool_or(r.status = 'queued'),
-         array_agg(r.id) FILTER (WHERE r.ordering_key IS NOT NULL AND r.status <> 'queued')
-  INTO changed, finished, ready, v_ordered
+         array_agg(r.id) FILTER (WHERE r.ordering_key IS NOT NULL AND r.status <> 'queued'),
+         (SELECT array_agg(k.id) FROM taken k), (SELECT array_agg(k.lease_token) FROM taken k)
+  INTO changed, finished, ready, v_ordered, v_taken, v_taken_tokens
   FROM changes r;
+  IF v_taken IS NOT NULL THEN
+    changed := changed + herald._mark_sent(ids => v_taken, lease_tokens => v_taken_tokens,
+                                           provider_message_ids => NULL, now => reap_stale.now);
+  END IF;
   IF finished THEN
     PERFORM herald._notify(ARRAY['herald_log']);
   END IF;

@@ -1,17 +1,18 @@
 -- herald.record_delivery_events(source, events, now) — record what providers report
--- after 'sent'. events: a JSON array of 1 to 10,000 objects {event_id (unique per
+-- about messages. events: a JSON array of 1 to 10,000 objects {event_id (unique per
 -- source), message_id (herald's, echoed back), provider_message_id, recipient, event
--- (delivered, deferred, bounced, complained, unsubscribed, undelivered), type (bounced:
--- hard or soft), code, reason, at (default now)}. Each is stored once (a replay changes
--- nothing twice) and matched by message_id when the stored provider id, if any, agrees
--- (equal, or the prefix before a '.') and recipient is absent, the message's, or one
--- of its e-mail copies (cc, bcc). The message's own event sets its outcome unless a
--- graver one is there (deferred < delivered < undelivered, bounced < complained,
--- unsubscribed; the later of equals) and is logged under its name; own or a copy's,
--- it adds that address to herald.suppressions when herald._suppression_reason says so.
--- Errors: 22V12 source; 22V18 events (COLUMN 'events' or 'events[i].<field>').
--- Index: messages_pkey, channels_pkey, delivery_events_once, suppressions_pkey.
--- SECURITY DEFINER for herald_events. Locks: the messages and entries it changes.
+-- (processed, delivered, deferred, bounced, complained, unsubscribed, undelivered), type
+-- (bounced: hard or soft), code, reason, at (default now)}. Each is stored once (a replay
+-- changes nothing twice; processed only when it settles a send or matches nothing) and
+-- matched by message_id when the stored provider id, if any, agrees (equal, or the
+-- prefix before a '.') and recipient is absent, the message's, or a copy's (cc, bcc).
+-- The message's own event: its outcome unless a graver one is there (processed none),
+-- logged under its name; own or a copy's, a suppression when _suppression_reason says.
+-- Settles sends: a message waiting for a retry is sent (herald._mark_sent); one being
+-- sent keeps the provider id, which its report (fail, reap_stale) reads as sent.
+-- Errors: 22V12 source; 22V18 events (COLUMN 'events' or 'events[i].<field>'). Index:
+-- messages_pkey, channels_pkey, delivery_events_once, suppressions_pkey. SECURITY
+-- DEFINER for herald_events. Locks: the messages and entries it changes.
 CREATE OR REPLACE FUNCTION herald.record_delivery_events(source text, events jsonb, now timestamptz DEFAULT now())
 RETURNS TABLE (recorded integer, duplicates integer, unknown integer)
 LANGUAGE plpgsql
@@ -23,7 +24,7 @@ AS $$
 DECLARE
   clock_ok boolean := herald._check_clock(now => record_delivery_events.now); -- first: a forged clock changes nothing
   fields constant text[] := '{event_id,message_id,provider_message_id,recipient,event,type,code,reason,at}';
-  kinds constant text[] := '{delivered,deferred,bounced,complained,unsubscribed,undelivered}';
+  kinds constant text[] := '{processed,delivered,deferred,bounced,complained,unsubscribed,undelivered}';
   n integer;
   i integer;
   e jsonb;
@@ -31,6 +32,10 @@ DECLARE
   k text;
   at_ok boolean := true;
   v_logged boolean;
+  v_waiting bigint[];
+  v_waiting_ids text[];
+  v_sending bigint[];
+  v_sending_ids text[];
 BEGIN
   PERFORM herald._check_source(source => source);
   IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 10000 THEN
@@ -113,10 +118,14 @@ BEGIN
                                 AND herald._suppression_key(kind => 'email', recipient => i.recipient)
                                     IN (SELECT herald._suppression_key(kind => 'email', recipient => c.address)
                                         FROM herald._copies(payload => m.payload) AS c)))))
+    -- processed says no more than that the provider took the message: kept when it
+    -- settles a send (the message is being sent, or waits for a retry) or is unmatched
+    WHERE i.event <> 'processed' OR m.id IS NULL OR m.status = 'processing' OR (m.status = 'queued' AND m.attempts > 0)
     ON CONFLICT ON CONSTRAINT delivery_events_once DO NOTHING
-    RETURNING d.id, d.message_id, d.recipient, d.event, d.type, d.code, d.at
+    RETURNING d.id, d.event_id, d.message_id, d.recipient, d.event, d.type, d.code, d.at
   ), matched AS ( -- copy: the event is about a cc or bcc address, not the message's recipient
-    SELECT s.id, s.message_id, s.event, s.type, s.code, s.at, m.channel, m.recipient, m.ordering_key, c.kind,
+    SELECT s.id, s.event_id, s.message_id, s.event, s.type, s.code, s.at, m.channel, m.recipient, m.ordering_key, c.kind,
+           m.status, m.attempts,
            herald._suppression_key(kind => c.kind, recipient => coalesce(s.recipient, m.recipient)) AS suppression_key,
            s.recipient IS NOT NULL AND herald._suppression_key(kind => c.kind, recipient => s.recipient)
                                        <> herald._suppression_key(kind => c.kind, recipient => m.recipient) AS copy
@@ -127,7 +136,7 @@ BEGIN
     SELECT DISTINCT ON (s.message_id) s.message_id, s.event, s.type, s.code, s.at,
            herald._outcome_rank(outcome => s.event, outcome_type => s.type) AS rank
     FROM matched s
-    WHERE NOT s.copy
+    WHERE NOT s.copy AND s.event <> 'processed'
     ORDER BY s.message_id, 6 DESC, s.at DESC
   ), outcome AS (
     UPDATE herald.messages m
@@ -145,7 +154,7 @@ BEGIN
            array_agg(jsonb_strip_nulls(jsonb_build_object('type', s.type, 'code', s.code, 'at', s.at, 'source', source))
                      ORDER BY s.message_id, s.id)
     FROM matched s
-    WHERE NOT s.copy
+    WHERE NOT s.copy AND s.event <> 'processed'
     GROUP BY s.event
     RETURNING 1
   ), suppressed AS ( -- outcomes that rule the address out (the recipient's or a copy's) stop future sends
@@ -157,11 +166,31 @@ BEGIN
     WHERE r.reason IS NOT NULL
     ORDER BY s.kind, s.suppression_key, s.id
     ON CONFLICT ON CONSTRAINT suppressions_pkey DO NOTHING
+  ), taken AS ( -- the provider has a message herald has not marked sent: it went through
+    SELECT DISTINCT ON (s.message_id) s.message_id, s.status,
+           (SELECT i.provider_message_id FROM input i WHERE i.event_id = s.event_id LIMIT 1) AS provider_message_id
+    FROM matched s
+    WHERE NOT s.copy AND (s.status = 'processing' OR (s.status = 'queued' AND s.attempts > 0))
+    ORDER BY s.message_id, 3 NULLS LAST, s.id
   )
   SELECT count(*)::integer, count(*) FILTER (WHERE s.message_id IS NULL)::integer,
-         EXISTS (SELECT FROM appended)
-  INTO recorded, unknown, v_logged
+         EXISTS (SELECT FROM appended),
+         (SELECT array_agg(t.message_id) FROM taken t WHERE t.status = 'queued'),
+         (SELECT array_agg(t.provider_message_id) FROM taken t WHERE t.status = 'queued'),
+         (SELECT array_agg(t.message_id) FROM taken t WHERE t.provider_message_id IS NOT NULL),
+         (SELECT array_agg(t.provider_message_id) FROM taken t WHERE t.provider_message_id IS NOT NULL)
+  INTO recorded, unknown, v_logged, v_waiting, v_waiting_ids, v_sending, v_sending_ids
   FROM stored s;
+  IF v_waiting IS NOT NULL THEN -- an attempt in doubt (or cut short) went through: no retry
+    PERFORM herald._mark_sent(ids => v_waiting, lease_tokens => NULL, provider_message_ids => v_waiting_ids,
+                              now => record_delivery_events.now);
+  END IF;
+  IF v_sending IS NOT NULL THEN -- being sent (a claim took it first, if it waited): fail and reap_stale read the id as sent
+    UPDATE herald.messages m
+    SET provider_message_id = u.provider_message_id
+    FROM unnest(v_sending, v_sending_ids) AS u(id, provider_message_id)
+    WHERE m.id = u.id AND m.status = 'processing' AND m.provider_message_id IS NULL;
+  END IF;
   duplicates := n - recorded;
   recorded := recorded - unknown;
   IF v_logged THEN
@@ -174,4 +203,4 @@ $$;
 REVOKE ALL ON FUNCTION herald.record_delivery_events(text, jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.record_delivery_events(text, jsonb, timestamptz) TO herald_events, herald_admin;
 COMMENT ON FUNCTION herald.record_delivery_events(text, jsonb, timestamptz) IS
-  'Record providers'' delivery events once each: outcomes, log receipts, suppressions of hard bounces, complaints and unsubscribes.';
+  'Record providers'' delivery events once each: outcomes, log receipts, suppressions, and sends in doubt the provider took marked sent.';
