@@ -1,7 +1,14 @@
 package tests
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -119,5 +126,193 @@ func TestWebhooksThroughAnEgressProxy(t *testing.T) {
 	if strings.Contains(logs.String(), password) ||
 		scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE errors::text LIKE '%' || $1 || '%'`, password) != 0 {
 		t.Fatalf("the proxy's password was printed or stored:\n%s", logs.String())
+	}
+}
+
+// testPKI is a CA of its own that signs certificates for tests, written as PEM files.
+type testPKI struct {
+	dir    string
+	CAFile string
+	ca     *x509.Certificate
+	key    *ecdsa.PrivateKey
+	serial int64
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	p := &testPKI{dir: t.TempDir(), serial: 1}
+	p.key, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "herald test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.key.PublicKey, p.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ca, _ = x509.ParseCertificate(der)
+	p.CAFile = filepath.Join(p.dir, "ca.pem")
+	writePEM(t, p.CAFile, "CERTIFICATE", der)
+	return p
+}
+
+// issue signs a certificate for cn (a server's for 127.0.0.1 when server, else a
+// client's) and returns its certificate and key files.
+func (p *testPKI) issue(t *testing.T, cn string, server bool) (certFile, keyFile string) {
+	t.Helper()
+	p.serial++
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage, tmpl.IPAddresses = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []net.IP{net.ParseIP("127.0.0.1")}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(p.dir, cn+".pem"), filepath.Join(p.dir, cn+"-key.pem")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
+	return certFile, keyFile
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Smokescreen as Stripe runs it: over TLS, naming each client by its certificate's
+// CommonName and allowing each such role its own receivers (an egress ACL). herald
+// shows the proxy the client certificate of HERALD_WEBHOOK_PROXY_CERT_FILE and checks
+// the proxy's certificate against HERALD_WEBHOOK_PROXY_CA_FILE. Three runners send
+// to one receiver the ACL allows role herald-webhooks: with that role's certificate
+// the webhook arrives; attacks: with another service's certificate (a role allowed
+// elsewhere) and with none, nothing arrives and the messages are dead with the
+// proxy's refusal. The receiver asks every client for a certificate: herald never
+// shows it the proxy's (its identity at the proxy is not for receivers to see or
+// replay). A runner trusting another CA for the proxy connects to no proxy at all.
+func TestWebhooksThroughSmokescreenOverMutualTLS(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(testdb.RepoRoot(), ".bin", "smokescreen")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatal("Smokescreen is not installed (make test installs it into .bin/)")
+	}
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_attempts) VALUES ('right', 'webhook', 1), ('wrong', 'webhook', 1),
+		('none', 'webhook', 1), ('untrusted', 'webhook', 1)`)
+	pki := newTestPKI(t)
+	proxyCert, proxyKey := pki.issue(t, "smokescreen", true)
+	rightCert, rightKey := pki.issue(t, "herald-webhooks", false)
+	wrongCert, wrongKey := pki.issue(t, "billing", false)
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	var pemBytes []byte
+	for _, f := range []string{proxyCert, proxyKey} {
+		b, _ := os.ReadFile(f)
+		pemBytes = append(pemBytes, b...)
+	}
+	if err := os.WriteFile(bundle, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var hits, shownCerts atomic.Int64
+	receiverCert, receiverKey := sendertest.CertFiles(t)
+	receiver := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if len(r.TLS.PeerCertificates) > 0 {
+			shownCerts.Add(1)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	cert, err := tls.LoadX509KeyPair(receiverCert, receiverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receiver.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert}
+	receiver.StartTLS()
+	t.Cleanup(receiver.Close)
+	_, receiverPort, _ := net.SplitHostPort(receiver.Listener.Addr().String())
+
+	acl := filepath.Join(t.TempDir(), "acl.yaml")
+	if err := os.WriteFile(acl, []byte(`---
+version: v1
+services:
+  - name: herald-webhooks
+    project: notifications
+    action: enforce
+    allowed_domains:
+      - localhost
+  - name: billing
+    project: payments
+    action: enforce
+    allowed_domains:
+      - api.stripe.com
+default:
+  project: other
+  action: enforce
+  allowed_domains: []
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proxyAddr := freeAddr(t)
+	proxyHost, proxyPort, _ := net.SplitHostPort(proxyAddr)
+	cmd := exec.Command(bin, "--listen-ip", proxyHost, "--listen-port", proxyPort, "--statsd-address", freeAddr(t),
+		"--tls-server-bundle-file", bundle, "--tls-client-ca-file", pki.CAFile, "--egress-acl-file", acl,
+		"--allow-address", "127.0.0.1:"+receiverPort)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	proxyLogs := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = proxyLogs, proxyLogs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	waitHTTP(t, proxyAddr)
+
+	target := "https://localhost:" + receiverPort + "/hook"
+	ids := map[string]int64{}
+	for _, ch := range []string{"right", "wrong", "none", "untrusted"} {
+		ids[ch] = scalar[int64](t, pool, `SELECT herald.enqueue($1, $2, '{"n": 1}')`, ch, target)
+	}
+	otherCA := newTestPKI(t)
+	common := []string{"HERALD_WEBHOOK_PROXY=https://" + proxyAddr, "HERALD_WEBHOOK_CA_FILE=" + receiverCert,
+		"HERALD_POLL_INTERVAL=100ms", "HERALD_OUTAGE_FAILURES=1"}
+	runners := map[string][]string{
+		"right":     {"HERALD_WEBHOOK_PROXY_CA_FILE=" + pki.CAFile, "HERALD_WEBHOOK_PROXY_CERT_FILE=" + rightCert, "HERALD_WEBHOOK_PROXY_KEY_FILE=" + rightKey},
+		"wrong":     {"HERALD_WEBHOOK_PROXY_CA_FILE=" + pki.CAFile, "HERALD_WEBHOOK_PROXY_CERT_FILE=" + wrongCert, "HERALD_WEBHOOK_PROXY_KEY_FILE=" + wrongKey},
+		"none":      {"HERALD_WEBHOOK_PROXY_CA_FILE=" + pki.CAFile},
+		"untrusted": {"HERALD_WEBHOOK_PROXY_CA_FILE=" + otherCA.CAFile, "HERALD_WEBHOOK_PROXY_CERT_FILE=" + rightCert, "HERALD_WEBHOOK_PROXY_KEY_FILE=" + rightKey},
+	}
+	logs := map[string]*logBuffer{}
+	for ch, env := range runners {
+		env = append(append(env, common...), "HERALD_SENDER_"+strings.ToUpper(ch)+"=webhook",
+			"HERALD_"+strings.ToUpper(ch)+"_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4))
+		_, logs[ch] = runnerProcess(t, dbURL, env...)
+	}
+	state := func(ch string) string {
+		return scalar[string](t, pool, `SELECT status || ' ' || coalesce(last_error_code, '-') FROM herald.messages WHERE id = $1`, ids[ch])
+	}
+	eventually(t, 30*time.Second, "the three decided, the untrusted proxy's channel paused", func() bool {
+		return countWhere(t, pool, `status IN ('sent', 'dead')`) == 3 && strings.HasPrefix(state("untrusted"), "queued ") &&
+			scalar[bool](t, pool, `SELECT paused FROM herald.channels WHERE name = 'untrusted'`)
+	})
+	for ch, want := range map[string]string{"right": "sent -", "wrong": "dead egress_refused", "none": "dead egress_refused"} {
+		if got := state(ch); got != want {
+			t.Errorf("channel %s: %s, want %s\n%s", ch, got, want, logs[ch].String())
+		}
+	}
+	if n, shown := hits.Load(), shownCerts.Load(); n != 1 || shown != 0 {
+		t.Fatalf("the receiver got %d webhooks (want 1), %d of them with a client certificate (want 0)", n, shown)
+	}
+	// Not the receiver's fault nor the message's: the channel pauses, the message waits.
+	if got, why := state("untrusted"), scalar[string](t, pool, `SELECT paused_reason FROM herald.channels WHERE name = 'untrusted'`); !strings.HasPrefix(got, "queued ") ||
+		!strings.Contains(why, "certificate") {
+		t.Errorf("the runner that does not trust the proxy: %s, the channel paused for %q", got, why)
+	}
+	if !strings.Contains(proxyLogs.String(), "herald-webhooks") || !strings.Contains(proxyLogs.String(), "billing") {
+		t.Fatalf("the proxy did not name the roles by their certificates:\n%s", proxyLogs.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald/herald/runner/sender/sendertest"
 	"github.com/herald/herald/runner/sender/webhook"
 	heraldsql "github.com/herald/herald/sql"
 	"github.com/herald/herald/tests/testdb"
@@ -450,6 +451,46 @@ func TestWebhookSecretCommand(t *testing.T) {
 	public, _ := webhook.PublicKey(signing)
 	if code != exitOK || strings.TrimSpace(out) != public || strings.Contains(out, strings.TrimPrefix(signing, "whsk_")) {
 		t.Fatalf("a whsk_ key: exit %d %q, want its public key %s", code, out, public)
+	}
+}
+
+// The egress proxy's TLS settings: only for an https proxy, the certificate and its
+// key together, files that hold what they say; each refusal names the variable (exit
+// 2) and never prints the key file's content.
+func TestWebhookProxyTLSSettingsAreChecked(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_HOOKS", "webhook")
+	t.Setenv("HERALD_HOOKS_WEBHOOK_SECRETS", "whsec_"+strings.Repeat("QUJD", 8))
+	dir := t.TempDir()
+	certPEM, keyPEM, err := sendertest.SelfSignedPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, badKey := dir+"/cert.pem", dir+"/key.pem", dir+"/bad-key.pem"
+	os.WriteFile(cert, certPEM, 0o600)
+	os.WriteFile(key, keyPEM, 0o600)
+	os.WriteFile(badKey, []byte("s3cret-key-material"), 0o600)
+	for _, c := range []struct {
+		name string
+		env  []string
+	}{
+		{"WEBHOOK_PROXY_CA_FILE", []string{"HERALD_WEBHOOK_PROXY=http://127.0.0.1:4750", "HERALD_WEBHOOK_PROXY_CA_FILE=" + cert}},
+		{"WEBHOOK_PROXY_CERT_FILE", []string{"HERALD_WEBHOOK_PROXY_CERT_FILE=" + cert, "HERALD_WEBHOOK_PROXY_KEY_FILE=" + key}},
+		{"WEBHOOK_PROXY_KEY_FILE", []string{"HERALD_WEBHOOK_PROXY=https://127.0.0.1:4750", "HERALD_WEBHOOK_PROXY_CERT_FILE=" + cert}},
+		{"WEBHOOK_PROXY_KEY_FILE", []string{"HERALD_WEBHOOK_PROXY=https://127.0.0.1:4750", "HERALD_WEBHOOK_PROXY_CERT_FILE=" + cert,
+			"HERALD_WEBHOOK_PROXY_KEY_FILE=" + badKey}},
+		{"WEBHOOK_PROXY_CA_FILE", []string{"HERALD_WEBHOOK_PROXY=https://127.0.0.1:4750", "HERALD_WEBHOOK_PROXY_CA_FILE=" + badKey}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, kv := range c.env {
+				name, value, _ := strings.Cut(kv, "=")
+				t.Setenv(name, value)
+			}
+			code, _, errOut := run(t, "run", "--http-addr", "off")
+			if code != exitUsage || !strings.Contains(errOut, c.name) || strings.Contains(errOut, "s3cret-key-material") {
+				t.Fatalf("%v: exit %d %q, want %d naming %s", c.env, code, errOut, exitUsage, c.name)
+			}
+		})
 	}
 }
 

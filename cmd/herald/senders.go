@@ -256,7 +256,11 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 			return nil, fmt.Errorf("%s_WEBHOOK_BODY=%q: want envelope (herald's, the default) or payload (the payload alone: chat services' incoming webhooks)", ch, body)
 		}
 		proxy := secret("PROXY")
-		policy, err := egressPolicy(str("ALLOW"), proxy)
+		proxyTLS, err := proxyTLSConfig(ev, setting, proxy)
+		if err != nil {
+			return nil, err
+		}
+		policy, err := egressPolicy(str("ALLOW"), proxy, proxyTLS)
 		if name := setting("ALLOW"); err != nil {
 			if proxy != "" {
 				name = setting("PROXY")
@@ -272,9 +276,10 @@ func buildProvider(ev *environ, kind, channel string, setting func(key string) s
 }
 
 // egressPolicy is where webhooks may go: everywhere but the refused networks, except
-// the allow-list; or through proxy (a URL, its password a secret: never in an error).
-func egressPolicy(allow, proxy string) (egress.Policy, error) {
-	p := egress.Policy{Allow: list(allow)}
+// the allow-list; or through proxy (a URL, its password a secret: never in an error),
+// an https one with proxyTLS (proxyTLSConfig).
+func egressPolicy(allow, proxy string, proxyTLS *tls.Config) (egress.Policy, error) {
+	p := egress.Policy{Allow: list(allow), ProxyTLS: proxyTLS}
 	if proxy != "" {
 		u, err := url.Parse(proxy)
 		if err != nil {
@@ -283,6 +288,43 @@ func egressPolicy(allow, proxy string) (egress.Policy, error) {
 		p.Proxy = u
 	}
 	return p, p.Check()
+}
+
+// proxyTLSConfig reads the TLS of an https egress proxy: the CAs its certificate
+// chains to (PROXY_CA_FILE; default the system's) and the client certificate herald
+// shows it alone (PROXY_CERT_FILE and PROXY_KEY_FILE, PEM: Smokescreen's mTLS names a
+// client by it). nil when none is set; only with an https proxy. The files are read
+// again when they change (the key is never printed).
+func proxyTLSConfig(ev *environ, setting func(key string) string, proxy string) (*tls.Config, error) {
+	ca, cert, key := ev.str(setting("PROXY_CA_FILE"), ""), ev.str(setting("PROXY_CERT_FILE"), ""), ev.str(setting("PROXY_KEY_FILE"), "")
+	if ca == "" && cert == "" && key == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(proxy, "https://") {
+		return nil, fmt.Errorf("%s, %s and %s are for an https:// %s", setting("PROXY_CA_FILE"), setting("PROXY_CERT_FILE"),
+			setting("PROXY_KEY_FILE"), setting("PROXY"))
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		roots, err := sender.LoadCAFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", setting("PROXY_CA_FILE"), err)
+		}
+		cfg.RootCAs = roots
+		ev.files = append(ev.files, ca)
+	}
+	if (cert == "") != (key == "") {
+		return nil, fmt.Errorf("%s and %s go together: the proxy's client certificate and its key", setting("PROXY_CERT_FILE"), setting("PROXY_KEY_FILE"))
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("%s, %s: %w", setting("PROXY_CERT_FILE"), setting("PROXY_KEY_FILE"), err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+		ev.files = append(ev.files, cert, key)
+	}
+	return cfg, nil
 }
 
 // list splits a comma- or space-separated setting into its entries.

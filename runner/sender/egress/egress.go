@@ -22,6 +22,7 @@ package egress
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -78,6 +79,12 @@ type Policy struct {
 	// operator chose it), and the check of where a connection goes is the proxy's; an
 	// Allow list beside it is refused (allow those receivers in the proxy).
 	Proxy *url.URL
+	// ProxyTLS is the TLS of an https Proxy, apart from the receivers': the CAs its
+	// certificate must chain to (nil RootCAs: the system's) and the client
+	// certificate shown to it and to no receiver (Smokescreen names a client by its
+	// certificate's CommonName); nil: the system's CAs, no certificate. Only with an
+	// https Proxy.
+	ProxyTLS *tls.Config
 }
 
 // ErrRefused is wrapped by every refusal.
@@ -120,10 +127,14 @@ func (p Policy) Check() error {
 		switch {
 		case len(p.Allow) > 0:
 			return errors.New("egress: an allow-list does nothing beside a proxy, which decides where connections go: allow those receivers in the proxy")
+		case p.ProxyTLS != nil && u.Scheme != "https":
+			return fmt.Errorf("egress proxy: a CA or client certificate for the proxy needs an https proxy, not %s", u.Redacted())
 		case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.Hostname() == "", u.Opaque != "",
 			u.Path != "" && u.Path != "/", u.RawQuery != "", u.Fragment != "":
 			return fmt.Errorf("egress proxy: %s is not http(s)://host[:port]", u.Redacted())
 		}
+	} else if p.ProxyTLS != nil {
+		return errors.New("egress: a CA or client certificate for the proxy needs a proxy")
 	}
 	for _, a := range p.Allow {
 		if _, err := netip.ParsePrefix(a); err == nil {
@@ -141,14 +152,19 @@ func (p Policy) Check() error {
 
 // Transport makes t obey p: with a proxy, every request goes through it and t dials
 // nothing else (ProxyError for its refusals); without, t dials through DialContext.
-// Proxy settings from the environment are never read.
+// An https proxy's TLS is DialContext's (ProxyTLS), t's TLSClientConfig the
+// receivers' alone. Proxy settings from the environment are never read.
 func (p Policy) Transport(t *http.Transport, timeout time.Duration) {
 	t.Proxy = nil
 	t.DialContext = p.DialContext(timeout)
 	if p.Proxy == nil {
 		return
 	}
-	t.Proxy = http.ProxyURL(p.Proxy)
+	u := *p.Proxy
+	if u.Scheme == "https" { // t speaks plain HTTP to the proxy inside DialContext's TLS
+		u.Scheme, u.Host = "http", proxyAddr(p.Proxy)
+	}
+	t.Proxy = http.ProxyURL(&u)
 	t.OnProxyConnectResponse = ConnectAnswer
 }
 
@@ -236,11 +252,30 @@ func (p Policy) DialContext(timeout time.Duration) func(ctx context.Context, net
 	if p.Proxy != nil {
 		open := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 		want := proxyAddr(p.Proxy)
+		var proxyTLS *tls.Config
+		if p.Proxy.Scheme == "https" {
+			proxyTLS = &tls.Config{MinVersion: tls.VersionTLS12}
+			if p.ProxyTLS != nil {
+				proxyTLS = p.ProxyTLS.Clone()
+			}
+			proxyTLS.ServerName = p.Proxy.Hostname()
+		}
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if !strings.EqualFold(addr, want) {
 				return nil, fmt.Errorf("%w: %s is not the egress proxy", ErrRefused, addr)
 			}
-			return open.DialContext(ctx, network, addr)
+			conn, err := open.DialContext(ctx, network, addr)
+			if err != nil || proxyTLS == nil {
+				return conn, err
+			}
+			tc := tls.Client(conn, proxyTLS)
+			hctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if err := tc.HandshakeContext(hctx); err != nil { // the transport wraps it as a proxyconnect error
+				conn.Close()
+				return nil, err
+			}
+			return tc, nil
 		}
 	}
 	checked := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second,
