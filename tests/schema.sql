@@ -2976,7 +2976,8 @@ CREATE FUNCTION herald._recipient_pattern(kind text) RETURNS text
   SELECT CASE kind
            WHEN 'email' THEN '[A-Za-z0-9!#$%&''*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&''*+/=?^_`{|}~-]+)*@[A-Za-z0-9]+((\.|-+)[A-Za-z0-9]+)*'
            WHEN 'sms' THEN '\+[1-9][0-9]{6,14}'
-           WHEN 'webhook' THEN 'https?://[^\s/?#]+([/?#]\S*)?'
+           WHEN 'webhook' THEN 'https?://([^\s/?#@]*@)?(\[[^\s/?#\]]*\]|[^\s/?#:\[\]@]+)'
+                               '(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?([/?#]\S*)?'
          END
 $_$;
 
@@ -3802,7 +3803,8 @@ BEGIN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an E.164 phone number', spec.recipient),
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
   ELSIF ch.kind = 'webhook' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$') THEN
-    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient));
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient),
+      hint => 'http(s)://host[:port][/path], a port from 1 to 65535');
   ELSIF ch.kind = 'webhook' AND herald._refused_address(url => spec.recipient) IS NOT NULL THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient',
       message => 'the URL ' || herald._refused_address(url => spec.recipient),

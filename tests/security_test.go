@@ -315,8 +315,9 @@ func TestTheOpenIntakeRefusesARebindingPage(t *testing.T) {
 	}
 }
 
-// Attack at enqueue: webhook URLs with credentials or literal internal addresses are
-// refused with 22V02 naming the recipient, and nothing is stored. Host names pass
+// Attack at enqueue: webhook URLs with credentials or literal internal addresses, and
+// URLs no runner can dial (a port outside 1..65535, no host), are refused with 22V02
+// naming the recipient, and nothing is stored. Host names pass
 // here; the runner judges what they resolve to when it connects.
 func TestWebhookRecipientsRefusedAtEnqueue(t *testing.T) {
 	ctx, pool := setup(t)
@@ -328,6 +329,8 @@ func TestWebhookRecipientsRefusedAtEnqueue(t *testing.T) {
 		"http://169.254.169.254/latest/meta-data/iam/security-credentials/", "http://[fd00:ec2::254]/x",
 		"http://[::ffff:127.0.0.1]/x", "http://127.1/x", "http://2130706433/x", "http://0x7f.0.0.1/x", "http://[zz::1]/x",
 		"http://[::7f00:1]/x", "http://[2002:a9fe:a9fe::1]/latest/meta-data/", "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x",
+		// no URL the runner can dial: a port past 65535 or 0, no host
+		"https://hooks.example.com:65536/x", "https://hooks.example.com:0/x", "https://hooks.example.com:80:80/x", "https://:443/x",
 	} {
 		_, err := alice.Exec(ctx, `SELECT herald.enqueue('hooks', $1, '{}')`, url)
 		wantPgError(t, err, "22V02", "recipient")
@@ -338,7 +341,8 @@ func TestWebhookRecipientsRefusedAtEnqueue(t *testing.T) {
 	if n := scalar[int64](t, pool, `SELECT count(*) FROM herald.messages`); n != 0 {
 		t.Fatalf("%d refused webhooks stored", n)
 	}
-	for _, url := range []string{"https://hooks.example.com/x", "http://8.8.8.8/x", "http://[2001:db8::1]:8080/x", "https://1password.example/x"} {
+	for _, url := range []string{"https://hooks.example.com/x", "http://8.8.8.8/x", "http://[2001:db8::1]:8080/x", "https://1password.example/x",
+		"https://hooks.example.com:65535/x"} {
 		mustExec(t, alice, `SELECT herald.enqueue('hooks', $1, '{}')`, url)
 	}
 }

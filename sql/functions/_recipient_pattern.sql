@@ -1,7 +1,8 @@
 -- herald._recipient_pattern(kind) — the syntax of a recipient of a channel kind, as a
 -- regular expression without anchors: 'email' (herald._email_address without its two
 -- lengths), 'sms' (E.164: '+', a non-zero digit, 6 to 14 more digits), 'webhook' (an
--- http:// or https:// URL without white space); NULL for 'custom'. The one place these
+-- http:// or https:// URL without white space: a host, a port of 1 to 65535 if any;
+-- user info is matched here and refused by herald._refused_address); NULL for 'custom'. The one place these
 -- expressions are written. None matches a newline, so herald._recipient_list_kind can
 -- match a whole batch joined by newlines at once.
 -- The e-mail expression lets one branch continue at each character and has no bounded
@@ -16,7 +17,8 @@ AS $$
   SELECT CASE kind
            WHEN 'email' THEN '[A-Za-z0-9!#$%&''*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&''*+/=?^_`{|}~-]+)*@[A-Za-z0-9]+((\.|-+)[A-Za-z0-9]+)*'
            WHEN 'sms' THEN '\+[1-9][0-9]{6,14}'
-           WHEN 'webhook' THEN 'https?://[^\s/?#]+([/?#]\S*)?'
+           WHEN 'webhook' THEN 'https?://([^\s/?#@]*@)?(\[[^\s/?#\]]*\]|[^\s/?#:\[\]@]+)'
+                               '(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?([/?#]\S*)?'
          END
 $$;
 

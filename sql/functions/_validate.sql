@@ -45,7 +45,8 @@ BEGIN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an E.164 phone number', spec.recipient),
       hint => 'expected + and country code and number, digits only, e.g. +14155550100');
   ELSIF ch.kind = 'webhook' AND spec.recipient !~ ('^(?:' || herald._recipient_pattern(kind => 'webhook') || ')$') THEN
-    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient));
+    PERFORM herald._reject(code => '22V02', field => p || 'recipient', message => format('%L is not an http(s) URL', spec.recipient),
+      hint => 'http(s)://host[:port][/path], a port from 1 to 65535');
   ELSIF ch.kind = 'webhook' AND herald._refused_address(url => spec.recipient) IS NOT NULL THEN
     PERFORM herald._reject(code => '22V02', field => p || 'recipient',
       message => 'the URL ' || herald._refused_address(url => spec.recipient),
