@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -243,5 +244,106 @@ func TestCheckExportsASpan(t *testing.T) {
 	ln.Close()
 	if code, out := check(down); code != 1 || !strings.Contains(out, "tracing  otlp  FAIL  "+down) {
 		t.Fatalf("herald check with no collector: exit %d\n%s", code, out)
+	}
+}
+
+// all is every span received.
+func (c *collector) all() []*tracepb.Span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*tracepb.Span
+	for _, req := range c.req {
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				out = append(out, ss.Spans...)
+			}
+		}
+	}
+	return out
+}
+
+// The HTTP intake's enqueues are spans too: a POST of a message is "enqueue <channel>"
+// (kind producer), a child of the request's traceparent, or the root of a trace of
+// its own without one; the message's deliver span is its child, so a trace shows the
+// request, the wait in the queue and each attempt. A batch is one span, parent of
+// both messages' sends. A refused request's span says why (error.type, its code) and
+// carries nothing the producer sent: not the recipient, not the payload.
+func TestIntakeEnqueuesAreTraced(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.Pool(t, dbURL)
+	mustExec(t, pool, `INSERT INTO herald.channels (name, kind) VALUES ('hooks', 'webhook')`)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer receiver.Close()
+	base := strings.Replace(receiver.URL, "127.0.0.1", "localhost", 1)
+	col := startCollector(t)
+	addr := freeAddr(t)
+	cmd, logs := runnerProcess(t, dbURL, "HERALD_HTTP_ADDR="+addr, "HERALD_INTAKE_OPEN=true", "HERALD_SENDER_HOOKS=webhook",
+		"HERALD_HOOKS_WEBHOOK_SECRETS=whsec_"+strings.Repeat("SG9va3Nz", 4), "HERALD_WEBHOOK_ALLOW=localhost", "HERALD_POLL_INTERVAL=100ms",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+col.URL, "OTEL_BSP_SCHEDULE_DELAY=100")
+	waitHTTP(t, addr)
+	const producerTrace, producerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	traced := map[string]string{"traceparent": "00-" + producerTrace + "-" + producerSpan + "-01"}
+	post := func(path, body string, header map[string]string) (int, map[string]any) {
+		var out map[string]any
+		code := do(t, "POST", "http://"+addr+path, "application/json", body, header, &out)
+		return code, out
+	}
+	one := func(path string) string {
+		return fmt.Sprintf(`{"channel":"hooks","recipient":%q,"payload":{"text":"payload-secret"}}`, base+path)
+	}
+	code, a := post("/v1/messages", one("/a"), traced)
+	code2, b := post("/v1/messages", one("/b"), nil)
+	code3, batch := post("/v1/messages/batch", "["+one("/c")+","+one("/d")+"]", traced)
+	code4, _ := post("/v1/messages", `{"channel":"hooks","recipient":"http://customer-secret.invalid:99999/x","payload":{"text":"payload-secret"}}`, traced)
+	if code != 202 || code2 != 202 || code3 != 202 || code4 != 400 {
+		t.Fatalf("answers %d %d %d %d, want 202 202 202 400", code, code2, code3, code4)
+	}
+	eventually(t, 30*time.Second, "the four webhooks sent", func() bool { return countWhere(t, pool, `status = 'sent'`) == 4 })
+	waitExit(t, cmd, logs, 15*time.Second)
+
+	spans := col.all()
+	enqueue, deliver := map[string]*tracepb.Span{}, map[string]*tracepb.Span{} // by message id
+	var batchSpan, refused *tracepb.Span
+	for _, s := range spans {
+		switch {
+		case s.Name == "deliver hooks":
+			deliver[spanAttr(s, "messaging.message.id")] = s
+		case s.Name == "enqueue hooks" && s.Kind == tracepb.Span_SPAN_KIND_PRODUCER:
+			enqueue[spanAttr(s, "messaging.message.id")] = s
+		case s.Name == "enqueue" && spanAttr(s, "messaging.batch.message_count") == "2":
+			batchSpan = s
+		case s.Name == "enqueue" && s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR:
+			refused = s
+		}
+	}
+	if len(enqueue) != 2 || len(deliver) != 4 || batchSpan == nil || refused == nil {
+		t.Fatalf("spans: %d single enqueues, %d sends, batch %v, refused %v; want 2, 4, both", len(enqueue), len(deliver), batchSpan != nil, refused != nil)
+	}
+	hexOf := hex.EncodeToString
+	idOf := func(v any) string { return fmt.Sprint(int64(v.(float64))) }
+	ea, eb := enqueue[idOf(a["id"])], enqueue[idOf(b["id"])]
+	if ea == nil || hexOf(ea.TraceId) != producerTrace || hexOf(ea.ParentSpanId) != producerSpan {
+		t.Fatalf("the traced request's enqueue span is not the producer's child: %v", ea)
+	}
+	if eb == nil || len(eb.ParentSpanId) != 0 || hexOf(eb.TraceId) == producerTrace {
+		t.Fatalf("the untraced request's enqueue span is not a root: %v", eb)
+	}
+	for id, parent := range map[string]*tracepb.Span{idOf(a["id"]): ea, idOf(b["id"]): eb,
+		idOf(batch["ids"].([]any)[0]): batchSpan, idOf(batch["ids"].([]any)[1]): batchSpan} {
+		d := deliver[id]
+		if d == nil || !bytes.Equal(d.TraceId, parent.TraceId) || !bytes.Equal(d.ParentSpanId, parent.SpanId) {
+			t.Fatalf("message %s: its send is not a child of its enqueue span", id)
+		}
+	}
+	if hexOf(batchSpan.ParentSpanId) != producerSpan || spanAttr(refused, "error.type") != "invalid_recipient" ||
+		hexOf(refused.ParentSpanId) != producerSpan {
+		t.Fatalf("batch span under %s; refused span under %s with error.type %q", hexOf(batchSpan.ParentSpanId),
+			hexOf(refused.ParentSpanId), spanAttr(refused, "error.type"))
+	}
+	for _, secret := range []string{"customer-secret", "payload-secret", "localhost:"} {
+		if strings.Contains(col.exported(), secret) {
+			t.Fatalf("the collector received %q", secret)
+		}
 	}
 }

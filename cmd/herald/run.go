@@ -168,7 +168,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, route := range []string{"GET /metrics", "GET /healthz", "GET /livez"} {
 			mux.Handle(route, own)
 		}
-		evCfg.Counted, in.counted = r.CountDeliveryEvents, r.CountIntakeRequest
+		evCfg.Counted, in.counted, in.tracer = r.CountDeliveryEvents, r.CountIntakeRequest, tr.Tracer
 		// The HTTP services' own pool: a flood of requests waits for its connections,
 		// never for the runner's.
 		httpPool, code := openPool(ctx, stderr, "herald run http", *in.dbPool)

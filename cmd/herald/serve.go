@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/herald/herald/runner"
 	"github.com/herald/herald/runner/console"
@@ -46,6 +47,8 @@ type intakeFlags struct {
 	quotaRetry *time.Duration
 	// counted receives every answer of the intake (the process's /metrics).
 	counted func(token string, status int, code string)
+	// tracer makes the intake's enqueue spans (nil: not tracing).
+	tracer trace.Tracer
 }
 
 func addIntakeFlags(fs *flag.FlagSet, ev *environ) intakeFlags {
@@ -214,7 +217,7 @@ func (s intakeSettings) register(ctx context.Context, mux *http.ServeMux, pool *
 		inFlight = -1 // no bound
 	}
 	return intake.Register(mux, pool, intake.Config{Tokens: s.tokens, MaxBatch: *f.maxBatch, MaxBodyBytes: *f.maxBody, Rate: *f.rate,
-		MaxInFlight: inFlight, QuotaRetry: *f.quotaRetry, Logger: logger, Counted: f.counted}), nil
+		MaxInFlight: inFlight, QuotaRetry: *f.quotaRetry, Logger: logger, Counted: f.counted, Tracer: f.tracer}), nil
 }
 
 // services are the HTTP services whose secrets SIGHUP reads again: the intake (nil
@@ -384,6 +387,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	tr, err := tracingFromEnv(ctx, ev, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "herald serve: %v\n", err)
+		return exitUsage
+	}
+	defer tr.shutdown()
+	in.tracer = tr.Tracer
 	sd, err := newSystemd()
 	if err != nil {
 		fmt.Fprintf(stderr, "herald serve: %v\n", err)

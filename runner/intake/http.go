@@ -35,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald/herald/runner/tracecontext"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 )
 
@@ -72,6 +73,11 @@ type Config struct {
 	// open or without a valid token), the HTTP status, and the error's code ("" for a
 	// success) — for /metrics (herald_intake_requests_total).
 	Counted func(token string, status int, code string)
+	// Tracer, when set, makes a span of every POST of messages that reaches its
+	// handler ("enqueue <channel>", kind producer; a child of the request's
+	// traceparent), and the messages carry its context, so their deliver spans are its
+	// children.
+	Tracer trace.Tracer
 }
 
 // Defaults of Config (Rate's is the command line's: a Config's zero Rate is no limit).
@@ -390,15 +396,17 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 }
 
 func (h *handler) post(w http.ResponseWriter, r *http.Request, c caller) {
+	hdr, span := h.traceEnqueue(w, r)
 	m, err := DecodeMessage(c.body)
 	if err == nil {
 		err = idempotencyHeader(&m, r.Header.Get("Idempotency-Key"))
-		m.Metadata = tracedMetadata(m.Metadata, r.Header)
+		m.Metadata = tracedMetadata(m.Metadata, hdr)
 	}
+	var id int64
+	defer func() { span.end(m.Channel, []int64{id}) }()
 	if err == nil && !h.allow(w, c, 1) {
 		return
 	}
-	var id int64
 	if err == nil {
 		id, err = Enqueue(r.Context(), c.q, m)
 	}
@@ -463,20 +471,23 @@ func stampedBatch(body []byte, h http.Header) ([]byte, error) {
 }
 
 func (h *handler) postBatch(w http.ResponseWriter, r *http.Request, c caller) {
+	hdr, span := h.traceEnqueue(w, r)
+	var ids []int64
+	defer func() { span.end("", ids) }()
 	b := c.body
 	n, err := batchLen(b, h.cfg.MaxBatch)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	if b, err = stampedBatch(b, r.Header); err != nil {
+	if b, err = stampedBatch(b, hdr); err != nil {
 		h.fail(w, err)
 		return
 	}
 	if !h.allow(w, c, n) {
 		return
 	}
-	ids, err := storeBatch(r.Context(), c.q, b)
+	ids, err = storeBatch(r.Context(), c.q, b)
 	if err != nil {
 		h.fail(w, withWait(r.Context(), c.q, err, func(i *int) (string, string) {
 			var msgs []struct{ Channel, Recipient string }
