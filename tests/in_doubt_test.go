@@ -92,7 +92,8 @@ func recordEvent(t *testing.T, pool *pgxpool.Pool, source, event string, id int6
 // released) and never claimed again; one whose attempt is still out keeps the id, and
 // the attempt's report (fail) or its lapsed lease (reap_stale) ends it sent; an
 // outcome event settles as processed does. A report about a message never tried, or
-// one already dead, sends nothing and revives nothing; complete with a NULL lease
+// one already dead, sends nothing and revives nothing (nor does a redrive of that
+// dead one); complete with a NULL lease
 // token is refused (it would end a waiting message that no runner holds).
 func TestProviderReportSettlesSendInDoubt(t *testing.T) {
 	_, pool := setup(t)
@@ -165,6 +166,10 @@ func TestProviderReportSettlesSendInDoubt(t *testing.T) {
 		t.Fatalf("history of the settled message: %s", got)
 	}
 
+	// The dead one the provider had is not sent again by a redrive.
+	if n := scalar[int32](t, pool, `SELECT herald.redrive(ARRAY[$1::bigint], $2)`, dead, at); n != 0 || state(dead) != "dead - delivered" {
+		t.Fatalf("redrive of a dead message the provider reported on: %d redriven, now %s", n, state(dead))
+	}
 	// A report about a message never tried settles nothing and is not kept.
 	fresh := enqueue("+14155550106", "")
 	if r := recordEvent(t, pool, "generic", "processed", fresh, "SMx", at); r != [3]int32{0, 1, 0} || state(fresh) != "queued - -" {

@@ -5974,7 +5974,7 @@ BEGIN
   END IF;
   UPDATE herald.messages m
   SET status = 'queued', attempts = 0, run_at = redrive.now, finished_at = NULL
-  WHERE m.id = ANY (redrive.ids) AND m.status = 'dead';
+  WHERE m.id = ANY (redrive.ids) AND m.status = 'dead' AND m.outcome IS NULL;
   GET DIAGNOSTICS changed = ROW_COUNT;
   IF changed > 0 THEN
     PERFORM herald._notify(ARRAY['herald_queue']);

@@ -1,7 +1,8 @@
 -- herald.redrive(ids, now) — send dead messages again: 'dead' -> 'queued' with
 -- attempts reset to 0 and run_at = now; the error history is kept. Ids that are not
--- dead are ignored. Returns how many were redriven, and wakes the runners
--- (herald._notify).
+-- dead are ignored, and so are dead messages a provider reported on (an outcome: it
+-- had the message, though no attempt heard so; sending again would be a duplicate).
+-- Returns how many were redriven, and wakes the runners (herald._notify).
 -- Index: the primary key. Locks: the rows. Admin only (herald_admin).
 CREATE OR REPLACE FUNCTION herald.redrive(ids bigint[], now timestamptz DEFAULT now())
 RETURNS integer
@@ -19,7 +20,7 @@ BEGIN
   END IF;
   UPDATE herald.messages m
   SET status = 'queued', attempts = 0, run_at = redrive.now, finished_at = NULL
-  WHERE m.id = ANY (redrive.ids) AND m.status = 'dead';
+  WHERE m.id = ANY (redrive.ids) AND m.status = 'dead' AND m.outcome IS NULL;
   GET DIAGNOSTICS changed = ROW_COUNT;
   IF changed > 0 THEN
     PERFORM herald._notify(ARRAY['herald_queue']);
