@@ -35,10 +35,6 @@ import (
 // refuse loopback itself), and the proxy's password appears in no log or error.
 func TestWebhooksThroughAnEgressProxy(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(testdb.RepoRoot(), ".bin", "smokescreen")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatal("Smokescreen is not installed (make test installs it into .bin/)")
-	}
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_attempts) VALUES ('hooks', 'webhook', 1)`)
@@ -74,18 +70,7 @@ func TestWebhooksThroughAnEgressProxy(t *testing.T) {
 	internalTLS, internalPlain := tlsServer(internal), plainServer(internal)
 	port := func(s *httptest.Server) string { _, p, _ := net.SplitHostPort(s.Listener.Addr().String()); return p }
 
-	proxyAddr := freeAddr(t)
-	proxyHost, proxyPort, _ := net.SplitHostPort(proxyAddr)
-	cmd := exec.Command(bin, "--listen-ip", proxyHost, "--listen-port", proxyPort, "--statsd-address", freeAddr(t),
-		"--allow-address", "127.0.0.1:"+port(allowedTLS), "--allow-address", "127.0.0.1:"+port(allowedPlain))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	proxyLogs := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = proxyLogs, proxyLogs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-	waitHTTP(t, proxyAddr)
+	proxyAddr, proxyLogs := startSmokescreen(t, "--allow-address", "127.0.0.1:"+port(allowedTLS), "--allow-address", "127.0.0.1:"+port(allowedPlain))
 
 	url := func(s *httptest.Server, scheme string) string {
 		return scheme + "://localhost:" + port(s) + "/hook"
@@ -127,6 +112,28 @@ func TestWebhooksThroughAnEgressProxy(t *testing.T) {
 		scalar[int64](t, pool, `SELECT count(*) FROM herald.messages WHERE errors::text LIKE '%' || $1 || '%'`, password) != 0 {
 		t.Fatalf("the proxy's password was printed or stored:\n%s", logs.String())
 	}
+}
+
+// startSmokescreen runs the Smokescreen make test installs into .bin/ on a free
+// loopback port with args, until the test ends, and returns its address and output.
+func startSmokescreen(t *testing.T, args ...string) (string, *logBuffer) {
+	t.Helper()
+	bin := filepath.Join(testdb.RepoRoot(), ".bin", "smokescreen")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatal("Smokescreen is not installed (make test installs it into .bin/)")
+	}
+	addr := freeAddr(t)
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, append([]string{"--listen-ip", host, "--listen-port", port, "--statsd-address", freeAddr(t)}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logs := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	waitHTTP(t, addr)
+	return addr, logs
 }
 
 // testPKI is a CA of its own that signs certificates for tests, written as PEM files.
@@ -197,10 +204,6 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 // replay). A runner trusting another CA for the proxy connects to no proxy at all.
 func TestWebhooksThroughSmokescreenOverMutualTLS(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(testdb.RepoRoot(), ".bin", "smokescreen")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatal("Smokescreen is not installed (make test installs it into .bin/)")
-	}
 	dbURL := testdb.New(t)
 	pool := testdb.Pool(t, dbURL)
 	mustExec(t, pool, `INSERT INTO herald.channels (name, kind, max_attempts) VALUES ('right', 'webhook', 1), ('wrong', 'webhook', 1),
@@ -258,19 +261,8 @@ default:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	proxyAddr := freeAddr(t)
-	proxyHost, proxyPort, _ := net.SplitHostPort(proxyAddr)
-	cmd := exec.Command(bin, "--listen-ip", proxyHost, "--listen-port", proxyPort, "--statsd-address", freeAddr(t),
-		"--tls-server-bundle-file", bundle, "--tls-client-ca-file", pki.CAFile, "--egress-acl-file", acl,
-		"--allow-address", "127.0.0.1:"+receiverPort)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	proxyLogs := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = proxyLogs, proxyLogs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-	waitHTTP(t, proxyAddr)
+	proxyAddr, proxyLogs := startSmokescreen(t, "--tls-server-bundle-file", bundle, "--tls-client-ca-file", pki.CAFile,
+		"--egress-acl-file", acl, "--allow-address", "127.0.0.1:"+receiverPort)
 
 	target := "https://localhost:" + receiverPort + "/hook"
 	ids := map[string]int64{}
