@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -823,5 +825,70 @@ func TestTwilioInboundOptOuts(t *testing.T) {
 	again := scalar[int64](t, pool, `SELECT herald.enqueue('sms', '+14155550100', '{"text":"hi again"}')`)
 	if st := scalar[string](t, pool, `SELECT status FROM herald.messages WHERE id = $1`, again); st != "queued" {
 		t.Fatalf("after START: %s", st)
+	}
+}
+
+// rawRequest writes a request's head to addr declaring a body of length bytes, with
+// Expect: 100-continue, and no body; it returns the connection (the request in
+// progress) and a reader of the first status line the server answers: 100 Continue
+// once the handler reads the body, or its refusal.
+func rawRequest(t *testing.T, addr, path string, length int) (net.Conn, func() string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+		path, addr, length)
+	return c, func() string {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return strings.TrimSpace(line)
+	}
+}
+
+// Attack on the public endpoints: anyone can post to them (providers must), so
+// requests with large bodies, sent slowly, could hold the runner's memory without
+// bound. The bodies in progress are bounded together (HERALD_EVENTS_MAX_IN_FLIGHT_BYTES):
+// with two requests declaring the largest body and sending none of it, a third is
+// answered 503 with Retry-After at once, its body never read; a body declared past
+// the limit is 413 unread. Once the slow requests are gone, a provider's callback
+// is recorded.
+func TestEventsEndpointsBoundTheBodiesInProgress(t *testing.T) {
+	_, pool := setup(t)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	callback := srv.URL + "/v1/events/twilio"
+	events.Register(mux, pool, events.Config{TwilioAuthTokens: []string{"tw-token"}, TwilioURL: callback,
+		MaxBodyBytes: 64 << 10, MaxInFlightBytes: 128 << 10})
+	ids := sentMessages(t, pool, "sms", "SM", "+14155550100")
+	addr := srv.Listener.Addr().String()
+	var slow []net.Conn
+	for range 2 { // each holds its room once the handler asks for its body
+		c, status := rawRequest(t, addr, "/v1/events/twilio", 64<<10)
+		if s := status(); s != "HTTP/1.1 100 Continue" {
+			t.Fatalf("a request within the room: %q, want its body asked for", s)
+		}
+		slow = append(slow, c)
+	}
+	if _, status := rawRequest(t, addr, "/v1/events/twilio", 64<<10); status() != "HTTP/1.1 503 Service Unavailable" {
+		t.Fatal("a third request was not refused before its body while the two hold the room")
+	}
+	if _, status := rawRequest(t, addr, "/v1/events/twilio", 1<<20); status() != "HTTP/1.1 413 Request Entity Too Large" {
+		t.Fatal("a body declared past the limit was not refused before it was sent")
+	}
+	for _, c := range slow {
+		c.Close()
+	}
+	u := fmt.Sprintf("%s?herald_id=%d", callback, ids[0])
+	form := url.Values{"MessageSid": {fmt.Sprintf("SM%d", ids[0])}, "MessageStatus": {"delivered"}, "AccountSid": {"AC0123"}}
+	eventually(t, 10*time.Second, "the provider's callback recorded once the slow requests left", func() bool {
+		code, _ := postTwilio(t, u, form, "tw-token")
+		return code == 200
+	})
+	if got := outcome(t, pool, ids[0]); got != "sent delivered - -" {
+		t.Fatalf("the callback's outcome: %s", got)
 	}
 }

@@ -34,9 +34,15 @@ import (
 //	                                 (the first makes them) → /v1/unsubscribe/{token}
 //	HERALD_EVENTS_TOLERANCE          age of a signed timestamp (5m)
 //	HERALD_EVENTS_MAX_BODY_BYTES     body limit (5 MiB)
+//	HERALD_EVENTS_MAX_IN_FLIGHT_BYTES  bodies held at once by all endpoints (64 MiB;
+//	                                 at least the body limit)
 func eventsConfig(ev *environ) (events.Config, error) {
 	cfg := events.Config{Tolerance: ev.duration("HERALD_EVENTS_TOLERANCE", 5*time.Minute),
-		MaxBodyBytes: int64(ev.int("HERALD_EVENTS_MAX_BODY_BYTES", 5<<20))}
+		MaxBodyBytes: int64(ev.int("HERALD_EVENTS_MAX_BODY_BYTES", 5<<20)), MaxInFlightBytes: int64(ev.int("HERALD_EVENTS_MAX_IN_FLIGHT_BYTES", 64<<20))}
+	if cfg.MaxBodyBytes < 1 || cfg.MaxInFlightBytes < cfg.MaxBodyBytes {
+		return cfg, fmt.Errorf("HERALD_EVENTS_MAX_IN_FLIGHT_BYTES (%d) must be at least HERALD_EVENTS_MAX_BODY_BYTES (%d), which must be positive",
+			cfg.MaxInFlightBytes, cfg.MaxBodyBytes)
+	}
 	for _, name := range accountSettings("SENDGRID_EVENT_KEY") {
 		key, err := events.ParseSendGridKey(ev.str(name, ""))
 		if err != nil {

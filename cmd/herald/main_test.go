@@ -454,6 +454,16 @@ func TestWebhookSecretCommand(t *testing.T) {
 	}
 }
 
+// The delivery-event endpoints' bodies in progress cannot be bounded below one body.
+func TestEventsInFlightBytesAreChecked(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	t.Setenv("HERALD_SENDER_EMAIL", "sink")
+	t.Setenv("HERALD_EVENTS_MAX_IN_FLIGHT_BYTES", "1000")
+	if code, _, errOut := run(t, "run", "--http-addr", "off"); code != exitUsage || !strings.Contains(errOut, "HERALD_EVENTS_MAX_IN_FLIGHT_BYTES") {
+		t.Fatalf("an in-flight bound below the body limit: exit %d %q, want %d naming it", code, errOut, exitUsage)
+	}
+}
+
 // The egress proxy's TLS settings: only for an https proxy, the certificate and its
 // key together, files that hold what they say; each refusal names the variable (exit
 // 2) and never prints the key file's content.

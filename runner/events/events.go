@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -100,8 +101,15 @@ type Config struct {
 	SNSRoots  *x509.CertPool
 	// Tolerance is how old a signed timestamp may be (SendGrid, generic; default 5m).
 	Tolerance time.Duration
-	// MaxBodyBytes bounds a request body (default 5 MiB).
+	// MaxBodyBytes bounds a request body (default 5 MiB); a longer declared length
+	// gets 413, its body unread.
 	MaxBodyBytes int64
+	// MaxInFlightBytes bounds the bytes of request bodies all endpoints hold at once
+	// (default 64 MiB): a request whose declared length (without one, MaxBodyBytes)
+	// would pass it gets 503 with Retry-After 1, its body unread. The endpoints are
+	// public (providers post to them), so anyone can send bodies; this bounds the
+	// memory their requests take from the runner.
+	MaxInFlightBytes int64
 	// Logger receives a line per request (nil: slog's default).
 	Logger *slog.Logger
 	// Counted, when set, is told each request's recorded events by event name
@@ -142,6 +150,9 @@ func Register(mux *http.ServeMux, q Querier, cfg Config) []string {
 	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 5 << 20
+	}
+	if cfg.MaxInFlightBytes == 0 {
+		cfg.MaxInFlightBytes = 64 << 20
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -218,6 +229,8 @@ type handler struct {
 
 	mu    sync.Mutex
 	certs map[string]*x509.Certificate // SNS signing certificates by URL (snsCert)
+
+	inFlight atomic.Int64 // bytes of bodies reserved (body)
 }
 
 // Result is the endpoints' 200 answer.
@@ -228,22 +241,44 @@ type Result struct {
 	Ignored    int `json:"ignored"` // provider events herald has no outcome for (opens, clicks, queued…)
 }
 
-// body reads a request body within MaxBodyBytes, or answers 413.
-func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// body reads a request body within MaxBodyBytes, its declared length (or, without
+// one, MaxBodyBytes) reserved first from MaxInFlightBytes until release is called;
+// or answers 413 (too long, declared or read) or 503 (no room), the body unread.
+func (h *handler) body(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	n := r.ContentLength
+	switch {
+	case n > h.cfg.MaxBodyBytes:
+		w.Header().Set("Connection", "close") // or the server would read the body before answering
+		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body too large"})
+		return nil, nil, false
+	case n < 0:
+		n = h.cfg.MaxBodyBytes
+	}
+	if h.inFlight.Add(n) > h.cfg.MaxInFlightBytes {
+		h.inFlight.Add(-n)
+		h.cfg.Logger.Warn("delivery events refused: too many bytes of requests in progress", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close")
+		answer(w, http.StatusServiceUnavailable, map[string]string{"error": "busy: retry later"})
+		return nil, nil, false
+	}
+	release = func() { h.inFlight.Add(-n) }
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
+		release()
 		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body too large or unreadable"})
-		return nil, false
+		return nil, nil, false
 	}
-	return body, true
+	return body, release, true
 }
 
 func (h *handler) endpoint(source string, parse parser) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := h.body(w, r)
+		body, release, ok := h.body(w, r)
 		if !ok {
 			return
 		}
+		defer release()
 		evs, ignored, err := parse(r, body)
 		switch {
 		case errors.Is(err, errSignature):

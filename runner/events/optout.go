@@ -24,10 +24,11 @@ var (
 // not numbers and are ignored. The answer is an empty TwiML <Response/>: Twilio
 // sends its own confirmation.
 func (h *handler) twilioInbound(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.body(w, r)
+	body, release, ok := h.body(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	form, ok := h.twilioForm(r, body, h.cfg.TwilioInboundURL)
 	if !ok {
 		h.cfg.Logger.Warn("inbound message refused: bad signature", "remote", r.RemoteAddr)
