@@ -33,10 +33,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/herald/herald/runner/tracecontext"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
+
+	"github.com/herald/herald/runner/tracecontext"
 )
 
 // Config is how the intake answers.
