@@ -114,17 +114,15 @@ func TestWebhooksThroughAnEgressProxy(t *testing.T) {
 	}
 }
 
-// startSmokescreen runs the Smokescreen make test installs into .bin/ on a free
-// loopback port with args, until the test ends, and returns its address and output.
-func startSmokescreen(t *testing.T, args ...string) (string, *logBuffer) {
+// startTool runs .bin/<name> (a tool make test installs there) with args until the
+// test ends, in a process group of its own, and returns its output.
+func startTool(t *testing.T, name string, args ...string) *logBuffer {
 	t.Helper()
-	bin := filepath.Join(testdb.RepoRoot(), ".bin", "smokescreen")
+	bin := filepath.Join(testdb.RepoRoot(), ".bin", name)
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatal("Smokescreen is not installed (make test installs it into .bin/)")
+		t.Fatalf("%s is not installed (make test installs it into .bin/)", name)
 	}
-	addr := freeAddr(t)
-	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, append([]string{"--listen-ip", host, "--listen-port", port, "--statsd-address", freeAddr(t)}, args...)...)
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logs := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -132,6 +130,16 @@ func startSmokescreen(t *testing.T, args ...string) (string, *logBuffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	return logs
+}
+
+// startSmokescreen runs Smokescreen on a free loopback port with args and returns
+// its address, once it listens, and its output.
+func startSmokescreen(t *testing.T, args ...string) (string, *logBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
+	host, port, _ := net.SplitHostPort(addr)
+	logs := startTool(t, "smokescreen", append([]string{"--listen-ip", host, "--listen-port", port, "--statsd-address", freeAddr(t)}, args...)...)
 	waitHTTP(t, addr)
 	return addr, logs
 }

@@ -10,11 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +21,6 @@ import (
 	"github.com/herald/herald/runner/sender/email"
 	"github.com/herald/herald/runner/sender/sendertest"
 	smtpsender "github.com/herald/herald/runner/sender/smtp"
-	"github.com/herald/herald/tests/testdb"
 )
 
 // End to end against a real SMTP server, Mailpit (github.com/axllent/mailpit, which
@@ -33,23 +30,12 @@ import (
 // permanent failure with its reply code.
 func TestMailpit(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(testdb.RepoRoot(), ".bin", "mailpit")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatal("Mailpit is not installed (make test installs it into .bin/)")
-	}
 	certFile, keyFile := sendertest.CertFiles(t)
 	addrs := freeAddrs(t, 2)
 	smtpAddr, apiAddr := addrs[0], addrs[1]
-	cmd := exec.Command(bin, "--smtp", smtpAddr, "--listen", apiAddr, "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile,
+	logs := startTool(t, "mailpit", "--smtp", smtpAddr, "--listen", apiAddr, "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile,
 		"--smtp-require-starttls", "--smtp-auth-accept-any", "--smtp-disable-rdns", "--smtp-allowed-recipients", `^[^x].*@example\.net$`,
 		"--database", filepath.Join(t.TempDir(), "mailpit.db"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logs := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
 	waitHTTP(t, apiAddr)
 
 	pem, _ := os.ReadFile(certFile)
