@@ -892,3 +892,46 @@ func TestEventsEndpointsBoundTheBodiesInProgress(t *testing.T) {
 		t.Fatalf("the callback's outcome: %s", got)
 	}
 }
+
+// SendGrid's processed event, signed as SendGrid signs, settles a send in doubt: the
+// message waiting for its retry after a lost answer ends sent with the send's
+// X-Message-Id (sg_message_id's first part, what the sender would have stored), and
+// a later delivered event of the same send, with SendGrid's suffix, still matches it.
+func TestSendGridProcessedSettlesASendInDoubt(t *testing.T) {
+	_, pool := setup(t)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	mux := http.NewServeMux()
+	events.Register(mux, pool, events.Config{SendGridKeys: []*ecdsa.PublicKey{&key.PublicKey}})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t"}', now => $1)`, t0)
+	c := claim(t, pool, 1, t0)
+	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'no answer', 'transient', NULL, 'in_doubt', $3)`, id, c[0].Token, t0)
+	post := func(kind string) eventsResult {
+		t.Helper()
+		body := fmt.Sprintf(`[{"email":"ana@example.com","timestamp":%d,"event":%q,"sg_event_id":"ev-%s","sg_message_id":"x-msg-1.filterdrecv-5d4-1","herald_id":"%d"}]`,
+			time.Now().Unix(), kind, kind, id)
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		digest := sha256.Sum256([]byte(ts + body))
+		sig, _ := ecdsa.SignASN1(rand.Reader, key, digest[:])
+		var res eventsResult
+		if code := do(t, "POST", srv.URL+"/v1/events/sendgrid", "application/json", body, map[string]string{
+			"X-Twilio-Email-Event-Webhook-Signature": base64.StdEncoding.EncodeToString(sig),
+			"X-Twilio-Email-Event-Webhook-Timestamp": ts}, &res); code != 200 {
+			t.Fatalf("%s: %d", kind, code)
+		}
+		return res
+	}
+	if res := post("processed"); res.Recorded != 1 {
+		t.Fatalf("processed: %+v", res)
+	}
+	if got := scalar[string](t, pool, `SELECT status || ' ' || provider_message_id FROM herald.messages WHERE id = $1`, id); got != "sent x-msg-1" {
+		t.Fatalf("after SendGrid's processed: %s, want sent x-msg-1", got)
+	}
+	if res := post("delivered"); res.Recorded != 1 || outcome(t, pool, id) != "sent delivered - -" {
+		t.Fatalf("delivered: %+v, %s", res, outcome(t, pool, id))
+	}
+	if n := len(claim(t, pool, 10, t0.Add(24*time.Hour))); n != 0 {
+		t.Fatalf("the settled message was claimed again (%d)", n)
+	}
+}
