@@ -60,6 +60,28 @@ func sentMessages(t *testing.T, pool *pgxpool.Pool, channel, prefix string, reci
 	return ids
 }
 
+// eventsServer serves the delivery-event endpoints cfg makes from the server's own
+// URL (Twilio signs its callbacks with it) on pool until the test ends, and returns
+// that URL.
+func eventsServer(t *testing.T, pool *pgxpool.Pool, cfg func(base string) events.Config) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	events.Register(mux, pool, cfg(srv.URL))
+	return srv.URL
+}
+
+// sendGridHeaders are the headers of SendGrid's Signed Event Webhook for body at ts,
+// signed with key.
+func sendGridHeaders(key *ecdsa.PrivateKey, ts int64, body string) map[string]string {
+	tsText := strconv.FormatInt(ts, 10)
+	digest := sha256.Sum256([]byte(tsText + body))
+	sig, _ := ecdsa.SignASN1(rand.Reader, key, digest[:])
+	return map[string]string{"X-Twilio-Email-Event-Webhook-Signature": base64.StdEncoding.EncodeToString(sig),
+		"X-Twilio-Email-Event-Webhook-Timestamp": tsText}
+}
+
 type eventsResult struct {
 	Recorded, Duplicates, Unknown, Ignored int
 	Error, Field                           string
@@ -86,10 +108,9 @@ func TestSendGridEventWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	subuser, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader) // a second account's key (a subuser)
-	mux := http.NewServeMux()
-	events.Register(mux, pool, events.Config{SendGridKeys: []*ecdsa.PublicKey{&subuser.PublicKey, pub}})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	base := eventsServer(t, pool, func(string) events.Config {
+		return events.Config{SendGridKeys: []*ecdsa.PublicKey{&subuser.PublicKey, pub}}
+	})
 
 	rcpts := []string{"ana@example.com", "Bo@Example.com", "cy@example.com", "di@example.com", "ed@example.com", "fa@example.com", "gi@example.com"}
 	ids := sentMessages(t, pool, "email", "sgid-", rcpts...)
@@ -108,13 +129,8 @@ func TestSendGridEventWebhook(t *testing.T) {
 	}, ",") + "]"
 	post := func(body string, signWith *ecdsa.PrivateKey, ts int64, sent string) (int, eventsResult) {
 		t.Helper()
-		tsText := strconv.FormatInt(ts, 10)
-		digest := sha256.Sum256([]byte(tsText + body))
-		sig, _ := ecdsa.SignASN1(rand.Reader, signWith, digest[:])
 		var res eventsResult
-		code := do(t, "POST", srv.URL+"/v1/events/sendgrid", "application/json", sent, map[string]string{
-			"X-Twilio-Email-Event-Webhook-Signature": base64.StdEncoding.EncodeToString(sig),
-			"X-Twilio-Email-Event-Webhook-Timestamp": tsText}, &res)
+		code := do(t, "POST", base+"/v1/events/sendgrid", "application/json", sent, sendGridHeaders(signWith, ts, body), &res)
 		return code, res
 	}
 	stored := func() int64 { return scalar[int64](t, pool, `SELECT count(*) FROM herald.delivery_events`) }
@@ -221,11 +237,9 @@ func TestSendGridEventWebhook(t *testing.T) {
 // callbacks verify with its own token.
 func TestTwilioStatusCallbacks(t *testing.T) {
 	_, pool := setup(t)
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	callback := srv.URL + "/v1/events/twilio"
-	events.Register(mux, pool, events.Config{TwilioAuthTokens: []string{"tw-token", "tw-token-2"}, TwilioURL: callback})
+	callback := eventsServer(t, pool, func(base string) events.Config {
+		return events.Config{TwilioAuthTokens: []string{"tw-token", "tw-token-2"}, TwilioURL: base + "/v1/events/twilio"}
+	}) + "/v1/events/twilio"
 	ids := sentMessages(t, pool, "sms", "SM", "+14155550100", "+14155550101", "+14155550102")
 
 	post := func(id int64, status, errorCode, token string) (int, eventsResult) {
@@ -278,19 +292,18 @@ func TestTwilioStatusCallbacks(t *testing.T) {
 func TestGenericDeliveryEvents(t *testing.T) {
 	_, pool := setup(t)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a generic event secret, 32 bytes"))
-	mux := http.NewServeMux()
 	var counted []string // what herald run adds to herald_delivery_events_received_total
-	events.Register(mux, pool, events.Config{GenericSecrets: []string{secret}, Counted: func(source string, counts map[string]int) {
-		counted = append(counted, source+fmt.Sprint(counts))
-	}})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	base := eventsServer(t, pool, func(string) events.Config {
+		return events.Config{GenericSecrets: []string{secret}, Counted: func(source string, counts map[string]int) {
+			counted = append(counted, source+fmt.Sprint(counts))
+		}}
+	})
 	ids := sentMessages(t, pool, "email", "mta-", "ana@example.com")
 	key, _ := webhook.DecodeSecret(secret)
 	post := func(body string, k []byte) (int, eventsResult) {
 		ts := time.Now().Unix()
 		var res eventsResult
-		code := do(t, "POST", srv.URL+"/v1/events/generic", "application/json", body, map[string]string{
+		code := do(t, "POST", base+"/v1/events/generic", "application/json", body, map[string]string{
 			webhook.HeaderID: "evt_1", webhook.HeaderTimestamp: strconv.FormatInt(ts, 10),
 			webhook.HeaderSignature: webhook.Sign(k, "evt_1", ts, []byte(body))}, &res)
 		return code, res
@@ -588,20 +601,19 @@ func TestEventScriptsSignAsProviders(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the key sendgrid.sh printed: %v", err)
 	}
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	events.Register(mux, pool, events.Config{SendGridKeys: []*ecdsa.PublicKey{key}, TwilioAuthTokens: []string{"tw-token"}, TwilioURL: srv.URL + "/v1/events/twilio"})
+	base := eventsServer(t, pool, func(base string) events.Config {
+		return events.Config{SendGridKeys: []*ecdsa.PublicKey{key}, TwilioAuthTokens: []string{"tw-token"}, TwilioURL: base + "/v1/events/twilio"}
+	})
 	mail := sentMessages(t, pool, "email", "sg-", "ana@example.com")
 	sms := sentMessages(t, pool, "sms", "SM", "+14155550100")
 
 	batch := filepath.Join(dir, "batch.json")
 	os.WriteFile(batch, []byte(fmt.Sprintf(`[{"event":"delivered","sg_event_id":"by-hand-1","sg_message_id":"sg-%d.x","herald_id":"%d","timestamp":%d}]`,
 		mail[0], mail[0], time.Now().Unix())), 0o644)
-	if out := script("sendgrid.sh", nil, srv.URL+"/v1/events/sendgrid", batch); !strings.Contains(out, `"recorded":1`) {
+	if out := script("sendgrid.sh", nil, base+"/v1/events/sendgrid", batch); !strings.Contains(out, `"recorded":1`) {
 		t.Fatalf("sendgrid.sh: %s", out)
 	}
-	out := script("twilio.sh", []string{"TWILIO_AUTH_TOKEN=tw-token"}, fmt.Sprintf("%s/v1/events/twilio?herald_id=%d", srv.URL, sms[0]),
+	out := script("twilio.sh", []string{"TWILIO_AUTH_TOKEN=tw-token"}, fmt.Sprintf("%s/v1/events/twilio?herald_id=%d", base, sms[0]),
 		fmt.Sprintf("MessageSid=SM%d", sms[0]), "MessageStatus=undelivered", "ErrorCode=30003", "To=+14155550100")
 	if !strings.Contains(out, `"recorded":1`) {
 		t.Fatalf("twilio.sh: %s", out)
@@ -771,11 +783,9 @@ func postTwilio(t *testing.T, u string, form url.Values, token string) (int, []b
 // from a channel without numbers (messenger:…) is stored nowhere.
 func TestTwilioInboundOptOuts(t *testing.T) {
 	_, pool := setup(t)
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	inbound := srv.URL + "/v1/events/twilio-inbound"
-	events.Register(mux, pool, events.Config{TwilioAuthTokens: []string{"tw-token"}, TwilioInboundURL: inbound})
+	inbound := eventsServer(t, pool, func(base string) events.Config {
+		return events.Config{TwilioAuthTokens: []string{"tw-token"}, TwilioInboundURL: base + "/v1/events/twilio-inbound"}
+	}) + "/v1/events/twilio-inbound"
 	post := func(from, body, optOutType, token string) int {
 		t.Helper()
 		form := url.Values{"MessageSid": {"SM1"}, "AccountSid": {"AC0123"}, "From": {from}, "To": {"+15005550006"}, "Body": {body}}
@@ -857,14 +867,13 @@ func rawRequest(t *testing.T, addr, path string, length int) (net.Conn, func() s
 // is recorded.
 func TestEventsEndpointsBoundTheBodiesInProgress(t *testing.T) {
 	_, pool := setup(t)
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	callback := srv.URL + "/v1/events/twilio"
-	events.Register(mux, pool, events.Config{TwilioAuthTokens: []string{"tw-token"}, TwilioURL: callback,
-		MaxBodyBytes: 64 << 10, MaxInFlightBytes: 128 << 10})
+	base := eventsServer(t, pool, func(base string) events.Config {
+		return events.Config{TwilioAuthTokens: []string{"tw-token"}, TwilioURL: base + "/v1/events/twilio",
+			MaxBodyBytes: 64 << 10, MaxInFlightBytes: 128 << 10}
+	})
+	callback := base + "/v1/events/twilio"
 	ids := sentMessages(t, pool, "sms", "SM", "+14155550100")
-	addr := srv.Listener.Addr().String()
+	addr := strings.TrimPrefix(base, "http://")
 	var slow []net.Conn
 	for range 2 { // each holds its room once the handler asks for its body
 		c, status := rawRequest(t, addr, "/v1/events/twilio", 64<<10)
@@ -900,10 +909,7 @@ func TestEventsEndpointsBoundTheBodiesInProgress(t *testing.T) {
 func TestSendGridProcessedSettlesASendInDoubt(t *testing.T) {
 	_, pool := setup(t)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	mux := http.NewServeMux()
-	events.Register(mux, pool, events.Config{SendGridKeys: []*ecdsa.PublicKey{&key.PublicKey}})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	base := eventsServer(t, pool, func(string) events.Config { return events.Config{SendGridKeys: []*ecdsa.PublicKey{&key.PublicKey}} })
 	id := scalar[int64](t, pool, `SELECT herald.enqueue('email', 'ana@example.com', '{"subject":"s","text":"t"}', now => $1)`, t0)
 	c := claim(t, pool, 1, t0)
 	mustExec(t, pool, `SELECT herald.fail($1::bigint, $2::bigint, 'no answer', 'transient', NULL, 'in_doubt', $3)`, id, c[0].Token, t0)
@@ -911,13 +917,8 @@ func TestSendGridProcessedSettlesASendInDoubt(t *testing.T) {
 		t.Helper()
 		body := fmt.Sprintf(`[{"email":"ana@example.com","timestamp":%d,"event":%q,"sg_event_id":"ev-%s","sg_message_id":"x-msg-1.filterdrecv-5d4-1","herald_id":"%d"}]`,
 			time.Now().Unix(), kind, kind, id)
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		digest := sha256.Sum256([]byte(ts + body))
-		sig, _ := ecdsa.SignASN1(rand.Reader, key, digest[:])
 		var res eventsResult
-		if code := do(t, "POST", srv.URL+"/v1/events/sendgrid", "application/json", body, map[string]string{
-			"X-Twilio-Email-Event-Webhook-Signature": base64.StdEncoding.EncodeToString(sig),
-			"X-Twilio-Email-Event-Webhook-Timestamp": ts}, &res); code != 200 {
+		if code := do(t, "POST", base+"/v1/events/sendgrid", "application/json", body, sendGridHeaders(key, time.Now().Unix(), body), &res); code != 200 {
 			t.Fatalf("%s: %d", kind, code)
 		}
 		return res

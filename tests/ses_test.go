@@ -189,11 +189,10 @@ func TestSESNotifications(t *testing.T) {
 		}
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
-	mux := http.NewServeMux()
-	events.Register(mux, pool, events.Config{SESTopics: []string{topic}, SNSClient: &http.Client{Transport: tr},
-		SNSHosts: regexp.MustCompile(`^127\.0\.0\.1$`), SNSRoots: sns.ca})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	base := eventsServer(t, pool, func(string) events.Config {
+		return events.Config{SESTopics: []string{topic}, SNSClient: &http.Client{Transport: tr},
+			SNSHosts: regexp.MustCompile(`^127\.0\.0\.1$`), SNSRoots: sns.ca}
+	})
 	ids := smtpSent(t, pool, "ana@example.com", "bo@example.com", "cy@example.com", "dee@example.com")
 	msgID := func(i int) string { return heraldMessageID(t, pool, ids[i]) }
 
@@ -211,7 +210,7 @@ func TestSESNotifications(t *testing.T) {
 		t.Helper()
 		b, _ := json.Marshal(m)
 		var res eventsResult
-		code := do(t, "POST", srv.URL+"/v1/events/ses", "text/plain; charset=UTF-8", string(b),
+		code := do(t, "POST", base+"/v1/events/ses", "text/plain; charset=UTF-8", string(b),
 			map[string]string{"x-amz-sns-message-type": m["Type"]}, &res)
 		return code, res
 	}

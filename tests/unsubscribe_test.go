@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,13 +27,10 @@ import (
 func TestOneClickUnsubscribe(t *testing.T) {
 	ctx, pool := setup(t)
 	key := []byte(strings.Repeat("k", 32))
-	mux := http.NewServeMux()
-	events.Register(mux, pool, events.Config{UnsubscribeKeys: [][]byte{key}})
-	endpoint := httptest.NewServer(mux)
-	t.Cleanup(endpoint.Close)
+	base := eventsServer(t, pool, func(string) events.Config { return events.Config{UnsubscribeKeys: [][]byte{key}} })
 	smtpSrv := sendertest.StartSMTP(t, true)
 	cfg := sendertest.SMTPConfig(t, smtpSrv)
-	cfg.Defaults.UnsubscribeURL, cfg.Defaults.UnsubscribeKey = endpoint.URL+events.UnsubscribePath, key
+	cfg.Defaults.UnsubscribeURL, cfg.Defaults.UnsubscribeKey = base+events.UnsubscribePath, key
 	s, err := smtpsender.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +66,7 @@ func TestOneClickUnsubscribe(t *testing.T) {
 		t.Fatalf("no one-click headers in:\n%s", data)
 	}
 	link := m[1]
-	if want := unsubscribe.Link(endpoint.URL+events.UnsubscribePath, key, id); link != want {
+	if want := unsubscribe.Link(base+events.UnsubscribePath, key, id); link != want {
 		t.Fatalf("link %q, want %q", link, want)
 	}
 
@@ -83,9 +79,9 @@ func TestOneClickUnsubscribe(t *testing.T) {
 		t.Fatalf("GET: %d, suppressions %q: a GET must change nothing", resp.StatusCode, suppressed())
 	}
 	// Forged and altered links: nothing recorded.
-	other := unsubscribe.Link(endpoint.URL+events.UnsubscribePath, []byte(strings.Repeat("x", 32)), id)
+	other := unsubscribe.Link(base+events.UnsubscribePath, []byte(strings.Repeat("x", 32)), id)
 	_, mac, _ := strings.Cut(link[strings.LastIndex(link, "/")+1:], ".")
-	for _, bad := range []string{other, endpoint.URL + events.UnsubscribePath + fmt.Sprint(id+1) + "." + mac, link + "A", endpoint.URL + events.UnsubscribePath + "ana@example.com"} {
+	for _, bad := range []string{other, base + events.UnsubscribePath + fmt.Sprint(id+1) + "." + mac, link + "A", base + events.UnsubscribePath + "ana@example.com"} {
 		if code := post(bad); code != 404 {
 			t.Fatalf("POST %s: %d, want 404", bad, code)
 		}
