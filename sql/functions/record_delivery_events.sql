@@ -33,9 +33,9 @@ DECLARE
   at_ok boolean := true;
   v_logged boolean;
   v_waiting bigint[];
-  v_waiting_ids text[];
-  v_sending bigint[];
-  v_sending_ids text[];
+  v_waiting_pids text[];
+  v_noted bigint[];
+  v_noted_pids text[];
 BEGIN
   PERFORM herald._check_source(source => source);
   IF events IS NULL OR jsonb_typeof(events) <> 'array' OR jsonb_array_length(events) NOT BETWEEN 1 AND 10000 THEN
@@ -179,16 +179,16 @@ BEGIN
          (SELECT array_agg(t.provider_message_id) FROM taken t WHERE t.status = 'queued'),
          (SELECT array_agg(t.message_id) FROM taken t WHERE t.provider_message_id IS NOT NULL),
          (SELECT array_agg(t.provider_message_id) FROM taken t WHERE t.provider_message_id IS NOT NULL)
-  INTO recorded, unknown, v_logged, v_waiting, v_waiting_ids, v_sending, v_sending_ids
+  INTO recorded, unknown, v_logged, v_waiting, v_waiting_pids, v_noted, v_noted_pids
   FROM stored s;
   IF v_waiting IS NOT NULL THEN -- an attempt in doubt (or cut short) went through: no retry
-    PERFORM herald._mark_sent(ids => v_waiting, lease_tokens => NULL, provider_message_ids => v_waiting_ids,
+    PERFORM herald._mark_sent(ids => v_waiting, lease_tokens => NULL, provider_message_ids => v_waiting_pids,
                               now => record_delivery_events.now);
   END IF;
-  IF v_sending IS NOT NULL THEN -- being sent (a claim took it first, if it waited): fail and reap_stale read the id as sent
+  IF v_noted IS NOT NULL THEN -- being sent (a claim took it first, if it waited): fail and reap_stale read the id as sent
     UPDATE herald.messages m
     SET provider_message_id = u.provider_message_id
-    FROM unnest(v_sending, v_sending_ids) AS u(id, provider_message_id)
+    FROM unnest(v_noted, v_noted_pids) AS u(id, provider_message_id)
     WHERE m.id = u.id AND m.status = 'processing' AND m.provider_message_id IS NULL;
   END IF;
   duplicates := n - recorded;
